@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# install-deps.sh - install, with apt-get, the Debian packages smbsplice
+# needs to build, test and run its demo; with --bench, also the peers the
+# benchmark harness compares against. Installs only what is missing, runs
+# apt-get update once and only if something is, and does nothing at all on
+# a machine that has everything. Needs root (or sudo) when it installs.
+set -euo pipefail
+
+pkgs=(autoconf automake make gcc pkg-config python3
+	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev
+	samba smbclient samba-testsuite)
+bench=(haproxy socat passt iperf3 gnuplot-nox iproute2 strace)
+[ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "install-deps: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null

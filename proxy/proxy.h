@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_PROXY_H
+#define SMBSPLICE_PROXY_H
+
+#include <ev.h>
+#include <stdbool.h>
+
+#include "options.h"
+#include "pipepool.h"
+
+struct conn;
+
+/**
+ * struct proxy - the daemon's state, one per process
+ * @loop:		the libev loop
+ * @opt:		parsed command line
+ * @pool:		splice pipes shared by all connections
+ * @listen_fd:		the listening socket
+ * @accept_w:		readable watcher on @listen_fd
+ * @accept_pause:	restarts @accept_w after accept() ran out of fds
+ * @accept_warned:	when the last accept pause was logged
+ * @sigint_w:		SIGINT: stop cleanly
+ * @sigterm_w:		SIGTERM: stop cleanly
+ * @conns:		live connections, newest first
+ * @active:		connections open now
+ * @total:		connections ever accepted
+ */
+struct proxy {
+	struct ev_loop *loop;
+	const struct options *opt;
+	struct pipe_pool pool;
+	int listen_fd;
+	ev_io accept_w;
+	ev_timer accept_pause;
+	ev_tstamp accept_warned;
+	ev_signal sigint_w, sigterm_w;
+	struct conn *conns;
+	unsigned long active, total;
+};
+
+int listener_start(struct proxy *px);
+void listener_stop(struct proxy *px);
+
+#endif /* SMBSPLICE_PROXY_H */

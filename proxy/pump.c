@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* pump.c - moving the bytes of one direction: the copy and splice pumps
+ *
+ * Theory of operation: a direction alternates between two steps until one
+ * of them would block.
+ *
+ *   flush: write what is pending, from the copy buffer with send() or from
+ *          the lent pipe with splice(), until nothing is pending;
+ *   fill:  read the next stretch, with the pump the policy picks, into the
+ *          buffer with recv() or into a freshly borrowed pipe with splice().
+ *
+ * Nothing new is read while anything is pending. That one rule gives
+ * backpressure (a full destination stops reads from the source), keeps
+ * order when the pump changes, and means a pipe is borrowed only between a
+ * fill and the flush that empties it.
+ *
+ * Cork: each write carries MORE when the read that produced its bytes says
+ * more are due (see flow_more_due()), and the destination's @corked flag
+ * records it. When the source runs dry, sock_uncork() pushes whatever MORE
+ * left waiting, so no tail waits for the kernel's 200 ms timer. End of
+ * file is forwarded with shutdown(SHUT_WR) once nothing is pending; the
+ * FIN pushes any held bytes with it.
+ *
+ * No function here knows about the event loop: half_run() reports what it
+ * waits for and the caller arms its watchers to match.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include "pump.h"
+
+enum io_res {
+	IO_DONE,    /* the step finished: all flushed, or some bytes read */
+	IO_BLOCKED, /* the socket would block */
+	IO_EOF,	    /* the source has no more bytes, ever */
+	IO_ERR,	    /* a hard error, in h->err */
+};
+
+/**
+ * half_init() - set up a direction
+ * @h:		the direction
+ * @src:	socket it reads
+ * @dst:	socket it writes
+ * @pool:	where splice pipes come from
+ * @buf:	copy buffer, owned by the caller
+ * @buf_cap:	its size
+ * @splice_ok:	false to use the copy pump only
+ */
+void half_init(struct half *h, struct sock *src, struct sock *dst,
+	       struct pipe_pool *pool, char *buf, size_t buf_cap,
+	       bool splice_ok)
+{
+	*h = (struct half){
+		.src = src,
+		.dst = dst,
+		.pool = pool,
+		.buf = buf,
+		.buf_cap = buf_cap,
+		.policy = { .splice_ok = splice_ok },
+	};
+}
+
+/**
+ * io_fail() - classify a failed call
+ * @h:	the direction, whose @err is set for hard errors
+ *
+ * Return: IO_BLOCKED for EAGAIN, IO_ERR otherwise. EINTR is handled by the
+ * callers, which retry.
+ */
+static enum io_res io_fail(struct half *h)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return IO_BLOCKED;
+	h->err = errno;
+	return IO_ERR;
+}
+
+/**
+ * flush_buf() - send the pending bytes of the copy buffer
+ * @h:	the direction
+ *
+ * Return: IO_DONE when the buffer is empty, IO_BLOCKED or IO_ERR.
+ */
+static enum io_res flush_buf(struct half *h)
+{
+	int flags = MSG_NOSIGNAL | (h->more ? MSG_MORE : 0);
+	ssize_t n;
+
+	while (h->buf_off < h->buf_len) {
+		n = send(h->dst->fd, h->buf + h->buf_off,
+			 h->buf_len - h->buf_off, flags);
+		h->st.copy_calls++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(h);
+		}
+		h->buf_off += (size_t)n;
+		h->st.copied += (uint64_t)n;
+		h->dst->corked = h->more;
+	}
+	h->buf_off = h->buf_len = 0;
+	return IO_DONE;
+}
+
+/**
+ * flush_pipe() - splice the pending bytes of the pipe to the destination
+ * @h:	the direction
+ *
+ * Splices may be short: the loop goes on until the pipe is empty or the
+ * socket is full. An empty pipe goes back to the pool at once.
+ *
+ * Return: IO_DONE when the pipe is empty, IO_BLOCKED or IO_ERR.
+ */
+static enum io_res flush_pipe(struct half *h)
+{
+	unsigned int flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
+			     (h->more ? SPLICE_F_MORE : 0);
+	ssize_t n;
+
+	while (h->in_pipe) {
+		n = splice(h->pipe->rd, NULL, h->dst->fd, NULL, h->in_pipe,
+			   flags);
+		h->st.splice_calls++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(h);
+		}
+		if (n == 0) { /* a pipe we hold the write end of cannot end */
+			h->err = EIO;
+			return IO_ERR;
+		}
+		h->in_pipe -= (size_t)n;
+		h->st.spliced += (uint64_t)n;
+		h->dst->corked = h->more;
+	}
+	pool_put(h->pool, h->pipe);
+	h->pipe = NULL;
+	return IO_DONE;
+}
+
+/**
+ * fill_copy() - read the next stretch into the copy buffer
+ * @h:	the direction, with an empty buffer
+ *
+ * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
+ */
+static enum io_res fill_copy(struct half *h)
+{
+	ssize_t n;
+
+	do {
+		n = recv(h->src->fd, h->buf, h->buf_cap, 0);
+		h->st.copy_calls++;
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return io_fail(h);
+	if (n == 0)
+		return IO_EOF;
+	h->buf_len = (size_t)n;
+	h->more = flow_more_due((size_t)n, h->buf_cap);
+	flow_after_read(&h->policy, PUMP_COPY, (size_t)n, h->buf_cap);
+	return IO_DONE;
+}
+
+/**
+ * fill_splice() - splice the next stretch from the source into a pipe
+ * @h:	the direction, with nothing pending
+ *
+ * With no pipe to be had, the copy pump reads instead. A pipe that stays
+ * empty (the source would block, or ended) goes straight back to the pool.
+ *
+ * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
+ */
+static enum io_res fill_splice(struct half *h)
+{
+	enum io_res r;
+	size_t asked;
+	ssize_t n;
+
+	h->pipe = pool_get(h->pool);
+	if (!h->pipe)
+		return fill_copy(h);
+	asked = h->pipe->cap;
+	do {
+		n = splice(h->src->fd, NULL, h->pipe->wr, NULL, asked,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		h->st.splice_calls++;
+	} while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		r = n == 0 ? IO_EOF : io_fail(h);
+		pool_put(h->pool, h->pipe);
+		h->pipe = NULL;
+		return r;
+	}
+	h->in_pipe = (size_t)n;
+	h->more = flow_more_due((size_t)n, asked);
+	flow_after_read(&h->policy, PUMP_SPLICE, (size_t)n, asked);
+	return IO_DONE;
+}
+
+/**
+ * half_finish() - forward end of file once nothing is pending
+ * @h:	the direction
+ *
+ * Return: PUMP_FIN, or PUMP_DST_ERR if the destination is already gone.
+ */
+static enum pump_status half_finish(struct half *h)
+{
+	h->dst_shut = true;
+	h->dst->corked = false; /* the FIN pushes whatever MORE held back */
+	if (shutdown(h->dst->fd, SHUT_WR)) {
+		h->err = errno;
+		return PUMP_DST_ERR;
+	}
+	return PUMP_FIN;
+}
+
+/**
+ * half_run() - move bytes from source to destination until something blocks
+ * @h:	the direction
+ *
+ * Return: what the direction waits for next (see enum pump_status).
+ */
+enum pump_status half_run(struct half *h)
+{
+	enum io_res r;
+	int budget;
+
+	if (h->dst_shut)
+		return PUMP_FIN;
+	for (budget = PUMP_BUDGET;; budget--) {
+		r = h->in_pipe ? flush_pipe(h) : flush_buf(h);
+		if (r == IO_BLOCKED)
+			return PUMP_WAIT_WRITE;
+		if (r == IO_ERR)
+			return PUMP_DST_ERR;
+		if (h->src_eof)
+			return half_finish(h);
+		if (!budget)
+			return PUMP_WAIT_READ; /* the event loop calls again */
+
+		if (flow_pump(&h->policy) == PUMP_SPLICE)
+			r = fill_splice(h);
+		else
+			r = fill_copy(h);
+		if (r == IO_BLOCKED) {
+			if (sock_uncork(h->dst)) {
+				h->err = errno;
+				return PUMP_DST_ERR;
+			}
+			return PUMP_WAIT_READ;
+		}
+		if (r == IO_ERR)
+			return PUMP_SRC_ERR;
+		if (r == IO_EOF)
+			h->src_eof = true;
+	}
+}
+
+/**
+ * half_pending() - does the direction hold bytes not yet written
+ * @h:	the direction
+ *
+ * Return: true if bytes sit in the copy buffer or the pipe.
+ */
+bool half_pending(const struct half *h)
+{
+	return h->in_pipe || h->buf_off < h->buf_len;
+}
+
+/**
+ * half_release() - give back the direction's pipe, if it holds one
+ * @h:	the direction, about to be freed
+ *
+ * A pipe that still holds bytes is closed rather than pooled: those bytes
+ * belong to this connection and must never reach another.
+ */
+void half_release(struct half *h)
+{
+	if (!h->pipe)
+		return;
+	if (h->in_pipe)
+		pool_drop(h->pool, h->pipe);
+	else
+		pool_put(h->pool, h->pipe);
+	h->pipe = NULL;
+	h->in_pipe = 0;
+}

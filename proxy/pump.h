@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_PUMP_H
+#define SMBSPLICE_PUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipepool.h"
+#include "policy.h"
+#include "sock.h"
+
+/**
+ * struct half_stats - what one direction moved, and how
+ * @spliced:		bytes that went socket -> pipe -> socket
+ * @copied:		bytes that went through the copy buffer
+ * @splice_calls:	splice() calls made (both legs)
+ * @copy_calls:		recv() and send() calls made
+ */
+struct half_stats {
+	uint64_t spliced, copied;
+	uint64_t splice_calls, copy_calls;
+};
+
+/**
+ * struct half - one direction of a connection: bytes from @src to @dst
+ * @src:	socket read from
+ * @dst:	socket written to
+ * @pool:	where pipes are borrowed
+ * @pipe:	pipe lent for the splice in flight, NULL when none
+ * @in_pipe:	bytes in @pipe not yet written to @dst
+ * @buf:	copy buffer, @buf_cap bytes
+ * @buf_off:	first byte of @buf not yet written to @dst
+ * @buf_len:	bytes in @buf
+ * @more:	the pending bytes are to be written with MORE
+ * @src_eof:	@src returned end of file; nothing more will be read
+ * @dst_shut:	end of file was forwarded with shutdown(SHUT_WR)
+ * @err:	errno of the failure, after PUMP_SRC_ERR or PUMP_DST_ERR
+ * @policy:	pump choice for this direction
+ * @st:		counters
+ *
+ * At most one of @in_pipe and @buf_len - @buf_off is non-zero: pending bytes
+ * are written before anything new is read, which keeps order across the two
+ * pumps without any bookkeeping.
+ */
+struct half {
+	struct sock *src, *dst;
+	struct pipe_pool *pool;
+	struct pipe_slot *pipe;
+	size_t in_pipe;
+	char *buf;
+	size_t buf_cap, buf_off, buf_len;
+	bool more;
+	bool src_eof, dst_shut;
+	int err;
+	struct flow_policy policy;
+	struct half_stats st;
+};
+
+enum pump_status {
+	PUMP_WAIT_READ,	 /* nothing pending, @src has no bytes: wait to read */
+	PUMP_WAIT_WRITE, /* bytes pending, @dst is full: wait to write */
+	PUMP_FIN,	 /* end of file forwarded: this direction is done */
+	PUMP_SRC_ERR,	 /* reading @src failed, see @err */
+	PUMP_DST_ERR,	 /* writing @dst failed, see @err */
+};
+
+/* Reads per half_run() call before yielding to the event loop, so one busy
+ * direction cannot starve the others. */
+#define PUMP_BUDGET 16
+
+void half_init(struct half *h, struct sock *src, struct sock *dst,
+	       struct pipe_pool *pool, char *buf, size_t buf_cap,
+	       bool splice_ok);
+enum pump_status half_run(struct half *h);
+void half_release(struct half *h);
+bool half_pending(const struct half *h);
+
+#endif /* SMBSPLICE_PUMP_H */

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* sock.c - small socket helpers, one job each
+ *
+ * Theory of operation: everything here is a thin wrapper over one or two
+ * system calls, so that the connection and pump code reads as policy rather
+ * than as setsockopt() plumbing. Every socket smbsplice opens is
+ * non-blocking and close-on-exec from the start.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "sock.h"
+
+/**
+ * sock_set_nodelay() - turn Nagle off
+ * @fd:	a TCP socket
+ *
+ * Nagle would hold a message's short tail until the previous segment is
+ * acknowledged: with delayed ACKs that is a 40 ms stall. smbsplice decides
+ * itself when to hold bytes back (MORE, TCP_CORK) and when to push.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/**
+ * sock_set_linger0() - make the next close() send RST instead of FIN
+ * @fd:	a TCP socket
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_linger0(int fd)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+}
+
+/**
+ * sock_uncork() - push bytes that an earlier MORE write left waiting
+ * @s:	the socket and its cork flag
+ *
+ * Clearing TCP_CORK pushes every pending segment even when TCP_CORK itself
+ * was never set, which is what MSG_MORE and SPLICE_F_MORE leave behind.
+ * Without this push the kernel sends the tail only when its 200 ms
+ * probe timer fires. The flag keeps the call to the times it is needed.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_uncork(struct sock *s)
+{
+	int zero = 0;
+
+	if (!s->corked)
+		return 0;
+	s->corked = false;
+	s->uncorks++;
+	return setsockopt(s->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+}
+
+/**
+ * sock_listen() - open a non-blocking listening socket
+ * @sa:		address to bind
+ * @len:	its length
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_listen(const struct sockaddr *sa, socklen_t len)
+{
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len) || listen(fd, 1024)) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/**
+ * sock_connect_start() - begin a non-blocking connect
+ * @sa:		address to connect to
+ * @len:	its length
+ * @fd:		the new socket, on success
+ *
+ * Return: 0 if connected already, 1 if in progress (wait for writable, then
+ * sock_connect_result()), -1 with errno set on failure.
+ */
+int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd)
+{
+	int s, err;
+
+	s = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		   0);
+	if (s < 0)
+		return -1;
+	if (!connect(s, sa, len)) {
+		*fd = s;
+		return 0;
+	}
+	if (errno == EINPROGRESS) {
+		*fd = s;
+		return 1;
+	}
+	err = errno;
+	close(s);
+	errno = err;
+	return -1;
+}
+
+/**
+ * sock_connect_result() - the outcome of a connect that became writable
+ * @fd:	the socket
+ *
+ * Return: 0 if connected, else the errno of the failure.
+ */
+int sock_connect_result(int fd)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return errno;
+	return err;
+}
+
+/**
+ * sock_addr_text() - format an address as HOST:PORT or [HOST]:PORT
+ * @sa:		the address
+ * @out:	buffer
+ * @outlen:	its size
+ */
+void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(out, outlen, "[%s]:%u", host, ntohs(a->sin6_port));
+	} else if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(out, outlen, "%s:%u", host, ntohs(a->sin_port));
+	} else {
+		snprintf(out, outlen, "?");
+	}
+}

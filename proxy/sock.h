@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_SOCK_H
+#define SMBSPLICE_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/**
+ * struct sock - one TCP socket of a connection and its cork state
+ * @fd:		the socket
+ * @corked:	bytes were written with MORE (MSG_MORE, SPLICE_F_MORE) and may
+ *		sit in the kernel waiting for more; sock_uncork() must push
+ *		them before the forwarder goes idle on this socket. Set by
+ *		every write that carried MORE, cleared by every write without
+ *		it and by sock_uncork().
+ * @uncorks:	setsockopt(TCP_CORK, 0) calls made on this socket
+ */
+struct sock {
+	int fd;
+	bool corked;
+	unsigned long uncorks;
+};
+
+int sock_set_nodelay(int fd);
+int sock_set_linger0(int fd);
+int sock_uncork(struct sock *s);
+int sock_listen(const struct sockaddr *sa, socklen_t len);
+int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd);
+int sock_connect_result(int fd);
+void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);
+
+#endif /* SMBSPLICE_SOCK_H */

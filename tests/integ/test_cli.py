@@ -1,0 +1,54 @@
+"""The command line: --help and --version exit 0; each bad argument gets
+exactly one line on standard error and exit status 2; a listen address in
+use is one line and exit status 1."""
+import socket
+import subprocess
+
+from harness import SMBSPLICE, check, run
+
+GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
+
+BAD = [
+    ([], "--listen and --backend"),
+    (["--listen", "127.0.0.1:1"], "--backend"),
+    (GOOD + ["--pipe-size", "12Q"], "--pipe-size '12Q'"),
+    (GOOD + ["--pipe-size", "1K"], "--pipe-size '1K'"),
+    (GOOD + ["--max-pipes", "-3"], "--max-pipes '-3'"),
+    (GOOD + ["--mode", "udp"], "--mode 'udp'"),
+    (GOOD + ["--idle-timeout", "soon"], "--idle-timeout 'soon'"),
+    (GOOD + ["--connect-timeout", "0"], "--connect-timeout '0'"),
+    (["--listen", "127.0.0.1", "--backend", "127.0.0.1:2"], "--listen '127.0.0.1'"),
+    (["--listen", "127.0.0.1:1", "--backend", "::1:445"], "--backend '::1:445'"),
+    (GOOD + ["--bogus"], "unknown option '--bogus'"),
+    (GOOD + ["-x"], "unknown option '-x'"),
+    (GOOD + ["--pipe-size"], "missing value for option '--pipe-size'"),
+    (GOOD + ["stray"], "'stray'"),
+]
+
+
+def smbsplice(*args):
+    return subprocess.run([SMBSPLICE, *args], capture_output=True, text=True, timeout=10)
+
+
+def main():
+    r = smbsplice("--help")
+    check(r.returncode == 0 and "--listen HOST:PORT" in r.stdout, "--help prints usage, exit 0")
+    r = smbsplice("--version")
+    check(r.returncode == 0 and r.stdout.startswith("smbsplice "), f"--version: {r.stdout.strip()}")
+    for args, needle in BAD:
+        r = smbsplice(*args)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and needle in lines[0],
+              f"{args}: exit {r.returncode}, {lines}")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    r = smbsplice("--listen", f"127.0.0.1:{busy.getsockname()[1]}", "--backend", "127.0.0.1:2")
+    lines = r.stderr.splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "cannot listen" in lines[0] and "in use" in lines[0],
+          f"listen address in use: exit {r.returncode}, {lines}")
+    busy.close()
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* test_pump.c - the copy and splice pumps against scripted sockets
+ *
+ * The test binary is linked with --wrap for recv, send, splice, setsockopt
+ * and shutdown, so every call the pump makes on the two fake sockets (fds
+ * SRC and DST) follows a script: how many bytes the source has, when it
+ * would block, fails or ends, and how much the destination takes per call.
+ * The source produces a counting byte pattern and the destination checks
+ * it, so any lost, repeated or reordered byte fails the test; bytes that go
+ * through the (simulated) pipe are accounted by position.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <cmocka.h>
+
+#include "pump.h"
+
+#define SRC 1000
+#define DST 1001
+
+enum act_kind { A_END_OF_SCRIPT, A_BYTES, A_ERR, A_EOF };
+
+struct act {
+	enum act_kind kind;
+	size_t n; /* A_BYTES: bytes available / accepted */
+	int err;  /* A_ERR */
+};
+
+#define MAXACT 64
+
+static struct {
+	struct act src[MAXACT], dst[MAXACT];
+	int nsrc, ndst, isrc, idst;
+	uint64_t produced, consumed; /* stream positions */
+	size_t fake_pipe;	     /* bytes in the simulated pipe */
+	int uncork_calls, shutdowns, sends_with_more, sends_without_more;
+	int recvs, splices_in, splices_out;
+	unsigned last_splice_flags;
+} w;
+
+static void script_reset(void)
+{
+	memset(&w, 0, sizeof(w));
+}
+
+static void src_add(enum act_kind k, size_t n, int err)
+{
+	w.src[w.nsrc++] = (struct act){ k, n, err };
+}
+
+static void dst_add(enum act_kind k, size_t n, int err)
+{
+	w.dst[w.ndst++] = (struct act){ k, n, err };
+}
+
+/* Anything past the end of a script would block. */
+static struct act next(struct act *s, int n, int *i)
+{
+	if (*i >= n)
+		return (struct act){ A_ERR, 0, EAGAIN };
+	return s[(*i)++];
+}
+
+static unsigned char pattern(uint64_t pos)
+{
+	return (unsigned char)(pos * 7 + (pos >> 8));
+}
+
+ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags);
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags);
+ssize_t __wrap_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
+		      size_t len, unsigned int flags);
+int __wrap_setsockopt(int fd, int level, int name, const void *val,
+		      socklen_t len);
+int __wrap_shutdown(int fd, int how);
+
+/* A source read: returns how many bytes to deliver, or -1/0. */
+static ssize_t src_take(size_t len)
+{
+	struct act a = next(w.src, w.nsrc, &w.isrc);
+	size_t n;
+
+	if (a.kind == A_ERR) {
+		errno = a.err;
+		return -1;
+	}
+	if (a.kind == A_EOF)
+		return 0;
+	n = a.n < len ? a.n : len;
+	if (n < a.n) { /* leave the rest for the next read */
+		w.isrc--;
+		w.src[w.isrc].n -= n;
+	}
+	return (ssize_t)n;
+}
+
+/* A destination write: returns how many bytes it accepts, or -1. An
+ * A_BYTES entry is room for that many bytes in all, over as many calls as
+ * it takes. */
+static ssize_t dst_take(size_t len)
+{
+	struct act a = next(w.dst, w.ndst, &w.idst);
+	size_t n;
+
+	if (a.kind == A_ERR) {
+		errno = a.err;
+		return -1;
+	}
+	n = a.n < len ? a.n : len;
+	if (n < a.n) {
+		w.idst--;
+		w.dst[w.idst].n -= n;
+	}
+	return (ssize_t)n;
+}
+
+ssize_t __wrap_recv(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t n;
+
+	assert_int_equal(fd, SRC);
+	w.recvs++;
+	n = src_take(len);
+	for (ssize_t i = 0; i < n; i++)
+		((unsigned char *)buf)[i] = pattern(w.produced++);
+	return n;
+}
+
+ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags)
+{
+	ssize_t n;
+
+	assert_int_equal(fd, DST);
+	assert_true(flags & MSG_NOSIGNAL);
+	n = dst_take(len);
+	for (ssize_t i = 0; i < n; i++)
+		assert_int_equal(((const unsigned char *)buf)[i],
+				 pattern(w.consumed++));
+	if (n > 0) {
+		if (flags & MSG_MORE)
+			w.sends_with_more++;
+		else
+			w.sends_without_more++;
+	}
+	return n;
+}
+
+ssize_t __wrap_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
+		      size_t len, unsigned int flags)
+{
+	ssize_t n;
+
+	assert_true(flags & SPLICE_F_NONBLOCK);
+	if (fd_in == SRC) { /* socket -> pipe: the pipe must be empty */
+		assert_int_equal(w.fake_pipe, 0);
+		w.splices_in++;
+		n = src_take(len);
+		if (n > 0) {
+			w.fake_pipe = (size_t)n;
+			w.produced += (uint64_t)n;
+		}
+		return n;
+	}
+	assert_int_equal(fd_out, DST);
+	assert_true(len <= w.fake_pipe);
+	w.splices_out++;
+	w.last_splice_flags = flags;
+	n = dst_take(len);
+	if (n > 0) {
+		w.fake_pipe -= (size_t)n;
+		w.consumed += (uint64_t)n;
+	}
+	return n;
+}
+
+int __wrap_setsockopt(int fd, int level, int name, const void *val,
+		      socklen_t len)
+{
+	assert_int_equal(fd, DST);
+	assert_int_equal(level, IPPROTO_TCP);
+	assert_int_equal(name, TCP_CORK);
+	assert_int_equal(*(const int *)val, 0);
+	w.uncork_calls++;
+	return 0;
+}
+
+int __wrap_shutdown(int fd, int how)
+{
+	assert_int_equal(fd, DST);
+	assert_int_equal(how, SHUT_WR);
+	w.shutdowns++;
+	return 0;
+}
+
+struct fixture {
+	struct sock src, dst;
+	struct pipe_pool pool;
+	struct half h;
+	char buf[1024];
+};
+
+static struct fixture fx;
+
+static void setup_half(unsigned max_pipes, bool splice_ok)
+{
+	script_reset();
+	memset(&fx, 0, sizeof(fx));
+	fx.src.fd = SRC;
+	fx.dst.fd = DST;
+	pool_init(&fx.pool, max_pipes, 8192);
+	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, fx.buf, sizeof(fx.buf),
+		  splice_ok);
+}
+
+static void teardown_half(void)
+{
+	half_release(&fx.h);
+	assert_int_equal(fx.pool.lent, 0);
+	pool_destroy(&fx.pool);
+	assert_int_equal(fx.pool.open, 0);
+}
+
+/* A small message is copied and pushed: no MORE, no setsockopt. */
+static void test_small_message_copied_and_pushed(void **state)
+{
+	setup_half(4, true);
+	src_add(A_BYTES, 100, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 100);
+	assert_int_equal(w.sends_without_more, 1);
+	assert_int_equal(w.sends_with_more, 0);
+	assert_int_equal(w.uncork_calls, 0);
+	assert_false(fx.dst.corked);
+	assert_int_equal(fx.h.st.copied, 100);
+	assert_int_equal(fx.h.st.spliced, 0);
+	teardown_half();
+}
+
+/* A full read is sent with MORE; when the source runs dry the socket is
+ * uncorked exactly once, and not again while nothing was corked. */
+static void test_uncork_once_when_source_runs_dry(void **state)
+{
+	setup_half(0, true); /* no pipes: everything copies */
+	src_add(A_BYTES, 1024, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.sends_with_more, 1);
+	assert_int_equal(w.uncork_calls, 1);
+	assert_false(fx.dst.corked);
+
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ); /* dry again */
+	assert_int_equal(w.uncork_calls, 1);
+	teardown_half();
+}
+
+/* The pasta stall: with small pipes every splice read fills the pipe and is
+ * written with SPLICE_F_MORE. The tail must be pushed when the source is
+ * dry, not left for the kernel's 200 ms timer. */
+static void test_small_pipe_tail_is_pushed(void **state)
+{
+	setup_half(4, true);
+	fx.h.policy.splicing = true;
+	src_add(A_BYTES, 3 * 8192, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 3 * 8192);
+	assert_int_equal(w.splices_in, 4); /* three full, one EAGAIN */
+	assert_true(w.last_splice_flags & SPLICE_F_MORE);
+	assert_int_equal(w.uncork_calls, 1);
+	assert_false(fx.dst.corked);
+	assert_int_equal(fx.h.st.spliced, 3 * 8192);
+	assert_int_equal(fx.pool.lent, 0); /* pipe back once empty */
+	teardown_half();
+}
+
+/* EINTR on any call is retried, never counted as data or error. */
+static void test_eintr_is_retried(void **state)
+{
+	setup_half(0, true);
+	src_add(A_ERR, 0, EINTR);
+	src_add(A_BYTES, 300, 0);
+	dst_add(A_ERR, 0, EINTR);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 300);
+	teardown_half();
+}
+
+/* A full destination stops reads (backpressure) until it drains. */
+static void test_backpressure_on_short_send(void **state)
+{
+	setup_half(0, true);
+	src_add(A_BYTES, 500, 0);
+	src_add(A_BYTES, 500, 0);
+	dst_add(A_BYTES, 10, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(w.recvs, 1);
+	assert_int_equal(w.consumed, 10);
+	assert_true(half_pending(&fx.h));
+
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 1000);
+	assert_false(half_pending(&fx.h));
+	teardown_half();
+}
+
+/* Short splices out of the pipe loop until exactly the bytes read are
+ * written; a blocked destination keeps the pipe, which is returned once
+ * empty. */
+static void test_short_splices(void **state)
+{
+	setup_half(4, true);
+	fx.h.policy.splicing = true;
+	src_add(A_BYTES, 6000, 0);
+	dst_add(A_BYTES, 1000, 0);
+	dst_add(A_BYTES, 3000, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(w.consumed, 4000);
+	assert_int_equal(fx.pool.lent, 1);
+	assert_int_equal(fx.h.in_pipe, 2000);
+
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 6000);
+	assert_int_equal(fx.pool.lent, 0);
+	assert_int_equal(w.splices_out, 4); /* 1000, 3000, EAGAIN, 2000 */
+	teardown_half();
+}
+
+/* End of file is forwarded only after every byte before it. */
+static void test_fin_after_pending_bytes(void **state)
+{
+	setup_half(0, true);
+	src_add(A_BYTES, 100, 0);
+	src_add(A_EOF, 0, 0);
+	dst_add(A_BYTES, 40, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(w.shutdowns, 0);
+
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(w.consumed, 100);
+	assert_int_equal(w.shutdowns, 1);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN); /* idempotent */
+	assert_int_equal(w.shutdowns, 1);
+	teardown_half();
+}
+
+/* End of file seen by a splice read, with pipes in use. */
+static void test_fin_through_splice(void **state)
+{
+	setup_half(4, true);
+	fx.h.policy.splicing = true;
+	src_add(A_BYTES, 8192, 0);
+	src_add(A_EOF, 0, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(w.consumed, 8192);
+	assert_int_equal(w.shutdowns, 1);
+	assert_false(fx.dst.corked);
+	teardown_half();
+}
+
+static void test_source_reset(void **state)
+{
+	setup_half(4, true);
+	src_add(A_ERR, 0, ECONNRESET);
+	assert_int_equal(half_run(&fx.h), PUMP_SRC_ERR);
+	assert_int_equal(fx.h.err, ECONNRESET);
+	teardown_half();
+}
+
+static void test_source_reset_while_splicing(void **state)
+{
+	setup_half(4, true);
+	fx.h.policy.splicing = true;
+	src_add(A_ERR, 0, ECONNRESET);
+	assert_int_equal(half_run(&fx.h), PUMP_SRC_ERR);
+	assert_int_equal(fx.h.err, ECONNRESET);
+	assert_int_equal(fx.pool.lent, 0);
+	teardown_half();
+}
+
+static void test_destination_epipe(void **state)
+{
+	setup_half(0, true);
+	src_add(A_BYTES, 10, 0);
+	dst_add(A_ERR, 0, EPIPE);
+	assert_int_equal(half_run(&fx.h), PUMP_DST_ERR);
+	assert_int_equal(fx.h.err, EPIPE);
+	teardown_half();
+}
+
+/* A pipe that still holds bytes when the connection dies is closed, never
+ * pooled, so its bytes cannot leak into another connection. */
+static void test_release_drops_full_pipe(void **state)
+{
+	setup_half(4, true);
+	fx.h.policy.splicing = true;
+	src_add(A_BYTES, 4096, 0);
+	dst_add(A_ERR, 0, ECONNRESET);
+	assert_int_equal(half_run(&fx.h), PUMP_DST_ERR);
+	assert_int_equal(fx.pool.open, 1);
+	half_release(&fx.h);
+	assert_int_equal(fx.pool.open, 0);
+	assert_null(fx.pool.free);
+	teardown_half();
+}
+
+/* No pipe to be had: the copy pump serves, no error. */
+static void test_pool_exhausted_copies(void **state)
+{
+	setup_half(0, true);
+	fx.h.policy.splicing = true;
+	src_add(A_BYTES, 700, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(fx.h.st.copied, 700);
+	assert_int_equal(fx.h.st.spliced, 0);
+	assert_true(fx.pool.denied > 0);
+	teardown_half();
+}
+
+/* Switching pumps mid-stream keeps every byte in order: copy (full buffer,
+ * so splice next), splice (small, so copy next), copy. */
+static void test_order_across_pump_switches(void **state)
+{
+	setup_half(4, true);
+	src_add(A_BYTES, 1024 + 100, 0); /* copy 1024, then splice 100 */
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(fx.h.st.copied, 1024);
+	assert_int_equal(fx.h.st.spliced, 100);
+	assert_false(fx.h.policy.splicing);
+
+	src_add(A_BYTES, 50, 0); /* the copy pump checks the pattern */
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 1174);
+	assert_int_equal(fx.h.st.copied, 1074);
+	teardown_half();
+}
+
+/* --no-splice: never a splice, whatever the flow looks like. */
+static void test_no_splice_never_splices(void **state)
+{
+	setup_half(4, false);
+	src_add(A_BYTES, 10 * 1024, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.splices_in, 0);
+	assert_int_equal(fx.h.st.copied, 10 * 1024);
+	teardown_half();
+}
+
+/* A source that never runs dry yields after PUMP_BUDGET reads, with
+ * nothing pending. */
+static void test_budget_yields(void **state)
+{
+	setup_half(0, true);
+	src_add(A_BYTES, 1 << 30, 0);
+	dst_add(A_BYTES, (size_t)1 << 40, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.recvs, PUMP_BUDGET);
+	assert_false(half_pending(&fx.h));
+	assert_true(fx.dst.corked); /* more is due: stay corked */
+	teardown_half();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_small_message_copied_and_pushed),
+		cmocka_unit_test(test_uncork_once_when_source_runs_dry),
+		cmocka_unit_test(test_small_pipe_tail_is_pushed),
+		cmocka_unit_test(test_eintr_is_retried),
+		cmocka_unit_test(test_backpressure_on_short_send),
+		cmocka_unit_test(test_short_splices),
+		cmocka_unit_test(test_fin_after_pending_bytes),
+		cmocka_unit_test(test_fin_through_splice),
+		cmocka_unit_test(test_source_reset),
+		cmocka_unit_test(test_source_reset_while_splicing),
+		cmocka_unit_test(test_destination_epipe),
+		cmocka_unit_test(test_release_drops_full_pipe),
+		cmocka_unit_test(test_pool_exhausted_copies),
+		cmocka_unit_test(test_order_across_pump_switches),
+		cmocka_unit_test(test_no_splice_never_splices),
+		cmocka_unit_test(test_budget_yields),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
