@@ -50,7 +50,9 @@ start() {
 	guest ok = no
 CONF
 	printf '%s\n%s\n' "$pass" "$pass" | smbpasswd -c "$dir/smb.conf" -s -a root >/dev/null
-	smbd --foreground --no-process-group -s "$dir/smb.conf" </dev/null >>"$dir/log.stdout" 2>&1 &
+	# Its own session: on exit smbd signals its whole process group, which
+	# must not be the caller's.
+	setsid smbd --foreground --no-process-group -s "$dir/smb.conf" </dev/null >>"$dir/log.stdout" 2>&1 &
 	echo $! >"$dir/smbd.pid"
 	for _ in $(seq 100); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "pump.h"
 #include "sock.h"
+#include "stats.h"
 
 enum conn_end {
 	END_FIN,      /* both directions forwarded end of file */
@@ -50,13 +51,17 @@ struct conn;
  * @rd:		readable watcher on @h.src
  * @wr:		writable watcher on @h.dst
  * @c:		the connection
+ * @fr:		the SMB framer, used in smb mode
  * @done:	end of file was forwarded
+ * @opaque_logged: the framer's giving up was logged
  */
 struct dir {
 	struct half h;
 	ev_io rd, wr;
 	struct conn *c;
+	struct smb_framer fr;
 	bool done;
+	bool opaque_logged;
 };
 
 /**
@@ -90,6 +95,37 @@ struct conn {
 };
 
 /**
+ * conn_smb_text() - the SMB part of a connection's log line
+ * @c:		the connection
+ * @out:	buffer
+ * @outlen:	its size
+ *
+ * Return: @out, empty in tcp mode.
+ */
+static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
+{
+	const struct smb_dir_stats *u = &c->up.fr.st, *d = &c->down.fr.st;
+	char dialect[16];
+
+	*out = '\0';
+	if (c->px->opt->mode != MODE_SMB)
+		return out;
+	smb_dialect_text(d->dialect, dialect, sizeof(dialect));
+	snprintf(
+		out, outlen,
+		" smb dialect=%s reads=%llu/%lluB writes=%llu/%lluB signed=%s encrypted=%s%s",
+		dialect, (unsigned long long)d->reads,
+		(unsigned long long)d->read_bytes,
+		(unsigned long long)u->writes,
+		(unsigned long long)u->write_bytes,
+		u->signed_seen || d->signed_seen ? "yes" : "no",
+		u->encrypted || d->encrypted ? "yes" : "no",
+		c->up.opaque_logged || c->down.opaque_logged ? " opaque=yes"
+							     : "");
+	return out;
+}
+
+/**
  * conn_log_end() - the one line that records a connection
  * @c:		the connection
  * @end:	how it ended
@@ -99,17 +135,46 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 			 const char *why)
 {
 	const struct half_stats *u = &c->up.h.st, *d = &c->down.h.st;
+	char smb[192];
 
 	log_info(
 		"conn %s -> %s end=%s%s%s%s dur=%.3fs "
-		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)",
+		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)%s",
 		c->cli_text, c->px->opt->backend.text, end_word[end],
 		why ? " (" : "", why ? why : "", why ? ")" : "",
 		ev_now(c->px->loop) - c->started,
 		(unsigned long long)(u->spliced + u->copied),
 		(unsigned long long)u->spliced, (unsigned long long)u->copied,
 		(unsigned long long)(d->spliced + d->copied),
-		(unsigned long long)d->spliced, (unsigned long long)d->copied);
+		(unsigned long long)d->spliced, (unsigned long long)d->copied,
+		conn_smb_text(c, smb, sizeof(smb)));
+}
+
+/**
+ * conn_add_totals() - add a connection's counters to @t
+ * @c:	the connection
+ * @t:	the totals
+ */
+static void conn_add_totals(const struct conn *c, struct totals *t)
+{
+	bool smb = c->px->opt->mode == MODE_SMB;
+
+	totals_add_dir(&t->dir[DIR_TO_SERVER], &c->up.h.st,
+		       smb ? &c->up.fr.st : NULL, c->srv.uncorks);
+	totals_add_dir(&t->dir[DIR_TO_CLIENT], &c->down.h.st,
+		       smb ? &c->down.fr.st : NULL, c->cli.uncorks);
+	t->opaque_conns += c->up.opaque_logged || c->down.opaque_logged;
+}
+
+/**
+ * conn_sum_live() - add every open connection's counters to @t
+ * @px:	the daemon
+ * @t:	the totals, usually a copy of the closed connections' totals
+ */
+void conn_sum_live(const struct proxy *px, struct totals *t)
+{
+	for (const struct conn *c = px->conns; c; c = c->next)
+		conn_add_totals(c, t);
 }
 
 /**
@@ -125,6 +190,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	struct ev_loop *loop = px->loop;
 
 	conn_log_end(c, end, why);
+	conn_add_totals(c, &px->closed);
 	ev_io_stop(loop, &c->up.rd);
 	ev_io_stop(loop, &c->up.wr);
 	ev_io_stop(loop, &c->down.rd);
@@ -164,6 +230,20 @@ static enum conn_end end_for_errno(int err)
 }
 
 /**
+ * dir_log_opaque() - say, once, that a direction stopped parsing SMB
+ * @d:	the direction
+ */
+static void dir_log_opaque(struct dir *d)
+{
+	d->opaque_logged = true;
+	log_warn(
+		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
+		d->c->cli_text,
+		d == &d->c->up ? "client to server" : "server to client",
+		d->fr.why);
+}
+
+/**
  * dir_run() - run a direction and arm the watcher it asks for
  * @d:	the direction
  */
@@ -172,8 +252,11 @@ static void dir_run(struct dir *d)
 	struct conn *c = d->c;
 	struct ev_loop *loop = c->px->loop;
 	struct dir *other = d == &c->up ? &c->down : &c->up;
+	enum pump_status st = half_run(&d->h);
 
-	switch (half_run(&d->h)) {
+	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
+		dir_log_opaque(d);
+	switch (st) {
 	case PUMP_WAIT_READ:
 		ev_io_stop(loop, &d->wr);
 		ev_io_start(loop, &d->rd);
@@ -255,9 +338,12 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 {
 	const struct options *o = c->px->opt;
 
-	half_init(&d->h, src, dst, &c->px->pool, buf, o->buf_size, o->splice);
+	smb_framer_init(&d->fr, &o->th);
+	half_init(&d->h, src, dst, &c->px->pool, buf, o->buf_size, o->splice,
+		  o->mode == MODE_SMB ? &d->fr : NULL);
 	d->c = c;
 	d->done = false;
+	d->opaque_logged = false;
 	ev_io_init(&d->rd, on_io, src->fd, EV_READ);
 	ev_io_init(&d->wr, on_io, dst->fd, EV_WRITE);
 	d->rd.data = d->wr.data = d;

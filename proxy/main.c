@@ -49,6 +49,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	log_info("signal %d: stopping, %lu connections open", w->signum,
 		 px->active);
 	listener_stop(px);
+	metrics_stop(px);
 	conn_close_all(px);
 	ev_break(loop, EVBREAK_ALL);
 }
@@ -77,7 +78,7 @@ static void watch_signal(struct proxy *px, ev_signal *w, int signum)
 int main(int argc, char **argv)
 {
 	struct options opt;
-	struct proxy px = { .listen_fd = -1 };
+	struct proxy px = { .listen_fd = -1, .metrics_fd = -1 };
 	char err[256];
 
 	switch (options_parse(&opt, argc, argv, err, sizeof(err))) {
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pool_init(&px.pool, opt.max_pipes, opt.pipe_size);
-	if (listener_start(&px))
+	if (listener_start(&px) || metrics_start(&px))
 		return 1;
 	watch_signal(&px, &px.sigint_w, SIGINT);
 	watch_signal(&px, &px.sigterm_w, SIGTERM);

@@ -76,6 +76,27 @@ int parse_seconds(const char *s, double *out)
 }
 
 /**
+ * parse_threshold() - parse a splice threshold: a size, or "off"
+ * @s:		text such as "64K" or "off"
+ * @out:	bytes, or SMB_THRESHOLD_OFF
+ *
+ * Return: 0 on success, -1 if @s is neither.
+ */
+int parse_threshold(const char *s, uint32_t *out)
+{
+	size_t v;
+
+	if (s && !strcmp(s, "off")) {
+		*out = SMB_THRESHOLD_OFF;
+		return 0;
+	}
+	if (parse_size(s, &v) || v > (16u << 20))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/**
  * split_host_port() - split "HOST:PORT" or "[V6HOST]:PORT"
  * @s:		the text
  * @host:	buffer for the host part (may come back empty)
@@ -173,6 +194,12 @@ void options_usage(FILE *f)
 		"      --max-pipes N          cap on open pipes, then copy (default %u)\n"
 		"      --buffer-size BYTES    copy buffer per direction (default %uK)\n"
 		"      --no-splice            copy everything (baseline for comparisons)\n"
+		"      --read-threshold SIZE  smb mode: splice READ data from this size (default %uK)\n"
+		"      --write-threshold SIZE smb mode: splice WRITE data from this size (default %uK)\n"
+		"      --other-threshold SIZE smb mode: splice the rest of encrypted and other\n"
+		"                             large messages from this size (default %uK);\n"
+		"                             'off' never splices that class\n"
+		"      --stats HOST:PORT      serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		"      --connect-timeout SEC  backend connect timeout (default %g)\n"
 		"      --idle-timeout SEC     close connections idle this long, 0 = never\n"
 		"                             (default %g)\n"
@@ -182,8 +209,9 @@ void options_usage(FILE *f)
 		"\n"
 		"Sizes take K or M suffixes (binary). Logs go to standard error.\n",
 		OPT_DEFAULT_PIPE_SIZE >> 10, OPT_DEFAULT_MAX_PIPES,
-		OPT_DEFAULT_BUF_SIZE >> 10, OPT_DEFAULT_CONNECT_TMO,
-		OPT_DEFAULT_IDLE_TMO);
+		OPT_DEFAULT_BUF_SIZE >> 10, OPT_DEFAULT_THRESHOLD >> 10,
+		OPT_DEFAULT_THRESHOLD >> 10, OPT_DEFAULT_THRESHOLD >> 10,
+		OPT_DEFAULT_CONNECT_TMO, OPT_DEFAULT_IDLE_TMO);
 }
 
 enum {
@@ -193,6 +221,10 @@ enum {
 	OPT_NO_SPLICE,
 	OPT_CONNECT_TMO,
 	OPT_IDLE_TMO,
+	OPT_READ_TH,
+	OPT_WRITE_TH,
+	OPT_OTHER_TH,
+	OPT_STATS,
 };
 
 static const struct option long_opts[] = {
@@ -205,6 +237,10 @@ static const struct option long_opts[] = {
 	{ "no-splice", no_argument, NULL, OPT_NO_SPLICE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TMO },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TMO },
+	{ "read-threshold", required_argument, NULL, OPT_READ_TH },
+	{ "write-threshold", required_argument, NULL, OPT_WRITE_TH },
+	{ "other-threshold", required_argument, NULL, OPT_OTHER_TH },
+	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -225,6 +261,8 @@ static void options_defaults(struct options *o)
 	o->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	o->idle_timeout = OPT_DEFAULT_IDLE_TMO;
 	o->splice = true;
+	for (int c = 0; c < SMB_NCLASSES; c++)
+		o->th.min[c] = OPT_DEFAULT_THRESHOLD;
 }
 
 /**
@@ -314,6 +352,24 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 		if (parse_seconds(arg, &o->idle_timeout))
 			return bad(err, errlen, "idle-timeout", arg,
 				   "expected seconds, 0 for never");
+		return OPT_OK;
+	case OPT_READ_TH:
+	case OPT_WRITE_TH:
+	case OPT_OTHER_TH:
+		if (parse_threshold(arg, &o->th.min[c - OPT_READ_TH]))
+			return bad(
+				err, errlen,
+				c == OPT_READ_TH    ? "read-threshold"
+				: c == OPT_WRITE_TH ? "write-threshold"
+						    : "other-threshold",
+				arg,
+				"expected a size up to 16M, e.g. 64K, or off");
+		return OPT_OK;
+	case OPT_STATS:
+		if (parse_endpoint(arg, &o->stats, true))
+			return bad(
+				err, errlen, "stats", arg,
+				"expected HOST:PORT or [IPV6]:PORT that resolves");
 		return OPT_OK;
 	case 'v':
 		o->verbose++;

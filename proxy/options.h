@@ -4,8 +4,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+
+#include "threshold.h"
 
 enum fwd_mode {
 	MODE_SMB, /* message-aware: pump and cork chosen per SMB message */
@@ -36,6 +39,8 @@ struct endpoint {
  * @idle_timeout:	seconds without traffic before a connection is
  *			closed, 0 for never
  * @splice:		false to force the copy pump everywhere
+ * @th:			smb mode: smallest payload per class to splice
+ * @stats:		where to serve Prometheus metrics; len 0 for nowhere
  * @verbose:		log level: 0 connections and errors, 1+ debug
  */
 struct options {
@@ -48,6 +53,8 @@ struct options {
 	double connect_timeout;
 	double idle_timeout;
 	bool splice;
+	struct smb_thresholds th;
+	struct endpoint stats;
 	int verbose;
 };
 
@@ -56,6 +63,7 @@ struct options {
 #define OPT_DEFAULT_BUF_SIZE	(64u << 10)
 #define OPT_DEFAULT_CONNECT_TMO 5.0
 #define OPT_DEFAULT_IDLE_TMO	3600.0
+#define OPT_DEFAULT_THRESHOLD	(64u << 10)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
@@ -65,6 +73,7 @@ enum opt_result {
 
 int parse_size(const char *s, size_t *out);
 int parse_seconds(const char *s, double *out);
+int parse_threshold(const char *s, uint32_t *out);
 int parse_endpoint(const char *s, struct endpoint *ep, bool passive);
 enum opt_result options_parse(struct options *o, int argc, char **argv,
 			      char *err, size_t errlen);

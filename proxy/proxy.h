@@ -7,6 +7,7 @@
 
 #include "options.h"
 #include "pipepool.h"
+#include "stats.h"
 
 struct conn;
 
@@ -24,6 +25,9 @@ struct conn;
  * @conns:		live connections, newest first
  * @active:		connections open now
  * @total:		connections ever accepted
+ * @closed:		counters of the connections that have ended
+ * @metrics_fd:		the --stats listening socket, -1 if none
+ * @metrics_w:		readable watcher on @metrics_fd
  */
 struct proxy {
 	struct ev_loop *loop;
@@ -36,9 +40,14 @@ struct proxy {
 	ev_signal sigint_w, sigterm_w;
 	struct conn *conns;
 	unsigned long active, total;
+	struct totals closed;
+	int metrics_fd;
+	ev_io metrics_w;
 };
 
 int listener_start(struct proxy *px);
 void listener_stop(struct proxy *px);
+int metrics_start(struct proxy *px);
+void metrics_stop(struct proxy *px);
 
 #endif /* SMBSPLICE_PROXY_H */

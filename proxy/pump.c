@@ -14,9 +14,15 @@
  * order when the pump changes, and means a pipe is borrowed only between a
  * fill and the flush that empties it.
  *
- * Cork: each write carries MORE when the read that produced its bytes says
- * more are due (see flow_more_due()), and the destination's @corked flag
- * records it. When the source runs dry, sock_uncork() pushes whatever MORE
+ * Which pump reads, and whether a write carries MORE, comes from the SMB
+ * framer when there is one: the splice pump reads exactly the payload span
+ * the framer reports, and a write carries MORE while more bytes of the
+ * current message are due, so every message's last bytes go out pushed.
+ * Without a framer (tcp mode, or after the framer gave up on a stream that
+ * is not SMB) the flow policy decides from read sizes (see policy.c).
+ *
+ * Cork: the destination's @corked flag records whether the last write
+ * carried MORE. When the source runs dry, sock_uncork() pushes whatever MORE
  * left waiting, so no tail waits for the kernel's 200 ms timer. End of
  * file is forwarded with shutdown(SHUT_WR) once nothing is pending; the
  * FIN pushes any held bytes with it.
@@ -48,10 +54,11 @@ enum io_res {
  * @buf:	copy buffer, owned by the caller
  * @buf_cap:	its size
  * @splice_ok:	false to use the copy pump only
+ * @fr:		SMB framer for this direction, or NULL for opaque forwarding
  */
 void half_init(struct half *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pool, char *buf, size_t buf_cap,
-	       bool splice_ok)
+	       bool splice_ok, struct smb_framer *fr)
 {
 	*h = (struct half){
 		.src = src,
@@ -59,8 +66,65 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
 		.pool = pool,
 		.buf = buf,
 		.buf_cap = buf_cap,
+		.fr = fr,
 		.policy = { .splice_ok = splice_ok },
 	};
+}
+
+/**
+ * framed() - is the framer in charge of this direction's bytes
+ * @h:	the direction
+ *
+ * Return: true in smb mode until the framer gives up on the stream.
+ */
+static bool framed(const struct half *h)
+{
+	return h->fr && !smb_framer_opaque(h->fr);
+}
+
+/**
+ * next_pump() - which pump reads the next stretch, and how much of it
+ * @h:		the direction, with nothing pending
+ * @limit:	set to the most the splice pump may read
+ *
+ * Return: PUMP_SPLICE or PUMP_COPY.
+ */
+static enum pump_kind next_pump(const struct half *h, size_t *limit)
+{
+	if (framed(h)) {
+		*limit = smb_framer_splice_span(h->fr);
+		return *limit && h->policy.splice_ok ? PUMP_SPLICE : PUMP_COPY;
+	}
+	*limit = SIZE_MAX;
+	return flow_pump(&h->policy);
+}
+
+/**
+ * note_read() - let the framer or the flow policy see what was just read
+ * @h:		the direction
+ * @k:		pump that read
+ * @got:	bytes read
+ * @asked:	bytes it could have read
+ *
+ * Sets @more: in smb mode, whether more of the current message is due;
+ * otherwise whether the read looked like part of a larger burst.
+ */
+static void note_read(struct half *h, enum pump_kind k, size_t got,
+		      size_t asked)
+{
+	if (framed(h)) {
+		if (k == PUMP_SPLICE)
+			smb_framer_advance(h->fr, got);
+		else
+			smb_framer_feed(h->fr, (const uint8_t *)h->buf, got);
+		if (framed(h)) {
+			h->more = smb_framer_mid_message(h->fr);
+			return;
+		}
+		/* The framer just gave up: the flow policy takes over. */
+	}
+	h->more = flow_more_due(got, asked);
+	flow_after_read(&h->policy, k, got, asked);
 }
 
 /**
@@ -100,6 +164,7 @@ static enum io_res flush_buf(struct half *h)
 		}
 		h->buf_off += (size_t)n;
 		h->st.copied += (uint64_t)n;
+		h->st.more_writes += h->more;
 		h->dst->corked = h->more;
 	}
 	h->buf_off = h->buf_len = 0;
@@ -136,6 +201,7 @@ static enum io_res flush_pipe(struct half *h)
 		}
 		h->in_pipe -= (size_t)n;
 		h->st.spliced += (uint64_t)n;
+		h->st.more_writes += h->more;
 		h->dst->corked = h->more;
 	}
 	pool_put(h->pool, h->pipe);
@@ -162,21 +228,21 @@ static enum io_res fill_copy(struct half *h)
 	if (n == 0)
 		return IO_EOF;
 	h->buf_len = (size_t)n;
-	h->more = flow_more_due((size_t)n, h->buf_cap);
-	flow_after_read(&h->policy, PUMP_COPY, (size_t)n, h->buf_cap);
+	note_read(h, PUMP_COPY, (size_t)n, h->buf_cap);
 	return IO_DONE;
 }
 
 /**
  * fill_splice() - splice the next stretch from the source into a pipe
- * @h:	the direction, with nothing pending
+ * @h:		the direction, with nothing pending
+ * @limit:	the most to read: the rest of the payload, in smb mode
  *
  * With no pipe to be had, the copy pump reads instead. A pipe that stays
  * empty (the source would block, or ended) goes straight back to the pool.
  *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
-static enum io_res fill_splice(struct half *h)
+static enum io_res fill_splice(struct half *h, size_t limit)
 {
 	enum io_res r;
 	size_t asked;
@@ -185,7 +251,7 @@ static enum io_res fill_splice(struct half *h)
 	h->pipe = pool_get(h->pool);
 	if (!h->pipe)
 		return fill_copy(h);
-	asked = h->pipe->cap;
+	asked = h->pipe->cap < limit ? h->pipe->cap : limit;
 	do {
 		n = splice(h->src->fd, NULL, h->pipe->wr, NULL, asked,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -198,8 +264,7 @@ static enum io_res fill_splice(struct half *h)
 		return r;
 	}
 	h->in_pipe = (size_t)n;
-	h->more = flow_more_due((size_t)n, asked);
-	flow_after_read(&h->policy, PUMP_SPLICE, (size_t)n, asked);
+	note_read(h, PUMP_SPLICE, (size_t)n, asked);
 	return IO_DONE;
 }
 
@@ -229,6 +294,7 @@ static enum pump_status half_finish(struct half *h)
 enum pump_status half_run(struct half *h)
 {
 	enum io_res r;
+	size_t limit;
 	int budget;
 
 	if (h->dst_shut)
@@ -244,8 +310,8 @@ enum pump_status half_run(struct half *h)
 		if (!budget)
 			return PUMP_WAIT_READ; /* the event loop calls again */
 
-		if (flow_pump(&h->policy) == PUMP_SPLICE)
-			r = fill_splice(h);
+		if (next_pump(h, &limit) == PUMP_SPLICE)
+			r = fill_splice(h, limit);
 		else
 			r = fill_copy(h);
 		if (r == IO_BLOCKED) {

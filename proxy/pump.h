@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "framer.h"
 #include "pipepool.h"
 #include "policy.h"
 #include "sock.h"
@@ -16,10 +17,12 @@
  * @copied:		bytes that went through the copy buffer
  * @splice_calls:	splice() calls made (both legs)
  * @copy_calls:		recv() and send() calls made
+ * @more_writes:	writes that carried MORE (MSG_MORE, SPLICE_F_MORE)
  */
 struct half_stats {
 	uint64_t spliced, copied;
 	uint64_t splice_calls, copy_calls;
+	uint64_t more_writes;
 };
 
 /**
@@ -36,7 +39,9 @@ struct half_stats {
  * @src_eof:	@src returned end of file; nothing more will be read
  * @dst_shut:	end of file was forwarded with shutdown(SHUT_WR)
  * @err:	errno of the failure, after PUMP_SRC_ERR or PUMP_DST_ERR
- * @policy:	pump choice for this direction
+ * @fr:		SMB framer in smb mode, NULL in tcp mode; once it turns
+ *		opaque, @policy chooses instead
+ * @policy:	pump choice for unframed bytes
  * @st:		counters
  *
  * At most one of @in_pipe and @buf_len - @buf_off is non-zero: pending bytes
@@ -53,6 +58,7 @@ struct half {
 	bool more;
 	bool src_eof, dst_shut;
 	int err;
+	struct smb_framer *fr;
 	struct flow_policy policy;
 	struct half_stats st;
 };
@@ -71,7 +77,7 @@ enum pump_status {
 
 void half_init(struct half *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pool, char *buf, size_t buf_cap,
-	       bool splice_ok);
+	       bool splice_ok, struct smb_framer *fr);
 enum pump_status half_run(struct half *h);
 void half_release(struct half *h);
 bool half_pending(const struct half *h);

@@ -38,6 +38,10 @@ struct act {
 
 #define MAXACT 64
 
+/* The source's bytes: a real SMB stream when a test sets one, else a
+ * counting pattern. */
+static const uint8_t *stream;
+
 static struct {
 	struct act src[MAXACT], dst[MAXACT];
 	int nsrc, ndst, isrc, idst;
@@ -51,6 +55,7 @@ static struct {
 static void script_reset(void)
 {
 	memset(&w, 0, sizeof(w));
+	stream = NULL;
 }
 
 static void src_add(enum act_kind k, size_t n, int err)
@@ -73,6 +78,8 @@ static struct act next(struct act *s, int n, int *i)
 
 static unsigned char pattern(uint64_t pos)
 {
+	if (stream)
+		return stream[pos];
 	return (unsigned char)(pos * 7 + (pos >> 8));
 }
 
@@ -219,7 +226,7 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
 	fx.dst.fd = DST;
 	pool_init(&fx.pool, max_pipes, 8192);
 	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, fx.buf, sizeof(fx.buf),
-		  splice_ok);
+		  splice_ok, NULL);
 }
 
 static void teardown_half(void)
@@ -481,6 +488,117 @@ static void test_budget_yields(void **state)
 	teardown_half();
 }
 
+/* An SMB2 READ response frame: 4-byte prefix, 64-byte header, 17-byte
+ * body ending at DataOffset 80, then @len bytes of data. */
+static size_t build_read_response(uint8_t *p, uint32_t len)
+{
+	uint32_t frame = 80 + len;
+
+	memset(p, 0, 84);
+	p[1] = (uint8_t)(frame >> 16);
+	p[2] = (uint8_t)(frame >> 8);
+	p[3] = (uint8_t)frame;
+	memcpy(p + 4, "\xfeSMB", 4);
+	p[4 + 4] = 64;		   /* StructureSize */
+	p[4 + 12] = SMB2_READ;	   /* Command */
+	p[4 + 16] = SMB2_FLAG_RESPONSE;
+	p[4 + 64] = 17;		   /* body StructureSize */
+	p[4 + 66] = 80;		   /* DataOffset */
+	memcpy(p + 4 + 68, &len, 4); /* DataLength, little-endian host */
+	for (uint32_t i = 0; i < len; i++)
+		p[84 + i] = (uint8_t)(i * 13);
+	return 84 + len;
+}
+
+static uint8_t smbbuf[256 << 10];
+static struct smb_framer fr;
+static struct smb_thresholds th64k = { { 65536, 65536, 65536 } };
+
+/* smb mode: the header is copied, the rest of a large READ payload is
+ * spliced in exactly the payload's bytes, every write but the message's
+ * last carries MORE, and the last needs no uncork. */
+static void test_smb_read_payload_spliced(void **state)
+{
+	size_t n;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, 100000);
+	stream = smbbuf;
+	smb_framer_init(&fr, &th64k);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, n, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, n);
+	assert_int_equal(fx.h.st.copied, sizeof(fx.buf));
+	assert_int_equal(fx.h.st.spliced, n - sizeof(fx.buf));
+	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
+			 n - sizeof(fx.buf));
+	assert_int_equal(w.sends_with_more, 1);
+	assert_false(w.last_splice_flags & SPLICE_F_MORE);
+	assert_false(fx.dst.corked);
+	assert_int_equal(w.uncork_calls, 0);
+	teardown_half();
+}
+
+/* smb mode: a full buffer that ends exactly on a message boundary is
+ * pushed (no MORE), where tcp mode would have guessed more was due. */
+static void test_smb_message_end_is_pushed(void **state)
+{
+	size_t n;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, sizeof(fx.buf) - 84);
+	assert_int_equal(n, sizeof(fx.buf));
+	stream = smbbuf;
+	smb_framer_init(&fr, &th64k);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, n, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.sends_with_more, 0);
+	assert_int_equal(w.sends_without_more, 1);
+	assert_int_equal(w.uncork_calls, 0);
+	teardown_half();
+}
+
+/* smb mode with --read-threshold off: everything is copied. */
+static void test_smb_below_threshold_copied(void **state)
+{
+	struct smb_thresholds off = { { SMB_THRESHOLD_OFF, 0, 0 } };
+	size_t n;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, 100000);
+	stream = smbbuf;
+	smb_framer_init(&fr, &off);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, n, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	for (int i = 0; i < 10 && w.consumed < n; i++) /* budget: yields */
+		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, n);
+	assert_int_equal(fx.h.st.spliced, 0);
+	assert_int_equal(w.splices_in, 0);
+	teardown_half();
+}
+
+/* smb mode, bytes that are not SMB: the framer gives up and the flow
+ * policy forwards the rest, byte-exact, splicing bulk as in tcp mode. */
+static void test_smb_garbage_goes_opaque(void **state)
+{
+	setup_half(4, true);
+	smb_framer_init(&fr, &th64k);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, 50000, 0); /* the counting pattern starts 0x00 0x07 */
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_true(smb_framer_opaque(&fr));
+	assert_int_equal(w.consumed, 50000);
+	assert_true(fx.h.st.spliced > 0);
+	teardown_half();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +618,10 @@ int main(void)
 		cmocka_unit_test(test_order_across_pump_switches),
 		cmocka_unit_test(test_no_splice_never_splices),
 		cmocka_unit_test(test_budget_yields),
+		cmocka_unit_test(test_smb_read_payload_spliced),
+		cmocka_unit_test(test_smb_message_end_is_pushed),
+		cmocka_unit_test(test_smb_below_threshold_copied),
+		cmocka_unit_test(test_smb_garbage_goes_opaque),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* metrics.c - the --stats endpoint: Prometheus text over HTTP/1.0
+ *
+ * Theory of operation: a scrape is rare and small, so it is served the
+ * plainest way that cannot stall the proxy: accept, read the request line
+ * (bounded, under a timeout), render the whole page into memory, write it
+ * as the socket takes it, close. Every step is non-blocking and driven by
+ * the same libev loop as the forwarding. Only GET /metrics (and GET /) are
+ * served; anything else gets a status line that says why.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "proxy.h"
+#include "sock.h"
+
+#define SCRAPE_TIMEOUT 5.0
+#define REQUEST_MAX    2048
+
+/**
+ * struct scrape - one HTTP request being served
+ * @px:		the daemon
+ * @fd:		the client socket
+ * @io:		its watcher: readable while reading, writable while writing
+ * @timer:	gives up on slow or silent clients
+ * @req:	request bytes so far
+ * @req_len:	how many
+ * @resp:	the response, once rendered
+ * @resp_len:	its length
+ * @resp_off:	bytes already written
+ */
+struct scrape {
+	struct proxy *px;
+	int fd;
+	ev_io io;
+	ev_timer timer;
+	char req[REQUEST_MAX];
+	size_t req_len;
+	char *resp;
+	size_t resp_len, resp_off;
+};
+
+/**
+ * scrape_end() - close and free a scrape
+ * @s:	the scrape
+ */
+static void scrape_end(struct scrape *s)
+{
+	ev_io_stop(s->px->loop, &s->io);
+	ev_timer_stop(s->px->loop, &s->timer);
+	close(s->fd);
+	free(s->resp);
+	free(s);
+}
+
+/**
+ * render_metrics() - the metrics page body
+ * @px:		the daemon
+ * @len:	its length
+ *
+ * Return: a malloc()ed buffer, or NULL if memory ran out.
+ */
+static char *render_metrics(struct proxy *px, size_t *len)
+{
+	struct totals t = px->closed;
+	char *body = NULL;
+	FILE *out;
+
+	conn_sum_live(px, &t);
+	out = open_memstream(&body, len);
+	if (!out)
+		return NULL;
+	totals_write_prometheus(out, &t, px->active, px->total, px->pool.open,
+				px->pool.lent, px->pool.denied);
+	if (fclose(out)) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+/**
+ * scrape_respond() - build the response for the request in @s->req
+ * @s:	the scrape, with a complete request line
+ *
+ * Return: 0, or -1 if memory ran out.
+ */
+static int scrape_respond(struct scrape *s)
+{
+	const char *status = "200 OK", *type = "text/plain; version=0.0.4";
+	char *body = NULL;
+	size_t body_len = 0;
+	FILE *out;
+
+	if (strncmp(s->req, "GET ", 4)) {
+		status = "405 Method Not Allowed";
+	} else if (strncmp(s->req + 4, "/metrics ", 9) &&
+		   strncmp(s->req + 4, "/ ", 2)) {
+		status = "404 Not Found";
+	} else {
+		body = render_metrics(s->px, &body_len);
+		if (!body)
+			return -1;
+	}
+	if (!body)
+		type = "text/plain";
+	out = open_memstream(&s->resp, &s->resp_len);
+	if (!out) {
+		free(body);
+		return -1;
+	}
+	fprintf(out,
+		"HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		"Connection: close\r\n\r\n",
+		status, type, body ? body_len : strlen(status) + 1);
+	if (body)
+		fwrite(body, 1, body_len, out);
+	else
+		fprintf(out, "%s\n", status);
+	free(body);
+	return fclose(out) ? -1 : 0;
+}
+
+/**
+ * on_scrape_write() - write the response as the socket takes it
+ * @loop:	the loop
+ * @w:		&scrape.io, writable
+ * @revents:	unused
+ */
+static void on_scrape_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct scrape *s = w->data;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	while (s->resp_off < s->resp_len) {
+		n = send(s->fd, s->resp + s->resp_off,
+			 s->resp_len - s->resp_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0)
+			break;
+		s->resp_off += (size_t)n;
+	}
+	scrape_end(s);
+}
+
+/**
+ * on_scrape_read() - gather the request, then answer it
+ * @loop:	the loop
+ * @w:		&scrape.io, readable
+ * @revents:	unused
+ */
+static void on_scrape_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct scrape *s = w->data;
+	ssize_t n;
+
+	(void)revents;
+	n = recv(s->fd, s->req + s->req_len, sizeof(s->req) - 1 - s->req_len,
+		 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		scrape_end(s);
+		return;
+	}
+	s->req_len += (size_t)n;
+	s->req[s->req_len] = '\0';
+	/* The request line is all that matters; headers are ignored. */
+	if (!strchr(s->req, '\n') && s->req_len < sizeof(s->req) - 1)
+		return;
+	if (scrape_respond(s)) {
+		scrape_end(s);
+		return;
+	}
+	ev_io_stop(loop, &s->io);
+	ev_io_init(&s->io, on_scrape_write, s->fd, EV_WRITE);
+	s->io.data = s;
+	ev_io_start(loop, &s->io);
+}
+
+/**
+ * on_scrape_timeout() - the client was too slow
+ * @loop:	the loop
+ * @w:		&scrape.timer
+ * @revents:	unused
+ */
+static void on_scrape_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	scrape_end(w->data);
+}
+
+/**
+ * on_metrics_accept() - a scraper connected
+ * @loop:	the loop
+ * @w:		&proxy.metrics_w
+ * @revents:	unused
+ */
+static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct proxy *px = w->data;
+	struct scrape *s;
+	int fd;
+
+	(void)revents;
+	fd = accept4(px->metrics_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return; /* EAGAIN, or out of fds: the scraper retries */
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		return;
+	}
+	s->px = px;
+	s->fd = fd;
+	ev_io_init(&s->io, on_scrape_read, fd, EV_READ);
+	s->io.data = s;
+	ev_timer_init(&s->timer, on_scrape_timeout, SCRAPE_TIMEOUT, 0.);
+	s->timer.data = s;
+	ev_io_start(loop, &s->io);
+	ev_timer_start(loop, &s->timer);
+}
+
+/**
+ * metrics_start() - listen on --stats, if given
+ * @px:	the daemon
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int metrics_start(struct proxy *px)
+{
+	const struct endpoint *ep = &px->opt->stats;
+
+	px->metrics_fd = -1;
+	if (!ep->len)
+		return 0;
+	px->metrics_fd =
+		sock_listen((const struct sockaddr *)&ep->addr, ep->len);
+	if (px->metrics_fd < 0) {
+		log_err("cannot listen for --stats on %s: %s", ep->text,
+			strerror(errno));
+		return -1;
+	}
+	ev_io_init(&px->metrics_w, on_metrics_accept, px->metrics_fd, EV_READ);
+	px->metrics_w.data = px;
+	ev_io_start(px->loop, &px->metrics_w);
+	return 0;
+}
+
+/**
+ * metrics_stop() - stop serving metrics
+ * @px:	the daemon
+ *
+ * Scrapes in progress are left to finish or time out; the loop is about
+ * to end anyway.
+ */
+void metrics_stop(struct proxy *px)
+{
+	if (px->metrics_fd < 0)
+		return;
+	ev_io_stop(px->loop, &px->metrics_w);
+	close(px->metrics_fd);
+	px->metrics_fd = -1;
+}

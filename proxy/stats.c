@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* stats.c - summing counters and writing them as Prometheus text
+ *
+ * Theory of operation: the hot path never touches a shared counter. Each
+ * direction counts into its own struct half_stats and struct smb_dir_stats;
+ * a connection's counters are added to the daemon's totals when it ends,
+ * and a scrape adds the live connections' counters on top. A scrape costs a
+ * walk over the open connections, and forwarding costs nothing extra.
+ */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "stats.h"
+
+static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
+
+/**
+ * totals_add_dir() - add one direction's counters to a total
+ * @t:		the total
+ * @pump:	the direction's pump counters
+ * @smb:	its framer's counters, or NULL in tcp mode
+ * @uncorks:	uncork calls on its destination socket
+ */
+void totals_add_dir(struct dir_totals *t, const struct half_stats *pump,
+		    const struct smb_dir_stats *smb, uint64_t uncorks)
+{
+	t->pump.spliced += pump->spliced;
+	t->pump.copied += pump->copied;
+	t->pump.splice_calls += pump->splice_calls;
+	t->pump.copy_calls += pump->copy_calls;
+	t->pump.more_writes += pump->more_writes;
+	t->uncorks += uncorks;
+	if (smb)
+		smb_dir_stats_add(&t->smb, smb);
+}
+
+/**
+ * metric_head() - the HELP and TYPE lines of a metric
+ * @out:	where to write
+ * @name:	metric name
+ * @type:	"counter" or "gauge"
+ * @help:	one line of help
+ */
+static void metric_head(FILE *out, const char *name, const char *type,
+			const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/**
+ * write_per_dir() - a counter with one value per direction
+ * @out:	where to write
+ * @t:		totals
+ * @name:	metric name
+ * @help:	help line
+ * @off:	offset of the uint64_t counter in struct dir_totals
+ */
+static void write_per_dir(FILE *out, const struct totals *t, const char *name,
+			  const char *help, size_t off)
+{
+	metric_head(out, name, "counter", help);
+	for (int d = 0; d < DIR_COUNT; d++)
+		fprintf(out, "%s{direction=\"%s\"} %llu\n", name, dir_label[d],
+			(unsigned long long)*(
+				const uint64_t *)((const char *)&t->dir[d] +
+						  off));
+}
+
+/**
+ * write_bytes() - smbsplice_bytes_total by direction and pump
+ * @out:	where to write
+ * @t:		totals
+ */
+static void write_bytes(FILE *out, const struct totals *t)
+{
+	metric_head(
+		out, "smbsplice_bytes_total", "counter",
+		"Bytes delivered, by direction and the pump that moved them.");
+	for (int d = 0; d < DIR_COUNT; d++) {
+		fprintf(out,
+			"smbsplice_bytes_total{direction=\"%s\",path=\"splice\"} %llu\n",
+			dir_label[d],
+			(unsigned long long)t->dir[d].pump.spliced);
+		fprintf(out,
+			"smbsplice_bytes_total{direction=\"%s\",path=\"copy\"} %llu\n",
+			dir_label[d],
+			(unsigned long long)t->dir[d].pump.copied);
+	}
+}
+
+/**
+ * write_messages() - smbsplice_messages_total by direction and command
+ * @out:	where to write
+ * @t:		totals
+ */
+static void write_messages(FILE *out, const struct totals *t)
+{
+	metric_head(
+		out, "smbsplice_messages_total", "counter",
+		"SMB2 messages parsed (compound elements count one each), by direction and command.");
+	for (int d = 0; d < DIR_COUNT; d++)
+		for (unsigned c = 0; c <= SMB2_NCOMMANDS; c++)
+			fprintf(out,
+				"smbsplice_messages_total{direction=\"%s\",command=\"%s\"} %llu\n",
+				dir_label[d], smb_command_name(c),
+				(unsigned long long)t->dir[d].smb.commands[c]);
+}
+
+/**
+ * write_frames() - frames that are not plain SMB2, by direction and kind
+ * @out:	where to write
+ * @t:		totals
+ */
+static void write_frames(FILE *out, const struct totals *t)
+{
+	metric_head(
+		out, "smbsplice_frames_total", "counter",
+		"Frames that are not plain SMB2: encryption and compression transforms, SMB1, NetBIOS session control.");
+	for (int d = 0; d < DIR_COUNT; d++) {
+		const struct smb_dir_stats *s = &t->dir[d].smb;
+
+		fprintf(out,
+			"smbsplice_frames_total{direction=\"%s\",kind=\"encrypted\"} %llu\n"
+			"smbsplice_frames_total{direction=\"%s\",kind=\"compressed\"} %llu\n"
+			"smbsplice_frames_total{direction=\"%s\",kind=\"smb1\"} %llu\n"
+			"smbsplice_frames_total{direction=\"%s\",kind=\"netbios\"} %llu\n",
+			dir_label[d], (unsigned long long)s->encrypted,
+			dir_label[d], (unsigned long long)s->compressed,
+			dir_label[d], (unsigned long long)s->smb1, dir_label[d],
+			(unsigned long long)s->netbios);
+	}
+}
+
+/**
+ * write_payloads() - payload counts and bytes by class, decision and pump
+ * @out:	where to write
+ * @t:		totals
+ */
+static void write_payloads(FILE *out, const struct totals *t)
+{
+	metric_head(
+		out, "smbsplice_payloads_total", "counter",
+		"Payloads (READ data, WRITE data, other) by class and the threshold's decision.");
+	for (int d = 0; d < DIR_COUNT; d++)
+		for (int c = 0; c < SMB_NCLASSES; c++)
+			for (int sp = 0; sp < 2; sp++)
+				fprintf(out,
+					"smbsplice_payloads_total{direction=\"%s\",class=\"%s\",decision=\"%s\"} %llu\n",
+					dir_label[d], smb_class_name(c),
+					sp ? "splice" : "copy",
+					(unsigned long long)t->dir[d]
+						.smb.payloads[c][sp]);
+	metric_head(
+		out, "smbsplice_payload_bytes_total", "counter",
+		"Payload bytes by class and the pump that moved them; a spliced payload's first bytes may have come in with its header and been copied.");
+	for (int d = 0; d < DIR_COUNT; d++)
+		for (int c = 0; c < SMB_NCLASSES; c++) {
+			const struct smb_dir_stats *s = &t->dir[d].smb;
+
+			fprintf(out,
+				"smbsplice_payload_bytes_total{direction=\"%s\",class=\"%s\",path=\"splice\"} %llu\n"
+				"smbsplice_payload_bytes_total{direction=\"%s\",class=\"%s\",path=\"copy\"} %llu\n",
+				dir_label[d], smb_class_name(c),
+				(unsigned long long)s->payload_spliced[c],
+				dir_label[d], smb_class_name(c),
+				(unsigned long long)s->payload_copied[c]);
+		}
+}
+
+/**
+ * totals_write_prometheus() - the /metrics page
+ * @out:		where to write
+ * @t:			counters of closed and live connections
+ * @active:		connections open now
+ * @total:		connections accepted since start
+ * @pipes_open:		pipes open now
+ * @pipes_lent:		pipes lent to a direction now
+ * @pipes_denied:	times no pipe could be had and the copy pump served
+ */
+void totals_write_prometheus(FILE *out, const struct totals *t,
+			     unsigned long active, unsigned long total,
+			     unsigned pipes_open, unsigned pipes_lent,
+			     unsigned long pipes_denied)
+{
+	write_bytes(out, t);
+	write_per_dir(out, t, "smbsplice_splice_calls_total",
+		      "splice() calls, both legs.",
+		      offsetof(struct dir_totals, pump.splice_calls));
+	write_per_dir(out, t, "smbsplice_copy_calls_total",
+		      "recv() and send() calls.",
+		      offsetof(struct dir_totals, pump.copy_calls));
+	write_per_dir(
+		out, t, "smbsplice_cork_writes_total",
+		"Writes that carried MSG_MORE or SPLICE_F_MORE: the cork, which costs no setsockopt().",
+		offsetof(struct dir_totals, pump.more_writes));
+	write_per_dir(
+		out, t, "smbsplice_uncork_calls_total",
+		"setsockopt(TCP_CORK, 0) calls that pushed bytes a MORE write held back.",
+		offsetof(struct dir_totals, uncorks));
+	write_messages(out, t);
+	write_frames(out, t);
+	write_payloads(out, t);
+	write_per_dir(out, t, "smbsplice_read_interim_total",
+		      "Interim (STATUS_PENDING) READ responses.",
+		      offsetof(struct dir_totals, smb.interim));
+	write_per_dir(out, t, "smbsplice_read_errors_total",
+		      "READ responses with an error body.",
+		      offsetof(struct dir_totals, smb.read_errors));
+
+	metric_head(out, "smbsplice_connections_active", "gauge",
+		    "Connections open now.");
+	fprintf(out, "smbsplice_connections_active %lu\n", active);
+	metric_head(out, "smbsplice_connections_total", "counter",
+		    "Connections accepted since start.");
+	fprintf(out, "smbsplice_connections_total %lu\n", total);
+	metric_head(
+		out, "smbsplice_opaque_fallbacks_total", "counter",
+		"Connections whose SMB parsing gave up; they were forwarded opaque.");
+	fprintf(out, "smbsplice_opaque_fallbacks_total %llu\n",
+		(unsigned long long)t->opaque_conns);
+	metric_head(out, "smbsplice_pipes_open", "gauge", "Splice pipes open.");
+	fprintf(out, "smbsplice_pipes_open %u\n", pipes_open);
+	metric_head(out, "smbsplice_pipes_lent", "gauge",
+		    "Splice pipes holding a splice in flight.");
+	fprintf(out, "smbsplice_pipes_lent %u\n", pipes_lent);
+	metric_head(
+		out, "smbsplice_pipe_denied_total", "counter",
+		"Times no pipe was free (--max-pipes) and the copy pump served.");
+	fprintf(out, "smbsplice_pipe_denied_total %lu\n", pipes_denied);
+}

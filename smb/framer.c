@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* framer.c - a streaming parser for SMB framing and SMB2 headers
+ *
+ * Theory of operation: the framer walks one direction's byte stream as it
+ * arrives, split anywhere, down to one byte at a time. It never allocates,
+ * never does I/O and never changes a byte: it only tells the pump, at every
+ * moment, whether the next bytes may be spliced and whether more bytes of
+ * the current message are due.
+ *
+ * A frame is a 4-byte transport prefix and a body. The framer collects the
+ * prefix, then the start of each message in the body into @hold: just the
+ * bytes it needs (the protocol id; the 64-byte SMB2 header; the first body
+ * fields of READ responses, WRITE requests and NEGOTIATE responses). From
+ * those it plans the rest of the message as spans it does not need to see:
+ * a gap, the payload, and a tail, up to the message's end. It then skips
+ * those spans, either as bytes fed to it (they went through the copy
+ * buffer) or as bytes reported moved (they went through a pipe, unseen). A
+ * compound continues at NextCommand with the next header; the frame's end
+ * starts the next prefix.
+ *
+ *   FR_PREFIX -> FR_HEADER -> FR_SKIP -> FR_HEADER (compound) ... -> FR_PREFIX
+ *
+ * Only payloads are ever spliced, and only when their class's threshold
+ * says so: READ response data, WRITE request data, and the opaque rest of
+ * encrypted, compressed and other large messages.
+ *
+ * Every length read from the wire is checked against the frame that must
+ * hold it. A frame that fails a check moves the framer to FR_OPAQUE for
+ * good: the connection still forwards every byte, by the flow policy, and
+ * the server decides what is an error.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "framer.h"
+
+/**
+ * smb_framer_init() - start a framer at the beginning of a stream
+ * @f:		the framer
+ * @th:		splice thresholds, which must outlive it
+ */
+void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th)
+{
+	memset(f, 0, sizeof(*f));
+	f->th = th;
+	f->state = FR_PREFIX;
+	f->want = SMB_PREFIX_LEN;
+}
+
+/**
+ * go_opaque() - give up parsing this stream
+ * @f:		the framer
+ * @why:	what failed, for the log
+ */
+static void go_opaque(struct smb_framer *f, const char *why)
+{
+	f->state = FR_OPAQUE;
+	f->why = why;
+}
+
+/**
+ * expect_prefix() - wait for the next frame's transport prefix
+ * @f:	the framer
+ */
+static void expect_prefix(struct smb_framer *f)
+{
+	f->state = FR_PREFIX;
+	f->held = 0;
+	f->want = SMB_PREFIX_LEN;
+}
+
+/**
+ * expect_element() - wait for the start of a message at @start
+ * @f:		the framer
+ * @start:	its offset in the frame
+ */
+static void expect_element(struct smb_framer *f, uint32_t start)
+{
+	f->state = FR_HEADER;
+	f->held = 0;
+	f->want = 4; /* the protocol id decides what comes next */
+	f->elem_start = start;
+	f->elem_end = f->frame_len;
+}
+
+/**
+ * plan_skip() - the rest of the element needs no parsing
+ * @f:		the framer
+ * @off:	payload offset from the element's start, 0 for none
+ * @len:	payload length
+ * @cls:	payload class
+ *
+ * The caller has checked that the payload lies inside the element and
+ * after the bytes already parsed.
+ */
+static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
+		      enum smb_class cls)
+{
+	f->state = FR_SKIP;
+	f->pay_start = len ? f->elem_start + off : f->pos;
+	f->pay_end = f->pay_start + len;
+	f->pay_class = cls;
+	f->pay_splice = len && smb_payload_splices(f->th, cls, len);
+	if (len)
+		f->st.payloads[cls][f->pay_splice]++;
+}
+
+/**
+ * plan_rest_as_other() - the element's unparsed rest is one opaque payload
+ * @f:	the framer
+ *
+ * For encrypted, compressed and SMB1 frames, and any SMB2 message that is
+ * not a READ response or WRITE request: if what is left is large enough,
+ * it may be spliced.
+ */
+static void plan_rest_as_other(struct smb_framer *f)
+{
+	plan_skip(f, f->pos - f->elem_start, f->elem_end - f->pos,
+		  SMB_CLASS_OTHER);
+}
+
+/**
+ * parse_prefix() - the transport prefix is complete
+ * @f:	the framer
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_prefix(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	uint8_t type = h[0];
+
+	if (type == NBT_MESSAGE) {
+		/* Direct TCP's 24-bit length; NetBIOS messages (17 bits)
+		 * read the same, since their high length bits are zero. */
+		f->frame_len =
+			(uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+	} else if (type >= NBT_SESSION_REQUEST && type <= NBT_KEEPALIVE) {
+		if (h[1] & 0xfe)
+			return "NetBIOS frame with reserved flag bits set";
+		f->frame_len =
+			(uint32_t)(h[1] & 1) << 16 | (uint32_t)h[2] << 8 | h[3];
+	} else {
+		return "not an SMB transport frame (bad type byte)";
+	}
+	f->pos = 0;
+	if (f->frame_len == 0) {
+		expect_prefix(f);
+		return NULL;
+	}
+	if (type != NBT_MESSAGE) {
+		/* Session request, responses, keepalive: passed whole. */
+		f->st.netbios++;
+		f->elem_start = 0;
+		f->elem_end = f->frame_len;
+		plan_skip(f, 0, 0, SMB_CLASS_OTHER);
+		return NULL;
+	}
+	if (f->frame_len < 4)
+		return "frame too short for a protocol id";
+	expect_element(f, 0);
+	return NULL;
+}
+
+/**
+ * parse_protocol_id() - the first four bytes of a message are in
+ * @f:	the framer
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_protocol_id(struct smb_framer *f)
+{
+	uint32_t magic = get_le32(f->hold);
+	uint32_t room = f->frame_len - f->elem_start;
+
+	if (magic == SMB2_MAGIC) {
+		if (room < SMB2_HDR_LEN)
+			return "SMB2 header does not fit in its frame";
+		f->want = SMB2_HDR_LEN;
+		return NULL;
+	}
+	if (f->elem_start)
+		return "compound element is not SMB2";
+	if (magic == SMB_TRANSFORM_MAGIC) {
+		if (room < SMB2_TRANSFORM_HDR_LEN)
+			return "encryption transform header does not fit in its frame";
+		f->st.encrypted++;
+		plan_skip(f, SMB2_TRANSFORM_HDR_LEN,
+			  room - SMB2_TRANSFORM_HDR_LEN, SMB_CLASS_OTHER);
+		return NULL;
+	}
+	if (magic == SMB_COMPRESS_MAGIC) {
+		if (room < SMB2_COMPRESS_HDR_LEN)
+			return "compression transform header does not fit in its frame";
+		f->st.compressed++;
+		plan_skip(f, SMB2_COMPRESS_HDR_LEN,
+			  room - SMB2_COMPRESS_HDR_LEN, SMB_CLASS_OTHER);
+		return NULL;
+	}
+	if (magic == SMB1_MAGIC) {
+		f->st.smb1++;
+		plan_rest_as_other(f);
+		return NULL;
+	}
+	return "unknown protocol id";
+}
+
+/**
+ * want_body() - how much of the body a message's parse step needs
+ * @cmd:	SMB2 command
+ * @resp:	the message is a response
+ * @len:	the message's length (to NextCommand or the frame's end)
+ *
+ * Return: bytes from the header's start to collect, SMB2_HDR_LEN if the
+ * header alone is enough.
+ */
+static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
+{
+	if (cmd == SMB2_READ && resp)
+		return SMB2_READ_RSP_DATA_LENGTH + 4;
+	if (cmd == SMB2_WRITE && !resp)
+		return SMB2_WRITE_REQ_LENGTH + 4;
+	if (cmd == SMB2_NEGOTIATE && resp)
+		return len < SMB2_NEG_RSP_PARSED ? len : SMB2_NEG_RSP_PARSED;
+	return SMB2_HDR_LEN;
+}
+
+/**
+ * parse_header() - the 64-byte SMB2 header is in
+ * @f:	the framer
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_header(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	uint32_t next = get_le32(h + SMB2_HDR_NEXT);
+	uint32_t flags = get_le32(h + SMB2_HDR_FLAGS);
+	unsigned cmd = get_le16(h + SMB2_HDR_COMMAND);
+
+	if (get_le16(h + SMB2_HDR_STRUCT_SIZE) != SMB2_HDR_LEN)
+		return "SMB2 header StructureSize is not 64";
+	if (next) {
+		if (next < SMB2_HDR_LEN || next % 8 ||
+		    next >= f->frame_len - f->elem_start)
+			return "NextCommand outside its frame or misaligned";
+		f->elem_end = f->elem_start + next;
+	}
+	f->st.commands[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS]++;
+	if (flags & SMB2_FLAG_SIGNED)
+		f->st.signed_seen = true;
+
+	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
+			    f->elem_end - f->elem_start);
+	if (f->want > f->elem_end - f->elem_start)
+		return "SMB2 message shorter than its fixed body";
+	if (f->want == SMB2_HDR_LEN)
+		plan_rest_as_other(f);
+	return NULL;
+}
+
+/**
+ * parse_error_body() - a response carries the 9-byte ERROR body
+ * @f:	the framer, with the header in @hold
+ */
+static void parse_error_body(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+
+	if (get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_PENDING &&
+	    get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_ASYNC)
+		f->st.interim++;
+	else
+		f->st.read_errors++;
+	plan_rest_as_other(f);
+}
+
+/**
+ * parse_read_response() - header and first body fields of a READ response
+ * @f:	the framer
+ *
+ * The data's position comes from DataOffset, never an assumed 80: Samba
+ * sends 88 at times. It must lie past the fixed body and inside the
+ * message.
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_read_response(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	uint32_t len, off, room = f->elem_end - f->elem_start;
+	uint16_t ss = get_le16(h + SMB2_BODY);
+
+	if (ss == SMB2_ERROR_BODY_SIZE) {
+		parse_error_body(f);
+		return NULL;
+	}
+	if (ss != SMB2_READ_RSP_BODY_SIZE)
+		return "READ response body StructureSize is neither 17 nor 9";
+	off = h[SMB2_READ_RSP_DATA_OFFSET];
+	len = get_le32(h + SMB2_READ_RSP_DATA_LENGTH);
+	if (len && off < SMB2_READ_RSP_DATA)
+		return "READ response DataOffset inside the header";
+	if (len > room || off > room - len)
+		return "READ response data past the end of the message";
+	f->st.reads += len != 0;
+	f->st.read_bytes += len;
+	plan_skip(f, off, len, SMB_CLASS_READ);
+	return NULL;
+}
+
+/**
+ * parse_write_request() - header and first body fields of a WRITE request
+ * @f:	the framer
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_write_request(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	uint32_t len, off, room = f->elem_end - f->elem_start;
+
+	if (get_le16(h + SMB2_BODY) != SMB2_WRITE_REQ_BODY_SIZE)
+		return "WRITE request body StructureSize is not 49";
+	off = get_le16(h + SMB2_WRITE_REQ_DATA_OFFSET);
+	len = get_le32(h + SMB2_WRITE_REQ_LENGTH);
+	if (len && off < SMB2_WRITE_REQ_DATA)
+		return "WRITE request DataOffset inside the header";
+	if (len > room || off > room - len)
+		return "WRITE request data past the end of the message";
+	f->st.writes += len != 0;
+	f->st.write_bytes += len;
+	plan_skip(f, off, len, SMB_CLASS_WRITE);
+	return NULL;
+}
+
+/**
+ * parse_negotiate_response() - note the dialect and the negotiated sizes
+ * @f:	the framer
+ */
+static void parse_negotiate_response(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+
+	if (f->held >= SMB2_NEG_RSP_PARSED &&
+	    get_le16(h + SMB2_BODY) == SMB2_NEG_RSP_BODY_SIZE) {
+		f->st.dialect = get_le16(h + SMB2_NEG_RSP_DIALECT);
+		f->st.max_transact = get_le32(h + SMB2_NEG_RSP_MAX_TRANSACT);
+		f->st.max_read = get_le32(h + SMB2_NEG_RSP_MAX_READ);
+		f->st.max_write = get_le32(h + SMB2_NEG_RSP_MAX_WRITE);
+	}
+	plan_rest_as_other(f);
+}
+
+/**
+ * parse_body() - the body fields a message's parse step wanted are in
+ * @f:	the framer
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *parse_body(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+
+	switch (get_le16(h + SMB2_HDR_COMMAND)) {
+	case SMB2_READ:
+		return parse_read_response(f);
+	case SMB2_WRITE:
+		return parse_write_request(f);
+	default: /* want_body() asks for more only for these three */
+		parse_negotiate_response(f);
+		return NULL;
+	}
+}
+
+/**
+ * parse_step() - @hold has the @want bytes the current step waited for
+ * @f:	the framer
+ */
+static void parse_step(struct smb_framer *f)
+{
+	const char *err;
+
+	if (f->state == FR_PREFIX)
+		err = parse_prefix(f);
+	else if (f->held == 4)
+		err = parse_protocol_id(f);
+	else if (f->held == SMB2_HDR_LEN)
+		err = parse_header(f);
+	else
+		err = parse_body(f);
+	if (err)
+		go_opaque(f, err);
+}
+
+/**
+ * skip_done() - the element's spans are all passed: what comes next
+ * @f:	the framer, at @elem_end
+ */
+static void skip_done(struct smb_framer *f)
+{
+	if (f->elem_end == f->frame_len)
+		expect_prefix(f);
+	else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)
+		go_opaque(f, "NextCommand leaves no room for a header");
+	else
+		expect_element(f, f->elem_end);
+}
+
+/**
+ * skip_some() - pass up to @n bytes of the current span
+ * @f:		the framer, in FR_SKIP
+ * @n:		bytes available
+ * @spliced:	true if they went through the splice pump, unseen
+ *
+ * Return: bytes passed, at most to the span's end.
+ */
+static size_t skip_some(struct smb_framer *f, size_t n, bool spliced)
+{
+	uint32_t end = f->pos < f->pay_start ? f->pay_start
+		       : f->pos < f->pay_end ? f->pay_end
+					     : f->elem_end;
+	bool payload = f->pos >= f->pay_start && f->pos < f->pay_end;
+	size_t k = end - f->pos < n ? end - f->pos : n;
+
+	if (payload) {
+		if (spliced)
+			f->st.payload_spliced[f->pay_class] += k;
+		else
+			f->st.payload_copied[f->pay_class] += k;
+	}
+	f->pos += (uint32_t)k;
+	if (f->pos == f->elem_end)
+		skip_done(f);
+	return k;
+}
+
+/**
+ * collect() - copy bytes into @hold toward the current parse step
+ * @f:	the framer, in FR_PREFIX or FR_HEADER
+ * @p:	bytes
+ * @n:	how many
+ *
+ * Return: bytes taken.
+ */
+static size_t collect(struct smb_framer *f, const uint8_t *p, size_t n)
+{
+	size_t k = f->want - f->held < n ? f->want - f->held : n;
+
+	memcpy(f->hold + f->held, p, k);
+	f->held += (uint32_t)k;
+	if (f->state == FR_HEADER)
+		f->pos += (uint32_t)k;
+	if (f->held == f->want)
+		parse_step(f);
+	return k;
+}
+
+/**
+ * smb_framer_feed() - walk bytes that went through the copy buffer
+ * @f:	the framer
+ * @p:	the bytes, in stream order
+ * @n:	how many; any split is fine
+ */
+void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n && f->state != FR_OPAQUE) {
+		if (f->state == FR_SKIP)
+			done += skip_some(f, n - done, false);
+		else
+			done += collect(f, p + done, n - done);
+	}
+}
+
+/**
+ * smb_framer_advance() - account for bytes the splice pump moved
+ * @f:	the framer
+ * @n:	bytes, at most smb_framer_splice_span()
+ */
+void smb_framer_advance(struct smb_framer *f, size_t n)
+{
+	while (n && f->state == FR_SKIP)
+		n -= skip_some(f, n, true);
+}
+
+/**
+ * smb_command_name() - an SMB2 command as a metrics label
+ * @cmd:	command code; SMB2_NCOMMANDS and above are "unknown"
+ *
+ * Return: lower-case name.
+ */
+const char *smb_command_name(unsigned cmd)
+{
+	static const char *const names[SMB2_NCOMMANDS + 1] = {
+		"negotiate",
+		"session_setup",
+		"logoff",
+		"tree_connect",
+		"tree_disconnect",
+		"create",
+		"close",
+		"flush",
+		"read",
+		"write",
+		"lock",
+		"ioctl",
+		"cancel",
+		"echo",
+		"query_directory",
+		"change_notify",
+		"query_info",
+		"set_info",
+		"oplock_break",
+		"unknown",
+	};
+
+	return names[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS];
+}
+
+/**
+ * smb_dialect_text() - a DialectRevision as "3.1.1", "2.1", "none"
+ * @dialect:	the revision, 0 if no NEGOTIATE response was seen
+ * @out:	buffer
+ * @outlen:	its size
+ */
+void smb_dialect_text(uint16_t dialect, char *out, size_t outlen)
+{
+	unsigned major = dialect >> 8, minor = dialect >> 4 & 0xf,
+		 patch = dialect & 0xf;
+
+	if (!dialect)
+		snprintf(out, outlen, "none");
+	else if (dialect == 0x02ff)
+		snprintf(out, outlen, "2.x");
+	else if (patch)
+		snprintf(out, outlen, "%u.%u.%u", major, minor, patch);
+	else
+		snprintf(out, outlen, "%u.%u", major, minor);
+}
+
+/**
+ * smb_dir_stats_add() - add one direction's counters to a total
+ * @t:	the total; its dialect and negotiated sizes are left alone
+ * @s:	the counters to add
+ */
+void smb_dir_stats_add(struct smb_dir_stats *t, const struct smb_dir_stats *s)
+{
+	for (int c = 0; c <= SMB2_NCOMMANDS; c++)
+		t->commands[c] += s->commands[c];
+	for (int c = 0; c < SMB_NCLASSES; c++) {
+		t->payloads[c][0] += s->payloads[c][0];
+		t->payloads[c][1] += s->payloads[c][1];
+		t->payload_spliced[c] += s->payload_spliced[c];
+		t->payload_copied[c] += s->payload_copied[c];
+	}
+	t->interim += s->interim;
+	t->read_errors += s->read_errors;
+	t->smb1 += s->smb1;
+	t->encrypted += s->encrypted;
+	t->compressed += s->compressed;
+	t->netbios += s->netbios;
+	t->reads += s->reads;
+	t->read_bytes += s->read_bytes;
+	t->writes += s->writes;
+	t->write_bytes += s->write_bytes;
+	t->signed_seen |= s->signed_seen;
+}

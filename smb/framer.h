@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_FRAMER_H
+#define SMBSPLICE_FRAMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "threshold.h"
+#include "wire.h"
+
+/* Bytes of an element's start the framer must see: the 64-byte SMB2
+ * header and as much body as the fields it reads (NEGOTIATE response). */
+#define SMB_HOLD_MAX SMB2_NEG_RSP_PARSED
+
+/**
+ * struct smb_dir_stats - what one direction of one connection carried
+ * @commands:		SMB2 messages per command; the last slot counts
+ *			commands past SMB2_OPLOCK_BREAK
+ * @interim:		interim (STATUS_PENDING, async) READ responses
+ * @read_errors:	READ responses with an error body
+ * @smb1:		SMB1 frames (the multi-protocol NEGOTIATE)
+ * @encrypted:		encryption transform frames
+ * @compressed:		compression transform frames
+ * @netbios:		NetBIOS session service control frames
+ * @reads:		READ responses carrying data
+ * @read_bytes:		their DataLength, summed
+ * @writes:		WRITE requests carrying data
+ * @write_bytes:	their Length, summed
+ * @payloads:		payloads per class and decision, [class][1] spliced
+ * @payload_spliced:	payload bytes per class moved by the splice pump
+ * @payload_copied:	payload bytes per class that went through the buffer
+ * @signed_seen:	a message had the SIGNED flag
+ * @dialect:		DialectRevision of the NEGOTIATE response, 0 if none
+ * @max_read:		MaxReadSize of the NEGOTIATE response
+ * @max_write:		MaxWriteSize of the NEGOTIATE response
+ * @max_transact:	MaxTransactSize of the NEGOTIATE response
+ */
+struct smb_dir_stats {
+	uint64_t commands[SMB2_NCOMMANDS + 1];
+	uint64_t interim, read_errors;
+	uint64_t smb1, encrypted, compressed, netbios;
+	uint64_t reads, read_bytes, writes, write_bytes;
+	uint64_t payloads[SMB_NCLASSES][2];
+	uint64_t payload_spliced[SMB_NCLASSES], payload_copied[SMB_NCLASSES];
+	bool signed_seen;
+	uint16_t dialect;
+	uint32_t max_read, max_write, max_transact;
+};
+
+enum smb_framer_state {
+	FR_PREFIX, /* collecting the 4-byte transport prefix */
+	FR_HEADER, /* collecting the start of a message (element) to parse */
+	FR_SKIP,   /* passing bytes that need no parsing: gaps and payload */
+	FR_OPAQUE, /* gave up parsing for good; bytes still flow unchanged */
+};
+
+/**
+ * struct smb_framer - streaming parser for one direction of one connection
+ * @th:		splice thresholds
+ * @state:	see enum smb_framer_state
+ * @hold:	bytes collected for the parse step in progress
+ * @held:	bytes in @hold
+ * @want:	bytes @hold must reach before the next parse step
+ * @frame_len:	length of the current frame, after its prefix
+ * @pos:	offset in the current frame of the next byte to come
+ * @elem_start:	offset of the current SMB2 message (compound element)
+ * @elem_end:	offset where it ends: its NextCommand, or the frame's end
+ * @pay_start:	offset of the payload span of the current element
+ * @pay_end:	its end; equal to @pay_start when there is none
+ * @pay_class:	the payload's class
+ * @pay_splice:	the payload is at or above its class's threshold
+ * @why:	after the switch to FR_OPAQUE: why, for the log
+ * @st:		counters
+ *
+ * Offsets count from the first byte after the transport prefix. Every
+ * length read from the wire is checked against the frame before it is
+ * used; a frame that fails a check sends the framer to FR_OPAQUE.
+ */
+struct smb_framer {
+	const struct smb_thresholds *th;
+	enum smb_framer_state state;
+	uint8_t hold[SMB_HOLD_MAX];
+	uint32_t held, want;
+	uint32_t frame_len, pos;
+	uint32_t elem_start, elem_end;
+	uint32_t pay_start, pay_end;
+	enum smb_class pay_class;
+	bool pay_splice;
+	const char *why;
+	struct smb_dir_stats st;
+};
+
+void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th);
+void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
+void smb_framer_advance(struct smb_framer *f, size_t n);
+
+/**
+ * smb_framer_splice_span() - bytes that may go through the splice pump now
+ * @f:	the framer
+ *
+ * Return: bytes from here to the end of a payload at or above its class's
+ * threshold, or 0 when the next bytes must be copied (headers, small
+ * messages) or the framer is opaque.
+ */
+static inline size_t smb_framer_splice_span(const struct smb_framer *f)
+{
+	if (f->state != FR_SKIP || !f->pay_splice || f->pos < f->pay_start ||
+	    f->pos >= f->pay_end)
+		return 0;
+	return f->pay_end - f->pos;
+}
+
+/**
+ * smb_framer_mid_message() - are more bytes of the current message due
+ * @f:	the framer, not opaque
+ *
+ * Return: true between a frame's first byte and its last.
+ */
+static inline bool smb_framer_mid_message(const struct smb_framer *f)
+{
+	return f->state != FR_PREFIX || f->held > 0;
+}
+
+/**
+ * smb_framer_opaque() - has the framer given up on this stream
+ * @f:	the framer
+ *
+ * Return: true once a frame failed to parse.
+ */
+static inline bool smb_framer_opaque(const struct smb_framer *f)
+{
+	return f->state == FR_OPAQUE;
+}
+
+const char *smb_command_name(unsigned cmd);
+void smb_dialect_text(uint16_t dialect, char *out, size_t outlen);
+void smb_dir_stats_add(struct smb_dir_stats *t, const struct smb_dir_stats *s);
+
+#endif /* SMBSPLICE_FRAMER_H */

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* wire.h - SMB transport and SMB2 wire facts: offsets, codes, readers
+ *
+ * Everything here is from MS-SMB2 and RFC 1002. SMB2 fields are
+ * little-endian; only the 4-byte transport prefix is big-endian. All
+ * offsets of header fields count from the start of the SMB2 header, as
+ * DataOffset does.
+ */
+#ifndef SMBSPLICE_WIRE_H
+#define SMBSPLICE_WIRE_H
+
+#include <stdint.h>
+
+/* Transport: Direct TCP is 0x00 + 24-bit length; NetBIOS session service
+ * (port 139) uses byte 0 as a type and bit 0 of byte 1 as length bit 16. */
+#define NBT_MESSAGE	      0x00
+#define NBT_SESSION_REQUEST   0x81
+#define NBT_POSITIVE_RESPONSE 0x82
+#define NBT_NEGATIVE_RESPONSE 0x83
+#define NBT_RETARGET	      0x84
+#define NBT_KEEPALIVE	      0x85
+#define SMB_PREFIX_LEN	      4
+
+/* Protocol identifiers: the first four bytes of a frame's body. */
+#define SMB2_MAGIC	    0x424d53feu /* FE 'S' 'M' 'B', read little-endian */
+#define SMB1_MAGIC	    0x424d53ffu /* FF 'S' 'M' 'B' */
+#define SMB_TRANSFORM_MAGIC 0x424d53fdu /* FD 'S' 'M' 'B': encrypted */
+#define SMB_COMPRESS_MAGIC  0x424d53fcu /* FC 'S' 'M' 'B': compressed */
+
+#define SMB2_TRANSFORM_HDR_LEN 52
+#define SMB2_COMPRESS_HDR_LEN  8 /* the chained form's; unchained is 16 */
+
+/* SMB2 header (64 bytes). */
+#define SMB2_HDR_LEN	     64
+#define SMB2_HDR_STRUCT_SIZE 4	/* u16, always 64 */
+#define SMB2_HDR_STATUS	     8	/* u32 */
+#define SMB2_HDR_COMMAND     12 /* u16 */
+#define SMB2_HDR_FLAGS	     16 /* u32 */
+#define SMB2_HDR_NEXT	     20 /* u32 NextCommand */
+
+#define SMB2_FLAG_RESPONSE 0x1u
+#define SMB2_FLAG_ASYNC	   0x2u
+#define SMB2_FLAG_RELATED  0x4u
+#define SMB2_FLAG_SIGNED   0x8u
+
+#define SMB2_STATUS_PENDING	    0x00000103u
+#define SMB2_STATUS_BUFFER_OVERFLOW 0x80000005u
+
+enum smb2_command {
+	SMB2_NEGOTIATE,
+	SMB2_SESSION_SETUP,
+	SMB2_LOGOFF,
+	SMB2_TREE_CONNECT,
+	SMB2_TREE_DISCONNECT,
+	SMB2_CREATE,
+	SMB2_CLOSE,
+	SMB2_FLUSH,
+	SMB2_READ,
+	SMB2_WRITE,
+	SMB2_LOCK,
+	SMB2_IOCTL,
+	SMB2_CANCEL,
+	SMB2_ECHO,
+	SMB2_QUERY_DIRECTORY,
+	SMB2_CHANGE_NOTIFY,
+	SMB2_QUERY_INFO,
+	SMB2_SET_INFO,
+	SMB2_OPLOCK_BREAK,
+	SMB2_NCOMMANDS
+};
+
+/* Body offsets, from the start of the SMB2 header. */
+#define SMB2_BODY		   SMB2_HDR_LEN
+#define SMB2_ERROR_BODY_SIZE	   9
+#define SMB2_READ_RSP_BODY_SIZE	   17
+#define SMB2_READ_RSP_DATA_OFFSET  (SMB2_BODY + 2) /* u8 */
+#define SMB2_READ_RSP_DATA_LENGTH  (SMB2_BODY + 4) /* u32 */
+#define SMB2_READ_RSP_DATA	   (SMB2_BODY + 16)
+#define SMB2_WRITE_REQ_BODY_SIZE   49
+#define SMB2_WRITE_REQ_DATA_OFFSET (SMB2_BODY + 2) /* u16 */
+#define SMB2_WRITE_REQ_LENGTH	   (SMB2_BODY + 4) /* u32 */
+#define SMB2_WRITE_REQ_DATA	   (SMB2_BODY + 48)
+#define SMB2_NEG_RSP_BODY_SIZE	   65
+#define SMB2_NEG_RSP_DIALECT	   (SMB2_BODY + 4)    /* u16 */
+#define SMB2_NEG_RSP_MAX_TRANSACT  (SMB2_BODY + 0x1c) /* u32 */
+#define SMB2_NEG_RSP_MAX_READ	   (SMB2_BODY + 0x20) /* u32 */
+#define SMB2_NEG_RSP_MAX_WRITE	   (SMB2_BODY + 0x24) /* u32 */
+#define SMB2_NEG_RSP_PARSED	   (SMB2_BODY + 0x28)
+
+static inline uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+#endif /* SMBSPLICE_WIRE_H */

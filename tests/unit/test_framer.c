@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* test_framer.c - the SMB framer against hand-built vectors
+ *
+ * Every vector is a byte stream built here field by field. Each is run
+ * three ways: fed whole, fed one byte at a time, and in random splits with
+ * random splice advances wherever the framer allows one. All three must end
+ * in the same counters and state; one byte at a time must also splice every
+ * byte of every payload at or above its threshold (nothing is read ahead),
+ * and whole feeds must never splice.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "framer.h"
+
+/* --- building vectors ---------------------------------------------------- */
+
+static uint8_t vec[4 << 20];
+static size_t vlen;
+
+static void put8(uint8_t v)
+{
+	vec[vlen++] = v;
+}
+
+static void put16(uint16_t v)
+{
+	put8(v & 0xff);
+	put8(v >> 8);
+}
+
+static void put32(uint32_t v)
+{
+	put16(v & 0xffff);
+	put16(v >> 16);
+}
+
+static void put64(uint64_t v)
+{
+	put32((uint32_t)v);
+	put32((uint32_t)(v >> 32));
+}
+
+static void putn(uint8_t v, size_t n)
+{
+	memset(vec + vlen, v, n);
+	vlen += n;
+}
+
+static void prefix(uint8_t type, uint32_t len)
+{
+	put8(type);
+	put8((uint8_t)(len >> 16));
+	put8((uint8_t)(len >> 8));
+	put8((uint8_t)len);
+}
+
+static void set_le32(size_t at, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		vec[at + i] = (uint8_t)(v >> (8 * i));
+}
+
+static void smb2_hdr(uint16_t cmd, uint32_t flags, uint32_t status,
+		     uint32_t next)
+{
+	put32(SMB2_MAGIC);
+	put16(64);
+	put16(1);
+	put32(status);
+	put16(cmd);
+	put16(1);
+	put32(flags);
+	put32(next);
+	put64(7);  /* MessageId */
+	put64(0);  /* ProcessId+TreeId or AsyncId */
+	put64(99); /* SessionId */
+	putn(0, 16);
+}
+
+/* A READ response: header, 17-byte body, pad to data_off, data. */
+static void read_rsp(uint8_t data_off, uint32_t len, uint32_t next)
+{
+	size_t start = vlen;
+
+	smb2_hdr(SMB2_READ, SMB2_FLAG_RESPONSE, 0, next);
+	put16(17);
+	put8(data_off);
+	put8(0);
+	put32(len);
+	put32(0);
+	put32(0);
+	putn(0xee, start + data_off - vlen);
+	putn(0xda, len);
+}
+
+static void read_rsp_frame(uint8_t data_off, uint32_t len)
+{
+	prefix(0, data_off + len);
+	read_rsp(data_off, len, 0);
+}
+
+static void error_rsp(uint16_t cmd, uint32_t flags, uint32_t status,
+		      uint32_t next)
+{
+	smb2_hdr(cmd, SMB2_FLAG_RESPONSE | flags, status, next);
+	put16(9);
+	put16(0);
+	put32(0);
+	put8(0);
+}
+
+static void write_req_frame(uint16_t data_off, uint32_t len)
+{
+	prefix(0, data_off + len);
+	smb2_hdr(SMB2_WRITE, 0, 0, 0);
+	put16(49);
+	put16(data_off);
+	put32(len);
+	put64(0);    /* Offset */
+	putn(0, 16); /* FileId */
+	put32(0);    /* Channel */
+	put32(0);    /* RemainingBytes */
+	put16(0);
+	put16(0);
+	put32(0); /* Flags */
+	putn(0xee, data_off - 112);
+	putn(0x77, len);
+}
+
+static void simple_frame(uint16_t cmd, uint32_t flags, size_t body)
+{
+	prefix(0, 64 + body);
+	smb2_hdr(cmd, flags, 0, 0);
+	putn(0x11, body);
+}
+
+static void negotiate_rsp_frame(uint16_t dialect)
+{
+	prefix(0, 64 + 65 + 63);
+	smb2_hdr(SMB2_NEGOTIATE, SMB2_FLAG_RESPONSE, 0, 0);
+	put16(65);
+	put16(1); /* SecurityMode */
+	put16(dialect);
+	put16(0);
+	putn(0, 16);	/* ServerGuid */
+	put32(0x2f);	/* Capabilities */
+	put32(8 << 20); /* MaxTransactSize */
+	put32(4 << 20); /* MaxReadSize */
+	put32(2 << 20); /* MaxWriteSize */
+	putn(0, 65 - 0x28 + 63 - 1);
+	put8(0);
+}
+
+/* --- running vectors ------------------------------------------------------ */
+
+static struct smb_thresholds th_64k = { { 65536, 65536, 65536 } };
+
+struct outcome {
+	struct smb_dir_stats st;
+	enum smb_framer_state state;
+	const char *why;
+	size_t first_splice; /* stream offset of the first spliced byte */
+};
+
+/* mode: 0 whole, 1 one byte at a time (splicing whenever allowed),
+ * 2 random splits and random advances. */
+static struct outcome drive(const struct smb_thresholds *th, int mode,
+			    unsigned seed)
+{
+	struct smb_framer f;
+	struct outcome o = { .first_splice = SIZE_MAX };
+	size_t off = 0, span, k;
+
+	srand(seed);
+	smb_framer_init(&f, th);
+	while (off < vlen) {
+		span = smb_framer_splice_span(&f);
+		if (mode && span) {
+			k = mode == 1 ? span : 1 + (size_t)rand() % span;
+			if (k > vlen - off)
+				k = vlen - off;
+			if (o.first_splice == SIZE_MAX)
+				o.first_splice = off;
+			smb_framer_advance(&f, k);
+		} else {
+			k = mode == 0 ? vlen - off
+			    : mode == 1
+				    ? 1
+				    : 1 + (size_t)rand() %
+						      (rand() % 2 ? 7 : 70000);
+			if (k > vlen - off)
+				k = vlen - off;
+			smb_framer_feed(&f, vec + off, k);
+		}
+		off += k;
+	}
+	o.st = f.st;
+	o.state = f.state;
+	o.why = f.why;
+	return o;
+}
+
+static void assert_same_counts(const struct smb_dir_stats *a,
+			       const struct smb_dir_stats *b)
+{
+	for (int c = 0; c < SMB_NCLASSES; c++) {
+		assert_int_equal(a->payload_spliced[c] + a->payload_copied[c],
+				 b->payload_spliced[c] + b->payload_copied[c]);
+		assert_int_equal(a->payloads[c][0], b->payloads[c][0]);
+		assert_int_equal(a->payloads[c][1], b->payloads[c][1]);
+	}
+	assert_memory_equal(a->commands, b->commands, sizeof(a->commands));
+	assert_int_equal(a->interim, b->interim);
+	assert_int_equal(a->read_errors, b->read_errors);
+	assert_int_equal(a->reads, b->reads);
+	assert_int_equal(a->read_bytes, b->read_bytes);
+	assert_int_equal(a->writes, b->writes);
+	assert_int_equal(a->write_bytes, b->write_bytes);
+	assert_int_equal(a->encrypted, b->encrypted);
+	assert_int_equal(a->compressed, b->compressed);
+	assert_int_equal(a->smb1, b->smb1);
+	assert_int_equal(a->netbios, b->netbios);
+	assert_int_equal(a->dialect, b->dialect);
+}
+
+/* Run the current vector every way; return the one-byte outcome. */
+static struct outcome run_all(const struct smb_thresholds *th)
+{
+	struct outcome whole = drive(th, 0, 0), bytewise = drive(th, 1, 0);
+
+	assert_int_equal(whole.state, bytewise.state);
+	assert_same_counts(&whole.st, &bytewise.st);
+	for (int c = 0; c < SMB_NCLASSES; c++) {
+		assert_int_equal(whole.st.payload_spliced[c], 0);
+		/* Nothing read ahead: every eligible byte is spliced. */
+		if (!bytewise.st.payloads[c][0])
+			assert_int_equal(bytewise.st.payload_copied[c], 0);
+	}
+	for (unsigned seed = 1; seed <= 200; seed++) {
+		struct outcome r = drive(th, 2, seed);
+
+		assert_int_equal(r.state, whole.state);
+		assert_same_counts(&r.st, &whole.st);
+	}
+	return bytewise;
+}
+
+static void reset(void)
+{
+	vlen = 0;
+}
+
+/* --- the vectors ------------------------------------------------------------
+ */
+
+static void test_read_offset_80_spliced(void **state)
+{
+	struct outcome o;
+
+	reset();
+	read_rsp_frame(80, 100000);
+	o = run_all(&th_64k);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	assert_int_equal(o.st.reads, 1);
+	assert_int_equal(o.st.read_bytes, 100000);
+	assert_int_equal(o.st.commands[SMB2_READ], 1);
+	assert_int_equal(o.st.payloads[SMB_CLASS_READ][1], 1);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 100000);
+	assert_int_equal(o.first_splice, 4 + 80);
+}
+
+/* Samba's bug14607 test: data at 88; the 8 bytes between are copied. */
+static void test_read_offset_88(void **state)
+{
+	struct outcome o;
+
+	reset();
+	read_rsp_frame(88, 70000);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 70000);
+	assert_int_equal(o.first_splice, 4 + 88);
+}
+
+static void test_read_thresholds(void **state)
+{
+	struct smb_thresholds off = { { SMB_THRESHOLD_OFF, 0, 0 } };
+	struct outcome o;
+
+	reset();
+	read_rsp_frame(80, 65535);
+	read_rsp_frame(80, 65536);
+	read_rsp_frame(80, 65537);
+	read_rsp_frame(80, 1);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.reads, 4);
+	assert_int_equal(o.st.payloads[SMB_CLASS_READ][0], 2);
+	assert_int_equal(o.st.payloads[SMB_CLASS_READ][1], 2);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 65536 + 65537);
+	assert_int_equal(o.st.payload_copied[SMB_CLASS_READ], 65535 + 1);
+
+	o = run_all(&off);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 0);
+}
+
+static void test_interim_then_final(void **state)
+{
+	struct outcome o;
+
+	reset();
+	prefix(0, 73);
+	error_rsp(SMB2_READ, SMB2_FLAG_ASYNC, SMB2_STATUS_PENDING, 0);
+	read_rsp_frame(80, 70000);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.interim, 1);
+	assert_int_equal(o.st.read_errors, 0);
+	assert_int_equal(o.st.reads, 1);
+	assert_int_equal(o.st.commands[SMB2_READ], 2);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 70000);
+}
+
+static void test_read_error_body(void **state)
+{
+	struct outcome o;
+
+	reset();
+	prefix(0, 73);
+	error_rsp(SMB2_READ, 0, 0xc0000011, 0); /* END_OF_FILE */
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.read_errors, 1);
+	assert_int_equal(o.st.reads, 0);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+}
+
+static void test_write_requests(void **state)
+{
+	struct outcome o;
+
+	reset();
+	write_req_frame(112, 70000);
+	write_req_frame(112, 100);
+	write_req_frame(120, 65536);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.writes, 3);
+	assert_int_equal(o.st.write_bytes, 70000 + 100 + 65536);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_WRITE], 70000 + 65536);
+	assert_int_equal(o.st.payload_copied[SMB_CLASS_WRITE], 100);
+	assert_int_equal(o.first_splice, 4 + 112);
+}
+
+/* CREATE + READ + CLOSE responses in one frame, padded to 8 bytes. */
+static void test_compound_response(void **state)
+{
+	struct outcome o;
+	size_t start;
+
+	reset();
+	prefix(0, 0); /* length patched below */
+	start = vlen;
+	smb2_hdr(SMB2_CREATE, SMB2_FLAG_RESPONSE, 0, 64 + 96);
+	putn(0x33, 96);
+	read_rsp(80, 70000, 80 + 70000);
+	error_rsp(SMB2_CLOSE, SMB2_FLAG_RELATED, 0xc0000034, 0);
+	vec[1] = (uint8_t)((vlen - start) >> 16);
+	vec[2] = (uint8_t)((vlen - start) >> 8);
+	vec[3] = (uint8_t)(vlen - start);
+	o = run_all(&th_64k);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	assert_int_equal(o.st.commands[SMB2_CREATE], 1);
+	assert_int_equal(o.st.commands[SMB2_READ], 1);
+	assert_int_equal(o.st.commands[SMB2_CLOSE], 1);
+	assert_int_equal(o.st.read_errors, 0); /* only READ bodies are read */
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 70000);
+}
+
+static void test_negotiate_response(void **state)
+{
+	struct outcome o;
+	char text[16];
+
+	reset();
+	negotiate_rsp_frame(0x0311);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.dialect, 0x0311);
+	assert_int_equal(o.st.max_read, 4 << 20);
+	assert_int_equal(o.st.max_write, 2 << 20);
+	assert_int_equal(o.st.max_transact, 8 << 20);
+	smb_dialect_text(o.st.dialect, text, sizeof(text));
+	assert_string_equal(text, "3.1.1");
+	smb_dialect_text(0x0210, text, sizeof(text));
+	assert_string_equal(text, "2.1");
+	smb_dialect_text(0, text, sizeof(text));
+	assert_string_equal(text, "none");
+}
+
+static void test_transforms(void **state)
+{
+	struct outcome o;
+
+	reset();
+	prefix(0, 52 + 200000);
+	put32(SMB_TRANSFORM_MAGIC);
+	putn(0xcc, 48 + 200000);
+	prefix(0, 52 + 100);
+	put32(SMB_TRANSFORM_MAGIC);
+	putn(0xcc, 48 + 100);
+	prefix(0, 8 + 90000);
+	put32(SMB_COMPRESS_MAGIC);
+	putn(0xcd, 4 + 90000);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.encrypted, 2);
+	assert_int_equal(o.st.compressed, 1);
+	assert_int_equal(o.st.payload_spliced[SMB_CLASS_OTHER], 200000 + 90000);
+	assert_int_equal(o.st.payload_copied[SMB_CLASS_OTHER], 100);
+	assert_int_equal(o.first_splice, 4 + 52);
+}
+
+static void test_smb1_negotiate_then_smb2(void **state)
+{
+	struct outcome o;
+
+	reset();
+	prefix(0, 4 + 30);
+	put32(SMB1_MAGIC);
+	putn(0x72, 30);
+	simple_frame(SMB2_ECHO, 0, 4);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.smb1, 1);
+	assert_int_equal(o.st.commands[SMB2_ECHO], 1);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+}
+
+/* Port 139: session request, positive response, keepalive, then SMB2 in
+ * NetBIOS messages, one of them with the 17th length bit set. */
+static void test_netbios(void **state)
+{
+	struct outcome o;
+
+	reset();
+	prefix(NBT_SESSION_REQUEST, 68);
+	putn(0x20, 68);
+	prefix(NBT_POSITIVE_RESPONSE, 0);
+	prefix(NBT_KEEPALIVE, 0);
+	read_rsp_frame(80, 0x10000 - 80 + 16); /* body 0x10010: bit 16 set */
+	simple_frame(SMB2_ECHO, SMB2_FLAG_RESPONSE, 4);
+	o = run_all(&th_64k);
+	assert_int_equal(o.st.netbios, 1);
+	assert_int_equal(o.st.reads, 1);
+	assert_int_equal(o.st.commands[SMB2_ECHO], 1);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+}
+
+static void test_zero_length_frames_and_many_messages(void **state)
+{
+	struct outcome o;
+
+	reset();
+	for (int i = 0; i < 50; i++) {
+		prefix(0, 0);
+		simple_frame(i % SMB2_READ, i & 1, (size_t)i * 3);
+	}
+	o = run_all(&th_64k);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	assert_int_equal(o.st.commands[SMB2_NEGOTIATE], 7);
+	assert_int_equal(o.st.commands[SMB2_FLUSH], 6);
+}
+
+static void test_signed_flag(void **state)
+{
+	struct outcome o;
+
+	reset();
+	simple_frame(SMB2_ECHO, SMB2_FLAG_SIGNED, 4);
+	o = run_all(&th_64k);
+	assert_true(o.st.signed_seen);
+}
+
+/* --- bad input: opaque for good, never a read past the frame ---------------
+ */
+
+static void expect_opaque(const char *needle)
+{
+	struct outcome o = run_all(&th_64k);
+
+	assert_int_equal(o.state, FR_OPAQUE);
+	assert_non_null(o.why);
+	assert_non_null(strstr(o.why, needle));
+}
+
+static void test_bad_type_byte(void **state)
+{
+	reset();
+	prefix(0x42, 10);
+	putn(0, 10);
+	expect_opaque("transport");
+}
+
+static void test_truncated_frame(void **state)
+{
+	reset();
+	prefix(0, 2);
+	putn(0, 2);
+	expect_opaque("too short");
+}
+
+static void test_header_past_frame(void **state)
+{
+	reset();
+	prefix(0, 40);
+	put32(SMB2_MAGIC);
+	putn(0, 36);
+	expect_opaque("does not fit");
+}
+
+static void test_unknown_protocol(void **state)
+{
+	reset();
+	prefix(0, 64);
+	put32(0x12345678);
+	putn(0, 60);
+	expect_opaque("unknown protocol id");
+}
+
+static void test_bad_structure_size(void **state)
+{
+	reset();
+	simple_frame(SMB2_ECHO, 0, 4);
+	vec[4 + 4] = 65;
+	expect_opaque("StructureSize");
+}
+
+static void test_read_length_past_frame(void **state)
+{
+	reset();
+	read_rsp_frame(80, 1000);
+	set_le32(4 + 68, 1001); /* DataLength one past the frame */
+	expect_opaque("past the end");
+}
+
+static void test_read_huge_length(void **state)
+{
+	reset();
+	read_rsp_frame(80, 1000);
+	set_le32(4 + 68, 0xffffffff);
+	expect_opaque("past the end");
+}
+
+static void test_read_offset_inside_header(void **state)
+{
+	reset();
+	read_rsp_frame(80, 1000);
+	vec[4 + 66] = 64;
+	expect_opaque("inside the header");
+}
+
+static void test_read_offset_past_frame(void **state)
+{
+	reset();
+	read_rsp_frame(80, 1000);
+	vec[4 + 66] = 250; /* 250 + 1000 > 1080 */
+	expect_opaque("past the end");
+}
+
+static void test_write_offset_inside_header(void **state)
+{
+	reset();
+	write_req_frame(112, 1000);
+	vec[4 + 66] = 100;
+	expect_opaque("inside the header");
+}
+
+static void test_next_command_past_frame(void **state)
+{
+	reset();
+	prefix(0, 64 + 8);
+	smb2_hdr(SMB2_ECHO, 0, 0, 4096);
+	putn(0, 8);
+	expect_opaque("NextCommand");
+}
+
+static void test_next_command_misaligned(void **state)
+{
+	reset();
+	prefix(0, 64 + 8 + 64 + 4);
+	smb2_hdr(SMB2_ECHO, 0, 0, 68);
+	putn(0, 4);
+	smb2_hdr(SMB2_ECHO, 0, 0, 0);
+	putn(0, 4);
+	expect_opaque("NextCommand");
+}
+
+static void test_next_command_leaves_no_room(void **state)
+{
+	reset();
+	prefix(0, 64 + 8 + 16);
+	smb2_hdr(SMB2_ECHO, 0, 0, 72);
+	putn(0, 8 + 16);
+	expect_opaque("no room");
+}
+
+static void test_read_body_too_short(void **state)
+{
+	reset();
+	prefix(0, 64 + 4);
+	smb2_hdr(SMB2_READ, SMB2_FLAG_RESPONSE, 0, 0);
+	putn(0, 4);
+	expect_opaque("shorter than its fixed body");
+}
+
+/* After going opaque the framer takes everything and never splices. */
+static void test_opaque_is_final(void **state)
+{
+	struct smb_framer f;
+	uint8_t junk[100] = { 0x42 };
+
+	reset();
+	smb_framer_init(&f, &th_64k);
+	smb_framer_feed(&f, junk, sizeof(junk));
+	assert_true(smb_framer_opaque(&f));
+	read_rsp_frame(80, 100000);
+	smb_framer_feed(&f, vec, vlen);
+	assert_true(smb_framer_opaque(&f));
+	assert_int_equal(smb_framer_splice_span(&f), 0);
+	assert_int_equal(f.st.reads, 0);
+}
+
+/* The cork rule's input: more of a message is due between its first byte
+ * and its last, and not at a boundary. */
+static void test_mid_message(void **state)
+{
+	struct smb_framer f;
+
+	reset();
+	simple_frame(SMB2_ECHO, 0, 4);
+	smb_framer_init(&f, &th_64k);
+	assert_false(smb_framer_mid_message(&f));
+	smb_framer_feed(&f, vec, 2);
+	assert_true(smb_framer_mid_message(&f));
+	smb_framer_feed(&f, vec + 2, vlen - 3);
+	assert_true(smb_framer_mid_message(&f));
+	smb_framer_feed(&f, vec + vlen - 1, 1);
+	assert_false(smb_framer_mid_message(&f));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_offset_80_spliced),
+		cmocka_unit_test(test_read_offset_88),
+		cmocka_unit_test(test_read_thresholds),
+		cmocka_unit_test(test_interim_then_final),
+		cmocka_unit_test(test_read_error_body),
+		cmocka_unit_test(test_write_requests),
+		cmocka_unit_test(test_compound_response),
+		cmocka_unit_test(test_negotiate_response),
+		cmocka_unit_test(test_transforms),
+		cmocka_unit_test(test_smb1_negotiate_then_smb2),
+		cmocka_unit_test(test_netbios),
+		cmocka_unit_test(test_zero_length_frames_and_many_messages),
+		cmocka_unit_test(test_signed_flag),
+		cmocka_unit_test(test_bad_type_byte),
+		cmocka_unit_test(test_truncated_frame),
+		cmocka_unit_test(test_header_past_frame),
+		cmocka_unit_test(test_unknown_protocol),
+		cmocka_unit_test(test_bad_structure_size),
+		cmocka_unit_test(test_read_length_past_frame),
+		cmocka_unit_test(test_read_huge_length),
+		cmocka_unit_test(test_read_offset_inside_header),
+		cmocka_unit_test(test_read_offset_past_frame),
+		cmocka_unit_test(test_write_offset_inside_header),
+		cmocka_unit_test(test_next_command_past_frame),
+		cmocka_unit_test(test_next_command_misaligned),
+		cmocka_unit_test(test_next_command_leaves_no_room),
+		cmocka_unit_test(test_read_body_too_short),
+		cmocka_unit_test(test_opaque_is_final),
+		cmocka_unit_test(test_mid_message),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
