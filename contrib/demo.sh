@@ -18,7 +18,10 @@ if [ ! -x proxy/smbsplice ]; then
 	make -s -j2 >/dev/null
 fi
 
-work=$(mktemp -d /tmp/smbsplice-demo.XXXXXX)
+# tmpfs when there is one, so the figure is the network path, not the disk.
+tmp=/tmp
+[ -d /dev/shm ] && [ -w /dev/shm ] && tmp=/dev/shm
+work=$(mktemp -d "$tmp/smbsplice-demo.XXXXXX")
 proxy_pid=
 cleanup() {
 	[ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null

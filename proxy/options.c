@@ -227,6 +227,10 @@ enum {
 	OPT_STATS,
 };
 
+_Static_assert(OPT_WRITE_TH - OPT_READ_TH == SMB_CLASS_WRITE &&
+		       OPT_OTHER_TH - OPT_READ_TH == SMB_CLASS_OTHER,
+	       "threshold options follow enum smb_class");
+
 static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, 'l' },
 	{ "backend", required_argument, NULL, 'b' },
@@ -353,6 +357,7 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 			return bad(err, errlen, "idle-timeout", arg,
 				   "expected seconds, 0 for never");
 		return OPT_OK;
+	/* The three options are in the order of enum smb_class. */
 	case OPT_READ_TH:
 	case OPT_WRITE_TH:
 	case OPT_OTHER_TH:

@@ -6,6 +6,9 @@ Each one arms an alarm first, so a hang fails the test instead of the suite.
 """
 import hashlib
 import os
+import shutil
+import urllib.error
+import urllib.request
 import random
 import re
 import signal
@@ -17,7 +20,10 @@ import tempfile
 import threading
 import time
 
-SMBSPLICE = os.environ.get("SMBSPLICE", os.path.join(os.path.dirname(__file__), "../../proxy/smbsplice"))
+SRCDIR = os.environ.get("SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+SMBSPLICE = os.environ.get("SMBSPLICE", os.path.join(SRCDIR, "proxy/smbsplice"))
+# Scratch space under the build tree (smbd's directories, test files).
+TMPDIR = os.path.join(os.getcwd(), "tests", "tmp")
 TIMEOUT = 60.0
 
 
@@ -44,7 +50,96 @@ def run(main, alarm=600):
         sys.exit(1)
     finally:
         Proxy.stop_all()
+        Samba.stop_all()
     sys.exit(0)
+
+
+def need(tool, package):
+    """Skip the test (exit 77) with one line naming the package to install."""
+    if not shutil.which(tool):
+        print(f"SKIP: {tool} not found: install the Debian package {package}", flush=True)
+        sys.exit(77)
+
+
+class Samba:
+    """A throwaway smbd on a loopback port (contrib/throwaway-smbd.sh):
+    its own smb.conf and directories under tests/tmp, user root with
+    password `password`, one share named "share"."""
+
+    running = []
+    password = "smbsplice"
+
+    def __init__(self):
+        need("smbd", "samba")
+        os.makedirs(TMPDIR, exist_ok=True)
+        self.dir = tempfile.mkdtemp(prefix="smbd-", dir=TMPDIR)
+        self.port = free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.share = os.path.join(self.dir, "share")
+        self.script = os.path.join(SRCDIR, "contrib/throwaway-smbd.sh")
+        env = dict(os.environ, SMB_PASS=self.password)
+        r = subprocess.run([self.script, "start", self.dir, str(self.port)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode:
+            raise TestFailure(f"throwaway smbd did not start: {r.stderr}")
+        Samba.running.append(self)
+
+    def stop(self):
+        subprocess.run([self.script, "stop", self.dir], timeout=30)
+        if self in Samba.running:
+            Samba.running.remove(self)
+
+    @classmethod
+    def stop_all(cls):
+        for s in list(cls.running):
+            s.stop()
+
+    def smbclient(self, port, *args, cmd):
+        """Run smbclient against //127.0.0.1/share on `port`."""
+        need("smbclient", "smbclient")
+        argv = ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{self.password}", *args, "-c", cmd]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if r.returncode:
+            raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+        return r.stdout + r.stderr
+
+
+def random_file(path, mib):
+    """Write `mib` MiB of random bytes to `path`; return their sha256."""
+    h = hashlib.sha256()
+    with open("/dev/urandom", "rb") as src, open(path, "wb") as dst:
+        for _ in range(mib):
+            b = src.read(1 << 20)
+            h.update(b)
+            dst.write(b)
+    return h.hexdigest()
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while (b := f.read(1 << 20)):
+            h.update(b)
+    return h.hexdigest()
+
+
+def scrape(port, path="/metrics"):
+    """GET a metrics page; return {(name, ((label, value), ...)): value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, value = line.rsplit(" ", 1)
+        name, _, labels = key.partition("{")
+        pairs = tuple(sorted(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if kv))
+        out[(name, tuple((k, v.strip('"')) for k, v in pairs))] = float(value)
+    return out
+
+
+def metric(m, name, **labels):
+    return m.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
@@ -110,10 +205,13 @@ class Proxy:
 
     running = []
 
-    def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True):
+    def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False):
         self.port = free_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
         self.addr = fmt_addr(listen_host, self.port)
         self.host = listen_host
+        if stats:
+            self.stats_port = free_port()
+            args = (*args, "--stats", f"127.0.0.1:{self.stats_port}")
         self.logf = tempfile.NamedTemporaryFile(prefix="smbsplice-", suffix=".log", delete=False)
         argv = [SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
         pre = None

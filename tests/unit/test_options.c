@@ -123,6 +123,8 @@ static void test_defaults(void **state)
 	assert_int_equal(o.max_pipes, OPT_DEFAULT_MAX_PIPES);
 	assert_int_equal(o.buf_size, OPT_DEFAULT_BUF_SIZE);
 	assert_true(o.splice);
+	assert_int_equal(o.th.min[SMB_CLASS_READ], 65536);
+	assert_int_equal(o.stats.len, 0);
 }
 
 /* Each bad command line gets one line naming what is wrong. */
@@ -167,6 +169,35 @@ static void test_stray_argument(void **state)
 	expect_bad(argc, argv, "'extra'");
 }
 
+static void test_thresholds_and_stats(void **state)
+{
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--read-threshold",
+	     "16K", "--write-threshold", "off", "--other-threshold", "1M",
+	     "--stats", "127.0.0.1:9445");
+	struct options o;
+	char err[256] = "";
+	uint32_t v;
+
+	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+			 OPT_OK);
+	assert_int_equal(o.th.min[SMB_CLASS_READ], 16384);
+	assert_int_equal(o.th.min[SMB_CLASS_WRITE], SMB_THRESHOLD_OFF);
+	assert_int_equal(o.th.min[SMB_CLASS_OTHER], 1 << 20);
+	assert_true(o.stats.len > 0);
+
+	assert_int_equal(parse_threshold("off", &v), 0);
+	assert_int_equal(v, SMB_THRESHOLD_OFF);
+	assert_int_equal(parse_threshold("17M", &v), -1);
+	assert_int_equal(parse_threshold("never", &v), -1);
+}
+
+static void test_bad_threshold(void **state)
+{
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--write-threshold",
+	     "big");
+	expect_bad(argc, argv, "--write-threshold 'big'");
+}
+
 static void test_bad_timeout(void **state)
 {
 	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--connect-timeout",
@@ -188,6 +219,8 @@ int main(void)
 		cmocka_unit_test(test_unknown_option),
 		cmocka_unit_test(test_stray_argument),
 		cmocka_unit_test(test_bad_timeout),
+		cmocka_unit_test(test_thresholds_and_stats),
+		cmocka_unit_test(test_bad_threshold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

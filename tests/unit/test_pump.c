@@ -499,11 +499,11 @@ static size_t build_read_response(uint8_t *p, uint32_t len)
 	p[2] = (uint8_t)(frame >> 8);
 	p[3] = (uint8_t)frame;
 	memcpy(p + 4, "\xfeSMB", 4);
-	p[4 + 4] = 64;		   /* StructureSize */
-	p[4 + 12] = SMB2_READ;	   /* Command */
+	p[4 + 4] = 64;	       /* StructureSize */
+	p[4 + 12] = SMB2_READ; /* Command */
 	p[4 + 16] = SMB2_FLAG_RESPONSE;
-	p[4 + 64] = 17;		   /* body StructureSize */
-	p[4 + 66] = 80;		   /* DataOffset */
+	p[4 + 64] = 17;		     /* body StructureSize */
+	p[4 + 66] = 80;		     /* DataOffset */
 	memcpy(p + 4 + 68, &len, 4); /* DataLength, little-endian host */
 	for (uint32_t i = 0; i < len; i++)
 		p[84 + i] = (uint8_t)(i * 13);
