@@ -213,14 +213,23 @@ static enum io_res flush_pipe(struct half *h)
  * fill_copy() - read the next stretch into the copy buffer
  * @h:	the direction, with an empty buffer
  *
+ * In smb mode the framer may bound the read, so that a payload it expects
+ * to splice is not swallowed with its header.
+ *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
 static enum io_res fill_copy(struct half *h)
 {
+	size_t asked = h->buf_cap, limit;
 	ssize_t n;
 
+	if (framed(h) && h->policy.splice_ok) {
+		limit = smb_framer_copy_limit(h->fr);
+		if (limit < asked)
+			asked = limit;
+	}
 	do {
-		n = recv(h->src->fd, h->buf, h->buf_cap, 0);
+		n = recv(h->src->fd, h->buf, asked, 0);
 		h->st.copy_calls++;
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
@@ -228,7 +237,8 @@ static enum io_res fill_copy(struct half *h)
 	if (n == 0)
 		return IO_EOF;
 	h->buf_len = (size_t)n;
-	note_read(h, PUMP_COPY, (size_t)n, h->buf_cap);
+	h->drained = (size_t)n < asked;
+	note_read(h, PUMP_COPY, (size_t)n, asked);
 	return IO_DONE;
 }
 
@@ -264,6 +274,7 @@ static enum io_res fill_splice(struct half *h, size_t limit)
 		return r;
 	}
 	h->in_pipe = (size_t)n;
+	h->drained = (size_t)n < asked;
 	note_read(h, PUMP_SPLICE, (size_t)n, asked);
 	return IO_DONE;
 }
@@ -309,6 +320,14 @@ enum pump_status half_run(struct half *h)
 			return half_finish(h);
 		if (!budget)
 			return PUMP_WAIT_READ; /* the event loop calls again */
+		/* A short read emptied the socket: another read would only
+		 * fail with EAGAIN. Unless MORE is holding bytes back, which
+		 * only that EAGAIN may release, let epoll say when more come.
+		 */
+		if (h->drained && !h->dst->corked) {
+			h->drained = false;
+			return PUMP_WAIT_READ;
+		}
 
 		if (next_pump(h, &limit) == PUMP_SPLICE)
 			r = fill_splice(h, limit);

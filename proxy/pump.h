@@ -36,6 +36,8 @@ struct half_stats {
  * @buf_off:	first byte of @buf not yet written to @dst
  * @buf_len:	bytes in @buf
  * @more:	the pending bytes are to be written with MORE
+ * @drained:	the last read returned less than it asked for: the socket
+ *		was empty then
  * @src_eof:	@src returned end of file; nothing more will be read
  * @dst_shut:	end of file was forwarded with shutdown(SHUT_WR)
  * @err:	errno of the failure, after PUMP_SRC_ERR or PUMP_DST_ERR
@@ -55,7 +57,7 @@ struct half {
 	size_t in_pipe;
 	char *buf;
 	size_t buf_cap, buf_off, buf_len;
-	bool more;
+	bool more, drained;
 	bool src_eof, dst_shut;
 	int err;
 	struct smb_framer *fr;

@@ -105,6 +105,10 @@ static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 	f->pay_splice = len && smb_payload_splices(f->th, cls, len);
 	if (len)
 		f->st.payloads[cls][f->pay_splice]++;
+	if (f->pay_splice) {
+		f->frame_spliced = true;
+		f->lead = SMB_PREFIX_LEN + f->pay_start;
+	}
 }
 
 /**
@@ -146,6 +150,7 @@ static const char *parse_prefix(struct smb_framer *f)
 		return "not an SMB transport frame (bad type byte)";
 	}
 	f->pos = 0;
+	f->frame_spliced = false;
 	if (f->frame_len == 0) {
 		expect_prefix(f);
 		return NULL;
@@ -401,9 +406,11 @@ static void parse_step(struct smb_framer *f)
  */
 static void skip_done(struct smb_framer *f)
 {
-	if (f->elem_end == f->frame_len)
+	if (f->elem_end == f->frame_len) {
+		if (!f->frame_spliced)
+			f->lead = 0;
 		expect_prefix(f);
-	else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)
+	} else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)
 		go_opaque(f, "NextCommand leaves no room for a header");
 	else
 		expect_element(f, f->elem_end);

@@ -70,6 +70,10 @@ enum smb_framer_state {
  * @pay_end:	its end; equal to @pay_start when there is none
  * @pay_class:	the payload's class
  * @pay_splice:	the payload is at or above its class's threshold
+ * @frame_spliced: the current frame has had a spliced payload
+ * @lead:	bytes from the first byte of the last frame that had a
+ *		spliced payload (prefix included) to that payload; 0 once a
+ *		frame without one has passed. A hint for the next read.
  * @why:	after the switch to FR_OPAQUE: why, for the log
  * @st:		counters
  *
@@ -86,7 +90,8 @@ struct smb_framer {
 	uint32_t elem_start, elem_end;
 	uint32_t pay_start, pay_end;
 	enum smb_class pay_class;
-	bool pay_splice;
+	bool pay_splice, frame_spliced;
+	uint32_t lead;
 	const char *why;
 	struct smb_dir_stats st;
 };
@@ -109,6 +114,33 @@ static inline size_t smb_framer_splice_span(const struct smb_framer *f)
 	    f->pos >= f->pay_end)
 		return 0;
 	return f->pay_end - f->pos;
+}
+
+/**
+ * smb_framer_copy_limit() - the most the next copy read should take
+ * @f:	the framer, not opaque
+ *
+ * A greedy read at a message boundary takes in the start of the payload
+ * behind the header, and those bytes can only be copied. When the last
+ * frame had a spliced payload, the next one probably has too, at the same
+ * place: read only up to there, and let the splice pump take the rest. A
+ * gap between a header and a spliced payload (DataOffset 88) is read
+ * exactly.
+ *
+ * Return: bytes, or SIZE_MAX for no limit.
+ */
+static inline size_t smb_framer_copy_limit(const struct smb_framer *f)
+{
+	uint32_t seen;
+
+	if (f->state == FR_SKIP)
+		return f->pay_splice && f->pos < f->pay_start
+			       ? f->pay_start - f->pos
+			       : SIZE_MAX;
+	if (!f->lead)
+		return SIZE_MAX;
+	seen = f->state == FR_PREFIX ? f->held : SMB_PREFIX_LEN + f->pos;
+	return f->lead > seen ? f->lead - seen : SIZE_MAX;
 }
 
 /**

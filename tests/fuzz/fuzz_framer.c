@@ -26,6 +26,9 @@ static void check_invariants(const struct smb_framer *f)
 {
 	if (f->held > f->want || f->want > SMB_HOLD_MAX)
 		abort();
+	/* A zero limit would make recv() return 0, read as end of file. */
+	if (f->state != FR_OPAQUE && smb_framer_copy_limit(f) == 0)
+		abort();
 	if (f->state == FR_HEADER || f->state == FR_SKIP) {
 		if (f->pos > f->frame_len || f->elem_end > f->frame_len ||
 		    f->elem_start > f->elem_end)

@@ -289,6 +289,36 @@ static void test_read_offset_88(void **state)
 	assert_int_equal(o.first_splice, 4 + 88);
 }
 
+/* The copy-limit hint: after a spliced READ payload, the next frame is
+ * read only up to where its payload should start; a small frame in between
+ * clears the hint; a gap before a spliced payload is read exactly. */
+static void test_copy_limit_hint(void **state)
+{
+	struct smb_framer f;
+	size_t a, b;
+
+	reset();
+	read_rsp_frame(80, 70000);
+	a = vlen;
+	simple_frame(SMB2_ECHO, SMB2_FLAG_RESPONSE, 4);
+	b = vlen;
+	read_rsp_frame(88, 70000);
+	smb_framer_init(&f, &th_64k);
+	assert_int_equal(smb_framer_copy_limit(&f), SIZE_MAX);
+	smb_framer_feed(&f, vec, 84);
+	assert_int_equal(smb_framer_splice_span(&f), 70000);
+	smb_framer_advance(&f, 70000);
+	assert_int_equal(smb_framer_copy_limit(&f), 84);
+	smb_framer_feed(&f, vec + a, 10);
+	assert_int_equal(smb_framer_copy_limit(&f), 74);
+	smb_framer_feed(&f, vec + a + 10, b - a - 10);
+	assert_int_equal(smb_framer_copy_limit(&f), SIZE_MAX); /* cleared */
+	smb_framer_feed(&f, vec + b, 84);
+	assert_int_equal(smb_framer_copy_limit(&f), 8); /* the gap to 88 */
+	smb_framer_feed(&f, vec + b + 84, 8);
+	assert_int_equal(smb_framer_splice_span(&f), 70000);
+}
+
 static void test_read_thresholds(void **state)
 {
 	struct smb_thresholds off = { { SMB_THRESHOLD_OFF, 0, 0 } };
@@ -655,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_read_offset_80_spliced),
 		cmocka_unit_test(test_read_offset_88),
 		cmocka_unit_test(test_read_thresholds),
+		cmocka_unit_test(test_copy_limit_hint),
 		cmocka_unit_test(test_interim_then_final),
 		cmocka_unit_test(test_read_error_body),
 		cmocka_unit_test(test_write_requests),

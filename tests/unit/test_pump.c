@@ -237,7 +237,8 @@ static void teardown_half(void)
 	assert_int_equal(fx.pool.open, 0);
 }
 
-/* A small message is copied and pushed: no MORE, no setsockopt. */
+/* A small message is copied and pushed: no MORE, no setsockopt, and no
+ * second read to learn what the short first one said: the socket is empty. */
 static void test_small_message_copied_and_pushed(void **state)
 {
 	setup_half(4, true);
@@ -245,6 +246,7 @@ static void test_small_message_copied_and_pushed(void **state)
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 100);
+	assert_int_equal(w.recvs, 1);
 	assert_int_equal(w.sends_without_more, 1);
 	assert_int_equal(w.sends_with_more, 0);
 	assert_int_equal(w.uncork_calls, 0);
@@ -319,8 +321,12 @@ static void test_backpressure_on_short_send(void **state)
 
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(w.consumed, 1000);
+	assert_int_equal(w.consumed, 500);
 	assert_false(half_pending(&fx.h));
+	/* The read was short, so the pump left the next one to epoll. */
+	assert_int_equal(w.recvs, 1);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 1000);
 	teardown_half();
 }
 
@@ -360,8 +366,10 @@ static void test_fin_after_pending_bytes(void **state)
 	assert_int_equal(w.shutdowns, 0);
 
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ); /* short read */
 	assert_int_equal(w.consumed, 100);
+	assert_int_equal(w.shutdowns, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.shutdowns, 1);
 	assert_int_equal(half_run(&fx.h), PUMP_FIN); /* idempotent */
 	assert_int_equal(w.shutdowns, 1);
@@ -534,10 +542,34 @@ static void test_smb_read_payload_spliced(void **state)
 	assert_int_equal(fx.h.st.spliced, n - sizeof(fx.buf));
 	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
 			 n - sizeof(fx.buf));
+	assert_int_equal(fr.lead, 84);
 	assert_int_equal(w.sends_with_more, 1);
 	assert_false(w.last_splice_flags & SPLICE_F_MORE);
 	assert_false(fx.dst.corked);
 	assert_int_equal(w.uncork_calls, 0);
+	teardown_half();
+}
+
+/* smb mode: after one spliced READ payload, the next READ response's
+ * header is read alone (84 bytes) and its whole payload is spliced. */
+static void test_smb_next_header_read_alone(void **state)
+{
+	size_t n;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, 100000);
+	build_read_response(smbbuf + n, 100000);
+	stream = smbbuf;
+	smb_framer_init(&fr, &th64k);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, 2 * n, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+	for (int i = 0; i < 10 && w.consumed < 2 * n; i++)
+		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, 2 * n);
+	assert_int_equal(fx.h.st.copied, sizeof(fx.buf) + 84);
+	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
+			 100000 - (sizeof(fx.buf) - 84) + 100000);
 	teardown_half();
 }
 
@@ -619,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_no_splice_never_splices),
 		cmocka_unit_test(test_budget_yields),
 		cmocka_unit_test(test_smb_read_payload_spliced),
+		cmocka_unit_test(test_smb_next_header_read_alone),
 		cmocka_unit_test(test_smb_message_end_is_pushed),
 		cmocka_unit_test(test_smb_below_threshold_copied),
 		cmocka_unit_test(test_smb_garbage_goes_opaque),
