@@ -77,7 +77,7 @@ struct dir {
  * @timer:	connect timeout, then idle timeout
  * @connected:	the backend connect succeeded
  * @started:	when the client was accepted
- * @last_active: last time either direction moved
+ * @last_active: last time either direction delivered a byte
  * @cli_text:	client address, for the log
  * @bufs:	the two copy buffers, --buffer-size each
  */
@@ -180,8 +180,8 @@ void conn_sum_live(const struct proxy *px, struct totals *t)
 /**
  * conn_end() - log, close both sockets and free the connection
  * @c:		the connection
- * @end:	how it ended; anything but END_FIN and END_SHUTDOWN resets
- *		both peers
+ * @end:	how it ended; anything but END_FIN resets both peers, so
+ *		that no peer takes a stream cut short for a complete one
  * @why:	detail for the log, or NULL
  */
 static void conn_end(struct conn *c, enum conn_end end, const char *why)
@@ -199,7 +199,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	ev_timer_stop(loop, &c->timer);
 	half_release(&c->up.h);
 	half_release(&c->down.h);
-	if (end != END_FIN && end != END_SHUTDOWN) {
+	if (end != END_FIN) {
 		sock_set_linger0(c->cli.fd);
 		if (c->srv.fd >= 0)
 			sock_set_linger0(c->srv.fd);
@@ -252,8 +252,13 @@ static void dir_run(struct dir *d)
 	struct conn *c = d->c;
 	struct ev_loop *loop = c->px->loop;
 	struct dir *other = d == &c->up ? &c->down : &c->up;
+	uint64_t moved = d->h.st.spliced + d->h.st.copied;
 	enum pump_status st = half_run(&d->h);
 
+	/* Only bytes count as activity: a wake-up that moves nothing must
+	 * not keep a stuck connection alive. */
+	if (d->h.st.spliced + d->h.st.copied != moved)
+		c->last_active = ev_now(loop);
 	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
 		dir_log_opaque(d);
 	switch (st) {
@@ -290,7 +295,6 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 	struct dir *d = w->data;
 
 	(void)revents;
-	d->c->last_active = ev_now(loop);
 	dir_run(d);
 }
 
@@ -363,9 +367,12 @@ static void conn_start_forwarding(struct conn *c)
 	ev_timer_stop(loop, &c->timer);
 	sock_set_nodelay(c->cli.fd);
 	sock_set_nodelay(c->srv.fd);
+	sock_set_oobinline(c->cli.fd);
+	sock_set_oobinline(c->srv.fd);
 	dir_init(c, &c->up, &c->cli, &c->srv, c->bufs);
 	dir_init(c, &c->down, &c->srv, &c->cli, c->bufs + c->px->opt->buf_size);
 	c->last_active = ev_now(loop);
+	log_debug("conn %s: backend connected", c->cli_text);
 	if (idle > 0) {
 		ev_timer_set(&c->timer, idle, 0.);
 		ev_timer_start(loop, &c->timer);
@@ -469,6 +476,8 @@ void conn_open(struct proxy *px, int cli_fd, const struct sockaddr *peer)
 	px->active++;
 	px->total++;
 
+	log_debug("conn %s: accepted, connecting to %s", c->cli_text,
+		  o->backend.text);
 	if (r == 0) {
 		conn_start_forwarding(c);
 		return;

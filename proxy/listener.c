@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "listener.h"
 #include "log.h"
 #include "proxy.h"
 #include "sock.h"
@@ -30,7 +31,7 @@
  *
  * Return: true for EMFILE, ENFILE, ENOBUFS and ENOMEM.
  */
-static bool accept_out_of_resources(int err)
+bool accept_out_of_resources(int err)
 {
 	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
 	       err == ENOMEM;
@@ -52,9 +53,19 @@ static void accept_pause(struct proxy *px, int err)
 			"accept: %s; pausing accepts for %gs (%lu connections open; raise ulimit -n or LimitNOFILE=)",
 			strerror(err), ACCEPT_PAUSE, px->active);
 	}
-	ev_io_stop(px->loop, &px->accept_w);
-	ev_timer_set(&px->accept_pause, ACCEPT_PAUSE, 0.);
-	ev_timer_start(px->loop, &px->accept_pause);
+	accept_backoff(px->loop, &px->accept_pause);
+}
+
+/**
+ * accept_backoff() - stop accepting on a listener for ACCEPT_PAUSE seconds
+ * @loop:	the loop
+ * @t:		the listener's pause timer, set up by accept_pause_init()
+ */
+void accept_backoff(struct ev_loop *loop, ev_timer *t)
+{
+	ev_io_stop(loop, t->data);
+	ev_timer_set(t, ACCEPT_PAUSE, 0.);
+	ev_timer_start(loop, t);
 }
 
 /**
@@ -93,15 +104,24 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 /**
  * on_accept_resume() - the pause is over: accept again
  * @loop:	the loop
- * @w:		&proxy.accept_pause
+ * @w:		the pause timer, whose data is the listener's watcher
  * @revents:	unused
  */
 static void on_accept_resume(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct proxy *px = w->data;
-
 	(void)revents;
-	ev_io_start(loop, &px->accept_w);
+	ev_io_start(loop, w->data);
+}
+
+/**
+ * accept_pause_init() - set up the pause timer of a listener
+ * @t:	the timer
+ * @w:	the listener's readable watcher, which the timer restarts
+ */
+void accept_pause_init(ev_timer *t, ev_io *w)
+{
+	ev_timer_init(t, on_accept_resume, ACCEPT_PAUSE, 0.);
+	t->data = w;
 }
 
 /**
@@ -122,8 +142,7 @@ int listener_start(struct proxy *px)
 	}
 	ev_io_init(&px->accept_w, on_accept, px->listen_fd, EV_READ);
 	px->accept_w.data = px;
-	ev_timer_init(&px->accept_pause, on_accept_resume, ACCEPT_PAUSE, 0.);
-	px->accept_pause.data = px;
+	accept_pause_init(&px->accept_pause, &px->accept_w);
 	ev_io_start(px->loop, &px->accept_w);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "listener.h"
 #include "log.h"
 #include "proxy.h"
 #include "sock.h"
@@ -217,8 +218,13 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)revents;
 	fd = accept4(px->metrics_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
-		return; /* EAGAIN, or out of fds: the scraper retries */
+	if (fd < 0) {
+		/* The connection stays queued and the socket readable:
+		 * retrying at once would spin. */
+		if (accept_out_of_resources(errno))
+			accept_backoff(loop, &px->metrics_pause);
+		return;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		close(fd);
@@ -256,6 +262,7 @@ int metrics_start(struct proxy *px)
 	}
 	ev_io_init(&px->metrics_w, on_metrics_accept, px->metrics_fd, EV_READ);
 	px->metrics_w.data = px;
+	accept_pause_init(&px->metrics_pause, &px->metrics_w);
 	ev_io_start(px->loop, &px->metrics_w);
 	return 0;
 }
@@ -272,6 +279,7 @@ void metrics_stop(struct proxy *px)
 	if (px->metrics_fd < 0)
 		return;
 	ev_io_stop(px->loop, &px->metrics_w);
+	ev_timer_stop(px->loop, &px->metrics_pause);
 	close(px->metrics_fd);
 	px->metrics_fd = -1;
 }

@@ -28,6 +28,7 @@ struct conn;
  * @closed:		counters of the connections that have ended
  * @metrics_fd:		the --stats listening socket, -1 if none
  * @metrics_w:		readable watcher on @metrics_fd
+ * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
  */
 struct proxy {
 	struct ev_loop *loop;
@@ -43,6 +44,7 @@ struct proxy {
 	struct totals closed;
 	int metrics_fd;
 	ev_io metrics_w;
+	ev_timer metrics_pause;
 };
 
 int listener_start(struct proxy *px);

@@ -92,8 +92,13 @@ static bool framed(const struct half *h)
 static enum pump_kind next_pump(const struct half *h, size_t *limit)
 {
 	if (framed(h)) {
+		/* The tail of a payload whose start came in with its header
+		 * can be a few bytes: two splices would cost more than a
+		 * copy. */
 		*limit = smb_framer_splice_span(h->fr);
-		return *limit && h->policy.splice_ok ? PUMP_SPLICE : PUMP_COPY;
+		return *limit >= FLOW_SPLICE_MIN && h->policy.splice_ok
+			       ? PUMP_SPLICE
+			       : PUMP_COPY;
 	}
 	*limit = SIZE_MAX;
 	return flow_pump(&h->policy);
@@ -106,8 +111,10 @@ static enum pump_kind next_pump(const struct half *h, size_t *limit)
  * @got:	bytes read
  * @asked:	bytes it could have read
  *
- * Sets @more: in smb mode, whether more of the current message is due;
- * otherwise whether the read looked like part of a larger burst.
+ * Sets @more: in smb mode, whether more of the current message is due and
+ * already queued (a short read emptied the socket, and holding its bytes
+ * back would only cost an uncork at the EAGAIN that follows); otherwise
+ * whether the read looked like part of a larger burst.
  */
 static void note_read(struct half *h, enum pump_kind k, size_t got,
 		      size_t asked)
@@ -118,7 +125,7 @@ static void note_read(struct half *h, enum pump_kind k, size_t got,
 		else
 			smb_framer_feed(h->fr, (const uint8_t *)h->buf, got);
 		if (framed(h)) {
-			h->more = smb_framer_mid_message(h->fr);
+			h->more = got == asked && smb_framer_mid_message(h->fr);
 			return;
 		}
 		/* The framer just gave up: the flow policy takes over. */
@@ -250,9 +257,14 @@ static enum io_res fill_copy(struct half *h)
  * With no pipe to be had, the copy pump reads instead. A pipe that stays
  * empty (the source would block, or ended) goes straight back to the pool.
  *
+ * splice() stops at TCP's urgent mark and fails with EAGAIN there for
+ * ever, while epoll keeps reporting the socket readable. So an EAGAIN on
+ * the first read after a wake-up is followed by one recv(), which reads
+ * the urgent byte in line (SO_OOBINLINE) and moves past the mark.
+ *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
-static enum io_res fill_splice(struct half *h, size_t limit)
+static enum io_res fill_splice(struct half *h, size_t limit, bool first)
 {
 	enum io_res r;
 	size_t asked;
@@ -271,6 +283,8 @@ static enum io_res fill_splice(struct half *h, size_t limit)
 		r = n == 0 ? IO_EOF : io_fail(h);
 		pool_put(h->pool, h->pipe);
 		h->pipe = NULL;
+		if (r == IO_BLOCKED && first)
+			return fill_copy(h);
 		return r;
 	}
 	h->in_pipe = (size_t)n;
@@ -318,8 +332,15 @@ enum pump_status half_run(struct half *h)
 			return PUMP_DST_ERR;
 		if (h->src_eof)
 			return half_finish(h);
-		if (!budget)
-			return PUMP_WAIT_READ; /* the event loop calls again */
+		if (!budget) {
+			/* The last read may have emptied the socket, and then
+			 * no event would come to push what MORE held back. */
+			if (sock_uncork(h->dst)) {
+				h->err = errno;
+				return PUMP_DST_ERR;
+			}
+			return PUMP_WAIT_READ;
+		}
 		/* A short read emptied the socket: another read would only
 		 * fail with EAGAIN. Unless MORE is holding bytes back, which
 		 * only that EAGAIN may release, let epoll say when more come.
@@ -330,7 +351,7 @@ enum pump_status half_run(struct half *h)
 		}
 
 		if (next_pump(h, &limit) == PUMP_SPLICE)
-			r = fill_splice(h, limit);
+			r = fill_splice(h, limit, budget == PUMP_BUDGET);
 		else
 			r = fill_copy(h);
 		if (r == IO_BLOCKED) {

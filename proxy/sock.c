@@ -36,6 +36,23 @@ int sock_set_nodelay(int fd)
 }
 
 /**
+ * sock_set_oobinline() - deliver TCP urgent data in line with the rest
+ * @fd:	a TCP socket
+ *
+ * A proxy must forward every byte in order. Without this, recv() skips
+ * the urgent byte and splice() stops at it; with it, the byte is read in
+ * its place (it reaches the other side as ordinary data).
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_oobinline(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+}
+
+/**
  * sock_set_linger0() - make the next close() send RST instead of FIN
  * @fd:	a TCP socket
  *

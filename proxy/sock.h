@@ -23,6 +23,7 @@ struct sock {
 };
 
 int sock_set_nodelay(int fd);
+int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
 int sock_listen(const struct sockaddr *sa, socklen_t len);

@@ -4,7 +4,7 @@ use is one line and exit status 1."""
 import socket
 import subprocess
 
-from harness import SMBSPLICE, check, run
+from harness import SMBSPLICE, Proxy, check, run
 
 GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
 
@@ -48,6 +48,17 @@ def main():
     check(r.returncode == 1 and len(lines) == 1 and "cannot listen" in lines[0] and "in use" in lines[0],
           f"listen address in use: exit {r.returncode}, {lines}")
     busy.close()
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    px = Proxy(f"127.0.0.1:{srv.getsockname()[1]}", "-v")
+    c = px.connect()
+    px.wait_log(r"debug: conn .* backend connected")
+    check(True, "-v logs connection debug lines")
+    c.close()
+    px.stop()
+    srv.close()
 
 
 if __name__ == "__main__":

@@ -75,6 +75,10 @@ def main():
     check_config(srv, "8K pipes, 1K buffer", ["--pipe-size", "8K", "--buffer-size", "1K"],
                  fills=(1024, 1024 + 8192, 1024 + 3 * 8192))
     check_config(srv, "default pipes, 1K buffer", ["--buffer-size", "1K"], fills=(1024 + 262144,))
+    # 16 full 4 KiB reads use up the pump's budget with MORE pending and
+    # the socket empty: the pump must uncork before it yields.
+    check_config(srv, "tcp, copy only, 4K buffer", ["--mode", "tcp", "--no-splice", "--buffer-size", "4K"],
+                 fills=(65536,))
     srv.close()
 
 

@@ -22,6 +22,8 @@ def stop_with(sig):
     conns = [px.connect() for _ in range(3)]
     for c in conns:
         c.recv(65536)
+    for c in conns:
+        c.settimeout(5)
     px.proc.send_signal(sig)
     t0 = time.monotonic()
     rc = px.proc.wait(5)
@@ -30,8 +32,16 @@ def stop_with(sig):
     log = px.log()
     check(log.count(" end=shutdown ") == 3, f"{signal.Signals(sig).name}: all 3 connections logged")
     check("stopped after 3 connections" in log, f"{signal.Signals(sig).name}: final line logged")
+    # A stream cut short must not look complete: the peers see a reset.
+    resets = 0
     for c in conns:
+        try:
+            while c.recv(1 << 20):
+                pass
+        except ConnectionResetError:
+            resets += 1
         c.close()
+    check(resets == 3, f"{signal.Signals(sig).name}: clients saw a reset, not a clean end ({resets} of 3)")
     srv.close()
 
 

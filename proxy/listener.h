@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_LISTENER_H
+#define SMBSPLICE_LISTENER_H
+
+#include <ev.h>
+#include <stdbool.h>
+
+bool accept_out_of_resources(int err);
+void accept_pause_init(ev_timer *t, ev_io *w);
+void accept_backoff(struct ev_loop *loop, ev_timer *t);
+
+#endif /* SMBSPLICE_LISTENER_H */
