@@ -257,10 +257,12 @@ static enum io_res fill_copy(struct half *h)
  * With no pipe to be had, the copy pump reads instead. A pipe that stays
  * empty (the source would block, or ended) goes straight back to the pool.
  *
- * splice() stops at TCP's urgent mark and fails with EAGAIN there for
- * ever, while epoll keeps reporting the socket readable. So an EAGAIN on
- * the first read after a wake-up is followed by one recv(), which reads
- * the urgent byte in line (SO_OOBINLINE) and moves past the mark.
+ * splice() stops at TCP's urgent mark: there it fails with EAGAIN for
+ * ever while epoll keeps reporting the socket readable, or, once the FIN
+ * is in, returns 0 as if the stream had ended with bytes still queued. So
+ * an EAGAIN on the first read after a wake-up, and every 0, is checked
+ * with one recv(), which reads the urgent byte in line (SO_OOBINLINE) and
+ * moves past the mark, or confirms the end of the stream.
  *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
@@ -283,7 +285,7 @@ static enum io_res fill_splice(struct half *h, size_t limit, bool first)
 		r = n == 0 ? IO_EOF : io_fail(h);
 		pool_put(h->pool, h->pipe);
 		h->pipe = NULL;
-		if (r == IO_BLOCKED && first)
+		if (r == IO_EOF || (r == IO_BLOCKED && first))
 			return fill_copy(h);
 		return r;
 	}

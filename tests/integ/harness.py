@@ -178,11 +178,11 @@ class Server:
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            self.accepted += 1
             c.settimeout(TIMEOUT)
             t = threading.Thread(target=self._serve, args=(c,), daemon=True)
-            self.threads.append(t)
             t.start()
+            self.threads.append(t)
+            self.accepted += 1
 
     def _serve(self, c):
         try:
@@ -192,9 +192,14 @@ class Server:
         finally:
             c.close()
 
-    def join(self, timeout=TIMEOUT):
+    def join(self, timeout=TIMEOUT, count=1):
+        """Wait for `count` connections to be accepted, then for every
+        handler to finish."""
+        end = time.monotonic() + timeout
+        while self.accepted < count and time.monotonic() < end:
+            time.sleep(0.01)
         for t in list(self.threads):
-            t.join(timeout)
+            t.join(max(0.1, end - time.monotonic()))
 
     def close(self):
         self.sock.close()
