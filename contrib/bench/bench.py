@@ -1,0 +1,527 @@
+#!/usr/bin/env python3
+"""bench.py - smbsplice beside direct, haproxy, socat and pasta, in one run.
+
+Theory of operation: every figure comes from one run on one machine, with
+the contestants interleaved (run 1 of each, then run 2 of each, ...), so
+that drift in the machine's speed hits them all alike. Each measurement
+starts a fresh front (proxy) in front of the same backend, runs one
+workload through it, reads the front's CPU time and peak RSS from /proc,
+the machine's busy time from /proc/stat, and stops the front. The report
+gives medians with min and max, and the ratios the README quotes.
+
+Workloads:
+  bulk   1 GiB up and 1 GiB down with contrib/bench/loadgen (checked);
+  rr     round trips at the sizes of the pasta cork bug, 8 KiB and default
+         pipes: mean, p99 and worst;
+  get    smbclient get of a 1 GiB file from a throwaway smbd (and put, and
+         an encrypted get);
+  echo   smbtorture smb2.bench.echo, 4 connections, 5 s;
+  sweep  contrib/bench/smbread, one synchronous reader at a fixed READ
+         size, against splice thresholds off, 4K, 16K, 64K and 256K;
+  cost   syscalls per MiB on the splice and copy paths (strace -c).
+
+Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2]
+Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+BENCH = os.path.join(TOP, "contrib/bench")
+SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
+PASSWORD = "smbsplice"
+NETNS = "smbsplice-bench"
+CLK = os.sysconf("SC_CLK_TCK")
+GIB = 1 << 30
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def listening(port):
+    """Is something listening on 127.0.0.1:port (read from /proc/net/tcp)?"""
+    want = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    cols = line.split()
+                    if cols[1].endswith(want) and cols[3] == "0A":
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_listening(port, proc=None, timeout=10):
+    end = time.monotonic() + timeout
+    while not listening(port):
+        if proc and proc.poll() is not None:
+            raise RuntimeError(f"front exited with {proc.returncode} before listening on {port}")
+        if time.monotonic() > end:
+            raise RuntimeError(f"nothing listening on {port} after {timeout}s")
+        time.sleep(0.02)
+
+
+def proc_cpu(pid):
+    """CPU seconds of a process and its reaped children (socat forks)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in v[11:15]) / CLK
+    except OSError:
+        return 0.0
+
+
+def proc_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def machine_busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return (sum(v[:8]) - idle) / CLK
+
+
+# --- fronts: what stands between the client and the backend ------------------
+
+
+class Front:
+    """One contestant in front of `backend_port`; direct is no front."""
+
+    def __init__(self, name, backend_port, netns_port=None):
+        self.name = name
+        self.backend_port = backend_port
+        self.netns_port = netns_port
+        self.proc = None
+        self.cfg = None
+        self.port = backend_port
+
+    def tool(self):
+        """The program this front runs, to check it is installed."""
+        return {"haproxy": "haproxy", "socat": "socat", "pasta": "pasta"}.get(self.name, SMBSPLICE)
+
+    def argv(self, port):
+        b = f"127.0.0.1:{self.backend_port}"
+        sp = [SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", b, "--idle-timeout", "0"]
+        if self.name == "smbsplice":
+            return sp
+        if self.name == "smbsplice-tcp":
+            return sp + ["--mode", "tcp"]
+        if self.name == "smbsplice-copy":
+            return sp + ["--no-splice"]
+        if self.name.startswith("smbsplice+"):
+            return sp + self.name.split("+", 1)[1].split()
+        if self.name == "haproxy":
+            self.cfg = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
+            self.cfg.write(f"""global
+    maxconn 1000
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+    option splice-auto
+frontend f
+    bind 127.0.0.1:{port}
+    default_backend b
+backend b
+    server s {b}
+""")
+            self.cfg.close()
+            return ["haproxy", "-db", "-f", self.cfg.name]
+        if self.name == "socat":
+            return ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr", f"TCP:{b}"]
+        if self.name == "pasta":
+            return ["pasta", "--runas", "0", "-f", "-q", "--netns", f"/run/netns/{NETNS}",
+                    "-t", f"127.0.0.1/{port}:{self.netns_port}"]
+        raise ValueError(self.name)
+
+    def start(self):
+        if self.name == "direct":
+            self.port = self.backend_port
+            self.cpu0 = 0.0
+            return self
+        self.port = free_port()
+        self.proc = subprocess.Popen(self.argv(self.port), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_listening(self.port, self.proc)
+        self.cpu0 = proc_cpu(self.proc.pid)
+        return self
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid) - self.cpu0 if self.proc else 0.0
+
+    def hwm_mib(self):
+        return proc_hwm_kib(self.proc.pid) / 1024 if self.proc else 0.0
+
+    def stop(self):
+        if self.proc:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        if self.cfg:
+            os.unlink(self.cfg.name)
+            self.cfg = None
+
+
+def measure(front, fn):
+    """Run fn(port) through a fresh front; return fn's dict plus costs."""
+    front.start()
+    busy0, t0 = machine_busy(), time.monotonic()
+    try:
+        r = fn(front.port)
+    finally:
+        r_cpu, r_hwm = front.cpu(), front.hwm_mib()
+        busy, secs = machine_busy() - busy0, time.monotonic() - t0
+        front.stop()
+    r.update(proxy_cpu=r_cpu, busy=busy, secs=secs, rss_mib=r_hwm)
+    return r
+
+
+# --- backends -------------------------------------------------------------------
+
+
+class Backends:
+    """loadgen servers (host and netns) and a throwaway smbd."""
+
+    def __init__(self, work):
+        self.work = work
+        self.procs = []
+        self.netns = False
+        self.smbd_dir = None
+
+    def loadgen(self):
+        port = free_port()
+        self.procs.append(subprocess.Popen([os.path.join(work_bin(), "loadgen"), "serve", str(port)],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_listening(port)
+        return port
+
+    def netns_loadgen(self):
+        """A loadgen server inside a network namespace, for pasta."""
+        if not shutil.which("pasta"):
+            log("pasta not found (Debian package passt): pasta left out")
+            return None
+        subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
+        if subprocess.run(["ip", "netns", "add", NETNS], stderr=subprocess.DEVNULL).returncode:
+            log("cannot create a network namespace (needs root): pasta left out")
+            return None
+        self.netns = True
+        subprocess.run(["ip", "-n", NETNS, "link", "set", "lo", "up"], check=True)
+        port = 24000 + os.getpid() % 1000
+        self.procs.append(subprocess.Popen(["ip", "netns", "exec", NETNS, os.path.join(work_bin(), "loadgen"),
+                                            "serve", str(port)], stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL))
+        time.sleep(0.3)
+        return port
+
+    def smbd(self):
+        self.smbd_dir = os.path.join(self.work, "smbd")
+        port = free_port()
+        subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "start", self.smbd_dir, str(port)],
+                       check=True, env=dict(os.environ, SMB_PASS=PASSWORD))
+        return port
+
+    def close(self):
+        for p in self.procs:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if self.smbd_dir:
+            subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "stop", self.smbd_dir])
+        if self.netns:
+            subprocess.run(["pkill", "-f", f"loadgen serve"], stderr=subprocess.DEVNULL)
+            subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
+
+
+_BIN = None
+
+
+def work_bin():
+    return _BIN
+
+
+def build_tools(bindir):
+    """Build loadgen and smbread into bindir."""
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "loadgen"),
+                    os.path.join(BENCH, "loadgen.c"), "-lm", "-lpthread"], check=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbclient"], capture_output=True,
+                           text=True)
+    if flags.returncode == 0 and os.path.exists(os.path.join(BENCH, "smbread.c")):
+        subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "smbread"),
+                        os.path.join(BENCH, "smbread.c"), *flags.stdout.split(), "-lm"], check=True)
+    else:
+        log("libsmbclient-dev missing: the READ-size sweep is left out")
+
+
+# --- workloads -------------------------------------------------------------------
+
+
+def parse_kv(line):
+    return {k: (float(v) if re.fullmatch(r"-?[\d.]+", v) else v)
+            for k, v in (f.split("=", 1) for f in line.split() if "=" in f)}
+
+
+def run_checked(argv, timeout=600):
+    """Run a command; return its standard output and error together."""
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): {r.stdout[-500:]}{r.stderr[-500:]}")
+    return r.stdout + r.stderr
+
+
+def bulk(direction, mib):
+    def fn(port):
+        out = run_checked([os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction])
+        kv = parse_kv([l for l in out.splitlines() if l.startswith("bulk")][-1])
+        return {"gbit": kv["gbit"], "bytes": mib << 20}
+    return fn
+
+
+def rr(iters):
+    def fn(port):
+        out = run_checked([os.path.join(work_bin(), "loadgen"), "rr", str(port), str(iters)])
+        sizes = [parse_kv(l) for l in out.splitlines() if l.startswith("rr kind=")]
+        return {"mean_us": statistics.mean(s["mean_us"] for s in sizes),
+                "p99_us": max(s["p99_us"] for s in sizes),
+                "worst_us": max(s["max_us"] for s in sizes),
+                "sizes": sizes}
+    return fn
+
+
+def smbclient(cmd, mib, extra=()):
+    def fn(port):
+        t0 = time.monotonic()
+        run_checked(["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}", *extra,
+                     "-c", cmd])
+        secs = time.monotonic() - t0
+        return {"gbyte_s": (mib << 20) / secs / 1e9, "bytes": mib << 20}
+    return fn
+
+
+def echo_rate(out):
+    """Mean of smbtorture's per-second "num/s=N" samples."""
+    nums = [int(n) for n in re.findall(r"num/s=(\d+)", out)]
+    if not nums:
+        raise RuntimeError(f"cannot read the echo rate from smbtorture:\n{out[-800:]}")
+    return statistics.mean(nums)
+
+
+def echo(port):
+    out = run_checked(["smbtorture", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}",
+                       "smb2.bench.echo", "--option=torture:nprocs=4", "--option=torture:timelimit=5"])
+    return {"ops_s": echo_rate(out)}
+
+
+def smbread(size, secs):
+    def fn(port):
+        out = run_checked([os.path.join(work_bin(), "smbread"), f"smb://127.0.0.1:{port}/share/sweep.bin",
+                           "root", PASSWORD, str(size), str(secs)])
+        return parse_kv(out.strip().splitlines()[-1])
+    return fn
+
+
+# --- the run --------------------------------------------------------------------
+
+
+def summarize(vals):
+    vals = sorted(vals)
+    return {"median": statistics.median(vals), "min": vals[0], "max": vals[-1], "n": len(vals)}
+
+
+def interleaved(fronts, fn, runs, label):
+    """{front name: [result, ...]}, run r of every front before run r+1."""
+    res = {f.name: [] for f in fronts}
+    for r in range(runs):
+        for f in fronts:
+            try:
+                res[f.name].append(measure(f, fn))
+            except Exception as e:  # one contestant failing must not sink the run
+                log(f"{label}: {f.name} run {r + 1} failed: {e}")
+        log(f"{label}: run {r + 1}/{runs} done")
+    return res
+
+
+def main():
+    global _BIN
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(TOP, "contrib/bench/results"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run: for trying the harness")
+    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost")
+    ap.add_argument("--sweep-sizes", default=",".join(str(x) for x in SWEEP_SIZES),
+                    help="READ sizes in bytes, comma-separated")
+    ap.add_argument("--sweep-thresholds", default=",".join(SWEEP_THRESHOLDS))
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    runs = 1 if args.quick else args.runs
+    mib = 128 if args.quick else 1024
+
+    work = tempfile.mkdtemp(prefix="smbsplice-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    _BIN = work
+    os.makedirs(args.out, exist_ok=True)
+    build_tools(work)
+    be = Backends(work)
+    results = {"machine": machine_info(), "runs": runs, "mib": mib}
+    try:
+        if only & {"bulk", "rr", "cost"}:
+            lg = be.loadgen()
+            ns = be.netns_loadgen()
+            fronts = [Front(n, lg) for n in ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy",
+                                              "haproxy", "socat")]
+            if ns:
+                fronts.append(Front("pasta", lg, netns_port=ns))
+            fronts = [f for f in fronts if f.name == "direct" or shutil.which(f.tool())]
+            if "bulk" in only:
+                for d in ("up", "down"):
+                    results[f"bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"bulk {d}")
+            if "rr" in only:
+                rr_fronts = fronts + [Front(n, lg) for n in ("smbsplice+--pipe-size 8K",
+                                                             "smbsplice+--mode tcp --pipe-size 8K")]
+                results["rr"] = interleaved(rr_fronts, rr(50 if args.quick else 200), runs, "rr")
+            if "tune" in only:
+                results["tune_bulk"] = interleaved([Front(n, lg) for n in TUNE_TCP], bulk("down", mib), runs,
+                                                   "tune: bulk down")
+            if "cost" in only:
+                results["syscalls"] = syscalls_per_mib(lg, mib)
+        if only & {"get", "echo", "sweep"}:
+            sp = be.smbd()
+            share = os.path.join(be.smbd_dir, "share")
+            make_file(os.path.join(share, "get.bin"), mib)
+            make_file(os.path.join(work, "put.bin"), mib)
+            fronts = [Front(n, sp) for n in ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy",
+                                              "haproxy", "socat")]
+            fronts = [f for f in fronts if f.name == "direct" or shutil.which(f.tool())]
+            if "get" in only:
+                results["get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs, "smbclient get")
+                results["put"] = interleaved(fronts, smbclient(f"put {work}/put.bin put.bin", mib), runs,
+                                             "smbclient put")
+                results["get_encrypted"] = interleaved(
+                    fronts, smbclient("get get.bin /dev/null", mib, ("--client-protection=encrypt",)), runs,
+                    "encrypted get")
+            if "echo" in only and shutil.which("smbtorture"):
+                results["echo"] = interleaved(fronts, echo, runs, "smb2.bench.echo")
+            if "tune" in only:
+                results["tune_get"] = interleaved([Front(n, sp) for n in TUNE_SMB],
+                                                  smbclient("get get.bin /dev/null", mib), runs, "tune: get")
+            if "sweep" in only and os.path.exists(os.path.join(work, "smbread")):
+                make_file(os.path.join(share, "sweep.bin"), 256)
+                results["sweep"] = sweep(sp, 1 if args.quick else 2, runs,
+                                         [int(x) for x in args.sweep_sizes.split(",")],
+                                         args.sweep_thresholds.split(","))
+    finally:
+        be.close()
+        shutil.rmtree(work, ignore_errors=True)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    import report
+    report.write(results, args.out)
+    log(f"wrote {args.out}/results.md")
+
+
+def make_file(path, mib):
+    with open("/dev/urandom", "rb") as src, open(path, "wb") as dst:
+        for _ in range(mib):
+            dst.write(src.read(1 << 20))
+
+
+# Pipe sizes for the splice path and buffer sizes for the copy path.
+TUNE_TCP = tuple(f"smbsplice+--mode tcp --pipe-size {p}" for p in ("64K", "256K", "1M")) + \
+    tuple(f"smbsplice+--mode tcp --no-splice --buffer-size {b}" for b in ("16K", "64K", "256K", "1M"))
+TUNE_SMB = tuple(f"smbsplice+--pipe-size {p}" for p in ("64K", "256K", "1M")) + \
+    tuple(f"smbsplice+--no-splice --buffer-size {b}" for b in ("64K", "256K", "1M"))
+SWEEP_SIZES = (4 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20)
+SWEEP_THRESHOLDS = ("off", "4K", "16K", "64K", "256K")
+
+
+def sweep(smb_port, secs, runs, sizes, thresholds):
+    """{size: {threshold: [smbread result, ...]}}, thresholds interleaved."""
+    out = {}
+    for size in sizes:
+        fronts = [Front("direct", smb_port)] + [Front(f"smbsplice+--read-threshold {t}", smb_port)
+                                                for t in thresholds]
+        res = interleaved(fronts, smbread(size, secs), runs, f"sweep {size >> 10}K")
+        out[str(size)] = res
+    return out
+
+
+def syscalls_per_mib(lg_port, mib):
+    """strace -c on smbsplice --mode tcp during 1 GiB up+down, splice and copy."""
+    if not shutil.which("strace"):
+        log("strace not found (Debian package strace): syscall counts left out")
+        return {}
+    out = {}
+    for name, extra in (("splice", []), ("copy", ["--no-splice"])):
+        port = free_port()
+        px = subprocess.Popen([SMBSPLICE, "-l", f"127.0.0.1:{port}", "-b", f"127.0.0.1:{lg_port}",
+                               "--mode", "tcp", *extra], stderr=subprocess.DEVNULL)
+        wait_listening(port, px)
+        trace = os.path.join(_BIN, f"strace-{name}.txt")
+        st = subprocess.Popen(["strace", "-c", "-f", "-o", trace, "-p", str(px.pid)],
+                              stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        run_checked([os.path.join(_BIN, "loadgen"), "bulk", str(port), str(mib), "both"])
+        st.send_signal(signal.SIGINT)
+        st.wait(30)
+        px.terminate()
+        px.wait()
+        calls = {}
+        with open(trace) as f:
+            for line in f:
+                m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)$", line)
+                if m and m.group(2) != "total":
+                    calls[m.group(2)] = int(m.group(1))
+        total_mib = 2 * mib
+        out[name] = {"per_mib": sum(calls.values()) / total_mib,
+                     "calls": {k: v / total_mib for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:6]}}
+    return out
+
+
+def machine_info():
+    def sh(cmd):
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    return {"cpus": os.cpu_count(), "model": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+            "kernel": os.uname().release, "mem_gib": round(os.sysconf("SC_PAGE_SIZE") *
+                                                          os.sysconf("SC_PHYS_PAGES") / GIB),
+            "samba": sh("smbd --version"), "haproxy": sh("haproxy -v | head -1"),
+            "date": time.strftime("%Y-%m-%d")}
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, BENCH)
+    main()

@@ -1,0 +1,285 @@
+"""report.py - turn bench.py's results.json into results.md and PNG plots.
+
+Theory of operation: every number in the report is a median over the runs
+of one contestant in one run of the harness, shown with its min and max;
+every ratio divides two such medians from the same run. The targets table
+at the end recomputes the ratios the project promises and marks each met
+or missed. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
+installed; the Markdown is written either way.
+
+Usage: python3 report.py DIR   (re-renders DIR/results.json)
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+GIB = 1 << 30
+
+
+def med(rs, key):
+    vals = [r[key] for r in rs if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def spread(rs, key, fmt="{:.2f}"):
+    vals = sorted(r[key] for r in rs if key in r)
+    if not vals:
+        return "–"
+    m = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt.format(m)
+    return f"{fmt.format(m)} ({fmt.format(vals[0])}–{fmt.format(vals[-1])})"
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def fmt_ratio(x):
+    return f"{x:.2f}×" if x else "–"
+
+
+def cpu_per_gib(rs):
+    vals = [r["proxy_cpu"] / (r["bytes"] / GIB) for r in rs if r.get("bytes")]
+    return statistics.median(vals) if vals else None
+
+
+def busy_per_gib(rs):
+    vals = [r["busy"] / (r["bytes"] / GIB) for r in rs if r.get("bytes")]
+    return statistics.median(vals) if vals else None
+
+
+def throughput_table(res, key, unit, title):
+    """A table of one throughput workload with costs, ratios to direct and
+    haproxy, and the machine's extra core-seconds per GiB over direct."""
+    direct = med(res.get("direct", []), key)
+    hap = med(res.get("haproxy", []), key)
+    base_busy = busy_per_gib(res.get("direct", [])) if res.get("direct") else None
+    lines = [f"**{title}** ({unit}; median (min–max))", "",
+             f"| Contestant | {unit} | × direct | × haproxy | proxy CPU s/GiB | machine core-s/GiB over direct | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|"]
+    for name, rs in res.items():
+        if not rs:
+            continue
+        m = med(rs, key)
+        cpu = cpu_per_gib(rs)
+        busy = busy_per_gib(rs)
+        proxy = name != "direct"
+        extra = busy - base_busy if proxy and busy is not None and base_busy is not None else None
+        cpu_s = f"{cpu:.2f}" if proxy and cpu is not None else ""
+        extra_s = f"{extra:.2f}" if extra is not None else ""
+        rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
+        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+                     f"{fmt_ratio(ratio(m, hap))} | {cpu_s} | {extra_s} | {rss_s} |")
+    return "\n".join(lines) + "\n"
+
+
+def rr_table(res):
+    lines = ["**Round trips** (rr: 12 message sizes from the pasta cork bug, 200 trips each; µs, median of runs)",
+             "", "| Contestant | mean | p99 | worst |", "|---|---|---|---|"]
+    for name, rs in res.items():
+        if rs:
+            lines.append(f"| {name} | {med(rs, 'mean_us'):.0f} | {med(rs, 'p99_us'):.0f} | "
+                         f"{spread(rs, 'worst_us', '{:.0f}')} |")
+    return "\n".join(lines) + "\n"
+
+
+def echo_table(res):
+    direct, hap = med(res.get("direct", []), "ops_s"), med(res.get("haproxy", []), "ops_s")
+    lines = ["**smb2.bench.echo** (smbtorture, 4 connections, 5 s; operations/s)", "",
+             "| Contestant | ops/s | × direct | × haproxy |", "|---|---|---|---|"]
+    for name, rs in res.items():
+        if rs:
+            m = med(rs, "ops_s")
+            lines.append(f"| {name} | {spread(rs, 'ops_s', '{:.0f}')} | {fmt_ratio(ratio(m, direct))} | "
+                         f"{fmt_ratio(ratio(m, hap))} |")
+    return "\n".join(lines) + "\n"
+
+
+def sweep_table(sweep):
+    """Per READ size: bandwidth, mean and p99 latency as ratios to copy-only
+    (threshold off), like the matrix of the ksmbd splice RFC."""
+    ths = [k.split()[-1] for k in next(iter(sweep.values())) if k.startswith("smbsplice")]
+    lines = ["**READ-size sweep** (one synchronous reader, libsmbclient; ratios to threshold off, "
+             "i.e. copy only: BW above 1 and latency below 1 are better; `S` where that threshold splices "
+             "that size)", "",
+             "| READ size | direct MiB/s | off MiB/s | " + " | ".join(f"{t}: BW / mean / p99" for t in ths[1:]) + " |",
+             "|---|---|---|" + "---|" * (len(ths) - 1)]
+    for size, res in sweep.items():
+        base = res.get("smbsplice+--read-threshold off", [])
+        b_bw, b_mean, b_p99 = med(base, "mib_s"), med(base, "mean_us"), med(base, "p99_us")
+        cells = []
+        for t in ths[1:]:
+            rs = res.get(f"smbsplice+--read-threshold {t}", [])
+            spl = int(size) >= parse_size(t)
+            bw, mean, p99 = ratio(med(rs, "mib_s"), b_bw), ratio(med(rs, "mean_us"), b_mean), \
+                ratio(med(rs, "p99_us"), b_p99)
+            cells.append(f"{'S ' if spl else ''}{bw:.2f} / {mean:.2f} / {p99:.2f}" if bw else "–")
+        lines.append(f"| {int(size) >> 10} KiB | {med(res.get('direct', []), 'mib_s') or 0:.0f} | "
+                     f"{b_bw or 0:.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_size(t):
+    return int(t[:-1]) << (10 if t[-1] == "K" else 20) if t[-1] in "KM" else int(t)
+
+
+def syscall_table(sc):
+    if not sc:
+        return ""
+    lines = ["**System calls per MiB moved** (strace -c on smbsplice --mode tcp, 1 GiB up and down)", "",
+             "| Path | calls/MiB | top calls per MiB |", "|---|---|---|"]
+    for name, v in sc.items():
+        top = ", ".join(f"{k} {n:.1f}" for k, n in v["calls"].items())
+        lines.append(f"| {name} | {v['per_mib']:.1f} | {top} |")
+    return "\n".join(lines) + "\n"
+
+
+def targets(r):
+    """The issue's targets, each as measured ratio and met/missed."""
+    rows = []
+
+    def row(what, val, target, ok):
+        rows.append(f"| {what} | {val} | {target} | {'met' if ok else 'missed'} |")
+
+    def m(w, name, key):
+        return med(r.get(w, {}).get(name, []), key)
+
+    g_sp, g_d, g_h = m("get", "smbsplice", "gbyte_s"), m("get", "direct", "gbyte_s"), m("get", "haproxy", "gbyte_s")
+    if g_sp and g_d and g_h:
+        row("smbclient 1 GiB get", f"{g_sp / g_d:.2f}× direct, {g_sp / g_h:.2f}× haproxy",
+            "≥ 0.95× direct and ≥ 1.15× haproxy", g_sp / g_d >= 0.95 and g_sp / g_h >= 1.15)
+    for d in ("up", "down"):
+        a, b = m(f"bulk_{d}", "smbsplice-tcp", "gbit"), m(f"bulk_{d}", "haproxy", "gbit")
+        if a and b:
+            row(f"bulk TCP {d} (tcp mode)", f"{a / b:.2f}× haproxy", "≥ 1.3× haproxy", a / b >= 1.3)
+    a, b = m("echo", "smbsplice", "ops_s"), m("echo", "haproxy", "ops_s")
+    if a and b:
+        row("smb2.bench.echo rate", f"{a / b:.2f}× haproxy", "≥ 1.15× haproxy", a / b >= 1.15)
+    rr = r.get("rr", {})
+    worst = [med(rr.get(n, []), "worst_us") for n in rr if n.startswith("smbsplice")]
+    worst = [w for w in worst if w]
+    if worst:
+        row("worst round trip, 8 KiB and default pipes", f"{max(worst) / 1000:.2f} ms", "≤ 1 ms",
+            max(worst) <= 1000)
+    for d in ("up", "down"):
+        res = r.get(f"bulk_{d}", {})
+        sp, cp = cpu_per_gib(res.get("smbsplice-tcp", [])), cpu_per_gib(res.get("smbsplice-copy", []))
+        if sp and cp:
+            row(f"proxy CPU per GiB, splice vs copy path (bulk {d})", f"{sp / cp:.2f}×", "≤ 0.5×", sp / cp <= 0.5)
+    for w in ("bulk_up", "bulk_down", "get"):
+        res = r.get(w, {})
+        if not res.get("direct"):
+            continue
+        base = busy_per_gib(res["direct"])
+        name = "smbsplice-tcp" if w.startswith("bulk") else "smbsplice"
+        a, b = busy_per_gib(res.get(name, [])), busy_per_gib(res.get("haproxy", []))
+        if a is not None and b is not None and b - base > 0:
+            x = (a - base) / (b - base)
+            row(f"machine core-s per GiB over direct ({w.replace('_', ' ')})", f"{x:.2f}× haproxy's",
+                "≤ 0.5× haproxy's", x <= 0.5)
+    if not rows:
+        return ""
+    return "\n".join(["**Targets** (ratios of medians from this run)", "",
+                      "| Measure | Measured | Target | |", "|---|---|---|---|"] + rows) + "\n"
+
+
+def gnuplot(script, out):
+    if not shutil.which("gnuplot"):
+        return False
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if r.returncode:
+        print(f"report: gnuplot failed for {out}: {r.stderr}", file=sys.stderr)
+    return r.returncode == 0
+
+
+def plot_sweep(sweep, outdir):
+    names = list(next(iter(sweep.values())).keys())
+    dat = os.path.join(outdir, "sweep.dat")
+    with open(dat, "w") as f:
+        f.write("# size_kib " + " ".join(n.replace(" ", "_") for n in names) + "\n")
+        for size, res in sweep.items():
+            f.write(f"{int(size) >> 10} " + " ".join(f"{med(res.get(n, []), 'mib_s') or 0:.1f}" for n in names) + "\n")
+    titles = [n.replace("smbsplice+--read-threshold ", "threshold ") for n in names]
+    plots = ", ".join(f"'{dat}' using 1:{i + 2} with linespoints lw 2 title '{t}'" for i, t in enumerate(titles))
+    ok = gnuplot(f"""set terminal png size 900,520
+set output '{outdir}/sweep.png'
+set title 'READ throughput vs READ size, one synchronous reader (smbsplice, by splice threshold)'
+set logscale x 2
+set xlabel 'READ size (KiB)'
+set ylabel 'MiB/s'
+set key left top
+set grid
+plot {plots}
+""", "sweep.png")
+    os.unlink(dat)
+    return ok
+
+
+def plot_rr(rr, outdir):
+    names = [n for n, rs in rr.items() if rs and rs[0].get("sizes")]
+    if not names:
+        return False
+    labels = [f"{'req' if s['kind'] == 'request' else 'resp'} {int(s['size'])}" for s in rr[names[0]][0]["sizes"]]
+    dat = os.path.join(outdir, "rr.dat")
+    with open(dat, "w") as f:
+        for i, lab in enumerate(labels):
+            vals = []
+            for n in names:
+                per_run = [r["sizes"][i]["mean_us"] for r in rr[n] if len(r.get("sizes", [])) > i]
+                vals.append(f"{statistics.median(per_run):.1f}" if per_run else "0")
+            f.write(f"{i} \"{lab}\" " + " ".join(vals) + "\n")
+    plots = ", ".join(f"'{dat}' using 1:{j + 3}:xtic(2) with linespoints lw 2 title '{n}'"
+                      for j, n in enumerate(names))
+    ok = gnuplot(f"""set terminal png size 1000,560
+set output '{outdir}/latency.png'
+set title 'Mean round trip per message size (rr), by contestant'
+set ylabel 'microseconds'
+set logscale y
+set xtics rotate by -40
+set key outside right
+set grid
+plot {plots}
+""", "latency.png")
+    os.unlink(dat)
+    return ok
+
+
+def write(r, outdir):
+    mi = r.get("machine", {})
+    parts = [f"Machine: {mi.get('cpus')} cores ({mi.get('model', '').strip()}), {mi.get('mem_gib')} GiB, "
+             f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
+             f"{r.get('runs')} interleaved runs per figure, {r.get('mib')} MiB transfers. Loopback: client, "
+             "server and proxy share the cores.", ""]
+    for key, unit, title in (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
+                             ("bulk_down", "Gbit/s", "Bulk TCP down"),
+                             ("tune_bulk", "Gbit/s", "Tuning: bulk TCP down through smbsplice, by pipe and buffer size"),
+                             ("get", "GB/s", "smbclient get of a 1 GiB file"),
+                             ("put", "GB/s", "smbclient put of a 1 GiB file"),
+                             ("get_encrypted", "GB/s", "smbclient get, SMB3 encryption"),
+                             ("tune_get", "GB/s", "Tuning: smbclient get through smbsplice, by pipe and buffer size")):
+        if r.get(key):
+            parts.append(throughput_table(r[key], "gbit" if "bulk" in key else "gbyte_s", unit, title))
+    if r.get("rr"):
+        parts.append(rr_table(r["rr"]))
+    if r.get("echo"):
+        parts.append(echo_table(r["echo"]))
+    if r.get("sweep"):
+        parts.append(sweep_table(r["sweep"]))
+    parts.append(syscall_table(r.get("syscalls")))
+    parts.append(targets(r))
+    if r.get("sweep") and plot_sweep(r["sweep"], outdir):
+        parts.append("![READ throughput vs READ size](sweep.png)\n")
+    if r.get("rr") and plot_rr(r["rr"], outdir):
+        parts.append("![Mean round trip per size](latency.png)\n")
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write("\n".join(p for p in parts if p))
+
+
+if __name__ == "__main__":
+    d = sys.argv[1]
+    with open(os.path.join(d, "results.json")) as f:
+        write(json.load(f), d)
