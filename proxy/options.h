@@ -58,12 +58,12 @@ struct options {
 	int verbose;
 };
 
-#define OPT_DEFAULT_PIPE_SIZE	(256u << 10)
+#define OPT_DEFAULT_PIPE_SIZE	(1024u << 10)
 #define OPT_DEFAULT_MAX_PIPES	1024u
 #define OPT_DEFAULT_BUF_SIZE	(64u << 10)
 #define OPT_DEFAULT_CONNECT_TMO 5.0
 #define OPT_DEFAULT_IDLE_TMO	3600.0
-#define OPT_DEFAULT_THRESHOLD	(64u << 10)
+#define OPT_DEFAULT_THRESHOLD	(1024u << 10)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

@@ -49,6 +49,21 @@ static void metric_head(FILE *out, const char *name, const char *type,
 }
 
 /**
+ * write_scalar() - a metric with a single, unlabelled value
+ * @out:	where to write
+ * @name:	metric name
+ * @type:	"counter" or "gauge"
+ * @help:	help line
+ * @v:		the value
+ */
+static void write_scalar(FILE *out, const char *name, const char *type,
+			 const char *help, unsigned long long v)
+{
+	metric_head(out, name, type, help);
+	fprintf(out, "%s %llu\n", name, v);
+}
+
+/**
  * write_per_dir() - a counter with one value per direction
  * @out:	where to write
  * @t:		totals
@@ -208,24 +223,20 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		      "READ responses with an error body.",
 		      offsetof(struct dir_totals, smb.read_errors));
 
-	metric_head(out, "smbsplice_connections_active", "gauge",
-		    "Connections open now.");
-	fprintf(out, "smbsplice_connections_active %lu\n", active);
-	metric_head(out, "smbsplice_connections_total", "counter",
-		    "Connections accepted since start.");
-	fprintf(out, "smbsplice_connections_total %lu\n", total);
-	metric_head(
+	write_scalar(out, "smbsplice_connections_active", "gauge",
+		     "Connections open now.", active);
+	write_scalar(out, "smbsplice_connections_total", "counter",
+		     "Connections accepted since start.", total);
+	write_scalar(
 		out, "smbsplice_opaque_fallbacks_total", "counter",
-		"Connections whose SMB parsing gave up; they were forwarded opaque.");
-	fprintf(out, "smbsplice_opaque_fallbacks_total %llu\n",
-		(unsigned long long)t->opaque_conns);
-	metric_head(out, "smbsplice_pipes_open", "gauge", "Splice pipes open.");
-	fprintf(out, "smbsplice_pipes_open %u\n", pipes_open);
-	metric_head(out, "smbsplice_pipes_lent", "gauge",
-		    "Splice pipes holding a splice in flight.");
-	fprintf(out, "smbsplice_pipes_lent %u\n", pipes_lent);
-	metric_head(
+		"Connections whose SMB parsing gave up; they were forwarded opaque.",
+		t->opaque_conns);
+	write_scalar(out, "smbsplice_pipes_open", "gauge", "Splice pipes open.",
+		     pipes_open);
+	write_scalar(out, "smbsplice_pipes_lent", "gauge",
+		     "Splice pipes holding a splice in flight.", pipes_lent);
+	write_scalar(
 		out, "smbsplice_pipe_denied_total", "counter",
-		"Times no pipe was free (--max-pipes) and the copy pump served.");
-	fprintf(out, "smbsplice_pipe_denied_total %lu\n", pipes_denied);
+		"Times no pipe was free (--max-pipes) and the copy pump served.",
+		pipes_denied);
 }

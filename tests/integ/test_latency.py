@@ -67,14 +67,14 @@ def check_config(srv, label, args, fills=()):
 
 def main():
     srv = Server(rr_handler)
-    check_config(srv, "default pipes", [], fills=(65536, 65536 + 262144))
+    check_config(srv, "default pipes", [], fills=(65536, 65536 + 1048576))
     check_config(srv, "8K pipes", ["--pipe-size", "8K"], fills=(65536, 65536 + 8192))
     check_config(srv, "tcp, 8K pipes", ["--mode", "tcp", "--pipe-size", "8K"], fills=(65536 + 2 * 8192,))
     # A 1 KiB buffer sends nearly every message through the splice pump,
     # with pipes that fill on every read: the case of the pasta stall.
     check_config(srv, "8K pipes, 1K buffer", ["--pipe-size", "8K", "--buffer-size", "1K"],
                  fills=(1024, 1024 + 8192, 1024 + 3 * 8192))
-    check_config(srv, "default pipes, 1K buffer", ["--buffer-size", "1K"], fills=(1024 + 262144,))
+    check_config(srv, "default pipes, 1K buffer", ["--buffer-size", "1K"], fills=(1024 + 1048576,))
     # 16 full 4 KiB reads use up the pump's budget with MORE pending and
     # the socket empty: the pump must uncork before it yields.
     check_config(srv, "tcp, copy only, 4K buffer", ["--mode", "tcp", "--no-splice", "--buffer-size", "4K"],

@@ -530,6 +530,25 @@ static uint8_t smbbuf[256 << 10];
 static struct smb_framer fr;
 static struct smb_thresholds th64k = { { 65536, 65536, 65536 } };
 
+/* smb mode on the stream in smbbuf: @total bytes available at once, a
+ * destination that takes everything. */
+static void setup_smb(const struct smb_thresholds *th, size_t total)
+{
+	stream = smbbuf;
+	smb_framer_init(&fr, th);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, total, 0);
+	dst_add(A_BYTES, 1 << 20, 0);
+}
+
+/* Run until @total bytes are delivered, as the event loop would. */
+static void run_until(size_t total)
+{
+	for (int i = 0; i < 10 && w.consumed < total; i++)
+		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.consumed, total);
+}
+
 /* A READ payload whose part after the first 1024-byte read is a whole
  * number of 8 KiB pipes, so no tail under FLOW_SPLICE_MIN is left to copy. */
 #define PIPES_PAYLOAD (sizeof(fx.buf) - 84 + 12 * 8192)
@@ -543,11 +562,7 @@ static void test_smb_read_payload_spliced(void **state)
 
 	setup_half(4, true);
 	n = build_read_response(smbbuf, PIPES_PAYLOAD);
-	stream = smbbuf;
-	smb_framer_init(&fr, &th64k);
-	fx.h.fr = &fr;
-	src_add(A_BYTES, n, 0);
-	dst_add(A_BYTES, 1 << 20, 0);
+	setup_smb(&th64k, n);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, n);
 	assert_int_equal(fx.h.st.copied, sizeof(fx.buf));
@@ -571,14 +586,8 @@ static void test_smb_next_header_read_alone(void **state)
 	setup_half(4, true);
 	n = build_read_response(smbbuf, PIPES_PAYLOAD);
 	build_read_response(smbbuf + n, 12 * 8192);
-	stream = smbbuf;
-	smb_framer_init(&fr, &th64k);
-	fx.h.fr = &fr;
-	src_add(A_BYTES, n + 84 + 12 * 8192, 0);
-	dst_add(A_BYTES, 1 << 20, 0);
-	for (int i = 0; i < 10 && w.consumed < n + 84 + 12 * 8192; i++)
-		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(w.consumed, n + 84 + 12 * 8192);
+	setup_smb(&th64k, n + 84 + 12 * 8192);
+	run_until(n + 84 + 12 * 8192);
 	assert_int_equal(fx.h.st.copied, sizeof(fx.buf) + 84);
 	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
 			 12 * 8192 + 12 * 8192);
@@ -594,11 +603,7 @@ static void test_smb_message_end_is_pushed(void **state)
 	setup_half(4, true);
 	n = build_read_response(smbbuf, sizeof(fx.buf) - 84);
 	assert_int_equal(n, sizeof(fx.buf));
-	stream = smbbuf;
-	smb_framer_init(&fr, &th64k);
-	fx.h.fr = &fr;
-	src_add(A_BYTES, n, 0);
-	dst_add(A_BYTES, 1 << 20, 0);
+	setup_smb(&th64k, n);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.sends_with_more, 0);
 	assert_int_equal(w.sends_without_more, 1);
@@ -614,14 +619,8 @@ static void test_smb_small_tail_copied(void **state)
 
 	setup_half(4, true);
 	n = build_read_response(smbbuf, PIPES_PAYLOAD + 100);
-	stream = smbbuf;
-	smb_framer_init(&fr, &th64k);
-	fx.h.fr = &fr;
-	src_add(A_BYTES, n, 0);
-	dst_add(A_BYTES, 1 << 20, 0);
-	for (int i = 0; i < 10 && w.consumed < n; i++)
-		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(w.consumed, n);
+	setup_smb(&th64k, n);
+	run_until(n);
 	assert_int_equal(fx.h.st.spliced, 12 * 8192);
 	assert_int_equal(fx.h.st.copied, sizeof(fx.buf) + 100);
 	teardown_half();
@@ -635,14 +634,8 @@ static void test_smb_below_threshold_copied(void **state)
 
 	setup_half(4, true);
 	n = build_read_response(smbbuf, 100000);
-	stream = smbbuf;
-	smb_framer_init(&fr, &off);
-	fx.h.fr = &fr;
-	src_add(A_BYTES, n, 0);
-	dst_add(A_BYTES, 1 << 20, 0);
-	for (int i = 0; i < 10 && w.consumed < n; i++) /* budget: yields */
-		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(w.consumed, n);
+	setup_smb(&off, n);
+	run_until(n); /* the budget makes it yield */
 	assert_int_equal(fx.h.st.spliced, 0);
 	assert_int_equal(w.splices_in, 0);
 	teardown_half();
