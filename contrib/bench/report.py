@@ -219,6 +219,11 @@ plot {plots}
     return ok
 
 
+# Distinct colours: gnuplot's default cycle has 8, the rr plot 9 lines.
+COLORS = ("#000000", "#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf",
+          "#17becf", "#999999")
+
+
 def plot_rr(rr, outdir):
     names = [n for n, rs in rr.items() if rs and rs[0].get("sizes")]
     if not names:
@@ -232,8 +237,8 @@ def plot_rr(rr, outdir):
                 per_run = [r["sizes"][i]["mean_us"] for r in rr[n] if len(r.get("sizes", [])) > i]
                 vals.append(f"{statistics.median(per_run):.1f}" if per_run else "0")
             f.write(f"{i} \"{lab}\" " + " ".join(vals) + "\n")
-    plots = ", ".join(f"'{dat}' using 1:{j + 3}:xtic(2) with linespoints lw 2 title '{n}'"
-                      for j, n in enumerate(names))
+    plots = ", ".join(f"'{dat}' using 1:{j + 3}:xtic(2) with linespoints lw 2 lc rgb '{COLORS[j % len(COLORS)]}' "
+                      f"title '{n}'" for j, n in enumerate(names))
     ok = gnuplot(f"""set terminal png size 1000,560
 set output '{outdir}/latency.png'
 set title 'Mean round trip per message size (rr), by contestant'

@@ -11,7 +11,9 @@ MIB = 256
 
 def main():
     smb = Samba()
-    px = Proxy(smb.addr, stats=True)
+    # Encrypted frames are spliced only above --other-threshold (off by
+    # default): set it, to test that path too.
+    px = Proxy(smb.addr, "--other-threshold", "1M", stats=True)
     src = os.path.join(smb.share, "big.bin")
     want = random_file(src, MIB)
 

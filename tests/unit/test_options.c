@@ -124,6 +124,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.buf_size, OPT_DEFAULT_BUF_SIZE);
 	assert_true(o.splice);
 	assert_int_equal(o.th.min[SMB_CLASS_READ], OPT_DEFAULT_THRESHOLD);
+	assert_int_equal(o.th.min[SMB_CLASS_OTHER], SMB_THRESHOLD_OFF);
 	assert_int_equal(o.stats.len, 0);
 }
 
