@@ -313,6 +313,21 @@ static enum pump_status half_finish(struct half *h)
 }
 
 /**
+ * wait_read() - go idle on the source, pushing anything MORE held back
+ * @h:	the direction, with nothing pending
+ *
+ * Return: PUMP_WAIT_READ, or PUMP_DST_ERR if the push failed.
+ */
+static enum pump_status wait_read(struct half *h)
+{
+	if (sock_uncork(h->dst)) {
+		h->err = errno;
+		return PUMP_DST_ERR;
+	}
+	return PUMP_WAIT_READ;
+}
+
+/**
  * half_run() - move bytes from source to destination until something blocks
  * @h:	the direction
  *
@@ -334,15 +349,10 @@ enum pump_status half_run(struct half *h)
 			return PUMP_DST_ERR;
 		if (h->src_eof)
 			return half_finish(h);
-		if (!budget) {
-			/* The last read may have emptied the socket, and then
-			 * no event would come to push what MORE held back. */
-			if (sock_uncork(h->dst)) {
-				h->err = errno;
-				return PUMP_DST_ERR;
-			}
-			return PUMP_WAIT_READ;
-		}
+		/* The last read may have emptied the socket, and then no
+		 * event would come to push what MORE held back. */
+		if (!budget)
+			return wait_read(h);
 		/* A short read emptied the socket: another read would only
 		 * fail with EAGAIN. Unless MORE is holding bytes back, which
 		 * only that EAGAIN may release, let epoll say when more come.
@@ -356,13 +366,8 @@ enum pump_status half_run(struct half *h)
 			r = fill_splice(h, limit, budget == PUMP_BUDGET);
 		else
 			r = fill_copy(h);
-		if (r == IO_BLOCKED) {
-			if (sock_uncork(h->dst)) {
-				h->err = errno;
-				return PUMP_DST_ERR;
-			}
-			return PUMP_WAIT_READ;
-		}
+		if (r == IO_BLOCKED)
+			return wait_read(h);
 		if (r == IO_ERR)
 			return PUMP_SRC_ERR;
 		if (r == IO_EOF)

@@ -21,7 +21,8 @@ Workloads:
   cost   syscalls per MiB on the splice and copy paths (strace -c).
 
 Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2]
-Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot).
+Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
+default DIR (contrib/bench/results) it also embeds results.md in README.md.
 """
 import argparse
 import json
@@ -452,6 +453,9 @@ def main():
     import report
     report.write(results, args.out)
     log(f"wrote {args.out}/results.md")
+    if os.path.abspath(args.out) == os.path.join(TOP, "contrib/bench/results"):
+        report.embed(os.path.join(TOP, "README.md"), args.out)
+        log("embedded it in README.md")
 
 
 def make_file(path, mib):

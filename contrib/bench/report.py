@@ -7,7 +7,8 @@ at the end recomputes the ratios the project promises and marks each met
 or missed. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
 
-Usage: python3 report.py DIR   (re-renders DIR/results.json)
+Usage: python3 report.py DIR [README]
+Re-renders DIR/results.json; with README, also embeds the result there.
 """
 import json
 import os
@@ -258,7 +259,7 @@ def write(r, outdir):
     parts = [f"Machine: {mi.get('cpus')} cores ({mi.get('model', '').strip()}), {mi.get('mem_gib')} GiB, "
              f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
              f"{r.get('runs')} interleaved runs per figure, {r.get('mib')} MiB transfers. Loopback: client, "
-             "server and proxy share the cores.", ""]
+             "server and proxy share the cores.\n"]
     for key, unit, title in (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
                              ("bulk_down", "Gbit/s", "Bulk TCP down"),
                              ("tune_bulk", "Gbit/s", "Tuning: bulk TCP down through smbsplice, by pipe and buffer size"),
@@ -284,7 +285,30 @@ def write(r, outdir):
         f.write("\n".join(p for p in parts if p))
 
 
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def embed(readme, outdir):
+    """Put results.md into README.md between the bench markers, with the
+    plots' paths made relative to the README."""
+    rel = os.path.relpath(outdir, os.path.dirname(os.path.abspath(readme)))
+    with open(os.path.join(outdir, "results.md")) as f:
+        body = f.read().replace("](sweep.png)", f"]({rel}/sweep.png)").replace(
+            "](latency.png)", f"]({rel}/latency.png)")
+    with open(readme) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        print(f"report: no {BEGIN} ... {END} in {readme}; not embedded", file=sys.stderr)
+        return
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(readme, "w") as f:
+        f.write(f"{head}{BEGIN}\n{body}\n{END}{tail}")
+
+
 if __name__ == "__main__":
     d = sys.argv[1]
     with open(os.path.join(d, "results.json")) as f:
         write(json.load(f), d)
+    if len(sys.argv) > 2:
+        embed(sys.argv[2], d)
