@@ -183,6 +183,28 @@ static void write_payloads(FILE *out, const struct totals *t)
 		}
 }
 
+/* Counters with one value per direction, read from struct dir_totals. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} per_dir[] = {
+	{ "smbsplice_splice_calls_total", "splice() calls, both legs.",
+	  offsetof(struct dir_totals, pump.splice_calls) },
+	{ "smbsplice_copy_calls_total", "recv() and send() calls.",
+	  offsetof(struct dir_totals, pump.copy_calls) },
+	{ "smbsplice_cork_writes_total",
+	  "Writes that carried MSG_MORE or SPLICE_F_MORE: the cork, which costs no setsockopt().",
+	  offsetof(struct dir_totals, pump.more_writes) },
+	{ "smbsplice_uncork_calls_total",
+	  "setsockopt(TCP_CORK, 0) calls that pushed bytes a MORE write held back.",
+	  offsetof(struct dir_totals, uncorks) },
+	{ "smbsplice_read_interim_total",
+	  "Interim (STATUS_PENDING) READ responses.",
+	  offsetof(struct dir_totals, smb.interim) },
+	{ "smbsplice_read_errors_total", "READ responses with an error body.",
+	  offsetof(struct dir_totals, smb.read_errors) },
+};
+
 /**
  * totals_write_prometheus() - the /metrics page
  * @out:		where to write
@@ -199,30 +221,12 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 			     unsigned long pipes_denied)
 {
 	write_bytes(out, t);
-	write_per_dir(out, t, "smbsplice_splice_calls_total",
-		      "splice() calls, both legs.",
-		      offsetof(struct dir_totals, pump.splice_calls));
-	write_per_dir(out, t, "smbsplice_copy_calls_total",
-		      "recv() and send() calls.",
-		      offsetof(struct dir_totals, pump.copy_calls));
-	write_per_dir(
-		out, t, "smbsplice_cork_writes_total",
-		"Writes that carried MSG_MORE or SPLICE_F_MORE: the cork, which costs no setsockopt().",
-		offsetof(struct dir_totals, pump.more_writes));
-	write_per_dir(
-		out, t, "smbsplice_uncork_calls_total",
-		"setsockopt(TCP_CORK, 0) calls that pushed bytes a MORE write held back.",
-		offsetof(struct dir_totals, uncorks));
+	for (size_t i = 0; i < sizeof(per_dir) / sizeof(per_dir[0]); i++)
+		write_per_dir(out, t, per_dir[i].name, per_dir[i].help,
+			      per_dir[i].off);
 	write_messages(out, t);
 	write_frames(out, t);
 	write_payloads(out, t);
-	write_per_dir(out, t, "smbsplice_read_interim_total",
-		      "Interim (STATUS_PENDING) READ responses.",
-		      offsetof(struct dir_totals, smb.interim));
-	write_per_dir(out, t, "smbsplice_read_errors_total",
-		      "READ responses with an error body.",
-		      offsetof(struct dir_totals, smb.read_errors));
-
 	write_scalar(out, "smbsplice_connections_active", "gauge",
 		     "Connections open now.", active);
 	write_scalar(out, "smbsplice_connections_total", "counter",

@@ -170,6 +170,30 @@ static const char *parse_prefix(struct smb_framer *f)
 }
 
 /**
+ * plan_transform() - an encryption or compression transform frame
+ * @f:		the framer, with the protocol id parsed
+ * @hdr:	length of the transform header
+ * @count:	the counter of such frames
+ * @too_short:	the complaint when the frame cannot hold the header
+ *
+ * The rest of the frame after the header is opaque: one payload of the
+ * "other" class.
+ *
+ * Return: NULL, or @too_short.
+ */
+static const char *plan_transform(struct smb_framer *f, uint32_t hdr,
+				  uint64_t *count, const char *too_short)
+{
+	uint32_t room = f->frame_len - f->elem_start;
+
+	if (room < hdr)
+		return too_short;
+	(*count)++;
+	plan_skip(f, hdr, room - hdr, SMB_CLASS_OTHER);
+	return NULL;
+}
+
+/**
  * parse_protocol_id() - the first four bytes of a message are in
  * @f:	the framer
  *
@@ -188,22 +212,14 @@ static const char *parse_protocol_id(struct smb_framer *f)
 	}
 	if (f->elem_start)
 		return "compound element is not SMB2";
-	if (magic == SMB_TRANSFORM_MAGIC) {
-		if (room < SMB2_TRANSFORM_HDR_LEN)
-			return "encryption transform header does not fit in its frame";
-		f->st.encrypted++;
-		plan_skip(f, SMB2_TRANSFORM_HDR_LEN,
-			  room - SMB2_TRANSFORM_HDR_LEN, SMB_CLASS_OTHER);
-		return NULL;
-	}
-	if (magic == SMB_COMPRESS_MAGIC) {
-		if (room < SMB2_COMPRESS_HDR_LEN)
-			return "compression transform header does not fit in its frame";
-		f->st.compressed++;
-		plan_skip(f, SMB2_COMPRESS_HDR_LEN,
-			  room - SMB2_COMPRESS_HDR_LEN, SMB_CLASS_OTHER);
-		return NULL;
-	}
+	if (magic == SMB_TRANSFORM_MAGIC)
+		return plan_transform(
+			f, SMB2_TRANSFORM_HDR_LEN, &f->st.encrypted,
+			"encryption transform header does not fit in its frame");
+	if (magic == SMB_COMPRESS_MAGIC)
+		return plan_transform(
+			f, SMB2_COMPRESS_HDR_LEN, &f->st.compressed,
+			"compression transform header does not fit in its frame");
 	if (magic == SMB1_MAGIC) {
 		f->st.smb1++;
 		plan_rest_as_other(f);
