@@ -96,7 +96,7 @@ static enum pump_kind next_pump(const struct half *h, size_t *limit)
 		 * can be a few bytes: two splices would cost more than a
 		 * copy. */
 		*limit = smb_framer_splice_span(h->fr);
-		return *limit >= FLOW_SPLICE_MIN && h->policy.splice_ok
+		return *limit >= SMB_SPLICE_MIN && h->policy.splice_ok
 			       ? PUMP_SPLICE
 			       : PUMP_COPY;
 	}

@@ -106,7 +106,7 @@ static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 	if (len)
 		f->st.payloads[cls][f->pay_splice]++;
 	if (f->pay_splice) {
-		f->frame_spliced = true;
+		f->keep_lead = true;
 		f->lead = SMB_PREFIX_LEN + f->pay_start;
 	}
 }
@@ -150,7 +150,7 @@ static const char *parse_prefix(struct smb_framer *f)
 		return "not an SMB transport frame (bad type byte)";
 	}
 	f->pos = 0;
-	f->frame_spliced = false;
+	f->keep_lead = false;
 	if (f->frame_len == 0) {
 		expect_prefix(f);
 		return NULL;
@@ -291,9 +291,12 @@ static void parse_error_body(struct smb_framer *f)
 	const uint8_t *h = f->hold;
 
 	if (get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_PENDING &&
-	    get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_ASYNC)
+	    get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_ASYNC) {
+		/* Samba answers slow READs with one of these first: the
+		 * large final response still follows. */
 		f->st.interim++;
-	else
+		f->keep_lead = true;
+	} else
 		f->st.read_errors++;
 	plan_rest_as_other(f);
 }
@@ -423,7 +426,7 @@ static void parse_step(struct smb_framer *f)
 static void skip_done(struct smb_framer *f)
 {
 	if (f->elem_end == f->frame_len) {
-		if (!f->frame_spliced)
+		if (!f->keep_lead)
 			f->lead = 0;
 		expect_prefix(f);
 	} else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)

@@ -70,7 +70,8 @@ enum smb_framer_state {
  * @pay_end:	its end; equal to @pay_start when there is none
  * @pay_class:	the payload's class
  * @pay_splice:	the payload is at or above its class's threshold
- * @frame_spliced: the current frame has had a spliced payload
+ * @keep_lead:	the current frame does not end a run of spliced payloads:
+ *		it had one, or it is an interim response
  * @lead:	bytes from the first byte of the last frame that had a
  *		spliced payload (prefix included) to that payload; 0 once a
  *		frame without one has passed. A hint for the next read.
@@ -90,7 +91,7 @@ struct smb_framer {
 	uint32_t elem_start, elem_end;
 	uint32_t pay_start, pay_end;
 	enum smb_class pay_class;
-	bool pay_splice, frame_spliced;
+	bool pay_splice, keep_lead;
 	uint32_t lead;
 	const char *why;
 	struct smb_dir_stats st;
@@ -125,7 +126,8 @@ static inline size_t smb_framer_splice_span(const struct smb_framer *f)
  * frame had a spliced payload, the next one probably has too, at the same
  * place: read only up to there, and let the splice pump take the rest. A
  * gap between a header and a spliced payload (DataOffset 88) is read
- * exactly.
+ * exactly, and a payload tail too short to splice is read no further than
+ * the next frame's payload.
  *
  * Return: bytes, or SIZE_MAX for no limit.
  */
@@ -133,12 +135,13 @@ static inline size_t smb_framer_copy_limit(const struct smb_framer *f)
 {
 	uint32_t seen;
 
-	if (f->state == FR_SKIP)
-		return f->pay_splice && f->pos < f->pay_start
-			       ? f->pay_start - f->pos
-			       : SIZE_MAX;
+	if (f->state == FR_SKIP && f->pay_splice && f->pos < f->pay_start)
+		return f->pay_start - f->pos;
 	if (!f->lead)
 		return SIZE_MAX;
+	/* A copied payload tail: up to the next frame's payload, at most. */
+	if (f->state == FR_SKIP)
+		return f->frame_len - f->pos + f->lead;
 	seen = f->state == FR_PREFIX ? f->held : SMB_PREFIX_LEN + f->pos;
 	return f->lead > seen ? f->lead - seen : SIZE_MAX;
 }

@@ -16,6 +16,10 @@ enum smb_class {
 
 #define SMB_THRESHOLD_OFF UINT32_MAX
 
+/* Below this a recv() and a send() cost less than two splices and a pipe,
+ * whatever the threshold says (HAProxy draws the line at 4 KiB too). */
+#define SMB_SPLICE_MIN 4096u
+
 /**
  * struct smb_thresholds - smallest payload of each class worth splicing
  * @min:	bytes, per enum smb_class; SMB_THRESHOLD_OFF never splices
@@ -31,14 +35,15 @@ struct smb_thresholds {
  * @len:	its length in bytes
  *
  * Below the threshold a recv() and a send() through the copy buffer cost
- * less than two splices and a pipe.
+ * less than two splices and a pipe; below SMB_SPLICE_MIN always.
  *
  * Return: true to splice the payload.
  */
 static inline bool smb_payload_splices(const struct smb_thresholds *th,
 				       enum smb_class cls, uint32_t len)
 {
-	return th->min[cls] != SMB_THRESHOLD_OFF && len >= th->min[cls];
+	return th->min[cls] != SMB_THRESHOLD_OFF && len >= th->min[cls] &&
+	       len >= SMB_SPLICE_MIN;
 }
 
 const char *smb_class_name(enum smb_class cls);

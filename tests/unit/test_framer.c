@@ -319,6 +319,34 @@ static void test_copy_limit_hint(void **state)
 	assert_int_equal(smb_framer_splice_span(&f), 70000);
 }
 
+/* An interim STATUS_PENDING response between large READs keeps the hint
+ * (Samba sends one before slow READs); a payload tail that is copied is
+ * read no further than the next frame's payload. */
+static void test_copy_limit_interim_and_tail(void **state)
+{
+	struct smb_framer f;
+	size_t a, b;
+
+	reset();
+	read_rsp_frame(80, 70000);
+	a = vlen;
+	prefix(0, 73);
+	error_rsp(SMB2_READ, SMB2_FLAG_ASYNC, SMB2_STATUS_PENDING, 0);
+	b = vlen;
+	read_rsp_frame(80, 70000);
+	smb_framer_init(&f, &th_64k);
+	smb_framer_feed(&f, vec, 84);
+	smb_framer_advance(&f, 70000);
+	smb_framer_feed(&f, vec + a, b - a); /* the interim response */
+	assert_int_equal(f.st.interim, 1);
+	assert_int_equal(smb_framer_copy_limit(&f), 84);
+	smb_framer_feed(&f, vec + b, 84);
+	smb_framer_advance(&f, 70000 - 100);
+	/* 100 bytes of tail left, copied: read them and the next header. */
+	assert_int_equal(smb_framer_splice_span(&f), 100);
+	assert_int_equal(smb_framer_copy_limit(&f), 100 + 84);
+}
+
 static void test_read_thresholds(void **state)
 {
 	struct smb_thresholds off = { { SMB_THRESHOLD_OFF, 0, 0 } };
@@ -686,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_read_offset_88),
 		cmocka_unit_test(test_read_thresholds),
 		cmocka_unit_test(test_copy_limit_hint),
+		cmocka_unit_test(test_copy_limit_interim_and_tail),
 		cmocka_unit_test(test_interim_then_final),
 		cmocka_unit_test(test_read_error_body),
 		cmocka_unit_test(test_write_requests),
