@@ -302,20 +302,57 @@ static void parse_error_body(struct smb_framer *f)
 }
 
 /**
+ * plan_data() - check a READ or WRITE data span, then plan to skip it
+ * @f:		the framer, with the message's fixed body in @hold
+ * @off:	DataOffset, from the start of the SMB2 header
+ * @len:	data length
+ * @min_off:	where the fixed body ends: data may not start before it
+ * @cls:	SMB_CLASS_READ or SMB_CLASS_WRITE
+ *
+ * The span must lie past the fixed body and inside the message; the
+ * subtraction form of the second check cannot overflow.
+ *
+ * Return: NULL, or what is wrong with the frame.
+ */
+static const char *plan_data(struct smb_framer *f, uint32_t off, uint32_t len,
+			     uint32_t min_off, enum smb_class cls)
+{
+	static const char *const inside[] = {
+		[SMB_CLASS_READ] = "READ response DataOffset inside the header",
+		[SMB_CLASS_WRITE] =
+			"WRITE request DataOffset inside the header",
+	};
+	static const char *const past[] = {
+		[SMB_CLASS_READ] =
+			"READ response data past the end of the message",
+		[SMB_CLASS_WRITE] =
+			"WRITE request data past the end of the message",
+	};
+	uint32_t room = f->elem_end - f->elem_start;
+
+	if (len && off < min_off)
+		return inside[cls];
+	if (len > room || off > room - len)
+		return past[cls];
+	plan_skip(f, off, len, cls);
+	return NULL;
+}
+
+/**
  * parse_read_response() - header and first body fields of a READ response
  * @f:	the framer
  *
  * The data's position comes from DataOffset, never an assumed 80: Samba
- * sends 88 at times. It must lie past the fixed body and inside the
- * message.
+ * sends 88 at times.
  *
  * Return: NULL, or what is wrong with the frame.
  */
 static const char *parse_read_response(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
-	uint32_t len, off, room = f->elem_end - f->elem_start;
 	uint16_t ss = get_le16(h + SMB2_BODY);
+	uint32_t len, off;
+	const char *err;
 
 	if (ss == SMB2_ERROR_BODY_SIZE) {
 		parse_error_body(f);
@@ -325,14 +362,12 @@ static const char *parse_read_response(struct smb_framer *f)
 		return "READ response body StructureSize is neither 17 nor 9";
 	off = h[SMB2_READ_RSP_DATA_OFFSET];
 	len = get_le32(h + SMB2_READ_RSP_DATA_LENGTH);
-	if (len && off < SMB2_READ_RSP_DATA)
-		return "READ response DataOffset inside the header";
-	if (len > room || off > room - len)
-		return "READ response data past the end of the message";
-	f->st.reads += len != 0;
-	f->st.read_bytes += len;
-	plan_skip(f, off, len, SMB_CLASS_READ);
-	return NULL;
+	err = plan_data(f, off, len, SMB2_READ_RSP_DATA, SMB_CLASS_READ);
+	if (!err) {
+		f->st.reads += len != 0;
+		f->st.read_bytes += len;
+	}
+	return err;
 }
 
 /**
@@ -344,20 +379,19 @@ static const char *parse_read_response(struct smb_framer *f)
 static const char *parse_write_request(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
-	uint32_t len, off, room = f->elem_end - f->elem_start;
+	uint32_t len, off;
+	const char *err;
 
 	if (get_le16(h + SMB2_BODY) != SMB2_WRITE_REQ_BODY_SIZE)
 		return "WRITE request body StructureSize is not 49";
 	off = get_le16(h + SMB2_WRITE_REQ_DATA_OFFSET);
 	len = get_le32(h + SMB2_WRITE_REQ_LENGTH);
-	if (len && off < SMB2_WRITE_REQ_DATA)
-		return "WRITE request DataOffset inside the header";
-	if (len > room || off > room - len)
-		return "WRITE request data past the end of the message";
-	f->st.writes += len != 0;
-	f->st.write_bytes += len;
-	plan_skip(f, off, len, SMB_CLASS_WRITE);
-	return NULL;
+	err = plan_data(f, off, len, SMB2_WRITE_REQ_DATA, SMB_CLASS_WRITE);
+	if (!err) {
+		f->st.writes += len != 0;
+		f->st.write_bytes += len;
+	}
+	return err;
 }
 
 /**
