@@ -3,12 +3,22 @@
  *
  * Theory of operation: a connection is a client socket, a backend socket
  * and two directions (struct dir), "up" from client to server and "down"
- * back. Its life has three stages:
+ * back. Its life has these stages (enum conn_state):
  *
+ *   handshake:  smb mode only. An SMB client always speaks first, so the
+ *               backend is not dialled until the client's first byte
+ *               arrives, under --handshake-timeout: a flood of empty
+ *               connections costs the server nothing (Samba forks one smbd
+ *               per connection). The byte stays in the kernel. tcp mode
+ *               skips this stage, since other protocols may have the
+ *               server speak first.
  *   connecting: the backend connect is in flight, under --connect-timeout.
  *               The client is not read yet, so its bytes wait in the
  *               kernel. A refused, unreachable or timed-out backend resets
- *               the client at once.
+ *               the client at once. When no descriptor is left for the
+ *               backend socket, the worker stops accepting for a moment
+ *               and the connect is retried, so the client waits instead of
+ *               being reset.
  *   open:       each direction runs half_run() whenever its source is
  *               readable or its destination writable, and arms exactly the
  *               one watcher half_run() asks for. The timer is the idle
@@ -27,21 +37,36 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "counter.h"
+#include "listener.h"
 #include "log.h"
+#include "proxy.h"
 #include "pump.h"
 #include "sock.h"
 #include "stats.h"
+#include "worker.h"
 
 enum conn_end {
 	END_FIN,      /* both directions forwarded end of file */
 	END_RST,      /* a peer reset its socket; the other was reset too */
-	END_TIMEOUT,  /* connect or idle timeout */
+	END_TIMEOUT,  /* handshake, connect or idle timeout */
 	END_ERROR,    /* any other failure */
 	END_SHUTDOWN, /* the daemon is stopping */
 };
 
 static const char *const end_word[] = { "fin", "rst", "timeout", "error",
 					"shutdown" };
+
+enum conn_state {
+	CS_HANDSHAKE,  /* waiting for the client's first byte (smb mode) */
+	CS_CONNECTING, /* the backend connect is in flight, or waits for a
+			* descriptor */
+	CS_OPEN,       /* both directions forward */
+};
+
+/* After the backend socket could not be created for want of descriptors:
+ * how long to wait before the next try (and the accept pause). */
+#define CONNECT_RETRY 0.1
 
 struct conn;
 
@@ -66,33 +91,47 @@ struct dir {
 
 /**
  * struct conn - a client, its backend connection and the two directions
- * @px:		the daemon
+ * @w:		the worker that owns it
  * @prev:	list link
  * @next:	list link
  * @cli:	client socket
  * @srv:	backend socket, fd -1 until created
  * @up:		client to server
  * @down:	server to client
- * @connect_w:	writable watcher on @srv while the connect is in flight
- * @timer:	connect timeout, then idle timeout
- * @connected:	the backend connect succeeded
+ * @connect_w:	readable watcher on @cli in the handshake, then writable
+ *		watcher on @srv while the connect is in flight
+ * @timer:	the timeout of the current stage (see enum conn_state)
+ * @state:	the stage
  * @started:	when the client was accepted
+ * @deadline:	when the handshake or the connect times out
  * @last_active: last time either direction delivered a byte
  * @cli_text:	client address, for the log
- * @bufs:	the two copy buffers, --buffer-size each
+ *
+ * This is all an idle connection costs smbsplice: copy buffers and pipes
+ * are lent only while bytes are in flight.
  */
 struct conn {
-	struct proxy *px;
+	struct worker *w;
 	struct conn *prev, *next;
 	struct sock cli, srv;
 	struct dir up, down;
 	ev_io connect_w;
 	ev_timer timer;
-	bool connected;
-	ev_tstamp started, last_active;
+	enum conn_state state;
+	ev_tstamp started, deadline, last_active;
 	char cli_text[64];
-	char bufs[];
 };
+
+/**
+ * conn_opt() - the options a connection runs under
+ * @c:	the connection
+ *
+ * Return: the options.
+ */
+static const struct options *conn_opt(const struct conn *c)
+{
+	return c->w->px->opt;
+}
 
 /**
  * conn_smb_text() - the SMB part of a connection's log line
@@ -104,11 +143,12 @@ struct conn {
  */
 static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 {
-	const struct smb_dir_stats *u = &c->up.fr.st, *d = &c->down.fr.st;
+	const struct smb_stream_facts *u = &c->up.fr.facts,
+				      *d = &c->down.fr.facts;
 	char dialect[16];
 
 	*out = '\0';
-	if (c->px->opt->mode != MODE_SMB)
+	if (conn_opt(c)->mode != MODE_SMB)
 		return out;
 	smb_dialect_text(d->dialect, dialect, sizeof(dialect));
 	snprintf(
@@ -119,7 +159,7 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 		(unsigned long long)u->writes,
 		(unsigned long long)u->write_bytes,
 		u->signed_seen || d->signed_seen ? "yes" : "no",
-		u->encrypted || d->encrypted ? "yes" : "no",
+		u->encrypted_seen || d->encrypted_seen ? "yes" : "no",
 		c->up.opaque_logged || c->down.opaque_logged ? " opaque=yes"
 							     : "");
 	return out;
@@ -134,47 +174,20 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 static void conn_log_end(const struct conn *c, enum conn_end end,
 			 const char *why)
 {
-	const struct half_stats *u = &c->up.h.st, *d = &c->down.h.st;
+	const struct half *u = &c->up.h, *d = &c->down.h;
 	char smb[192];
 
 	log_info(
-		"conn %s -> %s end=%s%s%s%s dur=%.3fs "
+		"conn %s -> %s worker=%u end=%s%s%s%s dur=%.3fs "
 		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)%s",
-		c->cli_text, c->px->opt->backend.text, end_word[end],
+		c->cli_text, conn_opt(c)->backend.text, c->w->id, end_word[end],
 		why ? " (" : "", why ? why : "", why ? ")" : "",
-		ev_now(c->px->loop) - c->started,
+		ev_now(c->w->loop) - c->started,
 		(unsigned long long)(u->spliced + u->copied),
 		(unsigned long long)u->spliced, (unsigned long long)u->copied,
 		(unsigned long long)(d->spliced + d->copied),
 		(unsigned long long)d->spliced, (unsigned long long)d->copied,
 		conn_smb_text(c, smb, sizeof(smb)));
-}
-
-/**
- * conn_add_totals() - add a connection's counters to @t
- * @c:	the connection
- * @t:	the totals
- */
-static void conn_add_totals(const struct conn *c, struct totals *t)
-{
-	bool smb = c->px->opt->mode == MODE_SMB;
-
-	totals_add_dir(&t->dir[DIR_TO_SERVER], &c->up.h.st,
-		       smb ? &c->up.fr.st : NULL, c->srv.uncorks);
-	totals_add_dir(&t->dir[DIR_TO_CLIENT], &c->down.h.st,
-		       smb ? &c->down.fr.st : NULL, c->cli.uncorks);
-	t->opaque_conns += c->up.opaque_logged || c->down.opaque_logged;
-}
-
-/**
- * conn_sum_live() - add every open connection's counters to @t
- * @px:	the daemon
- * @t:	the totals, usually a copy of the closed connections' totals
- */
-void conn_sum_live(const struct proxy *px, struct totals *t)
-{
-	for (const struct conn *c = px->conns; c; c = c->next)
-		conn_add_totals(c, t);
 }
 
 /**
@@ -186,11 +199,10 @@ void conn_sum_live(const struct proxy *px, struct totals *t)
  */
 static void conn_end(struct conn *c, enum conn_end end, const char *why)
 {
-	struct proxy *px = c->px;
-	struct ev_loop *loop = px->loop;
+	struct worker *w = c->w;
+	struct ev_loop *loop = w->loop;
 
 	conn_log_end(c, end, why);
-	conn_add_totals(c, &px->closed);
 	ev_io_stop(loop, &c->up.rd);
 	ev_io_stop(loop, &c->up.wr);
 	ev_io_stop(loop, &c->down.rd);
@@ -211,10 +223,10 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		px->conns = c->next;
+		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	px->active--;
+	counter_sub(&w->active, 1);
 	free(c);
 }
 
@@ -235,6 +247,11 @@ static enum conn_end end_for_errno(int err)
  */
 static void dir_log_opaque(struct dir *d)
 {
+	struct conn *c = d->c;
+
+	/* One count per connection, whichever direction gives up first. */
+	if (!c->up.opaque_logged && !c->down.opaque_logged)
+		counter_add(&c->w->tot.opaque_conns, 1);
 	d->opaque_logged = true;
 	log_warn(
 		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
@@ -250,14 +267,14 @@ static void dir_log_opaque(struct dir *d)
 static void dir_run(struct dir *d)
 {
 	struct conn *c = d->c;
-	struct ev_loop *loop = c->px->loop;
+	struct ev_loop *loop = c->w->loop;
 	struct dir *other = d == &c->up ? &c->down : &c->up;
-	uint64_t moved = d->h.st.spliced + d->h.st.copied;
+	uint64_t moved = d->h.spliced + d->h.copied;
 	enum pump_status st = half_run(&d->h);
 
 	/* Only bytes count as activity: a wake-up that moves nothing must
 	 * not keep a stuck connection alive. */
-	if (d->h.st.spliced + d->h.st.copied != moved)
+	if (d->h.spliced + d->h.copied != moved)
 		c->last_active = ev_now(loop);
 	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
 		dir_log_opaque(d);
@@ -299,34 +316,63 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
- * on_timer() - connect timeout, or the idle timer's lazy check
+ * conn_rearm() - run the connection's timer @after seconds from now
+ * @c:		the connection
+ * @after:	seconds
+ */
+static void conn_rearm(struct conn *c, ev_tstamp after)
+{
+	ev_timer_stop(c->w->loop, &c->timer);
+	ev_timer_set(&c->timer, after, 0.);
+	ev_timer_start(c->w->loop, &c->timer);
+}
+
+static void conn_connect(struct conn *c);
+
+/**
+ * on_timer() - the current stage's timeout, or a connect retry is due
  * @loop:	the loop
  * @w:		&conn.timer
  * @revents:	unused
+ *
+ * The idle timeout is checked lazily: traffic only moves @last_active, and
+ * the timer, when it fires early, is set again for the time that is left.
  */
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
-	double idle = c->px->opt->idle_timeout;
+	const struct options *o = conn_opt(c);
 	ev_tstamp left;
 	char why[96];
 
 	(void)revents;
-	if (!c->connected) {
+	switch (c->state) {
+	case CS_HANDSHAKE:
+		snprintf(why, sizeof(why),
+			 "client sent nothing within %gs (--handshake-timeout)",
+			 o->handshake_timeout);
+		conn_end(c, END_TIMEOUT, why);
+		return;
+	case CS_CONNECTING:
+		if (c->srv.fd < 0 && ev_now(loop) < c->deadline) {
+			conn_connect(c); /* out of descriptors last time */
+			return;
+		}
 		snprintf(why, sizeof(why),
 			 "backend connect timed out after %gs",
-			 c->px->opt->connect_timeout);
+			 o->connect_timeout);
+		conn_end(c, END_TIMEOUT, why);
+		return;
+	case CS_OPEN:
+		left = c->last_active + o->idle_timeout - ev_now(loop);
+		if (left > 0) {
+			conn_rearm(c, left);
+			return;
+		}
+		snprintf(why, sizeof(why), "idle for %gs", o->idle_timeout);
 		conn_end(c, END_TIMEOUT, why);
 		return;
 	}
-	left = c->last_active + idle - ev_now(loop);
-	if (left > 0) {
-		ev_timer_set(w, left, 0.);
-		ev_timer_start(loop, w);
-		return;
-	}
-	snprintf(why, sizeof(why), "idle for %gs", idle);
-	conn_end(c, END_TIMEOUT, why);
 }
 
 /**
@@ -335,16 +381,17 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
  * @d:		&c->up or &c->down
  * @src:	socket it reads
  * @dst:	socket it writes
- * @buf:	its copy buffer
+ * @tot:	the worker's counters for this direction
  */
 static void dir_init(struct conn *c, struct dir *d, struct sock *src,
-		     struct sock *dst, char *buf)
+		     struct sock *dst, struct dir_totals *tot)
 {
-	const struct options *o = c->px->opt;
+	const struct options *o = conn_opt(c);
+	struct worker *w = c->w;
 
-	smb_framer_init(&d->fr, &o->th);
-	half_init(&d->h, src, dst, &c->px->pool, buf, o->buf_size, o->splice,
-		  o->mode == MODE_SMB ? &d->fr : NULL);
+	smb_framer_init(&d->fr, &o->th, &tot->smb);
+	half_init(&d->h, src, dst, &w->pipes, &w->bufs, o->splice,
+		  o->mode == MODE_SMB ? &d->fr : NULL, &tot->pump);
 	d->c = c;
 	d->done = false;
 	d->opaque_logged = false;
@@ -356,27 +403,26 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 /**
  * conn_start_forwarding() - the backend is connected: start both directions
  * @c:	the connection
+ *
+ * The client socket inherited TCP_NODELAY and SO_OOBINLINE from the
+ * listening socket; the backend socket gets them here.
  */
 static void conn_start_forwarding(struct conn *c)
 {
-	struct ev_loop *loop = c->px->loop;
-	double idle = c->px->opt->idle_timeout;
+	struct ev_loop *loop = c->w->loop;
+	double idle = conn_opt(c)->idle_timeout;
 
-	c->connected = true;
+	c->state = CS_OPEN;
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
-	sock_set_nodelay(c->cli.fd);
 	sock_set_nodelay(c->srv.fd);
-	sock_set_oobinline(c->cli.fd);
 	sock_set_oobinline(c->srv.fd);
-	dir_init(c, &c->up, &c->cli, &c->srv, c->bufs);
-	dir_init(c, &c->down, &c->srv, &c->cli, c->bufs + c->px->opt->buf_size);
+	dir_init(c, &c->up, &c->cli, &c->srv, &c->w->tot.dir[DIR_TO_SERVER]);
+	dir_init(c, &c->down, &c->srv, &c->cli, &c->w->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);
 	log_debug("conn %s: backend connected", c->cli_text);
-	if (idle > 0) {
-		ev_timer_set(&c->timer, idle, 0.);
-		ev_timer_start(loop, &c->timer);
-	}
+	if (idle > 0)
+		conn_rearm(c, idle);
 	ev_io_start(loop, &c->up.rd);
 	ev_io_start(loop, &c->down.rd);
 }
@@ -405,6 +451,89 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
+ * conn_connect() - start the backend connect, or wait for a descriptor
+ * @c:	the connection, in CS_CONNECTING with no backend socket yet
+ *
+ * Out of descriptors (EMFILE, ENFILE) is not the client's fault and is
+ * usually brief: the worker stops accepting for a moment, as it does when
+ * accept() itself runs out, and the connect is tried again until
+ * --connect-timeout is spent.
+ */
+static void conn_connect(struct conn *c)
+{
+	const struct endpoint *be = &conn_opt(c)->backend;
+	struct ev_loop *loop = c->w->loop;
+	char why[256];
+	int r, fd;
+
+	r = sock_connect_start((const struct sockaddr *)&be->addr, be->len,
+			       &fd);
+	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
+		listener_pause(c->w, errno);
+		conn_rearm(c, CONNECT_RETRY);
+		return;
+	}
+	if (r < 0) {
+		snprintf(why, sizeof(why), "backend %s: %s", be->text,
+			 strerror(errno));
+		conn_end(c, END_ERROR, why);
+		return;
+	}
+	c->srv.fd = fd;
+	if (r == 0) {
+		conn_start_forwarding(c);
+		return;
+	}
+	ev_io_init(&c->connect_w, on_connect, fd, EV_WRITE);
+	ev_io_start(loop, &c->connect_w);
+	conn_rearm(c, c->deadline - ev_now(loop));
+}
+
+/**
+ * conn_dial() - leave the handshake: start the backend connect
+ * @c:	the connection
+ */
+static void conn_dial(struct conn *c)
+{
+	ev_io_stop(c->w->loop, &c->connect_w);
+	c->state = CS_CONNECTING;
+	c->deadline = ev_now(c->w->loop) + conn_opt(c)->connect_timeout;
+	log_debug("conn %s: connecting to %s", c->cli_text,
+		  conn_opt(c)->backend.text);
+	conn_connect(c);
+}
+
+/**
+ * on_first_byte() - the client's socket became readable in the handshake
+ * @loop:	the loop
+ * @w:		&conn.connect_w, on the client socket
+ * @revents:	unused
+ *
+ * The bytes are only peeked at: they stay queued for the up direction.
+ * A client that closed without a byte never reaches the server.
+ */
+static void on_first_byte(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = w->data;
+	char byte;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	n = recv(c->cli.fd, &byte, 1, MSG_PEEK);
+	if (n > 0) {
+		conn_dial(c);
+		return;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == 0)
+		conn_end(c, END_FIN, "client closed before sending a byte");
+	else
+		conn_end(c, end_for_errno(errno), strerror(errno));
+}
+
+/**
  * conn_reject() - reset a client we cannot serve, with one log line
  * @cli_fd:	the client socket
  * @peer:	its address
@@ -422,76 +551,59 @@ static void conn_reject(int cli_fd, const struct sockaddr *peer,
 }
 
 /**
- * conn_open() - take a new client and start connecting to the backend
- * @px:		the daemon
+ * conn_open() - take a new client: wait for its first byte, or dial
+ * @w:		the worker that accepted it
  * @cli_fd:	the accepted, non-blocking client socket
  * @peer:	the client's address
  */
-void conn_open(struct proxy *px, int cli_fd, const struct sockaddr *peer)
+void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer)
 {
-	const struct options *o = px->opt;
+	const struct options *o = w->px->opt;
 	struct conn *c;
-	char why[256];
-	int r, fd = -1;
 
-	c = malloc(sizeof(*c) + 2 * o->buf_size);
+	c = calloc(1, sizeof(*c));
 	if (!c) {
 		conn_reject(cli_fd, peer, "out of memory");
 		return;
 	}
-	r = sock_connect_start((const struct sockaddr *)&o->backend.addr,
-			       o->backend.len, &fd);
-	if (r < 0) {
-		snprintf(
-			why, sizeof(why), "backend %s: %s%s", o->backend.text,
-			strerror(errno),
-			errno == EMFILE || errno == ENFILE
-				? " (raise the open-files limit, ulimit -n or LimitNOFILE=)"
-				: "");
-		free(c);
-		conn_reject(cli_fd, peer, why);
-		return;
-	}
-
-	memset(c, 0, sizeof(*c));
-	c->px = px;
+	c->w = w;
 	c->cli.fd = cli_fd;
-	c->srv.fd = fd;
-	c->started = ev_now(px->loop);
+	c->srv.fd = -1;
+	c->started = ev_now(w->loop);
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
-	ev_io_init(&c->connect_w, on_connect, fd, EV_WRITE);
-	c->connect_w.data = c;
-	ev_timer_init(&c->timer, on_timer, o->connect_timeout, 0.);
+	ev_timer_init(&c->timer, on_timer, 0., 0.);
 	c->timer.data = c;
 	/* Unused watchers must be initialised for conn_end() to stop them. */
+	ev_io_init(&c->connect_w, on_first_byte, cli_fd, EV_READ);
+	c->connect_w.data = c;
 	ev_io_init(&c->up.rd, on_io, cli_fd, EV_READ);
-	ev_io_init(&c->up.wr, on_io, fd, EV_WRITE);
-	ev_io_init(&c->down.rd, on_io, fd, EV_READ);
+	ev_io_init(&c->up.wr, on_io, cli_fd, EV_WRITE);
+	ev_io_init(&c->down.rd, on_io, cli_fd, EV_READ);
 	ev_io_init(&c->down.wr, on_io, cli_fd, EV_WRITE);
 
-	c->next = px->conns;
-	if (px->conns)
-		px->conns->prev = c;
-	px->conns = c;
-	px->active++;
-	px->total++;
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	counter_add(&w->active, 1);
+	counter_add(&w->accepted, 1);
 
-	log_debug("conn %s: accepted, connecting to %s", c->cli_text,
-		  o->backend.text);
-	if (r == 0) {
-		conn_start_forwarding(c);
+	log_debug("conn %s: accepted", c->cli_text);
+	if (o->mode != MODE_SMB) {
+		conn_dial(c);
 		return;
 	}
-	ev_io_start(px->loop, &c->connect_w);
-	ev_timer_start(px->loop, &c->timer);
+	c->state = CS_HANDSHAKE;
+	ev_io_start(w->loop, &c->connect_w);
+	conn_rearm(c, o->handshake_timeout);
 }
 
 /**
- * conn_close_all() - end every connection, for a clean stop
- * @px:	the daemon
+ * conn_close_all() - end every connection of a worker, for a clean stop
+ * @w:	the worker
  */
-void conn_close_all(struct proxy *px)
+void conn_close_all(struct worker *w)
 {
-	while (px->conns)
-		conn_end(px->conns, END_SHUTDOWN, NULL);
+	while (w->conns)
+		conn_end(w->conns, END_SHUTDOWN, NULL);
 }

@@ -4,11 +4,9 @@
 
 #include <sys/socket.h>
 
-#include "proxy.h"
-#include "stats.h"
+struct worker;
 
-void conn_open(struct proxy *px, int cli_fd, const struct sockaddr *peer);
-void conn_close_all(struct proxy *px);
-void conn_sum_live(const struct proxy *px, struct totals *t);
+void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer);
+void conn_close_all(struct worker *w);
 
 #endif /* SMBSPLICE_CONN_H */

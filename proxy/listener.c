@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* listener.c - accepting clients
  *
- * Theory of operation: the listening socket is level-triggered; each wake
+ * Theory of operation: every worker has a listening socket of its own,
+ * bound to the same address with SO_REUSEPORT, and the kernel spreads new
+ * connections over them; so workers never contend for an accept queue or
+ * hand connections to each other. The sockets are opened by the main
+ * thread before any worker runs, so a bad address fails the start, and
+ * each worker then watches its own.
+ *
+ * The backlog is as deep as the kernel allows (net.core.somaxconn), so
+ * that every client of a failed-over server can reconnect at once. The
+ * listening socket is level-triggered; each wake
  * accepts a bounded batch so that a flood of connects cannot starve the
  * connections already open. When accept() fails for lack of file
  * descriptors or memory, the pending connection stays in the backlog and
  * the socket stays readable, so retrying at once would spin at 100% CPU.
  * Instead accepting pauses for ACCEPT_PAUSE seconds, and says so in at most
- * one log line every ACCEPT_WARN_EVERY seconds.
+ * one log line every ACCEPT_WARN_EVERY seconds. Running out while opening a
+ * backend connection pauses accepting the same way (see conn.c).
  */
 #include "config.h"
 
@@ -20,6 +30,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "sock.h"
+#include "worker.h"
 
 #define ACCEPT_BATCH	  64
 #define ACCEPT_PAUSE	  0.1
@@ -38,22 +49,24 @@ bool accept_out_of_resources(int err)
 }
 
 /**
- * accept_pause() - stop accepting for a moment after running out of fds
- * @px:		the daemon
- * @err:	the errno that caused it
+ * listener_pause() - stop accepting for a moment after running out of fds
+ * @w:		the worker
+ * @err:	the errno that caused it, from accept() or from the socket()
+ *		of a backend connection
  */
-static void accept_pause(struct proxy *px, int err)
+void listener_pause(struct worker *w, int err)
 {
-	ev_tstamp now = ev_now(px->loop);
+	ev_tstamp now = ev_now(w->loop);
 
 	/* One line per ACCEPT_WARN_EVERY seconds, not one per pause. */
-	if (now - px->accept_warned >= ACCEPT_WARN_EVERY) {
-		px->accept_warned = now;
+	if (now - w->accept_warned >= ACCEPT_WARN_EVERY) {
+		w->accept_warned = now;
 		log_warn(
-			"accept: %s; pausing accepts for %gs (%lu connections open; raise ulimit -n or LimitNOFILE=)",
-			strerror(err), ACCEPT_PAUSE, px->active);
+			"out of file descriptors (%s); pausing accepts for %gs (worker %u has %llu connections open; raise ulimit -n or LimitNOFILE=)",
+			strerror(err), ACCEPT_PAUSE, w->id,
+			(unsigned long long)w->active);
 	}
-	accept_backoff(px->loop, &px->accept_pause);
+	accept_backoff(w->loop, &w->accept_pause);
 }
 
 /**
@@ -71,12 +84,12 @@ void accept_backoff(struct ev_loop *loop, ev_timer *t)
 /**
  * on_accept() - the listening socket is readable
  * @loop:	the loop
- * @w:		&proxy.accept_w
+ * @io:		&worker.accept_w
  * @revents:	unused
  */
-static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
-	struct proxy *px = w->data;
+	struct worker *w = io->data;
 	struct sockaddr_storage peer;
 	socklen_t len;
 	int i, fd;
@@ -85,16 +98,16 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	for (i = 0; i < ACCEPT_BATCH; i++) {
 		len = sizeof(peer);
-		fd = accept4(px->listen_fd, (struct sockaddr *)&peer, &len,
+		fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			conn_open(px, fd, (struct sockaddr *)&peer);
+			conn_open(w, fd, (struct sockaddr *)&peer);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (accept_out_of_resources(errno))
-			accept_pause(px, errno);
+			listener_pause(w, errno);
 		else if (errno != EAGAIN && errno != EWOULDBLOCK)
 			log_err("accept: %s", strerror(errno));
 		return;
@@ -125,37 +138,49 @@ void accept_pause_init(ev_timer *t, ev_io *w)
 }
 
 /**
- * listener_start() - open the listening socket and start accepting
- * @px:	the daemon, with @opt set
+ * listener_open() - open a worker's listening socket
+ * @w:	the worker, not running yet
  *
  * Return: 0, or -1 after logging why.
  */
-int listener_start(struct proxy *px)
+int listener_open(struct worker *w)
 {
-	const struct endpoint *ep = &px->opt->listen;
+	const struct endpoint *ep = &w->px->opt->listen;
 
-	px->listen_fd =
-		sock_listen((const struct sockaddr *)&ep->addr, ep->len);
-	if (px->listen_fd < 0) {
+	w->listen_fd =
+		sock_listen((const struct sockaddr *)&ep->addr, ep->len, true);
+	if (w->listen_fd < 0) {
 		log_err("cannot listen on %s: %s", ep->text, strerror(errno));
 		return -1;
 	}
-	ev_io_init(&px->accept_w, on_accept, px->listen_fd, EV_READ);
-	px->accept_w.data = px;
-	accept_pause_init(&px->accept_pause, &px->accept_w);
-	ev_io_start(px->loop, &px->accept_w);
+	/* Accepted sockets inherit both, so every client has them from its
+	 * first byte, before the backend is even dialled. */
+	sock_set_nodelay(w->listen_fd);
+	sock_set_oobinline(w->listen_fd);
+	ev_io_init(&w->accept_w, on_accept, w->listen_fd, EV_READ);
+	w->accept_w.data = w;
+	accept_pause_init(&w->accept_pause, &w->accept_w);
 	return 0;
 }
 
 /**
- * listener_stop() - stop accepting and close the listening socket
- * @px:	the daemon
+ * listener_start() - start accepting, from the worker's own thread
+ * @w:	the worker
  */
-void listener_stop(struct proxy *px)
+void listener_start(struct worker *w)
 {
-	ev_io_stop(px->loop, &px->accept_w);
-	ev_timer_stop(px->loop, &px->accept_pause);
-	if (px->listen_fd >= 0)
-		close(px->listen_fd);
-	px->listen_fd = -1;
+	ev_io_start(w->loop, &w->accept_w);
+}
+
+/**
+ * listener_stop() - stop accepting and close the listening socket
+ * @w:	the worker
+ */
+void listener_stop(struct worker *w)
+{
+	ev_io_stop(w->loop, &w->accept_w);
+	ev_timer_stop(w->loop, &w->accept_pause);
+	if (w->listen_fd >= 0)
+		close(w->listen_fd);
+	w->listen_fd = -1;
 }

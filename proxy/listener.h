@@ -5,6 +5,12 @@
 #include <ev.h>
 #include <stdbool.h>
 
+struct worker;
+
+int listener_open(struct worker *w);
+void listener_start(struct worker *w);
+void listener_stop(struct worker *w);
+void listener_pause(struct worker *w, int err);
 bool accept_out_of_resources(int err);
 void accept_pause_init(ev_timer *t, ev_io *w);
 void accept_backoff(struct ev_loop *loop, ev_timer *t);

@@ -16,18 +16,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "listener.h"
 #include "log.h"
 #include "proxy.h"
 #include "sock.h"
+#include "worker.h"
 
 #define SCRAPE_TIMEOUT 5.0
 #define REQUEST_MAX    2048
 
 /**
  * struct scrape - one HTTP request being served
- * @px:		the daemon
+ * @px:		the process
  * @fd:		the client socket
  * @io:		its watcher: readable while reading, writable while writing
  * @timer:	gives up on slow or silent clients
@@ -63,27 +63,34 @@ static void scrape_end(struct scrape *s)
 
 /**
  * render_metrics() - the metrics page body
- * @px:		the daemon
+ * @px:		the process
  * @len:	its length
  *
  * Return: a malloc()ed buffer, or NULL if memory ran out.
  */
 static char *render_metrics(struct proxy *px, size_t *len)
 {
-	struct totals t = px->closed;
+	struct totals t = { 0 };
+	struct gauges g = { 0 };
+	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
 	char *body = NULL;
 	FILE *out;
 
-	conn_sum_live(px, &t);
+	if (!accepted)
+		return NULL;
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_report(&px->workers[i], &t, &g, &accepted[i]);
+	g.pipes_open = pool_budget_open(&px->pipe_budget);
 	out = open_memstream(&body, len);
-	if (!out)
-		return NULL;
-	totals_write_prometheus(out, &t, px->active, px->total, px->pool.open,
-				px->pool.lent, px->pool.denied);
-	if (fclose(out)) {
-		free(body);
-		return NULL;
+	if (out) {
+		totals_write_prometheus(out, &t, &g);
+		workers_write_prometheus(out, accepted, px->nworkers);
+		if (fclose(out)) {
+			free(body);
+			body = NULL;
+		}
 	}
+	free(accepted);
 	return body;
 }
 
@@ -242,7 +249,7 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 
 /**
  * metrics_start() - listen on --stats, if given
- * @px:	the daemon
+ * @px:	the process
  *
  * Return: 0, or -1 after logging why.
  */
@@ -254,7 +261,7 @@ int metrics_start(struct proxy *px)
 	if (!ep->len)
 		return 0;
 	px->metrics_fd =
-		sock_listen((const struct sockaddr *)&ep->addr, ep->len);
+		sock_listen((const struct sockaddr *)&ep->addr, ep->len, false);
 	if (px->metrics_fd < 0) {
 		log_err("cannot listen for --stats on %s: %s", ep->text,
 			strerror(errno));
@@ -269,7 +276,7 @@ int metrics_start(struct proxy *px)
 
 /**
  * metrics_stop() - stop serving metrics
- * @px:	the daemon
+ * @px:	the process
  *
  * Scrapes in progress are left to finish or time out; the loop is about
  * to end anyway.

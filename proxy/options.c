@@ -54,6 +54,30 @@ int parse_size(const char *s, size_t *out)
 }
 
 /**
+ * parse_count() - parse a whole number in a range
+ * @s:		decimal digits, nothing else
+ * @min:	smallest allowed
+ * @max:	largest allowed
+ * @out:	the parsed count
+ *
+ * Return: 0 on success, -1 if @s is not a number in [@min, @max].
+ */
+int parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/**
  * parse_seconds() - parse a non-negative number of seconds
  * @s:		text such as "5" or "0.25"
  * @out:	the parsed value
@@ -200,6 +224,9 @@ void options_usage(FILE *f)
 		"                             large messages from this size (default off);\n"
 		"                             'off' never splices that class\n"
 		"      --stats HOST:PORT      serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		"      --workers N            event loop threads (default: one per usable CPU)\n"
+		"      --handshake-timeout SEC smb mode: time a client has to send its first\n"
+		"                             byte; the backend is dialled only then (default %g)\n"
 		"      --connect-timeout SEC  backend connect timeout (default %g)\n"
 		"      --idle-timeout SEC     close connections idle this long, 0 = never\n"
 		"                             (default %g)\n"
@@ -210,8 +237,8 @@ void options_usage(FILE *f)
 		"Sizes take K or M suffixes (binary). Logs go to standard error.\n",
 		OPT_DEFAULT_PIPE_SIZE >> 10, OPT_DEFAULT_MAX_PIPES,
 		OPT_DEFAULT_BUF_SIZE >> 10, OPT_DEFAULT_THRESHOLD >> 10,
-		OPT_DEFAULT_THRESHOLD >> 10, OPT_DEFAULT_CONNECT_TMO,
-		OPT_DEFAULT_IDLE_TMO);
+		OPT_DEFAULT_THRESHOLD >> 10, OPT_DEFAULT_HANDSHAKE_TMO,
+		OPT_DEFAULT_CONNECT_TMO, OPT_DEFAULT_IDLE_TMO);
 }
 
 enum {
@@ -225,6 +252,8 @@ enum {
 	OPT_WRITE_TH,
 	OPT_OTHER_TH,
 	OPT_STATS,
+	OPT_WORKERS,
+	OPT_HANDSHAKE_TMO,
 };
 
 _Static_assert(OPT_WRITE_TH - OPT_READ_TH == SMB_CLASS_WRITE &&
@@ -245,6 +274,8 @@ static const struct option long_opts[] = {
 	{ "write-threshold", required_argument, NULL, OPT_WRITE_TH },
 	{ "other-threshold", required_argument, NULL, OPT_OTHER_TH },
 	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TMO },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -262,6 +293,7 @@ static void options_defaults(struct options *o)
 	o->pipe_size = OPT_DEFAULT_PIPE_SIZE;
 	o->max_pipes = OPT_DEFAULT_MAX_PIPES;
 	o->buf_size = OPT_DEFAULT_BUF_SIZE;
+	o->handshake_timeout = OPT_DEFAULT_HANDSHAKE_TMO;
 	o->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	o->idle_timeout = OPT_DEFAULT_IDLE_TMO;
 	o->splice = true;
@@ -339,10 +371,9 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 		o->buf_size = sz;
 		return OPT_OK;
 	case OPT_MAX_PIPES:
-		if (parse_size(arg, &sz) || sz > 1000000)
+		if (parse_count(arg, 1, 1000000, &o->max_pipes))
 			return bad(err, errlen, "max-pipes", arg,
 				   "expected a count from 1 to 1000000");
-		o->max_pipes = (unsigned)sz;
 		return OPT_OK;
 	case OPT_NO_SPLICE:
 		o->splice = false;
@@ -353,6 +384,12 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 			return bad(
 				err, errlen, "connect-timeout", arg,
 				"expected seconds greater than 0, e.g. 5 or 0.5");
+		return OPT_OK;
+	case OPT_HANDSHAKE_TMO:
+		if (parse_seconds(arg, &o->handshake_timeout) ||
+		    o->handshake_timeout <= 0)
+			return bad(err, errlen, "handshake-timeout", arg,
+				   "expected seconds greater than 0, e.g. 30");
 		return OPT_OK;
 	case OPT_IDLE_TMO:
 		if (parse_seconds(arg, &o->idle_timeout))
@@ -377,6 +414,11 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 			return bad(
 				err, errlen, "stats", arg,
 				"expected HOST:PORT or [IPV6]:PORT that resolves");
+		return OPT_OK;
+	case OPT_WORKERS:
+		if (parse_count(arg, 1, OPT_MAX_WORKERS, &o->workers))
+			return bad(err, errlen, "workers", arg,
+				   "expected a count from 1 to 1024");
 		return OPT_OK;
 	case 'v':
 		o->verbose++;

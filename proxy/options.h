@@ -35,12 +35,14 @@ struct endpoint {
  * @pipe_size:		bytes per splice pipe (F_SETPIPE_SZ)
  * @max_pipes:		cap on open pipes across all connections
  * @buf_size:		bytes of copy buffer per direction
+ * @handshake_timeout:	smb mode: seconds a client has to send its first byte
  * @connect_timeout:	seconds to wait for the backend to accept
  * @idle_timeout:	seconds without traffic before a connection is
  *			closed, 0 for never
  * @splice:		false to force the copy pump everywhere
  * @th:			smb mode: smallest payload per class to splice
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
+ * @workers:		event loop threads; 0 for one per usable CPU
  * @verbose:		log level: 0 connections and errors, 1+ debug
  */
 struct options {
@@ -50,20 +52,24 @@ struct options {
 	size_t pipe_size;
 	unsigned max_pipes;
 	size_t buf_size;
+	double handshake_timeout;
 	double connect_timeout;
 	double idle_timeout;
 	bool splice;
 	struct smb_thresholds th;
 	struct endpoint stats;
+	unsigned workers;
 	int verbose;
 };
 
-#define OPT_DEFAULT_PIPE_SIZE	(1024u << 10)
-#define OPT_DEFAULT_MAX_PIPES	1024u
-#define OPT_DEFAULT_BUF_SIZE	(64u << 10)
-#define OPT_DEFAULT_CONNECT_TMO 5.0
-#define OPT_DEFAULT_IDLE_TMO	3600.0
-#define OPT_DEFAULT_THRESHOLD	(1024u << 10)
+#define OPT_DEFAULT_PIPE_SIZE	  (1024u << 10)
+#define OPT_DEFAULT_MAX_PIPES	  1024u
+#define OPT_DEFAULT_BUF_SIZE	  (64u << 10)
+#define OPT_DEFAULT_CONNECT_TMO	  5.0
+#define OPT_DEFAULT_HANDSHAKE_TMO 30.0
+#define OPT_DEFAULT_IDLE_TMO	  3600.0
+#define OPT_DEFAULT_THRESHOLD	  (1024u << 10)
+#define OPT_MAX_WORKERS		  1024u
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
@@ -72,6 +78,7 @@ enum opt_result {
 };
 
 int parse_size(const char *s, size_t *out);
+int parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
 int parse_seconds(const char *s, double *out);
 int parse_threshold(const char *s, uint32_t *out);
 int parse_endpoint(const char *s, struct endpoint *ep, bool passive);

@@ -3,6 +3,7 @@
 #define SMBSPLICE_PIPEPOOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /**
  * struct pipe_slot - one pipe, either lent to a direction or free
@@ -18,28 +19,46 @@ struct pipe_slot {
 };
 
 /**
- * struct pipe_pool - a capped set of splice pipes shared by all connections
+ * struct pipe_budget - the process-wide cap on open pipes
+ * @max:	--max-pipes
+ * @open:	pipes open now, in every pool (atomic)
+ *
+ * Shared by the pools of all worker threads, so that --max-pipes holds
+ * for the whole process.
+ */
+struct pipe_budget {
+	unsigned max;
+	unsigned open;
+};
+
+/**
+ * struct pipe_pool - one worker's splice pipes
+ * @budget:	the process-wide cap this pool draws on
  * @free:	empty pipes ready to lend, most recently returned first
  * @size:	requested size of every pipe
- * @max:	cap on open pipes (lent + free)
- * @open:	pipes open now
- * @lent:	pipes lent out now
- * @created:	pipes ever created
- * @denied:	requests refused because @max was reached or pipe2() failed
+ * @low:	fewest free pipes since the last trim
+ * @nfree:	free pipes now (a gauge any thread may read)
+ * @lent:	pipes lent out now (a gauge any thread may read)
+ * @created:	pipes ever created (a counter any thread may read)
+ * @denied:	requests refused because the budget was spent or pipe2()
+ *		failed (a counter any thread may read)
  * @size_warned: a smaller-than-requested pipe was already reported
  */
 struct pipe_pool {
+	struct pipe_budget *budget;
 	struct pipe_slot *free;
 	size_t size;
-	unsigned max, open, lent;
-	unsigned long created, denied;
+	uint64_t low;
+	uint64_t nfree, lent, created, denied;
 	int size_warned;
 };
 
-void pool_init(struct pipe_pool *p, unsigned max, size_t size);
+void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size);
 struct pipe_slot *pool_get(struct pipe_pool *p);
 void pool_put(struct pipe_pool *p, struct pipe_slot *s);
 void pool_drop(struct pipe_pool *p, struct pipe_slot *s);
+unsigned pool_trim(struct pipe_pool *p);
 void pool_destroy(struct pipe_pool *p);
+unsigned pool_budget_open(const struct pipe_budget *b);
 
 #endif /* SMBSPLICE_PIPEPOOL_H */

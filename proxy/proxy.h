@@ -7,48 +7,38 @@
 
 #include "options.h"
 #include "pipepool.h"
-#include "stats.h"
 
-struct conn;
+struct worker;
 
 /**
- * struct proxy - the daemon's state, one per process
- * @loop:		the libev loop
- * @opt:		parsed command line
- * @pool:		splice pipes shared by all connections
- * @listen_fd:		the listening socket
- * @accept_w:		readable watcher on @listen_fd
- * @accept_pause:	restarts @accept_w after accept() ran out of fds
- * @accept_warned:	when the last accept pause was logged
+ * struct proxy - the process: its workers and the main thread's duties
+ * @loop:		the main thread's loop (libev's default loop, which
+ *			alone may watch signals)
+ * @opt:		parsed command line, read-only once workers run
+ * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
+ * @workers:		the worker threads
+ * @nworkers:		how many
  * @sigint_w:		SIGINT: stop cleanly
  * @sigterm_w:		SIGTERM: stop cleanly
- * @conns:		live connections, newest first
- * @active:		connections open now
- * @total:		connections ever accepted
- * @closed:		counters of the connections that have ended
  * @metrics_fd:		the --stats listening socket, -1 if none
  * @metrics_w:		readable watcher on @metrics_fd
  * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
+ *
+ * The main thread forwards nothing. It watches signals, serves /metrics
+ * by reading every worker's counters, and tells the workers when to stop.
  */
 struct proxy {
 	struct ev_loop *loop;
 	const struct options *opt;
-	struct pipe_pool pool;
-	int listen_fd;
-	ev_io accept_w;
-	ev_timer accept_pause;
-	ev_tstamp accept_warned;
+	struct pipe_budget pipe_budget;
+	struct worker *workers;
+	unsigned nworkers;
 	ev_signal sigint_w, sigterm_w;
-	struct conn *conns;
-	unsigned long active, total;
-	struct totals closed;
 	int metrics_fd;
 	ev_io metrics_w;
 	ev_timer metrics_pause;
 };
 
-int listener_start(struct proxy *px);
-void listener_stop(struct proxy *px);
 int metrics_start(struct proxy *px);
 void metrics_stop(struct proxy *px);
 

@@ -21,6 +21,10 @@
  * Without a framer (tcp mode, or after the framer gave up on a stream that
  * is not SMB) the flow policy decides from read sizes (see policy.c).
  *
+ * Buffers and pipes are borrowed from the thread's pools for the bytes in
+ * flight and given back the moment they are written, so a direction that
+ * waits to read holds neither.
+ *
  * Cork: the destination's @corked flag records whether the last write
  * carried MORE. When the source runs dry, sock_uncork() pushes whatever MORE
  * left waiting, so no tail waits for the kernel's 200 ms timer. End of
@@ -36,6 +40,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include "counter.h"
 #include "pump.h"
 
 enum io_res {
@@ -50,25 +55,36 @@ enum io_res {
  * @h:		the direction
  * @src:	socket it reads
  * @dst:	socket it writes
- * @pool:	where splice pipes come from
- * @buf:	copy buffer, owned by the caller
- * @buf_cap:	its size
+ * @pipes:	where splice pipes come from
+ * @bufs:	where copy buffers come from
  * @splice_ok:	false to use the copy pump only
  * @fr:		SMB framer for this direction, or NULL for opaque forwarding
+ * @tot:	the thread's counters for this direction
  */
 void half_init(struct half *h, struct sock *src, struct sock *dst,
-	       struct pipe_pool *pool, char *buf, size_t buf_cap,
-	       bool splice_ok, struct smb_framer *fr)
+	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
+	       struct smb_framer *fr, struct half_stats *tot)
 {
 	*h = (struct half){
 		.src = src,
 		.dst = dst,
-		.pool = pool,
-		.buf = buf,
-		.buf_cap = buf_cap,
+		.pipes = pipes,
+		.bufs = bufs,
 		.fr = fr,
 		.policy = { .splice_ok = splice_ok },
+		.tot = tot,
 	};
+}
+
+/**
+ * buf_return() - give the copy buffer back to the pool
+ * @h:	the direction, holding a buffer with nothing pending
+ */
+static void buf_return(struct half *h)
+{
+	bufpool_put(h->bufs, h->buf);
+	h->buf = NULL;
+	h->buf_off = h->buf_len = 0;
 }
 
 /**
@@ -160,21 +176,24 @@ static enum io_res flush_buf(struct half *h)
 	int flags = MSG_NOSIGNAL | (h->more ? MSG_MORE : 0);
 	ssize_t n;
 
+	if (!h->buf)
+		return IO_DONE;
 	while (h->buf_off < h->buf_len) {
 		n = send(h->dst->fd, h->buf + h->buf_off,
 			 h->buf_len - h->buf_off, flags);
-		h->st.copy_calls++;
+		counter_add(&h->tot->copy_calls, 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return io_fail(h);
 		}
 		h->buf_off += (size_t)n;
-		h->st.copied += (uint64_t)n;
-		h->st.more_writes += h->more;
+		h->copied += (uint64_t)n;
+		counter_add(&h->tot->copied, (uint64_t)n);
+		counter_add(&h->tot->more_writes, h->more);
 		h->dst->corked = h->more;
 	}
-	h->buf_off = h->buf_len = 0;
+	buf_return(h);
 	return IO_DONE;
 }
 
@@ -196,7 +215,7 @@ static enum io_res flush_pipe(struct half *h)
 	while (h->in_pipe) {
 		n = splice(h->pipe->rd, NULL, h->dst->fd, NULL, h->in_pipe,
 			   flags);
-		h->st.splice_calls++;
+		counter_add(&h->tot->splice_calls, 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -207,11 +226,12 @@ static enum io_res flush_pipe(struct half *h)
 			return IO_ERR;
 		}
 		h->in_pipe -= (size_t)n;
-		h->st.spliced += (uint64_t)n;
-		h->st.more_writes += h->more;
+		h->spliced += (uint64_t)n;
+		counter_add(&h->tot->spliced, (uint64_t)n);
+		counter_add(&h->tot->more_writes, h->more);
 		h->dst->corked = h->more;
 	}
-	pool_put(h->pool, h->pipe);
+	pool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	return IO_DONE;
 }
@@ -221,15 +241,21 @@ static enum io_res flush_pipe(struct half *h)
  * @h:	the direction, with an empty buffer
  *
  * In smb mode the framer may bound the read, so that a payload it expects
- * to splice is not swallowed with its header.
+ * to splice is not swallowed with its header. The buffer is borrowed for
+ * the read and goes straight back if the read brings nothing.
  *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
 static enum io_res fill_copy(struct half *h)
 {
-	size_t asked = h->buf_cap, limit;
+	size_t asked = h->bufs->size, limit;
 	ssize_t n;
 
+	h->buf = bufpool_get(h->bufs);
+	if (!h->buf) {
+		h->err = ENOMEM;
+		return IO_ERR;
+	}
 	if (framed(h) && h->policy.splice_ok) {
 		limit = smb_framer_copy_limit(h->fr);
 		if (limit < asked)
@@ -237,12 +263,12 @@ static enum io_res fill_copy(struct half *h)
 	}
 	do {
 		n = recv(h->src->fd, h->buf, asked, 0);
-		h->st.copy_calls++;
+		counter_add(&h->tot->copy_calls, 1);
 	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return io_fail(h);
-	if (n == 0)
-		return IO_EOF;
+	if (n <= 0) {
+		buf_return(h);
+		return n == 0 ? IO_EOF : io_fail(h);
+	}
 	h->buf_len = (size_t)n;
 	h->drained = (size_t)n < asked;
 	note_read(h, PUMP_COPY, (size_t)n, asked);
@@ -272,18 +298,18 @@ static enum io_res fill_splice(struct half *h, size_t limit, bool first)
 	size_t asked;
 	ssize_t n;
 
-	h->pipe = pool_get(h->pool);
+	h->pipe = pool_get(h->pipes);
 	if (!h->pipe)
 		return fill_copy(h);
 	asked = h->pipe->cap < limit ? h->pipe->cap : limit;
 	do {
 		n = splice(h->src->fd, NULL, h->pipe->wr, NULL, asked,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		h->st.splice_calls++;
+		counter_add(&h->tot->splice_calls, 1);
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		r = n == 0 ? IO_EOF : io_fail(h);
-		pool_put(h->pool, h->pipe);
+		pool_put(h->pipes, h->pipe);
 		h->pipe = NULL;
 		if (r == IO_EOF || (r == IO_BLOCKED && first))
 			return fill_copy(h);
@@ -320,6 +346,7 @@ static enum pump_status half_finish(struct half *h)
  */
 static enum pump_status wait_read(struct half *h)
 {
+	counter_add(&h->tot->uncorks, h->dst->corked);
 	if (sock_uncork(h->dst)) {
 		h->err = errno;
 		return PUMP_DST_ERR;
@@ -387,20 +414,23 @@ bool half_pending(const struct half *h)
 }
 
 /**
- * half_release() - give back the direction's pipe, if it holds one
+ * half_release() - give back the direction's pipe and buffer, if it holds any
  * @h:	the direction, about to be freed
  *
  * A pipe that still holds bytes is closed rather than pooled: those bytes
- * belong to this connection and must never reach another.
+ * belong to this connection and must never reach another. A buffer's
+ * unsent bytes are simply forgotten when it is reused.
  */
 void half_release(struct half *h)
 {
+	if (h->buf)
+		buf_return(h);
 	if (!h->pipe)
 		return;
 	if (h->in_pipe)
-		pool_drop(h->pool, h->pipe);
+		pool_drop(h->pipes, h->pipe);
 	else
-		pool_put(h->pool, h->pipe);
+		pool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	h->in_pipe = 0;
 }

@@ -6,33 +6,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bufpool.h"
 #include "framer.h"
 #include "pipepool.h"
 #include "policy.h"
 #include "sock.h"
 
 /**
- * struct half_stats - what one direction moved, and how
+ * struct half_stats - what one direction moved, and how, summed over the
+ *		       connections of one thread (see counter.h)
  * @spliced:		bytes that went socket -> pipe -> socket
  * @copied:		bytes that went through the copy buffer
  * @splice_calls:	splice() calls made (both legs)
  * @copy_calls:		recv() and send() calls made
  * @more_writes:	writes that carried MORE (MSG_MORE, SPLICE_F_MORE)
+ * @uncorks:		setsockopt(TCP_CORK, 0) calls on the destination
  */
 struct half_stats {
 	uint64_t spliced, copied;
 	uint64_t splice_calls, copy_calls;
 	uint64_t more_writes;
+	uint64_t uncorks;
 };
 
 /**
  * struct half - one direction of a connection: bytes from @src to @dst
  * @src:	socket read from
  * @dst:	socket written to
- * @pool:	where pipes are borrowed
+ * @pipes:	where pipes are borrowed
+ * @bufs:	where copy buffers are borrowed
  * @pipe:	pipe lent for the splice in flight, NULL when none
  * @in_pipe:	bytes in @pipe not yet written to @dst
- * @buf:	copy buffer, @buf_cap bytes
+ * @buf:	copy buffer lent for the bytes in flight, NULL when none
  * @buf_off:	first byte of @buf not yet written to @dst
  * @buf_len:	bytes in @buf
  * @more:	the pending bytes are to be written with MORE
@@ -44,25 +49,30 @@ struct half_stats {
  * @fr:		SMB framer in smb mode, NULL in tcp mode; once it turns
  *		opaque, @policy chooses instead
  * @policy:	pump choice for unframed bytes
- * @st:		counters
+ * @spliced:	bytes this direction spliced, for the connection's log line
+ * @copied:	bytes this direction copied, likewise
+ * @tot:	the thread's counters for this direction
  *
  * At most one of @in_pipe and @buf_len - @buf_off is non-zero: pending bytes
  * are written before anything new is read, which keeps order across the two
- * pumps without any bookkeeping.
+ * pumps without any bookkeeping. A pipe or buffer is held only while it
+ * holds bytes, so a direction waiting to read holds neither.
  */
 struct half {
 	struct sock *src, *dst;
-	struct pipe_pool *pool;
+	struct pipe_pool *pipes;
+	struct buf_pool *bufs;
 	struct pipe_slot *pipe;
 	size_t in_pipe;
 	char *buf;
-	size_t buf_cap, buf_off, buf_len;
+	size_t buf_off, buf_len;
 	bool more, drained;
 	bool src_eof, dst_shut;
 	int err;
 	struct smb_framer *fr;
 	struct flow_policy policy;
-	struct half_stats st;
+	uint64_t spliced, copied;
+	struct half_stats *tot;
 };
 
 enum pump_status {
@@ -78,8 +88,8 @@ enum pump_status {
 #define PUMP_BUDGET 16
 
 void half_init(struct half *h, struct sock *src, struct sock *dst,
-	       struct pipe_pool *pool, char *buf, size_t buf_cap,
-	       bool splice_ok, struct smb_framer *fr);
+	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
+	       struct smb_framer *fr, struct half_stats *tot);
 enum pump_status half_run(struct half *h);
 void half_release(struct half *h);
 bool half_pending(const struct half *h);

@@ -83,18 +83,24 @@ int sock_uncork(struct sock *s)
 	if (!s->corked)
 		return 0;
 	s->corked = false;
-	s->uncorks++;
 	return setsockopt(s->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
 }
+
+/* Deeper than any kernel allows: listen() clamps it to net.core.somaxconn,
+ * so an administrator who raises that sysctl gets the deeper queue. */
+#define LISTEN_BACKLOG 65535
 
 /**
  * sock_listen() - open a non-blocking listening socket
  * @sa:		address to bind
  * @len:	its length
+ * @reuseport:	share the address with other sockets of this user
+ *		(SO_REUSEPORT): one per worker, and a new smbsplice
+ *		starting while an old one drains
  *
  * Return: the socket, or -1 with errno set.
  */
-int sock_listen(const struct sockaddr *sa, socklen_t len)
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport)
 {
 	int fd, one = 1, err;
 
@@ -103,15 +109,19 @@ int sock_listen(const struct sockaddr *sa, socklen_t len)
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
 	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, sa, len) || listen(fd, 1024)) {
-		err = errno;
-		close(fd);
-		errno = err;
-		return -1;
-	}
+	if (bind(fd, sa, len) || listen(fd, LISTEN_BACKLOG))
+		goto fail;
 	return fd;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
 }
 
 /**

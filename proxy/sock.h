@@ -14,19 +14,17 @@
  *		them before the forwarder goes idle on this socket. Set by
  *		every write that carried MORE, cleared by every write without
  *		it and by sock_uncork().
- * @uncorks:	setsockopt(TCP_CORK, 0) calls made on this socket
  */
 struct sock {
 	int fd;
 	bool corked;
-	unsigned long uncorks;
 };
 
 int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
-int sock_listen(const struct sockaddr *sa, socklen_t len);
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport);
 int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd);
 int sock_connect_result(int fd);
 void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);

@@ -1,38 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* stats.c - summing counters and writing them as Prometheus text
  *
- * Theory of operation: the hot path never touches a shared counter. Each
- * direction counts into its own struct half_stats and struct smb_dir_stats;
- * a connection's counters are added to the daemon's totals when it ends,
- * and a scrape adds the live connections' counters on top. A scrape costs a
- * walk over the open connections, and forwarding costs nothing extra.
+ * Theory of operation: the hot path never touches a counter another thread
+ * writes. Each worker counts what its connections move into its own
+ * struct totals, at once, with counter_add(): a plain add, made safe to
+ * read from another thread (counter.h). A scrape sums the workers' totals
+ * with totals_add() and writes them out; it never walks the connections,
+ * and forwarding costs nothing extra for it.
  */
 #include "config.h"
 
 #include <stddef.h>
 
+#include "counter.h"
 #include "stats.h"
 
 static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
 
 /**
- * totals_add_dir() - add one direction's counters to a total
- * @t:		the total
- * @pump:	the direction's pump counters
- * @smb:	its framer's counters, or NULL in tcp mode
- * @uncorks:	uncork calls on its destination socket
+ * totals_add() - add a worker's counters to a sum
+ * @sum:	the sum, owned by the caller
+ * @t:		the worker's counters, which it may be adding to right now
  */
-void totals_add_dir(struct dir_totals *t, const struct half_stats *pump,
-		    const struct smb_dir_stats *smb, uint64_t uncorks)
+void totals_add(struct totals *sum, const struct totals *t)
 {
-	t->pump.spliced += pump->spliced;
-	t->pump.copied += pump->copied;
-	t->pump.splice_calls += pump->splice_calls;
-	t->pump.copy_calls += pump->copy_calls;
-	t->pump.more_writes += pump->more_writes;
-	t->uncorks += uncorks;
-	if (smb)
-		smb_dir_stats_add(&t->smb, smb);
+	_Static_assert(sizeof(*t) % sizeof(uint64_t) == 0,
+		       "struct totals holds only uint64_t counters");
+	const uint64_t *from = (const uint64_t *)t;
+	uint64_t *to = (uint64_t *)sum;
+
+	for (size_t i = 0; i < sizeof(*t) / sizeof(uint64_t); i++)
+		to[i] += counter_read(&from[i]);
 }
 
 /**
@@ -197,7 +195,7 @@ static const struct {
 	  offsetof(struct dir_totals, pump.more_writes) },
 	{ "smbsplice_uncork_calls_total",
 	  "setsockopt(TCP_CORK, 0) calls that pushed bytes a MORE write held back.",
-	  offsetof(struct dir_totals, uncorks) },
+	  offsetof(struct dir_totals, pump.uncorks) },
 	{ "smbsplice_read_interim_total",
 	  "Interim (STATUS_PENDING) READ responses.",
 	  offsetof(struct dir_totals, smb.interim) },
@@ -207,18 +205,12 @@ static const struct {
 
 /**
  * totals_write_prometheus() - the /metrics page
- * @out:		where to write
- * @t:			counters of closed and live connections
- * @active:		connections open now
- * @total:		connections accepted since start
- * @pipes_open:		pipes open now
- * @pipes_lent:		pipes lent to a direction now
- * @pipes_denied:	times no pipe could be had and the copy pump served
+ * @out:	where to write
+ * @t:		counters, summed over the workers
+ * @g:		gauges, likewise
  */
 void totals_write_prometheus(FILE *out, const struct totals *t,
-			     unsigned long active, unsigned long total,
-			     unsigned pipes_open, unsigned pipes_lent,
-			     unsigned long pipes_denied)
+			     const struct gauges *g)
 {
 	write_bytes(out, t);
 	for (size_t i = 0; i < sizeof(per_dir) / sizeof(per_dir[0]); i++)
@@ -228,19 +220,40 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 	write_frames(out, t);
 	write_payloads(out, t);
 	write_scalar(out, "smbsplice_connections_active", "gauge",
-		     "Connections open now.", active);
+		     "Connections open now.", g->active);
 	write_scalar(out, "smbsplice_connections_total", "counter",
-		     "Connections accepted since start.", total);
+		     "Connections accepted since start.", g->total);
 	write_scalar(
 		out, "smbsplice_opaque_fallbacks_total", "counter",
 		"Connections whose SMB parsing gave up; they were forwarded opaque.",
 		t->opaque_conns);
 	write_scalar(out, "smbsplice_pipes_open", "gauge", "Splice pipes open.",
-		     pipes_open);
+		     g->pipes_open);
 	write_scalar(out, "smbsplice_pipes_lent", "gauge",
-		     "Splice pipes holding a splice in flight.", pipes_lent);
+		     "Splice pipes holding a splice in flight.", g->pipes_lent);
 	write_scalar(
 		out, "smbsplice_pipe_denied_total", "counter",
 		"Times no pipe was free (--max-pipes) and the copy pump served.",
-		pipes_denied);
+		g->pipes_denied);
+	write_scalar(out, "smbsplice_buffers_lent", "gauge",
+		     "Copy buffers holding bytes in flight.", g->bufs_lent);
+	write_scalar(out, "smbsplice_buffers_free", "gauge",
+		     "Copy buffers kept for reuse.", g->bufs_free);
+}
+
+/**
+ * workers_write_prometheus() - connections accepted by each worker
+ * @out:	where to write
+ * @accepted:	per worker
+ * @n:		how many workers
+ */
+void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_worker_connections_total", "counter",
+		"Connections accepted by each worker: how the kernel spread them.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
+			i, (unsigned long long)accepted[i]);
 }

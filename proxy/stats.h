@@ -18,29 +18,44 @@ enum dir_index {
  * struct dir_totals - counters of one direction, summed over connections
  * @pump:	bytes and calls per pump
  * @smb:	what the framer saw (smb mode)
- * @uncorks:	setsockopt(TCP_CORK, 0) calls on this direction's destination
  */
 struct dir_totals {
 	struct half_stats pump;
 	struct smb_dir_stats smb;
-	uint64_t uncorks;
 };
 
 /**
- * struct totals - everything /metrics reports
+ * struct totals - the counters one worker adds to and /metrics sums
  * @dir:		per direction
  * @opaque_conns:	connections on which a framer gave up parsing
+ *
+ * Only uint64_t counters, each written by one thread alone (counter.h):
+ * totals_add() relies on both.
  */
 struct totals {
 	struct dir_totals dir[DIR_COUNT];
 	uint64_t opaque_conns;
 };
 
-void totals_add_dir(struct dir_totals *t, const struct half_stats *pump,
-		    const struct smb_dir_stats *smb, uint64_t uncorks);
+/**
+ * struct gauges - the process's state now, for /metrics
+ * @active:		connections open
+ * @total:		connections accepted since start
+ * @pipes_open:		splice pipes open
+ * @pipes_lent:		splice pipes holding a splice in flight
+ * @pipes_denied:	times no pipe could be had and the copy pump served
+ * @bufs_lent:		copy buffers holding bytes in flight
+ * @bufs_free:		copy buffers kept for reuse
+ */
+struct gauges {
+	uint64_t active, total;
+	uint64_t pipes_open, pipes_lent, pipes_denied;
+	uint64_t bufs_lent, bufs_free;
+};
+
+void totals_add(struct totals *sum, const struct totals *t);
 void totals_write_prometheus(FILE *out, const struct totals *t,
-			     unsigned long active, unsigned long total,
-			     unsigned pipes_open, unsigned pipes_lent,
-			     unsigned long pipes_denied);
+			     const struct gauges *g);
+void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n);
 
 #endif /* SMBSPLICE_STATS_H */

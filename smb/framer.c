@@ -40,11 +40,14 @@
  * smb_framer_init() - start a framer at the beginning of a stream
  * @f:		the framer
  * @th:		splice thresholds, which must outlive it
+ * @st:		counters to add to, which must outlive it too
  */
-void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th)
+void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
+		     struct smb_dir_stats *st)
 {
 	memset(f, 0, sizeof(*f));
 	f->th = th;
+	f->st = st;
 	f->state = FR_PREFIX;
 	f->want = SMB_PREFIX_LEN;
 }
@@ -104,7 +107,7 @@ static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 	f->pay_class = cls;
 	f->pay_splice = len && smb_payload_splices(f->th, cls, len);
 	if (len)
-		f->st.payloads[cls][f->pay_splice]++;
+		counter_add(&f->st->payloads[cls][f->pay_splice], 1);
 	if (f->pay_splice) {
 		f->keep_lead = true;
 		f->lead = SMB_PREFIX_LEN + f->pay_start;
@@ -157,7 +160,7 @@ static const char *parse_prefix(struct smb_framer *f)
 	}
 	if (type != NBT_MESSAGE) {
 		/* Session request, responses, keepalive: passed whole. */
-		f->st.netbios++;
+		counter_add(&f->st->netbios, 1);
 		f->elem_start = 0;
 		f->elem_end = f->frame_len;
 		plan_skip(f, 0, 0, SMB_CLASS_OTHER);
@@ -188,7 +191,7 @@ static const char *plan_transform(struct smb_framer *f, uint32_t hdr,
 
 	if (room < hdr)
 		return too_short;
-	(*count)++;
+	counter_add(count, 1);
 	plan_skip(f, hdr, room - hdr, SMB_CLASS_OTHER);
 	return NULL;
 }
@@ -212,16 +215,18 @@ static const char *parse_protocol_id(struct smb_framer *f)
 	}
 	if (f->elem_start)
 		return "compound element is not SMB2";
-	if (magic == SMB_TRANSFORM_MAGIC)
+	if (magic == SMB_TRANSFORM_MAGIC) {
+		f->facts.encrypted_seen = true;
 		return plan_transform(
-			f, SMB2_TRANSFORM_HDR_LEN, &f->st.encrypted,
+			f, SMB2_TRANSFORM_HDR_LEN, &f->st->encrypted,
 			"encryption transform header does not fit in its frame");
+	}
 	if (magic == SMB_COMPRESS_MAGIC)
 		return plan_transform(
-			f, SMB2_COMPRESS_HDR_LEN, &f->st.compressed,
+			f, SMB2_COMPRESS_HDR_LEN, &f->st->compressed,
 			"compression transform header does not fit in its frame");
 	if (magic == SMB1_MAGIC) {
-		f->st.smb1++;
+		counter_add(&f->st->smb1, 1);
 		plan_rest_as_other(f);
 		return NULL;
 	}
@@ -269,9 +274,11 @@ static const char *parse_header(struct smb_framer *f)
 			return "NextCommand outside its frame or misaligned";
 		f->elem_end = f->elem_start + next;
 	}
-	f->st.commands[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS]++;
+	counter_add(
+		&f->st->commands[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS],
+		1);
 	if (flags & SMB2_FLAG_SIGNED)
-		f->st.signed_seen = true;
+		f->facts.signed_seen = true;
 
 	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
 			    f->elem_end - f->elem_start);
@@ -294,10 +301,10 @@ static void parse_error_body(struct smb_framer *f)
 	    get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_ASYNC) {
 		/* Samba answers slow READs with one of these first: the
 		 * large final response still follows. */
-		f->st.interim++;
+		counter_add(&f->st->interim, 1);
 		f->keep_lead = true;
 	} else
-		f->st.read_errors++;
+		counter_add(&f->st->read_errors, 1);
 	plan_rest_as_other(f);
 }
 
@@ -364,8 +371,8 @@ static const char *parse_read_response(struct smb_framer *f)
 	len = get_le32(h + SMB2_READ_RSP_DATA_LENGTH);
 	err = plan_data(f, off, len, SMB2_READ_RSP_DATA, SMB_CLASS_READ);
 	if (!err) {
-		f->st.reads += len != 0;
-		f->st.read_bytes += len;
+		f->facts.reads += len != 0;
+		f->facts.read_bytes += len;
 	}
 	return err;
 }
@@ -388,8 +395,8 @@ static const char *parse_write_request(struct smb_framer *f)
 	len = get_le32(h + SMB2_WRITE_REQ_LENGTH);
 	err = plan_data(f, off, len, SMB2_WRITE_REQ_DATA, SMB_CLASS_WRITE);
 	if (!err) {
-		f->st.writes += len != 0;
-		f->st.write_bytes += len;
+		f->facts.writes += len != 0;
+		f->facts.write_bytes += len;
 	}
 	return err;
 }
@@ -404,10 +411,10 @@ static void parse_negotiate_response(struct smb_framer *f)
 
 	if (f->held >= SMB2_NEG_RSP_PARSED &&
 	    get_le16(h + SMB2_BODY) == SMB2_NEG_RSP_BODY_SIZE) {
-		f->st.dialect = get_le16(h + SMB2_NEG_RSP_DIALECT);
-		f->st.max_transact = get_le32(h + SMB2_NEG_RSP_MAX_TRANSACT);
-		f->st.max_read = get_le32(h + SMB2_NEG_RSP_MAX_READ);
-		f->st.max_write = get_le32(h + SMB2_NEG_RSP_MAX_WRITE);
+		f->facts.dialect = get_le16(h + SMB2_NEG_RSP_DIALECT);
+		f->facts.max_transact = get_le32(h + SMB2_NEG_RSP_MAX_TRANSACT);
+		f->facts.max_read = get_le32(h + SMB2_NEG_RSP_MAX_READ);
+		f->facts.max_write = get_le32(h + SMB2_NEG_RSP_MAX_WRITE);
 	}
 	plan_rest_as_other(f);
 }
@@ -487,9 +494,9 @@ static size_t skip_some(struct smb_framer *f, size_t n, bool spliced)
 
 	if (payload) {
 		if (spliced)
-			f->st.payload_spliced[f->pay_class] += k;
+			counter_add(&f->st->payload_spliced[f->pay_class], k);
 		else
-			f->st.payload_copied[f->pay_class] += k;
+			counter_add(&f->st->payload_copied[f->pay_class], k);
 	}
 	f->pos += (uint32_t)k;
 	if (f->pos == f->elem_end)
@@ -604,28 +611,16 @@ void smb_dialect_text(uint16_t dialect, char *out, size_t outlen)
 
 /**
  * smb_dir_stats_add() - add one direction's counters to a total
- * @t:	the total; its dialect and negotiated sizes are left alone
- * @s:	the counters to add
+ * @t:	the total, owned by the caller
+ * @s:	the counters to add, which another thread may be adding to
  */
 void smb_dir_stats_add(struct smb_dir_stats *t, const struct smb_dir_stats *s)
 {
-	for (int c = 0; c <= SMB2_NCOMMANDS; c++)
-		t->commands[c] += s->commands[c];
-	for (int c = 0; c < SMB_NCLASSES; c++) {
-		t->payloads[c][0] += s->payloads[c][0];
-		t->payloads[c][1] += s->payloads[c][1];
-		t->payload_spliced[c] += s->payload_spliced[c];
-		t->payload_copied[c] += s->payload_copied[c];
-	}
-	t->interim += s->interim;
-	t->read_errors += s->read_errors;
-	t->smb1 += s->smb1;
-	t->encrypted += s->encrypted;
-	t->compressed += s->compressed;
-	t->netbios += s->netbios;
-	t->reads += s->reads;
-	t->read_bytes += s->read_bytes;
-	t->writes += s->writes;
-	t->write_bytes += s->write_bytes;
-	t->signed_seen |= s->signed_seen;
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0,
+		       "struct smb_dir_stats holds only uint64_t counters");
+	const uint64_t *from = (const uint64_t *)s;
+	uint64_t *to = (uint64_t *)t;
+
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		to[i] += counter_read(&from[i]);
 }

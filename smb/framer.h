@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counter.h"
 #include "threshold.h"
 #include "wire.h"
 
@@ -14,7 +15,7 @@
 #define SMB_HOLD_MAX SMB2_NEG_RSP_PARSED
 
 /**
- * struct smb_dir_stats - what one direction of one connection carried
+ * struct smb_dir_stats - counters of one direction, summed over connections
  * @commands:		SMB2 messages per command; the last slot counts
  *			commands past SMB2_OPLOCK_BREAK
  * @interim:		interim (STATUS_PENDING, async) READ responses
@@ -23,29 +24,44 @@
  * @encrypted:		encryption transform frames
  * @compressed:		compression transform frames
  * @netbios:		NetBIOS session service control frames
- * @reads:		READ responses carrying data
- * @read_bytes:		their DataLength, summed
- * @writes:		WRITE requests carrying data
- * @write_bytes:	their Length, summed
  * @payloads:		payloads per class and decision, [class][1] spliced
  * @payload_spliced:	payload bytes per class moved by the splice pump
  * @payload_copied:	payload bytes per class that went through the buffer
- * @signed_seen:	a message had the SIGNED flag
- * @dialect:		DialectRevision of the NEGOTIATE response, 0 if none
- * @max_read:		MaxReadSize of the NEGOTIATE response
- * @max_write:		MaxWriteSize of the NEGOTIATE response
- * @max_transact:	MaxTransactSize of the NEGOTIATE response
+ *
+ * Shared by every framer of one direction in one thread and added to with
+ * counter_add(), so that a connection carries none of it and any thread
+ * may read it. Nothing but uint64_t counters: smb_dir_stats_add() relies
+ * on that.
  */
 struct smb_dir_stats {
 	uint64_t commands[SMB2_NCOMMANDS + 1];
 	uint64_t interim, read_errors;
 	uint64_t smb1, encrypted, compressed, netbios;
-	uint64_t reads, read_bytes, writes, write_bytes;
 	uint64_t payloads[SMB_NCLASSES][2];
 	uint64_t payload_spliced[SMB_NCLASSES], payload_copied[SMB_NCLASSES];
-	bool signed_seen;
-	uint16_t dialect;
+};
+
+/**
+ * struct smb_stream_facts - what one direction of one connection carried
+ * @reads:		READ responses carrying data
+ * @read_bytes:		their DataLength, summed
+ * @writes:		WRITE requests carrying data
+ * @write_bytes:	their Length, summed
+ * @max_read:		MaxReadSize of the NEGOTIATE response
+ * @max_write:		MaxWriteSize of the NEGOTIATE response
+ * @max_transact:	MaxTransactSize of the NEGOTIATE response
+ * @dialect:		DialectRevision of the NEGOTIATE response, 0 if none
+ * @signed_seen:	a message had the SIGNED flag
+ * @encrypted_seen:	an encryption transform frame passed
+ *
+ * Kept per connection, for its log line; read only by the thread that
+ * owns the connection.
+ */
+struct smb_stream_facts {
+	uint64_t reads, read_bytes, writes, write_bytes;
 	uint32_t max_read, max_write, max_transact;
+	uint16_t dialect;
+	bool signed_seen, encrypted_seen;
 };
 
 enum smb_framer_state {
@@ -76,7 +92,8 @@ enum smb_framer_state {
  *		spliced payload (prefix included) to that payload; 0 once a
  *		frame without one has passed. A hint for the next read.
  * @why:	after the switch to FR_OPAQUE: why, for the log
- * @st:		counters
+ * @st:		the direction's shared counters
+ * @facts:	this stream's facts, for the connection's log line
  *
  * Offsets count from the first byte after the transport prefix. Every
  * length read from the wire is checked against the frame before it is
@@ -94,10 +111,12 @@ struct smb_framer {
 	bool pay_splice, keep_lead;
 	uint32_t lead;
 	const char *why;
-	struct smb_dir_stats st;
+	struct smb_dir_stats *st;
+	struct smb_stream_facts facts;
 };
 
-void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th);
+void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
+		     struct smb_dir_stats *st);
 void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
 void smb_framer_advance(struct smb_framer *f, size_t n);
 

@@ -51,6 +51,7 @@ static uint32_t rng_next(uint32_t *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct smb_dir_stats split_st, whole_st;
 	struct smb_framer split, whole;
 	uint32_t seed;
 	size_t off = 0, k, span;
@@ -61,11 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 
-	smb_framer_init(&whole, &th);
+	memset(&whole_st, 0, sizeof(whole_st));
+	memset(&split_st, 0, sizeof(split_st));
+	smb_framer_init(&whole, &th, &whole_st);
 	smb_framer_feed(&whole, data, size);
 	check_invariants(&whole);
 
-	smb_framer_init(&split, &th);
+	smb_framer_init(&split, &th, &split_st);
 	while (off < size) {
 		span = smb_framer_splice_span(&split);
 		if (span && rng_next(&seed) % 2) {
@@ -84,14 +87,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	if (split.state != whole.state ||
-	    memcmp(split.st.commands, whole.st.commands,
-		   sizeof(whole.st.commands)) ||
-	    split.st.reads != whole.st.reads ||
-	    split.st.read_bytes != whole.st.read_bytes ||
-	    split.st.writes != whole.st.writes ||
-	    split.st.encrypted != whole.st.encrypted ||
-	    memcmp(split.st.payloads, whole.st.payloads,
-		   sizeof(whole.st.payloads)))
+	    memcmp(split_st.commands, whole_st.commands,
+		   sizeof(whole_st.commands)) ||
+	    split.facts.reads != whole.facts.reads ||
+	    split.facts.read_bytes != whole.facts.read_bytes ||
+	    split.facts.writes != whole.facts.writes ||
+	    split_st.encrypted != whole_st.encrypted ||
+	    memcmp(split_st.payloads, whole_st.payloads,
+		   sizeof(whole_st.payloads)))
 		abort();
 	return 0;
 }

@@ -286,7 +286,7 @@ class Proxy:
             print(f"--- log of {' '.join(p.argv)}\n{p.log()}", flush=True)
 
 
-CONN_RE = re.compile(r"conn (\S+) -> (\S+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "
+CONN_RE = re.compile(r"conn (\S+) -> (\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "
                      r"c2s=(\d+) \(splice (\d+) copy (\d+)\) s2c=(\d+) \(splice (\d+) copy (\d+)\)")
 
 
@@ -295,9 +295,9 @@ def parse_conn_line(line):
     if not m:
         raise TestFailure(f"malformed connection log line: {line}")
     g = m.groups()
-    return {"client": g[0], "backend": g[1], "end": g[2], "why": g[3], "dur": float(g[4]),
-            "c2s": int(g[5]), "c2s_splice": int(g[6]), "c2s_copy": int(g[7]),
-            "s2c": int(g[8]), "s2c_splice": int(g[9]), "s2c_copy": int(g[10])}
+    return {"client": g[0], "backend": g[1], "worker": int(g[2]), "end": g[3], "why": g[4], "dur": float(g[5]),
+            "c2s": int(g[6]), "c2s_splice": int(g[7]), "c2s_copy": int(g[8]),
+            "s2c": int(g[9]), "s2c_splice": int(g[10]), "s2c_copy": int(g[11])}
 
 
 def recv_exact(s, n):

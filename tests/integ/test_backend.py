@@ -6,9 +6,11 @@ import time
 from harness import Proxy, Server, check, free_port, recv_exact, run
 
 
-def expect_closed(px, within, who, send=b""):
-    """Connect through px and expect the proxy to close us within `within` s.
-    The reset can beat connect() itself on loopback: that counts too."""
+def expect_closed(px, within, who, send=b"\0"):
+    """Connect through px, send what an SMB client sends first (in smb mode
+    the backend is dialled only then), and expect the proxy to close us
+    within `within` s. The reset can beat connect() itself on loopback:
+    that counts too."""
     t0 = time.monotonic()
     try:
         c = px.connect()

@@ -54,6 +54,7 @@ def main():
     srv.listen(1)
     px = Proxy(f"127.0.0.1:{srv.getsockname()[1]}", "-v")
     c = px.connect()
+    c.sendall(b"\0")
     px.wait_log(r"debug: conn .* backend connected")
     check(True, "-v logs connection debug lines")
     c.close()

@@ -2,7 +2,7 @@
 before it, and the other direction keeps flowing after it."""
 import socket
 
-from harness import Pattern, Proxy, Server, check, recv_all, recv_hash_n, run, send_stream
+from harness import Pattern, Proxy, Server, check, recv_all, recv_exact, recv_hash_n, run, send_stream
 
 N = 8 << 20
 
@@ -18,7 +18,10 @@ received = []
 
 
 def server_closes_first(c):
-    # Send our stream and FIN, then go on reading the client's.
+    # Send our stream and FIN, then go on reading the client's. The
+    # client's first byte comes first: in smb mode it is what makes the
+    # proxy dial the server.
+    recv_exact(c, 1)
     send_stream(c, Pattern(7), N)
     received.append(recv_all(c))
 
@@ -47,6 +50,7 @@ def test_server_fin(args):
     srv = Server(server_closes_first)
     px = Proxy(srv.addr, *args)
     c = px.connect()
+    c.sendall(b"!")
     got = recv_hash_n(c, N)
     check(c.recv(1) == b"", f"{args}: the server's FIN reached the client")
     check(got == (N, Pattern(7).digest(N)), f"{args}: all {N} bytes arrived before the server's FIN")

@@ -15,6 +15,8 @@ def main():
     px = Proxy(srv.addr, "--idle-timeout", "1")
     idle = px.connect()
     busy = px.connect()
+    idle.sendall(b"hi")  # past the handshake: now only idleness counts
+    check(recv_exact(idle, 2) == b"hi", "idle connection echoed once")
     t0 = time.monotonic()
     ticks = 0
     while time.monotonic() - t0 < 2.5:

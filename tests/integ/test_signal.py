@@ -21,6 +21,7 @@ def stop_with(sig):
     px = Proxy(srv.addr)
     conns = [px.connect() for _ in range(3)]
     for c in conns:
+        c.sendall(b"\0")  # a client's first byte dials the server
         c.recv(65536)
     for c in conns:
         c.settimeout(5)

@@ -165,6 +165,7 @@ static struct smb_thresholds th_64k = { { 65536, 65536, 65536 } };
 
 struct outcome {
 	struct smb_dir_stats st;
+	struct smb_stream_facts facts;
 	enum smb_framer_state state;
 	const char *why;
 	size_t first_splice; /* stream offset of the first spliced byte */
@@ -176,11 +177,12 @@ static struct outcome drive(const struct smb_thresholds *th, int mode,
 			    unsigned seed)
 {
 	struct smb_framer f;
+	struct smb_dir_stats st = { 0 };
 	struct outcome o = { .first_splice = SIZE_MAX };
 	size_t off = 0, span, k;
 
 	srand(seed);
-	smb_framer_init(&f, th);
+	smb_framer_init(&f, th, &st);
 	while (off < vlen) {
 		span = smb_framer_splice_span(&f);
 		if (mode && span) {
@@ -202,15 +204,18 @@ static struct outcome drive(const struct smb_thresholds *th, int mode,
 		}
 		off += k;
 	}
-	o.st = f.st;
+	o.st = st;
+	o.facts = f.facts;
 	o.state = f.state;
 	o.why = f.why;
 	return o;
 }
 
-static void assert_same_counts(const struct smb_dir_stats *a,
-			       const struct smb_dir_stats *b)
+static void assert_same_counts(const struct outcome *x, const struct outcome *y)
 {
+	const struct smb_dir_stats *a = &x->st, *b = &y->st;
+	const struct smb_stream_facts *fa = &x->facts, *fb = &y->facts;
+
 	for (int c = 0; c < SMB_NCLASSES; c++) {
 		assert_int_equal(a->payload_spliced[c] + a->payload_copied[c],
 				 b->payload_spliced[c] + b->payload_copied[c]);
@@ -220,15 +225,15 @@ static void assert_same_counts(const struct smb_dir_stats *a,
 	assert_memory_equal(a->commands, b->commands, sizeof(a->commands));
 	assert_int_equal(a->interim, b->interim);
 	assert_int_equal(a->read_errors, b->read_errors);
-	assert_int_equal(a->reads, b->reads);
-	assert_int_equal(a->read_bytes, b->read_bytes);
-	assert_int_equal(a->writes, b->writes);
-	assert_int_equal(a->write_bytes, b->write_bytes);
+	assert_int_equal(fa->reads, fb->reads);
+	assert_int_equal(fa->read_bytes, fb->read_bytes);
+	assert_int_equal(fa->writes, fb->writes);
+	assert_int_equal(fa->write_bytes, fb->write_bytes);
 	assert_int_equal(a->encrypted, b->encrypted);
 	assert_int_equal(a->compressed, b->compressed);
 	assert_int_equal(a->smb1, b->smb1);
 	assert_int_equal(a->netbios, b->netbios);
-	assert_int_equal(a->dialect, b->dialect);
+	assert_int_equal(fa->dialect, fb->dialect);
 }
 
 /* Run the current vector every way; return the one-byte outcome. */
@@ -237,7 +242,7 @@ static struct outcome run_all(const struct smb_thresholds *th)
 	struct outcome whole = drive(th, 0, 0), bytewise = drive(th, 1, 0);
 
 	assert_int_equal(whole.state, bytewise.state);
-	assert_same_counts(&whole.st, &bytewise.st);
+	assert_same_counts(&whole, &bytewise);
 	for (int c = 0; c < SMB_NCLASSES; c++) {
 		assert_int_equal(whole.st.payload_spliced[c], 0);
 		/* Nothing read ahead: every eligible byte is spliced. */
@@ -248,7 +253,7 @@ static struct outcome run_all(const struct smb_thresholds *th)
 		struct outcome r = drive(th, 2, seed);
 
 		assert_int_equal(r.state, whole.state);
-		assert_same_counts(&r.st, &whole.st);
+		assert_same_counts(&r, &whole);
 	}
 	return bytewise;
 }
@@ -269,8 +274,8 @@ static void test_read_offset_80_spliced(void **state)
 	read_rsp_frame(80, 100000);
 	o = run_all(&th_64k);
 	assert_int_not_equal(o.state, FR_OPAQUE);
-	assert_int_equal(o.st.reads, 1);
-	assert_int_equal(o.st.read_bytes, 100000);
+	assert_int_equal(o.facts.reads, 1);
+	assert_int_equal(o.facts.read_bytes, 100000);
 	assert_int_equal(o.st.commands[SMB2_READ], 1);
 	assert_int_equal(o.st.payloads[SMB_CLASS_READ][1], 1);
 	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 100000);
@@ -295,6 +300,7 @@ static void test_read_offset_88(void **state)
 static void test_copy_limit_hint(void **state)
 {
 	struct smb_framer f;
+	struct smb_dir_stats st = { 0 };
 	size_t a, b;
 
 	reset();
@@ -303,7 +309,7 @@ static void test_copy_limit_hint(void **state)
 	simple_frame(SMB2_ECHO, SMB2_FLAG_RESPONSE, 4);
 	b = vlen;
 	read_rsp_frame(88, 70000);
-	smb_framer_init(&f, &th_64k);
+	smb_framer_init(&f, &th_64k, &st);
 	assert_int_equal(smb_framer_copy_limit(&f), SIZE_MAX);
 	smb_framer_feed(&f, vec, 84);
 	assert_int_equal(smb_framer_splice_span(&f), 70000);
@@ -325,6 +331,7 @@ static void test_copy_limit_hint(void **state)
 static void test_copy_limit_interim_and_tail(void **state)
 {
 	struct smb_framer f;
+	struct smb_dir_stats st = { 0 };
 	size_t a, b;
 
 	reset();
@@ -334,11 +341,11 @@ static void test_copy_limit_interim_and_tail(void **state)
 	error_rsp(SMB2_READ, SMB2_FLAG_ASYNC, SMB2_STATUS_PENDING, 0);
 	b = vlen;
 	read_rsp_frame(80, 70000);
-	smb_framer_init(&f, &th_64k);
+	smb_framer_init(&f, &th_64k, &st);
 	smb_framer_feed(&f, vec, 84);
 	smb_framer_advance(&f, 70000);
 	smb_framer_feed(&f, vec + a, b - a); /* the interim response */
-	assert_int_equal(f.st.interim, 1);
+	assert_int_equal(st.interim, 1);
 	assert_int_equal(smb_framer_copy_limit(&f), 84);
 	smb_framer_feed(&f, vec + b, 84);
 	smb_framer_advance(&f, 70000 - 100);
@@ -358,7 +365,7 @@ static void test_read_thresholds(void **state)
 	read_rsp_frame(80, 65537);
 	read_rsp_frame(80, 1);
 	o = run_all(&th_64k);
-	assert_int_equal(o.st.reads, 4);
+	assert_int_equal(o.facts.reads, 4);
 	assert_int_equal(o.st.payloads[SMB_CLASS_READ][0], 2);
 	assert_int_equal(o.st.payloads[SMB_CLASS_READ][1], 2);
 	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 65536 + 65537);
@@ -379,7 +386,7 @@ static void test_interim_then_final(void **state)
 	o = run_all(&th_64k);
 	assert_int_equal(o.st.interim, 1);
 	assert_int_equal(o.st.read_errors, 0);
-	assert_int_equal(o.st.reads, 1);
+	assert_int_equal(o.facts.reads, 1);
 	assert_int_equal(o.st.commands[SMB2_READ], 2);
 	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 70000);
 }
@@ -393,7 +400,7 @@ static void test_read_error_body(void **state)
 	error_rsp(SMB2_READ, 0, 0xc0000011, 0); /* END_OF_FILE */
 	o = run_all(&th_64k);
 	assert_int_equal(o.st.read_errors, 1);
-	assert_int_equal(o.st.reads, 0);
+	assert_int_equal(o.facts.reads, 0);
 	assert_int_not_equal(o.state, FR_OPAQUE);
 }
 
@@ -406,8 +413,8 @@ static void test_write_requests(void **state)
 	write_req_frame(112, 100);
 	write_req_frame(120, 65536);
 	o = run_all(&th_64k);
-	assert_int_equal(o.st.writes, 3);
-	assert_int_equal(o.st.write_bytes, 70000 + 100 + 65536);
+	assert_int_equal(o.facts.writes, 3);
+	assert_int_equal(o.facts.write_bytes, 70000 + 100 + 65536);
 	assert_int_equal(o.st.payload_spliced[SMB_CLASS_WRITE], 70000 + 65536);
 	assert_int_equal(o.st.payload_copied[SMB_CLASS_WRITE], 100);
 	assert_int_equal(o.first_splice, 4 + 112);
@@ -446,11 +453,11 @@ static void test_negotiate_response(void **state)
 	reset();
 	negotiate_rsp_frame(0x0311);
 	o = run_all(&th_64k);
-	assert_int_equal(o.st.dialect, 0x0311);
-	assert_int_equal(o.st.max_read, 4 << 20);
-	assert_int_equal(o.st.max_write, 2 << 20);
-	assert_int_equal(o.st.max_transact, 8 << 20);
-	smb_dialect_text(o.st.dialect, text, sizeof(text));
+	assert_int_equal(o.facts.dialect, 0x0311);
+	assert_int_equal(o.facts.max_read, 4 << 20);
+	assert_int_equal(o.facts.max_write, 2 << 20);
+	assert_int_equal(o.facts.max_transact, 8 << 20);
+	smb_dialect_text(o.facts.dialect, text, sizeof(text));
 	assert_string_equal(text, "3.1.1");
 	smb_dialect_text(0x0210, text, sizeof(text));
 	assert_string_equal(text, "2.1");
@@ -510,7 +517,7 @@ static void test_netbios(void **state)
 	simple_frame(SMB2_ECHO, SMB2_FLAG_RESPONSE, 4);
 	o = run_all(&th_64k);
 	assert_int_equal(o.st.netbios, 1);
-	assert_int_equal(o.st.reads, 1);
+	assert_int_equal(o.facts.reads, 1);
 	assert_int_equal(o.st.commands[SMB2_ECHO], 1);
 	assert_int_not_equal(o.state, FR_OPAQUE);
 }
@@ -537,7 +544,7 @@ static void test_signed_flag(void **state)
 	reset();
 	simple_frame(SMB2_ECHO, SMB2_FLAG_SIGNED, 4);
 	o = run_all(&th_64k);
-	assert_true(o.st.signed_seen);
+	assert_true(o.facts.signed_seen);
 }
 
 /* --- bad input: opaque for good, never a read past the frame ---------------
@@ -676,17 +683,18 @@ static void test_read_body_too_short(void **state)
 static void test_opaque_is_final(void **state)
 {
 	struct smb_framer f;
+	struct smb_dir_stats st = { 0 };
 	uint8_t junk[100] = { 0x42 };
 
 	reset();
-	smb_framer_init(&f, &th_64k);
+	smb_framer_init(&f, &th_64k, &st);
 	smb_framer_feed(&f, junk, sizeof(junk));
 	assert_true(smb_framer_opaque(&f));
 	read_rsp_frame(80, 100000);
 	smb_framer_feed(&f, vec, vlen);
 	assert_true(smb_framer_opaque(&f));
 	assert_int_equal(smb_framer_splice_span(&f), 0);
-	assert_int_equal(f.st.reads, 0);
+	assert_int_equal(f.facts.reads, 0);
 }
 
 /* The cork rule's input: more of a message is due between its first byte
@@ -694,10 +702,11 @@ static void test_opaque_is_final(void **state)
 static void test_mid_message(void **state)
 {
 	struct smb_framer f;
+	struct smb_dir_stats st = { 0 };
 
 	reset();
 	simple_frame(SMB2_ECHO, 0, 4);
-	smb_framer_init(&f, &th_64k);
+	smb_framer_init(&f, &th_64k, &st);
 	assert_false(smb_framer_mid_message(&f));
 	smb_framer_feed(&f, vec, 2);
 	assert_true(smb_framer_mid_message(&f));

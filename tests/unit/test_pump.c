@@ -211,11 +211,16 @@ int __wrap_shutdown(int fd, int how)
 	return 0;
 }
 
+/* The copy buffer size every test runs with. */
+#define BUF 1024
+
 struct fixture {
 	struct sock src, dst;
+	struct pipe_budget budget;
 	struct pipe_pool pool;
+	struct buf_pool bufs;
+	struct half_stats tot;
 	struct half h;
-	char buf[1024];
 };
 
 static struct fixture fx;
@@ -226,17 +231,25 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
 	memset(&fx, 0, sizeof(fx));
 	fx.src.fd = SRC;
 	fx.dst.fd = DST;
-	pool_init(&fx.pool, max_pipes, 8192);
-	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, fx.buf, sizeof(fx.buf),
-		  splice_ok, NULL);
+	fx.budget.max = max_pipes;
+	pool_init(&fx.pool, &fx.budget, 8192);
+	bufpool_init(&fx.bufs, BUF, 4 * BUF);
+	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, &fx.bufs, splice_ok, NULL,
+		  &fx.tot);
 }
 
+/* Every pipe and buffer goes back; and between runs, a direction that
+ * waits to read holds neither. */
 static void teardown_half(void)
 {
 	half_release(&fx.h);
 	assert_int_equal(fx.pool.lent, 0);
+	assert_int_equal(fx.bufs.lent, 0);
+	assert_int_equal(fx.tot.copied, fx.h.copied);
+	assert_int_equal(fx.tot.spliced, fx.h.spliced);
 	pool_destroy(&fx.pool);
-	assert_int_equal(fx.pool.open, 0);
+	bufpool_destroy(&fx.bufs);
+	assert_int_equal(pool_budget_open(&fx.budget), 0);
 }
 
 /* A small message is copied and pushed: no MORE, no setsockopt, and no
@@ -253,8 +266,8 @@ static void test_small_message_copied_and_pushed(void **state)
 	assert_int_equal(w.sends_with_more, 0);
 	assert_int_equal(w.uncork_calls, 0);
 	assert_false(fx.dst.corked);
-	assert_int_equal(fx.h.st.copied, 100);
-	assert_int_equal(fx.h.st.spliced, 0);
+	assert_int_equal(fx.h.copied, 100);
+	assert_int_equal(fx.h.spliced, 0);
 	teardown_half();
 }
 
@@ -290,7 +303,7 @@ static void test_small_pipe_tail_is_pushed(void **state)
 	assert_true(w.last_splice_flags & SPLICE_F_MORE);
 	assert_int_equal(w.uncork_calls, 1);
 	assert_false(fx.dst.corked);
-	assert_int_equal(fx.h.st.spliced, 3 * 8192);
+	assert_int_equal(fx.h.spliced, 3 * 8192);
 	assert_int_equal(fx.pool.lent, 0); /* pipe back once empty */
 	teardown_half();
 }
@@ -435,9 +448,9 @@ static void test_release_drops_full_pipe(void **state)
 	src_add(A_BYTES, 4096, 0);
 	dst_add(A_ERR, 0, ECONNRESET);
 	assert_int_equal(half_run(&fx.h), PUMP_DST_ERR);
-	assert_int_equal(fx.pool.open, 1);
+	assert_int_equal(pool_budget_open(&fx.budget), 1);
 	half_release(&fx.h);
-	assert_int_equal(fx.pool.open, 0);
+	assert_int_equal(pool_budget_open(&fx.budget), 0);
 	assert_null(fx.pool.free);
 	teardown_half();
 }
@@ -450,8 +463,8 @@ static void test_pool_exhausted_copies(void **state)
 	src_add(A_BYTES, 700, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(fx.h.st.copied, 700);
-	assert_int_equal(fx.h.st.spliced, 0);
+	assert_int_equal(fx.h.copied, 700);
+	assert_int_equal(fx.h.spliced, 0);
 	assert_true(fx.pool.denied > 0);
 	teardown_half();
 }
@@ -464,14 +477,14 @@ static void test_order_across_pump_switches(void **state)
 	src_add(A_BYTES, 1024 + 100, 0); /* copy 1024, then splice 100 */
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(fx.h.st.copied, 1024);
-	assert_int_equal(fx.h.st.spliced, 100);
+	assert_int_equal(fx.h.copied, 1024);
+	assert_int_equal(fx.h.spliced, 100);
 	assert_false(fx.h.policy.splicing);
 
 	src_add(A_BYTES, 50, 0); /* the copy pump checks the pattern */
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 1174);
-	assert_int_equal(fx.h.st.copied, 1074);
+	assert_int_equal(fx.h.copied, 1074);
 	teardown_half();
 }
 
@@ -483,7 +496,7 @@ static void test_no_splice_never_splices(void **state)
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.splices_in, 0);
-	assert_int_equal(fx.h.st.copied, 10 * 1024);
+	assert_int_equal(fx.h.copied, 10 * 1024);
 	teardown_half();
 }
 
@@ -528,6 +541,7 @@ static size_t build_read_response(uint8_t *p, uint32_t len)
 
 static uint8_t smbbuf[256 << 10];
 static struct smb_framer fr;
+static struct smb_dir_stats frst;
 static struct smb_thresholds th64k = { { 65536, 65536, 65536 } };
 
 /* smb mode on the stream in smbbuf: @total bytes available at once, a
@@ -535,7 +549,8 @@ static struct smb_thresholds th64k = { { 65536, 65536, 65536 } };
 static void setup_smb(const struct smb_thresholds *th, size_t total)
 {
 	stream = smbbuf;
-	smb_framer_init(&fr, th);
+	memset(&frst, 0, sizeof(frst));
+	smb_framer_init(&fr, th, &frst);
 	fx.h.fr = &fr;
 	src_add(A_BYTES, total, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
@@ -551,7 +566,7 @@ static void run_until(size_t total)
 
 /* A READ payload whose part after the first 1024-byte read is a whole
  * number of 8 KiB pipes, so no tail under FLOW_SPLICE_MIN is left to copy. */
-#define PIPES_PAYLOAD (sizeof(fx.buf) - 84 + 12 * 8192)
+#define PIPES_PAYLOAD (BUF - 84 + 12 * 8192)
 
 /* smb mode: the header is copied, the rest of a large READ payload is
  * spliced in exactly the payload's bytes, every write but the message's
@@ -565,10 +580,9 @@ static void test_smb_read_payload_spliced(void **state)
 	setup_smb(&th64k, n);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, n);
-	assert_int_equal(fx.h.st.copied, sizeof(fx.buf));
-	assert_int_equal(fx.h.st.spliced, n - sizeof(fx.buf));
-	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
-			 n - sizeof(fx.buf));
+	assert_int_equal(fx.h.copied, BUF);
+	assert_int_equal(fx.h.spliced, n - BUF);
+	assert_int_equal(frst.payload_spliced[SMB_CLASS_READ], n - BUF);
 	assert_int_equal(fr.lead, 84);
 	assert_int_equal(w.sends_with_more, 1);
 	assert_false(w.last_splice_flags & SPLICE_F_MORE);
@@ -588,8 +602,8 @@ static void test_smb_next_header_read_alone(void **state)
 	build_read_response(smbbuf + n, 12 * 8192);
 	setup_smb(&th64k, n + 84 + 12 * 8192);
 	run_until(n + 84 + 12 * 8192);
-	assert_int_equal(fx.h.st.copied, sizeof(fx.buf) + 84);
-	assert_int_equal(fr.st.payload_spliced[SMB_CLASS_READ],
+	assert_int_equal(fx.h.copied, BUF + 84);
+	assert_int_equal(frst.payload_spliced[SMB_CLASS_READ],
 			 12 * 8192 + 12 * 8192);
 	teardown_half();
 }
@@ -601,8 +615,8 @@ static void test_smb_message_end_is_pushed(void **state)
 	size_t n;
 
 	setup_half(4, true);
-	n = build_read_response(smbbuf, sizeof(fx.buf) - 84);
-	assert_int_equal(n, sizeof(fx.buf));
+	n = build_read_response(smbbuf, BUF - 84);
+	assert_int_equal(n, BUF);
 	setup_smb(&th64k, n);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.sends_with_more, 0);
@@ -621,8 +635,8 @@ static void test_smb_small_tail_copied(void **state)
 	n = build_read_response(smbbuf, PIPES_PAYLOAD + 100);
 	setup_smb(&th64k, n);
 	run_until(n);
-	assert_int_equal(fx.h.st.spliced, 12 * 8192);
-	assert_int_equal(fx.h.st.copied, sizeof(fx.buf) + 100);
+	assert_int_equal(fx.h.spliced, 12 * 8192);
+	assert_int_equal(fx.h.copied, BUF + 100);
 	teardown_half();
 }
 
@@ -636,7 +650,7 @@ static void test_smb_below_threshold_copied(void **state)
 	n = build_read_response(smbbuf, 100000);
 	setup_smb(&off, n);
 	run_until(n); /* the budget makes it yield */
-	assert_int_equal(fx.h.st.spliced, 0);
+	assert_int_equal(fx.h.spliced, 0);
 	assert_int_equal(w.splices_in, 0);
 	teardown_half();
 }
@@ -646,14 +660,14 @@ static void test_smb_below_threshold_copied(void **state)
 static void test_smb_garbage_goes_opaque(void **state)
 {
 	setup_half(4, true);
-	smb_framer_init(&fr, &th64k);
+	smb_framer_init(&fr, &th64k, &frst);
 	fx.h.fr = &fr;
 	src_add(A_BYTES, 50000, 0); /* the counting pattern starts 0x00 0x07 */
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_true(smb_framer_opaque(&fr));
 	assert_int_equal(w.consumed, 50000);
-	assert_true(fx.h.st.spliced > 0);
+	assert_true(fx.h.spliced > 0);
 	teardown_half();
 }
 

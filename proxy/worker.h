@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_WORKER_H
+#define SMBSPLICE_WORKER_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bufpool.h"
+#include "pipepool.h"
+#include "stats.h"
+
+struct conn;
+struct proxy;
+
+/**
+ * struct worker - one event loop thread and everything it owns
+ * @px:		the process
+ * @id:		0 to --workers - 1, for logs and metrics
+ * @thread:	the thread running @loop
+ * @loop:	this worker's libev loop
+ * @pipes:	its splice pipes (drawing on the process-wide budget)
+ * @bufs:	its copy buffers
+ * @listen_fd:	its own SO_REUSEPORT listening socket
+ * @accept_w:	readable watcher on @listen_fd
+ * @accept_pause: restarts @accept_w after accept() ran out of fds
+ * @accept_warned: when the last accept pause was logged
+ * @wake:	the process's way to reach this loop (see @stop)
+ * @stop:	set by the main thread before it sends @wake: end every
+ *		connection and leave the loop
+ * @trim:	shrinks the pools every few seconds
+ * @conns:	live connections, newest first
+ * @active:	connections open now (a gauge any thread may read)
+ * @accepted:	connections ever accepted (a counter any thread may read)
+ * @tot:	counters of everything this worker forwarded
+ *
+ * Nothing here is shared on the data path: the main thread only reads the
+ * counters and gauges (see counter.h), and writes @stop once.
+ */
+struct worker {
+	struct proxy *px;
+	unsigned id;
+	pthread_t thread;
+	struct ev_loop *loop;
+	struct pipe_pool pipes;
+	struct buf_pool bufs;
+	int listen_fd;
+	ev_io accept_w;
+	ev_timer accept_pause;
+	ev_tstamp accept_warned;
+	ev_async wake;
+	bool stop;
+	ev_timer trim;
+	struct conn *conns;
+	uint64_t active, accepted;
+	struct totals tot;
+};
+
+int worker_init(struct worker *w, struct proxy *px, unsigned id);
+int worker_start(struct worker *w);
+void worker_stop(struct worker *w);
+void worker_destroy(struct worker *w);
+void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
+		   uint64_t *accepted);
+
+#endif /* SMBSPLICE_WORKER_H */
