@@ -152,9 +152,11 @@ def scale_table(sc):
     """Memory per held connection and storm times, per count and front."""
     idle = sc.get("idle_s", 0)
     lines = [f"**Scale: N connections at once, one {sc.get('size', 0) >> 10} KiB round trip each, then held "
-             "open** (connstorm; the front's RSS added per held connection, right after the round trips and "
-             f"after {idle:g} s idle; times from the first connect(); median (min–max); failures summed over "
-             "the runs)", "",
+             "open** (connstorm; the front's VmRSS added per held connection, right after the round trips and "
+             f"after {idle:g} s idle; times from the first connect(), connected meaning the client had the "
+             "SYN-ACK; listen overflows: the machine's TcpExt.ListenOverflows during the storm, each a SYN or "
+             "handshake ACK dropped for a full accept queue; median (min–max); failures summed over the runs)",
+             "",
              "| N | Contestant | KiB/conn held | KiB/conn idle | × haproxy (idle) | base RSS MiB | all connected s "
              "| all round-tripped s | proxy CPU s | failures | listen overflows |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -195,7 +197,7 @@ def scale_targets(sc, row):
         xs = {name: med(rs, "kib_per_conn_idle") / hap for name, rs in ours.items()}
         val = "; ".join(f"{name} {x:.2f}× ({med(ours[name], 'kib_per_conn_idle'):.1f} vs {hap:.1f} KiB)"
                         for name, x in xs.items())
-        row(f"RSS per connection at {int(n):,} ≤ 0.9× haproxy's", val, "≤ 0.9× haproxy's",
+        row(f"RSS per connection at {int(n):,} ≤ 0.9× haproxy's", val + ", idle reading", "≤ 0.9× haproxy's",
             all(x <= 0.9 for x in xs.values()))
     if ours:
         hap_t = med(res.get("haproxy", []), "done_s")
