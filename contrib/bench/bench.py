@@ -18,9 +18,15 @@ Workloads:
   echo   smbtorture smb2.bench.echo, 4 connections, 5 s;
   sweep  contrib/bench/smbread, one synchronous reader at a fixed READ
          size, against splice thresholds off, 4K, 16K, 64K and 256K;
-  cost   syscalls per MiB on the splice and copy paths (strace -c).
+  cost   syscalls per MiB on the splice and copy paths (strace -c);
+  scale  a storm of N connections at once (contrib/bench/connstorm), each
+         with one 64 KiB round trip, then held open: the front's RSS added
+         per connection, held and after some idle seconds, and the time
+         until all N connected and all N round-tripped; N from
+         --scale-counts.
 
 Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2]
+                [--scale-counts N1,N2] [--scale-idle SEC]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in README.md.
 """
@@ -28,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -93,11 +100,12 @@ def proc_cpu(pid):
         return 0.0
 
 
-def proc_hwm_kib(pid):
+def proc_hwm_kib(pid, key="VmHWM"):
+    """A line of /proc/PID/status in KiB: VmHWM (peak RSS), VmRSS."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -114,15 +122,37 @@ def machine_busy():
 # --- fronts: what stands between the client and the backend ------------------
 
 
+class FrontFailed(RuntimeError):
+    """The front exited before it listened: a bad option, a bind error."""
+
+
+def haproxy_limits(maxconn):
+    """haproxy's global limits: its usual maxconn of 1000, or room for
+    `maxconn` connections within the hard open-files limit. haproxy wants
+    2 fds per connection plus 2 per pipe, and by default maxconn / 4
+    pipes for splice-auto; it refuses to start (strict-limits) when it
+    cannot raise its own limit that far, and the hard limit is a ceiling
+    even for root here. So maxpipes shrinks to what fits."""
+    if not maxconn:
+        return "    maxconn 1000"
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        hard = 1 << 20
+    pipes = max(0, min(maxconn // 4, (hard - 64 - 2 * maxconn) // 2))
+    return f"    maxconn {maxconn}\n    maxpipes {pipes}"
+
+
 class Front:
     """One contestant in front of `backend_port`; direct is no front."""
 
-    def __init__(self, name, backend_port, netns_port=None):
+    def __init__(self, name, backend_port, netns_port=None, maxconn=None):
         self.name = name
         self.backend_port = backend_port
         self.netns_port = netns_port
+        self.maxconn = maxconn
         self.proc = None
         self.cfg = None
+        self.err = None
         self.port = backend_port
 
     def tool(self):
@@ -142,10 +172,11 @@ class Front:
             return sp + self.name.split("+", 1)[1].split()
         if self.name == "haproxy":
             self.cfg = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
+            fe_max = f"\n    maxconn {self.maxconn}" if self.maxconn else ""
             self.cfg.write(f"""global
-    maxconn 1000
+{haproxy_limits(self.maxconn)}
 defaults
-    mode tcp
+    mode tcp{fe_max}
     timeout connect 5s
     timeout client 1h
     timeout server 1h
@@ -171,11 +202,27 @@ backend b
             self.cpu0 = 0.0
             return self
         self.port = free_port()
-        self.proc = subprocess.Popen(self.argv(self.port), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        wait_listening(self.port, self.proc)
+        # standard error goes to a file, so that a front that will not
+        # start can say why in its own words
+        self.err = tempfile.TemporaryFile("w+", dir=work_bin())
+        self.proc = subprocess.Popen(self.argv(self.port), stdout=subprocess.DEVNULL, stderr=self.err)
+        try:
+            wait_listening(self.port, self.proc)
+        except RuntimeError as e:
+            why = self.last_error()
+            self.stop()
+            raise FrontFailed(f"{e}{': ' + why if why else ''}") from None
         self.cpu0 = proc_cpu(self.proc.pid)
         return self
+
+    def last_error(self):
+        """The last line the front wrote to standard error, if any."""
+        if not self.err:
+            return ""
+        self.err.flush()
+        self.err.seek(0)
+        lines = [l.strip() for l in self.err.read().splitlines() if l.strip()]
+        return lines[-1] if lines else ""
 
     def cpu(self):
         return proc_cpu(self.proc.pid) - self.cpu0 if self.proc else 0.0
@@ -195,6 +242,9 @@ backend b
         if self.cfg:
             os.unlink(self.cfg.name)
             self.cfg = None
+        if self.err:
+            self.err.close()
+            self.err = None
 
 
 def measure(front, fn):
@@ -229,6 +279,17 @@ class Backends:
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_listening(port)
         return port
+
+    def connstorm(self):
+        """A connstorm echo server; it says which port it took."""
+        p = subprocess.Popen([os.path.join(work_bin(), "connstorm"), "serve"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        m = re.match(r"listening port=(\d+)", line)
+        if not m:
+            raise RuntimeError(f"connstorm serve did not start: {line!r}")
+        return int(m.group(1))
 
     def netns_loadgen(self):
         """A loadgen server inside a network namespace, for pasta."""
@@ -277,10 +338,12 @@ def work_bin():
 
 
 def build_tools(bindir):
-    """Build loadgen and smbread into bindir."""
+    """Build loadgen, connstorm and smbread into bindir."""
     cc = os.environ.get("CC", "cc")
     subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "loadgen"),
                     os.path.join(BENCH, "loadgen.c"), "-lm", "-lpthread"], check=True)
+    subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "connstorm"),
+                    os.path.join(BENCH, "connstorm.c")], check=True)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbclient"], capture_output=True,
                            text=True)
     if flags.returncode == 0 and os.path.exists(os.path.join(BENCH, "smbread.c")):
@@ -384,10 +447,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(TOP, "contrib/bench/results"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run: for trying the harness")
-    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost")
+    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost,scale")
     ap.add_argument("--sweep-sizes", default=",".join(str(x) for x in SWEEP_SIZES),
                     help="READ sizes in bytes, comma-separated")
     ap.add_argument("--sweep-thresholds", default=",".join(SWEEP_THRESHOLDS))
+    ap.add_argument("--scale-counts", default=",".join(str(x) for x in SCALE_COUNTS),
+                    help="connections per storm, comma-separated")
+    ap.add_argument("--scale-idle", type=float, default=SCALE_IDLE,
+                    help="seconds held idle before the second RSS reading")
     args = ap.parse_args()
     only = set(args.only.split(","))
     runs = 1 if args.quick else args.runs
@@ -445,6 +512,12 @@ def main():
                 results["sweep"] = sweep(sp, 1 if args.quick else 2, runs,
                                          [int(x) for x in args.sweep_sizes.split(",")],
                                          args.sweep_thresholds.split(","))
+        if "scale" in only:
+            counts = args.scale_counts
+            if args.quick and counts == ap.get_default("scale_counts"):
+                counts = "200,1000"
+            results["scale"] = scale(be.connstorm(), [int(x) for x in counts.split(",")], runs,
+                                     args.scale_idle)
     finally:
         be.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -513,6 +586,147 @@ def syscalls_per_mib(lg_port, mib):
         total_mib = 2 * mib
         out[name] = {"per_mib": sum(calls.values()) / total_mib,
                      "calls": {k: v / total_mib for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:6]}}
+    return out
+
+
+# --- scale: connection storms and the memory of held connections ---------------
+
+# The scale workload's contestants: edit freely. A front that exits before
+# it listens (an option this smbsplice does not know, say) is reported as
+# failed with its own last line of standard error, and not tried again.
+SCALE_FRONTS = ("smbsplice", "smbsplice+--workers 1", "smbsplice+--workers 2", "haproxy")
+SCALE_COUNTS = (1000, 5000, 9000)
+SCALE_SIZE = 64 << 10   # one round trip of this size per connection
+SCALE_SETTLE = 1.0      # seconds between the front's start and its base RSS
+SCALE_IDLE = 5.0        # seconds held idle before the second RSS reading
+SCALE_TIMEOUT = 60      # connstorm's --timeout: SYN retries take 1, 3, 7 s ...
+# Machine-wide TCP counters read around each storm: accept-queue overflows
+# (a SYN or handshake ACK dropped because the front accepts too slowly),
+# SYN cookies, retransmitted segments.
+NETSTAT = {"listen_overflows": "TcpExt.ListenOverflows", "listen_drops": "TcpExt.ListenDrops",
+           "syncookies": "TcpExt.SyncookiesSent", "retrans": "Tcp.RetransSegs"}
+FAIL_KINDS = ("refused", "reset", "eof", "timeout", "mismatch", "other")
+
+
+def netstat():
+    """/proc/net/netstat and /proc/net/snmp as {"TcpExt.Name": value}."""
+    out = {}
+    for table in ("/proc/net/netstat", "/proc/net/snmp"):
+        with open(table) as f:
+            lines = f.read().splitlines()
+        for head, vals in zip(lines[::2], lines[1::2]):
+            names, nums = head.split(), vals.split()
+            for k, v in zip(names[1:], nums[1:]):
+                if v.lstrip("-").isdigit():
+                    out[f"{names[0][:-1]}.{k}"] = int(v)
+    return out
+
+
+def open_conns(port):
+    """Connections, in any state but LISTEN and TIME_WAIT, with local port `port`."""
+    want, n = f":{port:04X}", 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split(None, 4)
+                    n += cols[1].endswith(want) and cols[3] not in ("0A", "06")
+        except OSError:
+            pass
+    return n
+
+
+def read_line(proc, timeout):
+    """One line of proc's standard output, or "" after `timeout` seconds."""
+    import select
+    if select.select([proc.stdout], [], [], timeout)[0]:
+        return proc.stdout.readline()
+    return ""
+
+
+def storm_once(front, backend_port, n, idle):
+    """One storm of n connections through a fresh front, held open while
+    the front's RSS is read right after the round trips and again after
+    `idle` seconds. Raises FrontFailed if the front will not start."""
+    front.start()
+    client = errf = None
+    try:
+        time.sleep(SCALE_SETTLE)
+        pid = front.proc.pid
+        base = proc_hwm_kib(pid, "VmRSS")
+        cpu0, ns0 = proc_cpu(pid), netstat()
+        errf = tempfile.TemporaryFile("w+", dir=work_bin())
+        client = subprocess.Popen([os.path.join(work_bin(), "connstorm"), "client", "-c",
+                                   f"127.0.0.1:{front.port}", "-n", str(n), "-s", str(SCALE_SIZE), "--smb",
+                                   "--hold", "--timeout", str(SCALE_TIMEOUT)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True)
+        line = read_line(client, SCALE_TIMEOUT + 30)
+        held_kib, hwm = proc_hwm_kib(pid, "VmRSS"), proc_hwm_kib(pid)
+        cpu, ns1 = proc_cpu(pid) - cpu0, netstat()
+        if not line.startswith("storm "):
+            errf.seek(0)
+            raise RuntimeError(f"connstorm client gave no report: {line!r} {errf.read()[-300:]}")
+        r = parse_kv(line)
+        time.sleep(idle)
+        idle_kib = proc_hwm_kib(pid, "VmRSS")
+        alive = front.proc.poll() is None
+        client.stdin.write("\n")
+        client.stdin.close()
+        hold = parse_kv(read_line(client, 30))
+        client.wait(30)
+        errf.seek(0)
+        client_err = errf.read().strip()
+        front_err = "" if alive else f"front exited with {front.proc.returncode}: {front.last_error()}"
+    finally:
+        if client and client.poll() is None:
+            client.kill()
+            client.wait()
+        if errf:
+            errf.close()
+        front.stop()
+    # the backend must be rid of this storm before the next one starts
+    end = time.monotonic() + 30
+    while open_conns(backend_port) and time.monotonic() < end:
+        time.sleep(0.1)
+    done = int(r["done"])
+    r.update(rss_base_kib=base, rss_held_kib=held_kib, rss_idle_kib=idle_kib, hwm_kib=hwm,
+             kib_per_conn=(held_kib - base) / done if done else None,
+             kib_per_conn_idle=(idle_kib - base) / done if done else None,
+             proxy_cpu=cpu, held=hold.get("held", 0), lost=hold.get("lost", 0),
+             front_error=front_err, client_error=client_err[-500:],
+             **{k: ns1.get(v, 0) - ns0.get(v, 0) for k, v in NETSTAT.items()})
+    return r
+
+
+def scale(backend_port, counts, runs, idle, names=SCALE_FRONTS):
+    """{"counts": {n: {front: [storm result, ...]}}, "failed": {front: why}},
+    contestants interleaved within each count."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    names = [n for n in names if shutil.which(Front(n, 0).tool())]
+    out = {"size": SCALE_SIZE, "idle_s": idle, "nofile_hard": hard, "counts": {}, "failed": {}, "errors": []}
+    maxconn = max(counts) + 50
+    for n in counts:
+        res = out["counts"][str(n)] = {name: [] for name in names}
+        for r in range(runs):
+            for name in names:
+                if name in out["failed"]:
+                    continue
+                try:
+                    try:
+                        x = storm_once(Front(name, backend_port, maxconn=maxconn), backend_port, n, idle)
+                    except FrontFailed:  # once more, on another port: bind races happen
+                        x = storm_once(Front(name, backend_port, maxconn=maxconn), backend_port, n, idle)
+                    res[name].append(x)
+                    log(f"scale {n}: {name}: {x['kib_per_conn_idle'] or 0:.1f} KiB/conn, all round-tripped "
+                        f"in {x['done_s']:.2f} s, {int(x['failed'])} failed")
+                except FrontFailed as e:
+                    out["failed"][name] = str(e)
+                    log(f"scale: {name} will not start, left out: {e}")
+                except Exception as e:  # one contestant failing must not sink the run
+                    out["errors"].append(f"{n} connections, {name}, run {r + 1}: {e}")
+                    log(f"scale {n}: {name} run {r + 1} failed: {e}")
+            log(f"scale {n}: run {r + 1}/{runs} done")
     return out
 
 

@@ -139,6 +139,75 @@ def syscall_table(sc):
     return "\n".join(lines) + "\n"
 
 
+def failures(rs):
+    """Failed connections over all runs, by kind: "0" or "reset 3, timeout 1"."""
+    kinds = ("refused", "reset", "eof", "timeout", "mismatch", "other")
+    tot = {k: sum(int(x.get(f"fail_{k}", 0)) for x in rs) for k in kinds}
+    lost = sum(int(x.get("lost", 0)) for x in rs)
+    parts = [f"{k} {v}" for k, v in tot.items() if v] + ([f"lost while held {lost}"] if lost else [])
+    return ", ".join(parts) or "0"
+
+
+def scale_table(sc):
+    """Memory per held connection and storm times, per count and front."""
+    idle = sc.get("idle_s", 0)
+    lines = [f"**Scale: N connections at once, one {sc.get('size', 0) >> 10} KiB round trip each, then held "
+             "open** (connstorm; the front's VmRSS added per held connection, right after the round trips and "
+             f"after {idle:g} s idle; times from the first connect(), connected meaning the client had the "
+             "SYN-ACK; listen overflows: the machine's TcpExt.ListenOverflows during the storm, each a SYN or "
+             "handshake ACK dropped for a full accept queue; median (min–max); failures summed over the runs)",
+             "",
+             "| N | Contestant | KiB/conn held | KiB/conn idle | × haproxy (idle) | base RSS MiB | all connected s "
+             "| all round-tripped s | proxy CPU s | failures | listen overflows |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for n, res in sc.get("counts", {}).items():
+        hap = med(res.get("haproxy", []), "kib_per_conn_idle")
+        for name, rs in res.items():
+            if not rs:
+                continue
+            m = med(rs, "kib_per_conn_idle")
+            x = "" if name == "haproxy" else fmt_ratio(ratio(m, hap))
+            lines.append(f"| {int(n):,} | {name} | {spread(rs, 'kib_per_conn', '{:.1f}')} | "
+                         f"{spread(rs, 'kib_per_conn_idle', '{:.1f}')} | {x} | "
+                         f"{med(rs, 'rss_base_kib') / 1024:.1f} | {spread(rs, 'connect_s')} | "
+                         f"{spread(rs, 'done_s')} | {med(rs, 'proxy_cpu'):.2f} | {failures(rs)} | "
+                         f"{med(rs, 'listen_overflows'):.0f} |")
+    notes = [f"Not measured: {name} ({why})." for name, why in sc.get("failed", {}).items()]
+    notes += [f"Failed run: {e}." for e in sc.get("errors", [])]
+    for n, res in sc.get("counts", {}).items():
+        for name, rs in res.items():
+            for x in rs:
+                if x.get("front_error"):
+                    notes.append(f"{int(n):,}, {name}: {x['front_error']}.")
+    if notes:
+        lines += [""] + notes
+    return "\n".join(lines) + "\n"
+
+
+def scale_targets(sc, row):
+    """The scale issue's targets at the largest count measured."""
+    counts = sc.get("counts", {})
+    if not counts:
+        return
+    n = max(counts, key=int)
+    res = counts[n]
+    hap = med(res.get("haproxy", []), "kib_per_conn_idle")
+    ours = {name: rs for name, rs in res.items() if name.startswith("smbsplice") and rs}
+    if hap and ours:
+        xs = {name: med(rs, "kib_per_conn_idle") / hap for name, rs in ours.items()}
+        val = "; ".join(f"{name} {x:.2f}× ({med(ours[name], 'kib_per_conn_idle'):.1f} vs {hap:.1f} KiB)"
+                        for name, x in xs.items())
+        row(f"RSS per connection at {int(n):,} ≤ 0.9× haproxy's", val + ", idle reading", "≤ 0.9× haproxy's",
+            all(x <= 0.9 for x in xs.values()))
+    if ours:
+        hap_t = med(res.get("haproxy", []), "done_s")
+        val = "; ".join(f"{name} {failures(rs)} failed, all in {med(rs, 'done_s'):.2f} s" for name, rs in ours.items())
+        if hap_t:
+            val += f" (haproxy {failures(res['haproxy'])} failed, all in {hap_t:.2f} s)"
+        row(f"storm of {int(n):,} connections: all served", val, "no failed connection",
+            all(failures(rs) == "0" for rs in ours.values()))
+
+
 def targets(r):
     """The issue's targets, each as measured ratio and met/missed."""
     rows = []
@@ -182,6 +251,8 @@ def targets(r):
             x = (a - base) / (b - base)
             row(f"machine core-s per GiB over direct ({w.replace('_', ' ')})", f"{x:.2f}× haproxy's",
                 "≤ 0.5× haproxy's", x <= 0.5)
+    if r.get("scale"):
+        scale_targets(r["scale"], row)
     if not rows:
         return ""
     return "\n".join(["**Targets** (ratios of medians from this run)", "",
@@ -276,6 +347,8 @@ def write(r, outdir):
     if r.get("sweep"):
         parts.append(sweep_table(r["sweep"]))
     parts.append(syscall_table(r.get("syscalls")))
+    if r.get("scale"):
+        parts.append(scale_table(r["scale"]))
     parts.append(targets(r))
     if r.get("sweep") and plot_sweep(r["sweep"], outdir):
         parts.append("![READ throughput vs READ size](sweep.png)\n")
