@@ -26,5 +26,8 @@ if ! "$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
 	exit 1
 fi
 python3 "$srcdir/tests/fuzz/make_seeds.py" "$out/seeds"
+# libFuzzer exits 77 by default when it finds a crash or a leak, which the
+# test driver would count as a skip: -error_exitcode=1 makes it a failure.
 exec "$out/fuzz_framer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 \
-	-artifact_prefix="$out/" -print_final_stats=1 "$out/corpus" "$out/seeds"
+	-error_exitcode=1 -artifact_prefix="$out/" -print_final_stats=1 \
+	"$out/corpus" "$out/seeds"

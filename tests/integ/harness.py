@@ -3,6 +3,12 @@ on loopback, move and check bytes, and report results.
 
 Every test is a script run by `make check`: exit 0 passes, 1 fails, 77 skips.
 Each one arms an alarm first, so a hang fails the test instead of the suite.
+
+Every smbsplice a test starts is checked when it stops (Proxy.stop): it must
+exit 0 on SIGTERM, its log must hold no sanitizer report (a build with
+--enable-sanitizers writes them there, leaks at exit included), and, unless
+the test stopped it with connections open on purpose, it must hold no
+socket or pipe it did not hold once it was listening.
 """
 import hashlib
 import os
@@ -39,17 +45,20 @@ def check(cond, what):
 
 
 def run(main, alarm=600):
-    """Run a test's main(), turn its outcome into an exit status."""
+    """Run a test's main(), turn its outcome into an exit status. A daemon
+    the test left running is stopped and checked like one it stopped."""
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TestFailure(f"test hung for {alarm}s")))
     signal.alarm(alarm)
     try:
         main()
+        Proxy.stop_all()
     except TestFailure as e:
         print(f"FAIL: {e}", flush=True)
-        Proxy.dump_logs()
+        # Stopped first, so that what they report at exit is in the logs.
+        Proxy.stop_all(check=False, dump=True)
         sys.exit(1)
     finally:
-        Proxy.stop_all()
+        Proxy.stop_all(check=False)
         Samba.stop_all()
     sys.exit(0)
 
@@ -205,10 +214,81 @@ class Server:
         self.sock.close()
 
 
+# The first line of a report from AddressSanitizer, LeakSanitizer or
+# UndefinedBehaviorSanitizer, and the SUMMARY line that ends one.
+SANITIZER_RE = re.compile(r"^.*(?:ERROR: \w*Sanitizer|runtime error:|SUMMARY: \w*Sanitizer).*$", re.M)
+
+
+def sanitizer_report(text, lines=80):
+    """The sanitizer report in `text` (a daemon's stderr), from its first
+    line on and at most `lines` long; None if there is none."""
+    m = SANITIZER_RE.search(text)
+    if not m:
+        return None
+    return "\n".join(text[m.start():].splitlines()[:lines])
+
+
+def fd_table(pid):
+    """{fd: what it refers to} for a live process, from /proc/PID/fd:
+    'socket:[inode]', 'pipe:[inode]', 'anon_inode:[eventpoll]', a path..."""
+    out = {}
+    base = f"/proc/{pid}/fd"
+    for name in os.listdir(base):
+        try:
+            out[int(name)] = os.readlink(f"{base}/{name}")
+        except FileNotFoundError:  # closed while we looked
+            pass
+    return out
+
+
+TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
+              6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN", 11: "CLOSING"}
+
+
+def tcp_sockets(pid):
+    """{'socket:[inode]': 'tcp LOCAL -> REMOTE STATE'} from /proc/PID/net/tcp
+    and tcp6, to say what a leaked socket was."""
+    def addr(hexaddr):
+        ip, port = hexaddr.split(":")
+        raw = bytes.fromhex(ip)
+        # The kernel prints each 32-bit word in host (little-endian) order.
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+        host = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+        return fmt_addr(host, int(port, 16))
+    out = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    out[f"socket:[{fields[9]}]"] = (f"{name} {addr(fields[1])} -> {addr(fields[2])} "
+                                                    f"{TCP_STATES.get(int(fields[3], 16), fields[3])}")
+        except (OSError, ValueError, StopIteration):
+            pass
+    return out
+
+
+def pipe_write_end(pid, fd):
+    """True if `fd` of `pid` is open for writing (the write end of a pipe)."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+            for line in f:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE == os.O_WRONLY
+    except FileNotFoundError:
+        return None
+    return None
+
+
 class Proxy:
     """smbsplice as a child process, with its log in a temporary file."""
 
     running = []
+    # How long stop() waits for the daemon's new sockets to go, and for it
+    # to exit after SIGTERM (LeakSanitizer's scan at exit takes a moment).
+    FD_WAIT = 5.0
+    EXIT_WAIT = 30.0
 
     def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False):
         self.port = free_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
@@ -227,10 +307,17 @@ class Proxy:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (rlimit_nofile, rlimit_nofile))
 
         self.argv = argv
+        self.max_pipes = int(args[args.index("--max-pipes") + 1]) if "--max-pipes" in args else 1024
+        self.stats = stats
+        self.fds0 = None
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre)
         Proxy.running.append(self)
         if check_start:
             self.wait_log(r"listening on", 10)
+            # What it holds once it is listening: the listening sockets,
+            # the log, its epoll and event fds (and, once it has threads,
+            # theirs). stop() compares against this.
+            self.fds0 = fd_table(self.proc.pid)
 
     def log(self):
         with open(self.logf.name, errors="replace") as f:
@@ -264,26 +351,130 @@ class Proxy:
         s.connect((self.host, self.port))
         return s
 
-    def stop(self):
+    def fd_problems(self):
+        """What the daemon holds now that it did not hold once listening,
+        for a test whose connections are all closed: a list of lines, empty
+        if nothing leaked.
+
+        Sockets are compared one for one (fd and inode): every socket that
+        was not there at start must be gone. Pipes cannot be compared so:
+        the pool keeps free splice pipes open for reuse (and may close them
+        later), so the pipes opened since start are checked as a pool: each
+        must have both ends open, one read and one write end, and there may
+        be no more than --max-pipes of them; with --stats, no more than the
+        pool's smbsplice_pipes_open and none lent (smbsplice_pipes_lent 0,
+        since no connection is open). Without --stats the pool's size is not
+        known, so pipes are not counted closer than that. anon_inode entries
+        (epoll, eventfd, timerfd, signalfd) and other files are not
+        compared."""
+        pid = self.proc.pid
+        start_socks = {(fd, t) for fd, t in self.fds0.items() if t.startswith("socket:")}
+        start_pipes = {(fd, t) for fd, t in self.fds0.items() if t.startswith("pipe:")}
+        now = fd_table(pid)
+        new_socks = sorted((fd, t) for fd, t in now.items()
+                           if t.startswith("socket:") and (fd, t) not in start_socks)
+        if new_socks:
+            tcp = tcp_sockets(pid)
+            return [f"fd {fd} -> {t} ({tcp.get(t, 'closed by both peers, or not TCP')}): "
+                    "a socket opened since start, still open" for fd, t in new_socks]
+        # A scrape makes a socket of its own: sockets are settled first,
+        # then the pool is compared with a fresh scrape.
+        pool = None
+        if self.stats:
+            m = scrape(self.stats_port)
+            pool = (int(metric(m, "smbsplice_pipes_open")), int(metric(m, "smbsplice_pipes_lent")))
+        now = fd_table(pid)
+        ends = {}
+        for fd, t in now.items():
+            if t.startswith("pipe:") and (fd, t) not in start_pipes:
+                ends.setdefault(t, []).append(fd)
+        problems = []
+        for t, fds in sorted(ends.items()):
+            kinds = sorted(str(pipe_write_end(pid, fd)) for fd in fds)
+            if kinds != ["False", "True"]:
+                problems.append(f"fds {fds} -> {t}: a pipe that is not one read end and one write end")
+        if len(ends) > self.max_pipes:
+            problems.append(f"{len(ends)} pipes open, more than --max-pipes {self.max_pipes}")
+        if pool is not None:
+            if len(ends) > pool[0]:
+                problems.append(f"{len(ends)} pipes open ({sum(map(len, ends.values()))} fds), "
+                                f"but the pool counts {pool[0]} (smbsplice_pipes_open)")
+            if pool[1]:
+                problems.append(f"{pool[1]} pipes still lent with no connection open (smbsplice_pipes_lent)")
+        return problems
+
+    def wait_fds(self):
+        """Wait, at most FD_WAIT seconds, until fd_problems() finds nothing;
+        return what it found last."""
+        end = time.monotonic() + self.FD_WAIT
+        while True:
+            try:
+                problems = self.fd_problems()
+            except (OSError, urllib.error.URLError) as e:
+                problems = [f"cannot read the daemon's descriptors or metrics: {e}"]
+            if not problems or time.monotonic() > end or self.proc.poll() is not None:
+                return problems
+            time.sleep(0.05)
+
+    def stop(self, check_fds=True, check=True):
+        """Stop the daemon with SIGTERM and check it: no descriptor leaked
+        (check_fds; pass False when the test stops it with connections
+        open, or has stopped it already), exit status 0, no sanitizer
+        report in its log. A failed check raises TestFailure, after the
+        daemon is gone. check=False only stops it (for cleanup). The fd
+        check needs the snapshot taken at start (check_start=True)."""
+        problems = []
+        if check and check_fds:
+            if self.proc.poll() is not None:
+                problems.append("smbsplice had exited before the test stopped it")
+            elif self.fds0 is not None:
+                leaks = self.wait_fds()
+                if leaks:
+                    problems.append(f"descriptors leaked (still open {self.FD_WAIT:.0f} s after every "
+                                    "connection closed):\n  " + "\n  ".join(leaks))
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(self.EXIT_WAIT)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                problems.append(f"smbsplice did not exit within {self.EXIT_WAIT:.0f} s of SIGTERM: killed")
         if self in Proxy.running:
             Proxy.running.remove(self)
+        if not check:
+            return
+        rc = self.proc.returncode
+        if rc != 0 and not any("did not exit" in p for p in problems):
+            problems.append(f"smbsplice exited with status {rc}, not 0"
+                            + (" (sanitizer exit code)" if rc == 23 else ""))
+        log = self.log()
+        report = sanitizer_report(log)
+        if report:
+            problems.insert(0, f"sanitizer report in the log of {' '.join(self.argv)}:\n{report}")
+        if problems:
+            if not report:
+                problems.append(f"log of {' '.join(self.argv)}:\n{log}")
+            raise TestFailure("\n".join(problems))
 
     @classmethod
-    def stop_all(cls):
+    def stop_all(cls, check=True, dump=False):
+        """Stop every daemon still running. With check, the first failed
+        check raises, after all are stopped."""
+        failure = None
         for p in list(cls.running):
-            p.stop()
-
-    @classmethod
-    def dump_logs(cls):
-        for p in cls.running:
-            print(f"--- log of {' '.join(p.argv)}\n{p.log()}", flush=True)
+            try:
+                p.stop(check=check)
+            except TestFailure as e:
+                failure = failure or e
+            if dump:
+                log = p.log()
+                report = sanitizer_report(log)
+                if report:
+                    print(f"--- sanitizer report of {' '.join(p.argv)}:\n{report}", flush=True)
+                print(f"--- log of {' '.join(p.argv)}\n{log}", flush=True)
+        if failure:
+            raise failure
 
 
 CONN_RE = re.compile(r"conn (\S+) -> (\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "

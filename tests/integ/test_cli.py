@@ -4,7 +4,7 @@ use is one line and exit status 1."""
 import socket
 import subprocess
 
-from harness import SMBSPLICE, Proxy, check, run
+from harness import SMBSPLICE, Proxy, TestFailure, check, run, sanitizer_report
 
 GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
 
@@ -27,7 +27,11 @@ BAD = [
 
 
 def smbsplice(*args):
-    return subprocess.run([SMBSPLICE, *args], capture_output=True, text=True, timeout=10)
+    r = subprocess.run([SMBSPLICE, *args], capture_output=True, text=True, timeout=10)
+    report = sanitizer_report(r.stderr)
+    if report:
+        raise TestFailure(f"sanitizer report from smbsplice {' '.join(args)}:\n{report}")
+    return r
 
 
 def main():
@@ -58,8 +62,10 @@ def main():
     px.wait_log(r"debug: conn .* backend connected")
     check(True, "-v logs connection debug lines")
     c.close()
-    px.stop()
+    # srv never accepted the proxy's connection: closing srv resets it, so
+    # the proxy's connection ends and stop() can check its descriptors.
     srv.close()
+    px.stop()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ def main():
                   f"READ of {size} B was {'spliced' if size >= THRESHOLD else 'copied'} (copy +{copy:.0f}, splice +{splice:.0f})")
     c.closeFile(tid, fid)
     c.logoff()
+    c.close()  # the TCP connection: px.stop() checks that its sockets are gone
     m = scrape(px.stats_port)
     check(metric(m, "smbsplice_payload_bytes_total", direction="to_client", path="splice", **{"class": "read"}) > 0,
           "READ payload bytes went through the splice pump")

@@ -43,6 +43,9 @@ def stop_with(sig):
             resets += 1
         c.close()
     check(resets == 3, f"{signal.Signals(sig).name}: clients saw a reset, not a clean end ({resets} of 3)")
+    # Stopped with connections open, on purpose, and already gone: no
+    # descriptors to compare; stop() still checks for sanitizer reports.
+    px.stop(check_fds=False)
     srv.close()
 
 
