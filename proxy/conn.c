@@ -106,6 +106,7 @@ struct dir {
  * @deadline:	when the handshake or the connect times out
  * @last_active: last time either direction delivered a byte
  * @cli_text:	client address, for the log
+ * @source:	client address, as --max-conns-per-source counts it
  *
  * This is all an idle connection costs smbsplice: copy buffers and pipes
  * are lent only while bytes are in flight.
@@ -120,6 +121,7 @@ struct conn {
 	enum conn_state state;
 	ev_tstamp started, deadline, last_active;
 	char cli_text[64];
+	struct source_key source;
 };
 
 /**
@@ -227,6 +229,8 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	if (c->next)
 		c->next->prev = c->prev;
 	counter_sub(&w->active, 1);
+	limits_release(&w->px->limits, &c->source);
+	fd_budget_give(&w->px->limits.fds, 2);
 	free(c);
 }
 
@@ -253,7 +257,8 @@ static void dir_log_opaque(struct dir *d)
 	if (!c->up.opaque_logged && !c->down.opaque_logged)
 		counter_add(&c->w->tot.opaque_conns, 1);
 	d->opaque_logged = true;
-	log_warn(
+	log_rate(
+		LOG_LVL_WARN,
 		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
 		d->c->cli_text,
 		d == &d->c->up ? "client to server" : "server to client",
@@ -469,7 +474,7 @@ static void conn_connect(struct conn *c)
 	r = sock_connect_start((const struct sockaddr *)&be->addr, be->len,
 			       &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
-		listener_pause(c->w, errno);
+		listener_pause(c->w, strerror(errno));
 		conn_rearm(c, CONNECT_RETRY);
 		return;
 	}
@@ -534,39 +539,32 @@ static void on_first_byte(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
- * conn_reject() - reset a client we cannot serve, with one log line
- * @cli_fd:	the client socket
- * @peer:	its address
- * @why:	the reason
- */
-static void conn_reject(int cli_fd, const struct sockaddr *peer,
-			const char *why)
-{
-	char text[64];
-
-	sock_addr_text(peer, text, sizeof(text));
-	log_err("conn %s rejected: %s", text, why);
-	sock_set_linger0(cli_fd);
-	close(cli_fd);
-}
-
-/**
  * conn_open() - take a new client: wait for its first byte, or dial
  * @w:		the worker that accepted it
  * @cli_fd:	the accepted, non-blocking client socket
  * @peer:	the client's address
+ * @source:	the same, as admitted by limits_admit(); the connection
+ *		releases it, and its two descriptors, when it ends
  */
-void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer)
+void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
+	       const struct source_key *source)
 {
 	const struct options *o = w->px->opt;
 	struct conn *c;
+	char text[64];
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		conn_reject(cli_fd, peer, "out of memory");
+		sock_addr_text(peer, text, sizeof(text));
+		log_rate(LOG_LVL_ERR, "conn %s rejected: out of memory", text);
+		limits_release(&w->px->limits, source);
+		fd_budget_give(&w->px->limits.fds, 2);
+		sock_set_linger0(cli_fd);
+		close(cli_fd);
 		return;
 	}
 	c->w = w;
+	c->source = *source;
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
 	c->started = ev_now(w->loop);

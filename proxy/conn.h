@@ -4,9 +4,12 @@
 
 #include <sys/socket.h>
 
+#include "limits.h"
+
 struct worker;
 
-void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer);
+void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
+	       const struct source_key *source);
 void conn_close_all(struct worker *w);
 
 #endif /* SMBSPLICE_CONN_H */

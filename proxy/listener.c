@@ -18,14 +18,24 @@
  * Instead accepting pauses for ACCEPT_PAUSE seconds, and says so in at most
  * one log line every ACCEPT_WARN_EVERY seconds. Running out while opening a
  * backend connection pauses accepting the same way (see conn.c).
+ *
+ * Mostly, though, accept() never runs out: before each accept the worker
+ * takes a new connection's two descriptors from the process's budget
+ * (limits.c), and pauses the same way when the budget cannot spare them,
+ * leaving clients in the backlog until connections end. A client accepted
+ * past --max-conns or --max-conns-per-source is reset at once, with a
+ * rate-limited log line and a count in smbsplice_refused_total.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conn.h"
+#include "counter.h"
+#include "limits.h"
 #include "listener.h"
 #include "log.h"
 #include "proxy.h"
@@ -51,10 +61,10 @@ bool accept_out_of_resources(int err)
 /**
  * listener_pause() - stop accepting for a moment after running out of fds
  * @w:		the worker
- * @err:	the errno that caused it, from accept() or from the socket()
- *		of a backend connection
+ * @why:	what ran out: strerror() of accept()'s or socket()'s errno,
+ *		or the descriptor budget
  */
-void listener_pause(struct worker *w, int err)
+void listener_pause(struct worker *w, const char *why)
 {
 	ev_tstamp now = ev_now(w->loop);
 
@@ -62,11 +72,56 @@ void listener_pause(struct worker *w, int err)
 	if (now - w->accept_warned >= ACCEPT_WARN_EVERY) {
 		w->accept_warned = now;
 		log_warn(
-			"out of file descriptors (%s); pausing accepts for %gs (worker %u has %llu connections open; raise ulimit -n or LimitNOFILE=)",
-			strerror(err), ACCEPT_PAUSE, w->id,
-			(unsigned long long)w->active);
+			"out of file descriptors (%s); pausing accepts for %gs (%u connections open; raise ulimit -n or LimitNOFILE=)",
+			why, ACCEPT_PAUSE, limits_conns(&w->px->limits));
 	}
 	accept_backoff(w->loop, &w->accept_pause);
+}
+
+/**
+ * refuse() - reset a client that a cap refuses, with a rate-limited line
+ * @w:		the worker
+ * @fd:		the client socket
+ * @peer:	its address
+ * @a:		the cap that refuses it
+ */
+static void refuse(struct worker *w, int fd, const struct sockaddr *peer,
+		   enum admit a)
+{
+	const struct options *o = w->px->opt;
+	char text[64];
+
+	counter_add(&w->refused[a], 1);
+	sock_addr_text(peer, text, sizeof(text));
+	log_rate(LOG_LVL_WARN, "conn %s refused: %s (--%s %u)", text,
+		 a == ADMIT_MAX_CONNS ? "too many connections"
+				      : "too many connections from its address",
+		 a == ADMIT_MAX_CONNS ? "max-conns" : "max-conns-per-source",
+		 a == ADMIT_MAX_CONNS ? o->max_conns : o->max_per_source);
+	sock_set_linger0(fd);
+	close(fd);
+}
+
+/**
+ * take_client() - admit an accepted client, or refuse it
+ * @w:		the worker
+ * @fd:		the client socket; its two descriptors are reserved
+ * @peer:	its address
+ */
+static void take_client(struct worker *w, int fd, const struct sockaddr *peer)
+{
+	struct limits *l = &w->px->limits;
+	struct source_key key;
+	enum admit a;
+
+	source_key_of(peer, &key);
+	a = limits_admit(l, &key);
+	if (a != ADMIT_OK) {
+		fd_budget_give(&l->fds, 2);
+		refuse(w, fd, peer, a);
+		return;
+	}
+	conn_open(w, fd, peer, &key);
 }
 
 /**
@@ -90,26 +145,36 @@ void accept_backoff(struct ev_loop *loop, ev_timer *t)
 static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct worker *w = io->data;
+	struct fd_budget *fds = &w->px->limits.fds;
 	struct sockaddr_storage peer;
+	char why[96];
 	socklen_t len;
 	int i, fd;
 
 	(void)loop;
 	(void)revents;
 	for (i = 0; i < ACCEPT_BATCH; i++) {
+		if (!fd_budget_take(fds, 2)) {
+			snprintf(why, sizeof(why),
+				 "budget of %ld spent by connections and pipes",
+				 fds->limit);
+			listener_pause(w, why);
+			return;
+		}
 		len = sizeof(peer);
 		fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
-			conn_open(w, fd, (struct sockaddr *)&peer);
+			take_client(w, fd, (struct sockaddr *)&peer);
 			continue;
 		}
+		fd_budget_give(fds, 2);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (accept_out_of_resources(errno))
-			listener_pause(w, errno);
+			listener_pause(w, strerror(errno));
 		else if (errno != EAGAIN && errno != EWOULDBLOCK)
-			log_err("accept: %s", strerror(errno));
+			log_rate(LOG_LVL_ERR, "accept: %s", strerror(errno));
 		return;
 	}
 }

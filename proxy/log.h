@@ -2,12 +2,35 @@
 #ifndef SMBSPLICE_LOG_H
 #define SMBSPLICE_LOG_H
 
+#include <stdint.h>
+
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 extern int log_verbosity;
 
+/**
+ * struct log_limit - the rate limit of one kind of log line, in one thread
+ * @window:	start of the current window, in whole seconds
+ * @sent:	lines written in it
+ * @dropped:	lines suppressed since the last one written
+ */
+struct log_limit {
+	int64_t window;
+	unsigned sent;
+	unsigned long dropped;
+};
+
+/* Lines of one kind a thread may write per LOG_LIMIT_WINDOW seconds. */
+#define LOG_LIMIT_BURST	 10
+#define LOG_LIMIT_WINDOW 10
+
 void log_at(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int log_start(void);
+void log_stop(void);
+uint64_t log_dropped(void);
 
 #define log_err(...)  log_at(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...) log_at(LOG_LVL_WARN, __VA_ARGS__)
@@ -16,6 +39,15 @@ void log_at(enum log_level lvl, const char *fmt, ...)
 	do {                                                                   \
 		if (log_verbosity > 0)                                         \
 			log_at(LOG_LVL_DEBUG, __VA_ARGS__);                    \
+	} while (0)
+
+/* A line that may repeat for every client (a refusal, a parse failure):
+ * at most LOG_LIMIT_BURST per LOG_LIMIT_WINDOW seconds per call site and
+ * thread, and the next one written says how many were suppressed. */
+#define log_rate(lvl, ...)                                                     \
+	do {                                                                   \
+		static __thread struct log_limit log_rate_l_;                  \
+		log_limited(&log_rate_l_, lvl, __VA_ARGS__);                   \
 	} while (0)
 
 #endif /* SMBSPLICE_LOG_H */

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,10 +26,15 @@
 #include <sys/resource.h>
 
 #include "counter.h"
+#include "limits.h"
 #include "log.h"
 #include "options.h"
 #include "proxy.h"
 #include "worker.h"
+
+/* Descriptors kept back, beyond those open at start and the scrapes, for
+ * whatever the process opens later (a log or trace file, a config file). */
+#define FD_SLACK 4
 
 /**
  * raise_nofile_limit() - lift the soft open-files limit to the hard one
@@ -105,20 +111,14 @@ static void watch_signal(struct proxy *px, ev_signal *w, int signum)
 }
 
 /**
- * start_workers() - create every worker and run them
+ * init_workers() - create every worker, with its loop and listening socket
  * @px:	the process, with @opt set
  *
- * Workers are created with every signal blocked, so that signals reach
- * only the main thread, whose loop watches them.
- *
- * Return: 0, or -1 after logging why (workers already running are
- * stopped again).
+ * Return: 0, or -1 after logging why.
  */
-static int start_workers(struct proxy *px)
+static int init_workers(struct proxy *px)
 {
-	sigset_t all, old;
 	unsigned i;
-	int r = 0;
 
 	px->workers = calloc(px->nworkers, sizeof(*px->workers));
 	if (!px->workers) {
@@ -130,6 +130,25 @@ static int start_workers(struct proxy *px)
 	for (i = 0; i < px->nworkers; i++)
 		if (worker_init(&px->workers[i], px, i))
 			return -1;
+	return 0;
+}
+
+/**
+ * run_workers() - start every worker's thread
+ * @px:	the process, after init_workers()
+ *
+ * Workers are created with every signal blocked, so that signals reach
+ * only the main thread, whose loop watches them.
+ *
+ * Return: 0, or -1 after logging why (workers already running are
+ * stopped again).
+ */
+static int run_workers(struct proxy *px)
+{
+	sigset_t all, old;
+	unsigned i;
+	int r = 0;
+
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 0; i < px->nworkers && !r; i++)
@@ -138,6 +157,62 @@ static int start_workers(struct proxy *px)
 	if (r)
 		stop_workers(px, i - 1);
 	return r;
+}
+
+/**
+ * count_open_fds() - descriptors the process has open now
+ *
+ * Return: the count, or 64 if /proc cannot tell.
+ */
+static long count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return 64;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own descriptor */
+}
+
+/**
+ * init_limits() - size the descriptor budget from what is open now
+ * @px:	the process, with its listeners, loops and metrics socket open
+ *
+ * What the process holds now, plus concurrent scrapes and a few for logs
+ * and files, is kept back; connections and pipes share the rest.
+ *
+ * Return: 0, or -1 after logging why.
+ */
+static int init_limits(struct proxy *px)
+{
+	const struct options *o = px->opt;
+	long reserved = count_open_fds() + METRICS_MAX_SCRAPES + FD_SLACK;
+	struct rlimit rl;
+	long room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		rl.rlim_cur = 1 << 20;
+	if (limits_init(&px->limits, o->max_conns, o->max_per_source,
+			(long)rl.rlim_cur, reserved)) {
+		log_err("out of memory for the per-source table");
+		return -1;
+	}
+	px->pipe_budget.fds = &px->limits.fds;
+	room = px->limits.fds.limit / 2;
+	if (room < 1) {
+		log_err("the open-files limit (%ld) leaves no descriptor for a connection once %ld are kept back; raise ulimit -n or LimitNOFILE=",
+			(long)rl.rlim_cur, reserved);
+		return -1;
+	}
+	if (o->max_conns > room)
+		log_warn(
+			"--max-conns %u is more than the open-files limit (%ld) allows: at most %ld connections will be open at once; raise ulimit -n or LimitNOFILE=",
+			o->max_conns, (long)rl.rlim_cur, room);
+	return 0;
 }
 
 /**
@@ -197,23 +272,30 @@ int main(int argc, char **argv)
 		log_err("cannot create the event loop (epoll)");
 		return 1;
 	}
-	if (metrics_start(&px) || start_workers(&px)) {
+	if (metrics_start(&px) || init_workers(&px) || init_limits(&px) ||
+	    log_start() || run_workers(&px)) {
 		metrics_stop(&px);
 		destroy_workers(&px);
+		log_stop();
 		return 1;
 	}
 	watch_signal(&px, &px.sigint_w, SIGINT);
 	watch_signal(&px, &px.sigterm_w, SIGTERM);
 	log_info(
-		"listening on %s, forwarding to %s (mode %s, workers %u, pipe %zu, buffer %zu, max pipes %u%s)",
+		"listening on %s, forwarding to %s (mode %s, workers %u, pipe %zu, buffer %zu, max pipes %u, max conns %ld%s)",
 		opt.listen.text, opt.backend.text,
 		opt.mode == MODE_SMB ? "smb" : "tcp", px.nworkers,
 		opt.pipe_size, opt.buf_size, opt.max_pipes,
+		opt.max_conns && opt.max_conns < px.limits.fds.limit / 2
+			? (long)opt.max_conns
+			: px.limits.fds.limit / 2,
 		opt.splice ? "" : ", no splice");
 
 	ev_run(px.loop, 0);
 
 	total = destroy_workers(&px);
+	log_stop();
+	limits_destroy(&px.limits);
 	ev_loop_destroy(px.loop);
 	log_info("stopped after %llu connections", (unsigned long long)total);
 	return 0;

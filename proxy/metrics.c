@@ -4,9 +4,16 @@
  * Theory of operation: a scrape is rare and small, so it is served the
  * plainest way that cannot stall the proxy: accept, read the request line
  * (bounded, under a timeout), render the whole page into memory, write it
- * as the socket takes it, close. Every step is non-blocking and driven by
- * the same libev loop as the forwarding. Only GET /metrics (and GET /) are
- * served; anything else gets a status line that says why.
+ * as the socket takes it, close. Every step is non-blocking and runs in
+ * the main thread's loop, which forwards nothing: the page is summed from
+ * counters the workers publish (counter.h), so a scrape never stops a
+ * worker. Only GET /metrics (and GET /) are served; anything else gets a
+ * status line that says why.
+ *
+ * A scrape flood must not eat the CPU the workers need: the page is
+ * rendered at most once per METRICS_CACHE seconds and served from memory
+ * in between, and at most METRICS_MAX_SCRAPES scrapes are served at once;
+ * more wait in the listen backlog.
  */
 #include "config.h"
 
@@ -24,6 +31,7 @@
 
 #define SCRAPE_TIMEOUT 5.0
 #define REQUEST_MAX    2048
+#define METRICS_CACHE  1.0
 
 /**
  * struct scrape - one HTTP request being served
@@ -36,9 +44,12 @@
  * @resp:	the response, once rendered
  * @resp_len:	its length
  * @resp_off:	bytes already written
+ * @prev:	list link (&proxy.scrapes)
+ * @next:	list link
  */
 struct scrape {
 	struct proxy *px;
+	struct scrape *prev, *next;
 	int fd;
 	ev_io io;
 	ev_timer timer;
@@ -54,11 +65,23 @@ struct scrape {
  */
 static void scrape_end(struct scrape *s)
 {
-	ev_io_stop(s->px->loop, &s->io);
-	ev_timer_stop(s->px->loop, &s->timer);
+	struct proxy *px = s->px;
+
+	ev_io_stop(px->loop, &s->io);
+	ev_timer_stop(px->loop, &s->timer);
 	close(s->fd);
 	free(s->resp);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		px->scrapes = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
 	free(s);
+	/* Below the cap again: take the next one from the backlog. */
+	if (px->nscrapes-- == METRICS_MAX_SCRAPES && px->metrics_fd >= 0 &&
+	    !ev_is_active(&px->metrics_pause))
+		ev_io_start(px->loop, &px->metrics_w);
 }
 
 /**
@@ -68,7 +91,7 @@ static void scrape_end(struct scrape *s)
  *
  * Return: a malloc()ed buffer, or NULL if memory ran out.
  */
-static char *render_metrics(struct proxy *px, size_t *len)
+static char *render_metrics(const struct proxy *px, size_t *len)
 {
 	struct totals t = { 0 };
 	struct gauges g = { 0 };
@@ -81,6 +104,10 @@ static char *render_metrics(struct proxy *px, size_t *len)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &t, &g, &accepted[i]);
 	g.pipes_open = pool_budget_open(&px->pipe_budget);
+	g.fds_used = (uint64_t)__atomic_load_n(&px->limits.fds.used,
+					       __ATOMIC_RELAXED);
+	g.fds_limit = (uint64_t)px->limits.fds.limit;
+	g.log_dropped = log_dropped();
 	out = open_memstream(&body, len);
 	if (out) {
 		totals_write_prometheus(out, &t, &g);
@@ -95,6 +122,32 @@ static char *render_metrics(struct proxy *px, size_t *len)
 }
 
 /**
+ * metrics_page() - the page, rendered at most once per METRICS_CACHE
+ * @px:		the process
+ * @len:	its length
+ *
+ * Return: the page, owned by @px, or NULL if memory ran out.
+ */
+static const char *metrics_page(struct proxy *px, size_t *len)
+{
+	ev_tstamp now = ev_now(px->loop);
+	size_t n;
+	char *page;
+
+	if (!px->page || now - px->page_at >= METRICS_CACHE) {
+		page = render_metrics(px, &n);
+		if (!page)
+			return NULL;
+		free(px->page);
+		px->page = page;
+		px->page_len = n;
+		px->page_at = now;
+	}
+	*len = px->page_len;
+	return px->page;
+}
+
+/**
  * scrape_respond() - build the response for the request in @s->req
  * @s:	the scrape, with a complete request line
  *
@@ -103,7 +156,7 @@ static char *render_metrics(struct proxy *px, size_t *len)
 static int scrape_respond(struct scrape *s)
 {
 	const char *status = "200 OK", *type = "text/plain; version=0.0.4";
-	char *body = NULL;
+	const char *body = NULL;
 	size_t body_len = 0;
 	FILE *out;
 
@@ -113,17 +166,15 @@ static int scrape_respond(struct scrape *s)
 		   strncmp(s->req + 4, "/ ", 2)) {
 		status = "404 Not Found";
 	} else {
-		body = render_metrics(s->px, &body_len);
+		body = metrics_page(s->px, &body_len);
 		if (!body)
 			return -1;
 	}
 	if (!body)
 		type = "text/plain";
 	out = open_memstream(&s->resp, &s->resp_len);
-	if (!out) {
-		free(body);
+	if (!out)
 		return -1;
-	}
 	fprintf(out,
 		"HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		"Connection: close\r\n\r\n",
@@ -132,7 +183,6 @@ static int scrape_respond(struct scrape *s)
 		fwrite(body, 1, body_len, out);
 	else
 		fprintf(out, "%s\n", status);
-	free(body);
 	return fclose(out) ? -1 : 0;
 }
 
@@ -245,6 +295,12 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 	s->timer.data = s;
 	ev_io_start(loop, &s->io);
 	ev_timer_start(loop, &s->timer);
+	s->next = px->scrapes;
+	if (px->scrapes)
+		px->scrapes->prev = s;
+	px->scrapes = s;
+	if (++px->nscrapes == METRICS_MAX_SCRAPES)
+		ev_io_stop(loop, w);
 }
 
 /**
@@ -275,11 +331,8 @@ int metrics_start(struct proxy *px)
 }
 
 /**
- * metrics_stop() - stop serving metrics
+ * metrics_stop() - stop serving metrics, and drop scrapes in progress
  * @px:	the process
- *
- * Scrapes in progress are left to finish or time out; the loop is about
- * to end anyway.
  */
 void metrics_stop(struct proxy *px)
 {
@@ -289,4 +342,8 @@ void metrics_stop(struct proxy *px)
 	ev_timer_stop(px->loop, &px->metrics_pause);
 	close(px->metrics_fd);
 	px->metrics_fd = -1;
+	while (px->scrapes)
+		scrape_end(px->scrapes);
+	free(px->page);
+	px->page = NULL;
 }

@@ -225,6 +225,10 @@ void options_usage(FILE *f)
 		"                             'off' never splices that class\n"
 		"      --stats HOST:PORT      serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		"      --workers N            event loop threads (default: one per usable CPU)\n"
+		"      --max-conns N          refuse clients beyond N open connections\n"
+		"                             (default: as many as the open-files limit allows)\n"
+		"      --max-conns-per-source N refuse a client address beyond N open\n"
+		"                             connections (default: no cap)\n"
 		"      --handshake-timeout SEC smb mode: time a client has to send its first\n"
 		"                             byte; the backend is dialled only then (default %g)\n"
 		"      --connect-timeout SEC  backend connect timeout (default %g)\n"
@@ -254,6 +258,8 @@ enum {
 	OPT_STATS,
 	OPT_WORKERS,
 	OPT_HANDSHAKE_TMO,
+	OPT_MAX_CONNS,
+	OPT_MAX_PER_SOURCE,
 };
 
 _Static_assert(OPT_WRITE_TH - OPT_READ_TH == SMB_CLASS_WRITE &&
@@ -276,6 +282,8 @@ static const struct option long_opts[] = {
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TMO },
+	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+	{ "max-conns-per-source", required_argument, NULL, OPT_MAX_PER_SOURCE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -414,6 +422,16 @@ static enum opt_result parse_one(struct options *o, int c, const char *arg,
 			return bad(
 				err, errlen, "stats", arg,
 				"expected HOST:PORT or [IPV6]:PORT that resolves");
+		return OPT_OK;
+	case OPT_MAX_CONNS:
+		if (parse_count(arg, 1, 10000000, &o->max_conns))
+			return bad(err, errlen, "max-conns", arg,
+				   "expected a count from 1 to 10000000");
+		return OPT_OK;
+	case OPT_MAX_PER_SOURCE:
+		if (parse_count(arg, 1, 10000000, &o->max_per_source))
+			return bad(err, errlen, "max-conns-per-source", arg,
+				   "expected a count from 1 to 10000000");
 		return OPT_OK;
 	case OPT_WORKERS:
 		if (parse_count(arg, 1, OPT_MAX_WORKERS, &o->workers))

@@ -43,6 +43,8 @@ struct endpoint {
  * @th:			smb mode: smallest payload per class to splice
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
  * @workers:		event loop threads; 0 for one per usable CPU
+ * @max_conns:		cap on open connections; 0 for what descriptors allow
+ * @max_per_source:	cap on open connections per client address; 0 for none
  * @verbose:		log level: 0 connections and errors, 1+ debug
  */
 struct options {
@@ -59,6 +61,7 @@ struct options {
 	struct smb_thresholds th;
 	struct endpoint stats;
 	unsigned workers;
+	unsigned max_conns, max_per_source;
 	int verbose;
 };
 

@@ -20,8 +20,9 @@
  * during the whole interval, so an idle pool shrinks back to nothing
  * instead of keeping its peak number of descriptors open for good.
  *
- * When the budget is spent, or the kernel refuses a new pipe (EMFILE,
- * ENFILE), pool_get() returns NULL and the caller copies instead: no error
+ * When the budget is spent (--max-pipes, or the descriptors that
+ * connections leave), or the kernel refuses a new pipe (EMFILE, ENFILE),
+ * pool_get() returns NULL and the caller copies instead: no error
  * reaches a client because pipes ran out.
  */
 #include "config.h"
@@ -51,12 +52,19 @@ void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
  * budget_take() - reserve room for one more pipe
  * @b:	the budget
  *
+ * A pipe needs room under --max-pipes and two descriptors that
+ * connections do not need.
+ *
  * Return: true if the pipe may be created.
  */
 static bool budget_take(struct pipe_budget *b)
 {
-	if (__atomic_add_fetch(&b->open, 1, __ATOMIC_RELAXED) <= b->max)
-		return true;
+	if (__atomic_add_fetch(&b->open, 1, __ATOMIC_RELAXED) > b->max)
+		goto full;
+	if (b->fds && !fd_budget_take(b->fds, 2))
+		goto full;
+	return true;
+full:
 	__atomic_sub_fetch(&b->open, 1, __ATOMIC_RELAXED);
 	return false;
 }
@@ -68,6 +76,8 @@ static bool budget_take(struct pipe_budget *b)
 static void budget_give(struct pipe_budget *b)
 {
 	__atomic_sub_fetch(&b->open, 1, __ATOMIC_RELAXED);
+	if (b->fds)
+		fd_budget_give(b->fds, 2);
 }
 
 /**

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "limits.h"
+
 /**
  * struct pipe_slot - one pipe, either lent to a direction or free
  * @rd:		read end
@@ -22,6 +24,7 @@ struct pipe_slot {
  * struct pipe_budget - the process-wide cap on open pipes
  * @max:	--max-pipes
  * @open:	pipes open now, in every pool (atomic)
+ * @fds:	the descriptor budget a pipe's two ends come out of, or NULL
  *
  * Shared by the pools of all worker threads, so that --max-pipes holds
  * for the whole process.
@@ -29,6 +32,7 @@ struct pipe_slot {
 struct pipe_budget {
 	unsigned max;
 	unsigned open;
+	struct fd_budget *fds;
 };
 
 /**

@@ -239,6 +239,25 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		     "Copy buffers holding bytes in flight.", g->bufs_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",
 		     "Copy buffers kept for reuse.", g->bufs_free);
+	metric_head(
+		out, "smbsplice_refused_total", "counter",
+		"Clients reset at once because a cap was reached, by the cap.");
+	fprintf(out,
+		"smbsplice_refused_total{reason=\"max_conns\"} %llu\n"
+		"smbsplice_refused_total{reason=\"max_conns_per_source\"} %llu\n",
+		(unsigned long long)g->refused_conns,
+		(unsigned long long)g->refused_source);
+	write_scalar(out, "smbsplice_descriptors_used", "gauge",
+		     "File descriptors held by connections and pipes.",
+		     g->fds_used);
+	write_scalar(
+		out, "smbsplice_descriptors_limit", "gauge",
+		"File descriptors connections and pipes may hold: the open-files limit less what the process keeps back.",
+		g->fds_limit);
+	write_scalar(
+		out, "smbsplice_log_dropped_total", "counter",
+		"Log lines dropped because standard error was not read fast enough.",
+		g->log_dropped);
 }
 
 /**

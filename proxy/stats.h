@@ -46,11 +46,19 @@ struct totals {
  * @pipes_denied:	times no pipe could be had and the copy pump served
  * @bufs_lent:		copy buffers holding bytes in flight
  * @bufs_free:		copy buffers kept for reuse
+ * @refused_conns:	clients reset for --max-conns
+ * @refused_source:	clients reset for --max-conns-per-source
+ * @fds_used:		descriptors connections and pipes hold
+ * @fds_limit:		descriptors they may hold
+ * @log_dropped:	log lines dropped because standard error lagged
  */
 struct gauges {
 	uint64_t active, total;
 	uint64_t pipes_open, pipes_lent, pipes_denied;
 	uint64_t bufs_lent, bufs_free;
+	uint64_t refused_conns, refused_source;
+	uint64_t fds_used, fds_limit;
+	uint64_t log_dropped;
 };
 
 void totals_add(struct totals *sum, const struct totals *t);

@@ -189,4 +189,6 @@ void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 	g->pipes_denied += counter_read(&w->pipes.denied);
 	g->bufs_lent += counter_read(&w->bufs.lent);
 	g->bufs_free += counter_read(&w->bufs.nfree);
+	g->refused_conns += counter_read(&w->refused[ADMIT_MAX_CONNS]);
+	g->refused_source += counter_read(&w->refused[ADMIT_PER_SOURCE]);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "bufpool.h"
+#include "limits.h"
 #include "pipepool.h"
 #include "stats.h"
 
@@ -33,6 +34,7 @@ struct proxy;
  * @conns:	live connections, newest first
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever accepted (a counter any thread may read)
+ * @refused:	clients refused, per enum admit (counters likewise)
  * @tot:	counters of everything this worker forwarded
  *
  * Nothing here is shared on the data path: the main thread only reads the
@@ -54,6 +56,7 @@ struct worker {
 	ev_timer trim;
 	struct conn *conns;
 	uint64_t active, accepted;
+	uint64_t refused[ADMIT_PER_SOURCE + 1];
 	struct totals tot;
 };
 

@@ -154,13 +154,14 @@ static const char *parse_prefix(struct smb_framer *f)
 	}
 	f->pos = 0;
 	f->keep_lead = false;
+	if (type != NBT_MESSAGE)
+		counter_add(&f->st->netbios, 1);
 	if (f->frame_len == 0) {
 		expect_prefix(f);
 		return NULL;
 	}
 	if (type != NBT_MESSAGE) {
 		/* Session request, responses, keepalive: passed whole. */
-		counter_add(&f->st->netbios, 1);
 		f->elem_start = 0;
 		f->elem_end = f->frame_len;
 		plan_skip(f, 0, 0, SMB_CLASS_OTHER);

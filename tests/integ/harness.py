@@ -132,8 +132,23 @@ def file_sha256(path):
     return h.hexdigest()
 
 
+# smbsplice renders /metrics at most once a second and serves that page
+# in between; scrape() waits out the second, so every scrape is fresh.
+METRICS_CACHE = 1.0
+_last_scrape = {}
+
+
+def note_scrape(port):
+    """Record a scrape made by hand, so the next scrape() waits it out."""
+    _last_scrape[port] = time.monotonic()
+
+
 def scrape(port, path="/metrics"):
-    """GET a metrics page; return {(name, ((label, value), ...)): value}."""
+    """GET a fresh metrics page; return {(name, ((label, value), ...)): value}."""
+    wait = _last_scrape.get(port, 0) + METRICS_CACHE + 0.05 - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+    _last_scrape[port] = time.monotonic()
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
         text = r.read().decode()
     out = {}
@@ -157,6 +172,20 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def reserve_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A free port for smbsplice to listen on, and a socket that holds it
+    until smbsplice does: bound with SO_REUSEPORT but not listening, it
+    lets smbsplice's own SO_REUSEPORT sockets bind beside it, while every
+    other bind(0) on the machine passes the port over. Without it, two
+    tests running at once could pick the same port, and two smbsplice
+    would share it silently (SO_REUSEPORT), each serving the other's
+    clients. Close the holder once smbsplice listens."""
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((host, 0))
+    return s.getsockname()[1], s
 
 
 def fmt_addr(host, port):
@@ -291,7 +320,7 @@ class Proxy:
     EXIT_WAIT = 30.0
 
     def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False):
-        self.port = free_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
+        self.port, holder = reserve_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
         self.addr = fmt_addr(listen_host, self.port)
         self.host = listen_host
         if stats:
@@ -312,8 +341,13 @@ class Proxy:
         self.fds0 = None
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre)
         Proxy.running.append(self)
+        if not check_start:
+            holder.close()
         if check_start:
-            self.wait_log(r"listening on", 10)
+            try:
+                self.wait_log(r"listening on", 10)
+            finally:
+                holder.close()
             # What it holds once it is listening: the listening sockets,
             # the log, its epoll and event fds (and, once it has threads,
             # theirs). stop() compares against this.

@@ -75,10 +75,8 @@ command, transform, SMB1 and NetBIOS frames, payloads per class and
 threshold decision, payload bytes, interim responses, READ error bodies,
 and whether (and where, and why) the framer goes opaque. The framer's
 counters do not depend on how the stream was split into reads, so the
-integration test compares them with /metrics exactly. One exception:
-smb/framer.c does not count NetBIOS control frames of length zero
-(keepalives, positive session responses) in frames_total{kind="netbios"},
-so that one is checked against a range.
+integration test compares them with /metrics exactly, NetBIOS control
+frames of length zero (keepalives, positive session responses) included.
 
 Traffic
 -------
@@ -684,8 +682,7 @@ class Expect:
 
     @counts keys: ("messages", command name), ("frames", kind),
     ("payloads", class, "splice"|"copy"), ("payload_bytes", class),
-    ("interim",), ("read_errors",), ("netbios_empty",) (zero-length
-    NetBIOS control frames, which smb/framer.c does not count).
+    ("interim",), ("read_errors",).
     """
 
     def __init__(self):
@@ -732,13 +729,12 @@ def walk(data, thresholds):
         else:
             return e.opaque(p, "not an SMB transport frame (bad type byte)")
         base = p + 4
+        if typ:
+            c[("frames", "netbios")] += 1
         if flen == 0:
-            if typ:
-                c[("netbios_empty",)] += 1
             p = base
             continue
         if typ:
-            c[("frames", "netbios")] += 1
             p = base + flen
             continue
         if flen < 4:
@@ -1113,9 +1109,8 @@ def compare_metrics(m, tot):
                 eq(f"{d} {cmd} messages", got, e[("messages", cmd)])
         for kind in ("encrypted", "compressed", "smb1"):
             eq(f"{d} {kind} frames", metric(m, "smbsplice_frames_total", direction=d, kind=kind), e[("frames", kind)])
-        nb = metric(m, "smbsplice_frames_total", direction=d, kind="netbios")
-        lo, hi = e[("frames", "netbios")], e[("frames", "netbios")] + e[("netbios_empty",)]
-        out.append((lo <= nb <= hi, f"{d} netbios frames: {nb:.0f} (expected {lo}..{hi})"))
+        eq(f"{d} netbios frames", metric(m, "smbsplice_frames_total", direction=d, kind="netbios"),
+           e[("frames", "netbios")])
         for cls in CLASSES:
             for dec in ("splice", "copy"):
                 eq(f"{d} {cls} payloads, {dec} decision",

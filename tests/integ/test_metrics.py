@@ -1,9 +1,11 @@
 """--stats serves Prometheus text at /metrics: live counters that move with
 the traffic, connection gauges, and plain HTTP errors for anything else."""
 import socket
+import time
 import urllib.error
 import urllib.request
 
+import harness
 from harness import Proxy, Server, check, metric, recv_exact, run, scrape
 
 
@@ -19,6 +21,7 @@ def main():
         check(r.status == 200, "GET /metrics: 200")
         check(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), "Prometheus text content type")
         body = r.read().decode()
+    harness.note_scrape(px.stats_port)
     for name in ("smbsplice_bytes_total", "smbsplice_messages_total", "smbsplice_splice_calls_total",
                  "smbsplice_copy_calls_total", "smbsplice_cork_writes_total", "smbsplice_uncork_calls_total",
                  "smbsplice_connections_active", "smbsplice_connections_total",
@@ -52,6 +55,38 @@ def main():
     s = socket.create_connection(("127.0.0.1", px.stats_port), timeout=10)  # silent client: times out
     check(scrape(px.stats_port) is not None, "a silent client does not block other scrapes")
     s.close()
+
+    # The page is rendered at most once a second: a flood of scrapes gets
+    # the same page, and a fresh one after the second is over.
+    raw = lambda: urllib.request.urlopen(f"http://127.0.0.1:{px.stats_port}/metrics", timeout=10).read()
+    time.sleep(1.1)
+    first = raw()
+    c = px.connect()
+    c.sendall(b"y" * 1000)
+    recv_exact(c, 1000)
+    pages = [raw() for _ in range(20)]
+    check(all(p == first for p in pages), "20 scrapes within the second: one page, rendered once")
+    time.sleep(1.1)
+    check(raw() != first, "the next second renders a fresh page")
+    c.close()
+
+    # At most four scrapes are served at once; the fifth waits in the
+    # backlog until one of them ends.
+    silent = [socket.create_connection(("127.0.0.1", px.stats_port), timeout=10) for _ in range(4)]
+    time.sleep(0.2)
+    late = socket.create_connection(("127.0.0.1", px.stats_port), timeout=10)
+    late.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    late.settimeout(0.5)
+    try:
+        check(late.recv(100) == b"", "a fifth scrape is not served while four are")
+    except (TimeoutError, socket.timeout):
+        check(True, "a fifth scrape is not served while four are")
+    silent.pop().close()
+    late.settimeout(10)
+    check(late.recv(100).startswith(b"HTTP/1.0 200"), "... and is served as soon as one of them ends")
+    late.close()
+    for s in silent:
+        s.close()
     px.stop()
     srv.close()
 

@@ -1,7 +1,8 @@
 """TCP urgent data in the middle of a stream: every byte arrives, in order
 (the urgent byte in line), without a stall, on the splice and copy paths.
 splice() stops at the urgent mark; without care the proxy would spin there
-for ever."""
+for ever. Also two urgent bytes in a row, and an urgent byte as the very
+first byte, sent before smbsplice has even dialled the backend."""
 import hashlib
 import os
 import socket
@@ -21,7 +22,44 @@ def sink(results):
     return handler
 
 
+def stream_with_urgent(px, srv, results, data, marks):
+    """Send data with an urgent byte b"!" before each offset in marks (two
+    marks at one offset: two urgent bytes in a row); return the digest the
+    server must see and the seconds it took."""
+    c = px.connect()
+    t0 = time.monotonic()
+    want, prev = hashlib.sha256(), 0
+    for m in marks:
+        c.sendall(data[prev:m])
+        c.send(b"!", socket.MSG_OOB)
+        want.update(data[prev:m] + b"!")
+        prev = m
+    c.sendall(data[prev:])
+    want.update(data[prev:])
+    c.shutdown(socket.SHUT_WR)
+    srv.join(20)
+    c.close()
+    return want.hexdigest(), time.monotonic() - t0
+
+
+def edge_cases():
+    """Two urgent bytes in a row, and an urgent first byte."""
+    data = os.urandom(N - 1)
+    for args in ([], ["--mode", "tcp"]):
+        for marks, what in (([MARK, MARK], "two urgent bytes in a row"),
+                            ([0, 0], "urgent bytes first, before the backend is dialled")):
+            results = []
+            srv = Server(sink(results))
+            px = Proxy(srv.addr, *args)
+            want, secs = stream_with_urgent(px, srv, results, data, marks)
+            check(results == [(N + 1, want)], f"{args}: {what}: every byte in order")
+            check(secs < 5, f"{args}: {what}: no stall ({secs:.2f}s)")
+            px.stop()
+            srv.close()
+
+
 def main():
+    edge_cases()
     data = os.urandom(N)
     want = hashlib.sha256(data[:MARK] + b"!" + data[MARK:]).hexdigest()
     for args in ([], ["--mode", "tcp"], ["--no-splice"], ["--mode", "tcp", "--pipe-size", "8K"]):

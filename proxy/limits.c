@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* limits.c - caps on connections and descriptors, for the whole process
+ *
+ * Theory of operation: three limits decide whether a client is served, and
+ * each holds across all workers.
+ *
+ *   descriptors: every connection needs two (client and backend), every
+ *		  pipe two. The open-files limit, less what the process
+ *		  keeps for itself (listeners, event loops, scrapes, logs),
+ *		  is a budget that connections and pipes draw on. A worker
+ *		  stops accepting while the budget cannot hold one more
+ *		  connection, so clients wait in the backlog instead of
+ *		  failing on EMFILE half-way; a pipe that does not fit is
+ *		  not made, and the copy pump serves.
+ *   --max-conns:  a cap on open connections. A client over it is
+ *		  accepted and reset at once: it is told, not left waiting.
+ *   --max-conns-per-source: a cap per client address, the same way, so
+ *		  one host cannot take every slot.
+ *
+ * Counts are atomic, and the per-source table is a small hash under a
+ * mutex. All of it is touched once when a connection opens and once when
+ * it ends, never on the data path; the table is kept only when the
+ * per-source cap is set.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "limits.h"
+
+/**
+ * struct source - one client address with connections open
+ * @key:	the address
+ * @count:	its open connections
+ * @next:	bucket chain
+ */
+struct source {
+	struct source_key key;
+	unsigned count;
+	struct source *next;
+};
+
+#define SOURCE_BUCKETS 4096u
+
+/**
+ * limits_init() - set the caps
+ * @l:			the limits
+ * @max_conns:		--max-conns, 0 for none
+ * @max_per_source:	--max-conns-per-source, 0 for none
+ * @fd_limit:		the open-files limit
+ * @fd_reserved:	descriptors the process needs besides connections
+ *			and pipes
+ *
+ * Return: 0, or -1 if memory ran out.
+ */
+int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
+		long fd_limit, long fd_reserved)
+{
+	*l = (struct limits){
+		.fds = { .limit = fd_limit > fd_reserved
+					  ? fd_limit - fd_reserved
+					  : 0 },
+		.max_conns = max_conns,
+		.max_per_source = max_per_source,
+	};
+	pthread_mutex_init(&l->lock, NULL);
+	if (!max_per_source)
+		return 0;
+	l->nbuckets = SOURCE_BUCKETS;
+	l->buckets = calloc(l->nbuckets, sizeof(*l->buckets));
+	return l->buckets ? 0 : -1;
+}
+
+/**
+ * limits_destroy() - free the per-source table
+ * @l:	the limits
+ */
+void limits_destroy(struct limits *l)
+{
+	struct source *s;
+
+	for (unsigned i = 0; i < l->nbuckets; i++)
+		while ((s = l->buckets[i])) {
+			l->buckets[i] = s->next;
+			free(s);
+		}
+	free(l->buckets);
+	l->buckets = NULL;
+	pthread_mutex_destroy(&l->lock);
+}
+
+/**
+ * source_key_of() - the per-source key of a client address
+ * @sa:	IPv4 or IPv6 address
+ * @k:	the key; IPv4 is mapped into IPv6, so both count alike
+ */
+void source_key_of(const struct sockaddr *sa, struct source_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (sa->sa_family == AF_INET6) {
+		memcpy(k->a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa->sa_family == AF_INET) {
+		k->a[10] = k->a[11] = 0xff;
+		memcpy(k->a + 12, &((const struct sockaddr_in *)sa)->sin_addr,
+		       4);
+	}
+}
+
+/**
+ * source_slot() - the chain link where @k is, or would be
+ * @l:	the limits, locked
+ * @k:	the address
+ *
+ * Return: a pointer to the link that points at @k's entry, or at NULL.
+ */
+static struct source **source_slot(struct limits *l, const struct source_key *k)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	struct source **link;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ k->a[i]) * 16777619u;
+	link = &l->buckets[h & (l->nbuckets - 1)];
+	while (*link && memcmp(&(*link)->key, k, sizeof(*k)))
+		link = &(*link)->next;
+	return link;
+}
+
+/**
+ * source_take() - count one more connection from @k, within the cap
+ * @l:	the limits
+ * @k:	the address
+ *
+ * Return: true if it fits (memory running out counts as fitting: the
+ * address is then simply not capped).
+ */
+static bool source_take(struct limits *l, const struct source_key *k)
+{
+	struct source **link, *s;
+	bool ok = true;
+
+	pthread_mutex_lock(&l->lock);
+	link = source_slot(l, k);
+	s = *link;
+	if (!s && (s = calloc(1, sizeof(*s)))) {
+		s->key = *k;
+		*link = s;
+	}
+	if (s && s->count >= l->max_per_source)
+		ok = false;
+	else if (s)
+		s->count++;
+	pthread_mutex_unlock(&l->lock);
+	return ok;
+}
+
+/**
+ * source_give() - one connection from @k has ended
+ * @l:	the limits
+ * @k:	the address
+ */
+static void source_give(struct limits *l, const struct source_key *k)
+{
+	struct source **link, *s;
+
+	pthread_mutex_lock(&l->lock);
+	link = source_slot(l, k);
+	s = *link;
+	if (s && --s->count == 0) {
+		*link = s->next;
+		free(s);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/**
+ * limits_admit() - may one more client be served
+ * @l:	the limits
+ * @k:	its address
+ *
+ * On ADMIT_OK the connection is counted, and limits_release() must follow
+ * when it ends. Descriptors are taken separately, before accept().
+ *
+ * Return: ADMIT_OK, or which cap refuses it.
+ */
+enum admit limits_admit(struct limits *l, const struct source_key *k)
+{
+	unsigned n = __atomic_add_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+
+	if (l->max_conns && n > l->max_conns) {
+		__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+		return ADMIT_MAX_CONNS;
+	}
+	if (l->max_per_source && !source_take(l, k)) {
+		__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+		return ADMIT_PER_SOURCE;
+	}
+	return ADMIT_OK;
+}
+
+/**
+ * limits_release() - a connection admitted by limits_admit() has ended
+ * @l:	the limits
+ * @k:	its address
+ */
+void limits_release(struct limits *l, const struct source_key *k)
+{
+	__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+	if (l->max_per_source)
+		source_give(l, k);
+}
+
+/**
+ * limits_conns() - connections open in the whole process
+ * @l:	the limits
+ *
+ * Return: the count.
+ */
+unsigned limits_conns(const struct limits *l)
+{
+	return __atomic_load_n(&l->conns, __ATOMIC_RELAXED);
+}
+
+/**
+ * admit_reason() - a refusal as a log word and metrics label
+ * @a:	the refusal
+ *
+ * Return: "max_conns", "max_conns_per_source", or "" for ADMIT_OK.
+ */
+const char *admit_reason(enum admit a)
+{
+	return a == ADMIT_MAX_CONNS    ? "max_conns"
+	       : a == ADMIT_PER_SOURCE ? "max_conns_per_source"
+				       : "";
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_LIMITS_H
+#define SMBSPLICE_LIMITS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/**
+ * struct fd_budget - the descriptors connections and pipes may hold
+ * @limit:	how many: the open-files limit less what the process keeps
+ *		for itself
+ * @used:	how many they hold now (atomic)
+ */
+struct fd_budget {
+	long limit;
+	long used;
+};
+
+/**
+ * fd_budget_take() - reserve @n descriptors
+ * @b:	the budget
+ * @n:	how many
+ *
+ * Return: true if they fit; false leaves the budget as it was.
+ */
+static inline bool fd_budget_take(struct fd_budget *b, long n)
+{
+	if (__atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED) <= b->limit)
+		return true;
+	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+	return false;
+}
+
+/**
+ * fd_budget_give() - @n descriptors were closed
+ * @b:	the budget
+ * @n:	how many
+ */
+static inline void fd_budget_give(struct fd_budget *b, long n)
+{
+	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+/**
+ * struct source_key - a client's address, as the per-source cap counts it
+ * @a:	IPv6 address, or IPv4 mapped into IPv6 (::ffff:a.b.c.d)
+ */
+struct source_key {
+	uint8_t a[16];
+};
+
+struct source;
+
+/**
+ * struct limits - the caps on connections, for the whole process
+ * @fds:		descriptors for connections and pipes
+ * @max_conns:		--max-conns, 0 for no cap but @fds
+ * @max_per_source:	--max-conns-per-source, 0 for none
+ * @conns:		connections open now (atomic)
+ * @lock:		guards @buckets
+ * @buckets:		open connections per source address, hashed
+ * @nbuckets:		how many buckets (a power of two)
+ */
+struct limits {
+	struct fd_budget fds;
+	unsigned max_conns, max_per_source;
+	unsigned conns;
+	pthread_mutex_t lock;
+	struct source **buckets;
+	unsigned nbuckets;
+};
+
+enum admit {
+	ADMIT_OK,	  /* serve the client */
+	ADMIT_MAX_CONNS,  /* --max-conns connections are open */
+	ADMIT_PER_SOURCE, /* its address has --max-conns-per-source open */
+};
+
+int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
+		long fd_limit, long fd_reserved);
+void limits_destroy(struct limits *l);
+void source_key_of(const struct sockaddr *sa, struct source_key *k);
+enum admit limits_admit(struct limits *l, const struct source_key *k);
+void limits_release(struct limits *l, const struct source_key *k);
+unsigned limits_conns(const struct limits *l);
+const char *admit_reason(enum admit a);
+
+#endif /* SMBSPLICE_LIMITS_H */
