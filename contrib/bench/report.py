@@ -434,8 +434,9 @@ def write(r, outdir):
              f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
              f"{r.get('runs')} interleaved runs per figure" + (f", {r.get('mib')} MiB transfers" if sized else "") +
              ". Loopback: client, server and proxy share the cores." +
-             (" Load average (1 min) {:.1f} at the start, {:.1f} at the end: other work on the machine "
-              "counts in its busy time and slows every contestant.".format(*r["loadavg"])
+             (" Load average (1 min) {:.1f} at the start, {:.1f} at the end (the end counts this run's own "
+              "clients and servers; other work on the machine counts in its busy time and slows every "
+              "contestant).".format(*r["loadavg"])
               if r.get("loadavg") else "") + "\n"]
     for key, unit, title in THROUGHPUT:
         if r.get(key):
