@@ -23,9 +23,30 @@ Workloads:
          with one 64 KiB round trip, then held open: the front's RSS added
          per connection, held and after some idle seconds, and the time
          until all N connected and all N round-tripped; N from
-         --scale-counts.
+         --scale-counts;
+  parallel  several clients at once through smbsplice --workers 1 and
+         --workers 2 (and direct, haproxy): 8 smbclient gets of the same
+         256 MiB file, and 4 loadgen streams of 256 MiB up, then down, all
+         started together. Total throughput is all their bytes over the
+         wall time until the last one finished; each client's own
+         throughput gives the spread (slowest, fastest); costs per GiB are
+         over all bytes. The front's log says which worker served each
+         connection, since SO_REUSEPORT spreads them by a hash and 8
+         connections need not split 4/4.
+
+Contestants: each workload has its own list (direct, smbsplice and its
+modes, haproxy, socat, pasta; scale and parallel name smbsplice with
+--workers). --fronts N1,N2 keeps only the named ones, in each workload's
+order. --baseline PATH adds, right after each smbsplice contestant of bulk,
+rr, get, echo and parallel, a twin "base:NAME" that runs the binary at PATH
+with NAME's arguments: an older build, for a before/after comparison in the
+same run. A twin is made only for contestants without --workers, which an
+older build may not know; the report puts each base: twin beside its
+namesake. tune, sweep and cost measure settings of the current binary and
+take neither option.
 
 Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2]
+                [--fronts N1,N2] [--baseline PATH]
                 [--scale-counts N1,N2] [--scale-idle SEC]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in README.md.
@@ -42,13 +63,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BENCH = os.path.join(TOP, "contrib/bench")
 SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 PASSWORD = "smbsplice"
-NETNS = "smbsplice-bench"
+# One namespace per harness: two engineers' runs must not share (or delete)
+# each other's.
+NETNS = f"smbsplice-bench-{os.getpid()}"
 CLK = os.sysconf("SC_CLK_TCK")
 GIB = 1 << 30
 
@@ -154,12 +178,22 @@ class Front:
         self.cfg = None
         self.err = None
         self.port = backend_port
+        self.worker_conns = {}
 
     def tool(self):
         """The program this front runs, to check it is installed."""
+        if self.name.startswith("base:"):
+            return BASELINE
         return {"haproxy": "haproxy", "socat": "socat", "pasta": "pasta"}.get(self.name, SMBSPLICE)
 
     def argv(self, port):
+        if self.name.startswith("base:"):
+            # the namesake's command line, run from the baseline binary
+            twin = Front(self.name[5:], self.backend_port)
+            argv = twin.argv(port)
+            if argv[0] != SMBSPLICE or "--workers" in argv:
+                raise FrontFailed(f"{self.name}: a base: twin must be smbsplice without --workers")
+            return [BASELINE] + argv[1:]
         b = f"127.0.0.1:{self.backend_port}"
         sp = [SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", b, "--idle-timeout", "0"]
         if self.name == "smbsplice":
@@ -202,10 +236,12 @@ backend b
             self.cpu0 = 0.0
             return self
         self.port = free_port()
+        self.worker_conns = {}
+        argv = self.argv(self.port)
         # standard error goes to a file, so that a front that will not
         # start can say why in its own words
         self.err = tempfile.TemporaryFile("w+", dir=work_bin())
-        self.proc = subprocess.Popen(self.argv(self.port), stdout=subprocess.DEVNULL, stderr=self.err)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.err)
         try:
             wait_listening(self.port, self.proc)
         except RuntimeError as e:
@@ -243,8 +279,20 @@ backend b
             os.unlink(self.cfg.name)
             self.cfg = None
         if self.err:
+            self.worker_conns = self.count_workers()
             self.err.close()
             self.err = None
+
+    def count_workers(self):
+        """{worker: connections} from smbsplice's per-connection log lines
+        ("conn ... worker=N end=..."); empty for other fronts and for
+        builds that do not name the worker."""
+        self.err.flush()
+        self.err.seek(0)
+        out = {}
+        for w in re.findall(r" conn \S+ -> \S+ worker=(\d+) ", self.err.read()):
+            out[w] = out.get(w, 0) + 1
+        return out
 
 
 def measure(front, fn):
@@ -258,6 +306,8 @@ def measure(front, fn):
         busy, secs = machine_busy() - busy0, time.monotonic() - t0
         front.stop()
     r.update(proxy_cpu=r_cpu, busy=busy, secs=secs, rss_mib=r_hwm)
+    if front.worker_conns:
+        r["worker_conns"] = front.worker_conns
     return r
 
 
@@ -326,7 +376,9 @@ class Backends:
         if self.smbd_dir:
             subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "stop", self.smbd_dir])
         if self.netns:
-            subprocess.run(["pkill", "-f", f"loadgen serve"], stderr=subprocess.DEVNULL)
+            # `ip netns exec` execs loadgen in place, so the terminate()
+            # above ended it: nothing is killed by name, which could hit
+            # another harness's servers
             subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
 
 
@@ -412,6 +464,82 @@ def echo(port):
     return {"ops_s": echo_rate(out)}
 
 
+def all_at_once(argvs, timeout=600):
+    """Start every command at once and wait for all of them. Returns the
+    wall time from the first start until the last exit, and per command
+    (seconds from its own start to its exit, its standard output and
+    error). Any command that fails fails the whole measurement."""
+    outs = [tempfile.TemporaryFile("w+", dir=work_bin()) for _ in argvs]
+    procs, starts, ends = [], [], [None] * len(argvs)
+    try:
+        t0 = time.monotonic()
+        for argv, out in zip(argvs, outs):
+            starts.append(time.monotonic())
+            procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+
+        def wait(i):
+            try:
+                procs[i].wait(timeout)
+            except subprocess.TimeoutExpired:
+                procs[i].kill()
+                procs[i].wait()
+            ends[i] = time.monotonic()
+        waiters = [threading.Thread(target=wait, args=(i,)) for i in range(len(procs))]
+        for w in waiters:
+            w.start()
+        for w in waiters:
+            w.join()
+        res = []
+        for argv, p, out, t_start, t_end in zip(argvs, procs, outs, starts, ends):
+            out.seek(0)
+            text = out.read()
+            if p.returncode:
+                raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}) beside {len(argvs) - 1} "
+                                   f"others: {text[-500:]}")
+            res.append((t_end - t_start, text))
+        return max(ends) - t0, res
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for out in outs:
+            out.close()
+
+
+def par_get(clients, mib):
+    """`clients` smbclient gets of par.bin (mib MiB) at once: total GB/s,
+    and each client's GB/s from its own start to its own exit."""
+    def fn(port):
+        argv = ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}",
+                "-c", "get par.bin /dev/null"]
+        wall, res = all_at_once([argv] * clients)
+        each = [(mib << 20) / secs / 1e9 for secs, _ in res]
+        total = clients * (mib << 20)
+        return {"gbyte_s": total / wall / 1e9, "bytes": total, "clients": each,
+                "client_min": min(each), "client_max": max(each)}
+    return fn
+
+
+def par_bulk(streams, mib, direction):
+    """`streams` loadgen bulk transfers of mib MiB at once, one way: total
+    Gbit/s over the wall time, and each stream's Gbit/s as loadgen timed
+    it (from its first byte to its last, checked)."""
+    def fn(port):
+        argv = [os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction]
+        wall, res = all_at_once([argv] * streams)
+        each = []
+        for _, out in res:
+            kv = parse_kv([l for l in out.splitlines() if l.startswith("bulk")][-1])
+            if kv.get("ok") != 1:
+                raise RuntimeError(f"loadgen reports a bad transfer: {out[-300:]}")
+            each.append(kv["gbit"])
+        total = streams * (mib << 20)
+        return {"gbit": total * 8 / wall / 1e9, "bytes": total, "clients": each,
+                "client_min": min(each), "client_max": max(each)}
+    return fn
+
+
 def smbread(size, secs):
     def fn(port):
         out = run_checked([os.path.join(work_bin(), "smbread"), f"smb://127.0.0.1:{port}/share/sweep.bin",
@@ -426,6 +554,48 @@ def smbread(size, secs):
 def summarize(vals):
     vals = sorted(vals)
     return {"median": statistics.median(vals), "min": vals[0], "max": vals[-1], "n": len(vals)}
+
+
+# The contestants of bulk, rr, get and echo; of parallel. pasta joins the
+# first list when it can (bulk, rr), base: twins join with --baseline.
+STD_FRONTS = ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy", "haproxy", "socat")
+PAR_FRONTS = ("direct", "smbsplice+--workers 1", "smbsplice+--workers 2", "haproxy")
+PAR_GETS = 8            # smbclient gets at once
+PAR_STREAMS = 4         # loadgen streams at once
+PAR_MIB = 256           # MiB per client
+BASELINE = None         # --baseline: the older smbsplice for base: twins
+FRONTS = None           # --fronts: the only contestants wanted, or None
+PICKED = set()          # the contestants some workload kept
+
+
+def with_twins(names):
+    """names, each smbsplice contestant without --workers followed by its
+    base: twin when there is a baseline."""
+    out = []
+    for n in names:
+        out.append(n)
+        if BASELINE and n.startswith("smbsplice") and "--workers" not in n:
+            out.append("base:" + n)
+    return out
+
+
+def wanted(name):
+    return FRONTS is None or name in FRONTS
+
+
+def pick(names, backend_port, **kw):
+    """Fronts for the names --fronts keeps whose program is installed."""
+    out = []
+    for n in names:
+        f = Front(n, backend_port, **kw)
+        if not wanted(n):
+            continue
+        PICKED.add(n)
+        if n != "direct" and not (f.tool() and shutil.which(f.tool())):
+            log(f"{f.tool()} not found: {n} left out")
+            continue
+        out.append(f)
+    return out
 
 
 def interleaved(fronts, fn, runs, label):
@@ -447,7 +617,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(TOP, "contrib/bench/results"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run: for trying the harness")
-    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost,scale")
+    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost,scale,parallel")
+    ap.add_argument("--fronts", help="only these contestants, comma-separated (e.g. direct,smbsplice,"
+                    "base:smbsplice); tune, sweep and cost ignore it")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="an older smbsplice binary: adds base:NAME twins of the smbsplice contestants "
+                         "without --workers")
     ap.add_argument("--sweep-sizes", default=",".join(str(x) for x in SWEEP_SIZES),
                     help="READ sizes in bytes, comma-separated")
     ap.add_argument("--sweep-thresholds", default=",".join(SWEEP_THRESHOLDS))
@@ -456,9 +631,19 @@ def main():
     ap.add_argument("--scale-idle", type=float, default=SCALE_IDLE,
                     help="seconds held idle before the second RSS reading")
     args = ap.parse_args()
+    global BASELINE, FRONTS
     only = set(args.only.split(","))
     runs = 1 if args.quick else args.runs
     mib = 128 if args.quick else 1024
+    par_mib = 32 if args.quick else PAR_MIB
+    if args.baseline:
+        BASELINE = os.path.abspath(args.baseline)
+        if not os.access(BASELINE, os.X_OK):
+            ap.error(f"--baseline {args.baseline}: not an executable file")
+    if args.fronts:
+        FRONTS = [n.strip() for n in args.fronts.split(",") if n.strip()]
+        if any(n.startswith("base:") for n in FRONTS) and not BASELINE:
+            ap.error("base: contestants need --baseline PATH")
 
     work = tempfile.mkdtemp(prefix="smbsplice-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     _BIN = work
@@ -466,35 +651,49 @@ def main():
     build_tools(work)
     be = Backends(work)
     results = {"machine": machine_info(), "runs": runs, "mib": mib}
+    if BASELINE:
+        results["baseline"] = {"path": BASELINE, "version": subprocess.run(
+            [BASELINE, "--version"], capture_output=True, text=True).stdout.strip()}
+    if FRONTS:
+        results["fronts"] = FRONTS
     try:
-        if only & {"bulk", "rr", "cost"}:
+        if only & {"bulk", "rr", "cost", "parallel"}:
             lg = be.loadgen()
-            ns = be.netns_loadgen()
-            fronts = [Front(n, lg) for n in ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy",
-                                              "haproxy", "socat")]
+        if only & {"bulk", "rr", "cost"}:
+            ns = be.netns_loadgen() if only & {"bulk", "rr"} and wanted("pasta") else None
+            fronts = pick(with_twins(STD_FRONTS), lg)
             if ns:
                 fronts.append(Front("pasta", lg, netns_port=ns))
-            fronts = [f for f in fronts if f.name == "direct" or shutil.which(f.tool())]
+                PICKED.add("pasta")
             if "bulk" in only:
                 for d in ("up", "down"):
                     results[f"bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"bulk {d}")
             if "rr" in only:
-                rr_fronts = fronts + [Front(n, lg) for n in ("smbsplice+--pipe-size 8K",
-                                                             "smbsplice+--mode tcp --pipe-size 8K")]
+                rr_fronts = fronts + pick(with_twins(("smbsplice+--pipe-size 8K",
+                                                      "smbsplice+--mode tcp --pipe-size 8K")), lg)
                 results["rr"] = interleaved(rr_fronts, rr(50 if args.quick else 200), runs, "rr")
             if "tune" in only:
                 results["tune_bulk"] = interleaved([Front(n, lg) for n in TUNE_TCP], bulk("down", mib), runs,
                                                    "tune: bulk down")
             if "cost" in only:
                 results["syscalls"] = syscalls_per_mib(lg, mib)
-        if only & {"get", "echo", "sweep"}:
+        if "parallel" in only:
+            results["par"] = {"gets": PAR_GETS, "streams": PAR_STREAMS, "mib": par_mib}
+            fronts = pick(with_twins(PAR_FRONTS), lg)
+            for d in ("up", "down"):
+                results[f"par_bulk_{d}"] = interleaved(fronts, par_bulk(PAR_STREAMS, par_mib, d), runs,
+                                                       f"parallel bulk {d}")
+        if only & {"get", "echo", "sweep", "parallel"}:
             sp = be.smbd()
             share = os.path.join(be.smbd_dir, "share")
+            if "parallel" in only:
+                make_file(os.path.join(share, "par.bin"), par_mib)
+                results["par_get"] = interleaved(pick(with_twins(PAR_FRONTS), sp), par_get(PAR_GETS, par_mib),
+                                                 runs, "parallel get")
+        if only & {"get", "echo", "sweep"}:
             make_file(os.path.join(share, "get.bin"), mib)
             make_file(os.path.join(work, "put.bin"), mib)
-            fronts = [Front(n, sp) for n in ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy",
-                                              "haproxy", "socat")]
-            fronts = [f for f in fronts if f.name == "direct" or shutil.which(f.tool())]
+            fronts = pick(with_twins(STD_FRONTS), sp)
             if "get" in only:
                 results["get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs, "smbclient get")
                 results["put"] = interleaved(fronts, smbclient(f"put {work}/put.bin put.bin", mib), runs,
@@ -516,11 +715,17 @@ def main():
             counts = args.scale_counts
             if args.quick and counts == ap.get_default("scale_counts"):
                 counts = "200,1000"
+            names = [n for n in SCALE_FRONTS if wanted(n)]
+            PICKED.update(names)
             results["scale"] = scale(be.connstorm(), [int(x) for x in counts.split(",")], runs,
-                                     args.scale_idle)
+                                     args.scale_idle, names)
     finally:
         be.close()
         shutil.rmtree(work, ignore_errors=True)
+    results["loadavg"] = [results["machine"]["loadavg"], loadavg()]
+    for n in FRONTS or ():
+        if n not in PICKED:
+            log(f"--fronts: {n} is not a contestant of --only {args.only}; nothing ran it")
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     import report
@@ -730,6 +935,12 @@ def scale(backend_port, counts, runs, idle, names=SCALE_FRONTS):
     return out
 
 
+def loadavg():
+    """The 1-minute load average: other work on the machine skews every figure."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
 def machine_info():
     def sh(cmd):
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
@@ -737,7 +948,7 @@ def machine_info():
             "kernel": os.uname().release, "mem_gib": round(os.sysconf("SC_PAGE_SIZE") *
                                                           os.sysconf("SC_PHYS_PAGES") / GIB),
             "samba": sh("smbd --version"), "haproxy": sh("haproxy -v | head -1"),
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "loadavg": loadavg()}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ Theory of operation: every number in the report is a median over the runs
 of one contestant in one run of the harness, shown with its min and max;
 every ratio divides two such medians from the same run. The targets table
 at the end recomputes the ratios the project promises and marks each met
-or missed. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
+or missed. The parallel tables add each client's own throughput (the
+slowest and the fastest) and how smbsplice's workers shared the
+connections; with a baseline binary, a before/after table sets each
+`base:` contestant beside its namesake. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
 
 Usage: python3 report.py DIR [README]
@@ -12,6 +15,7 @@ Re-renders DIR/results.json; with README, also embeds the result there.
 """
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -48,6 +52,11 @@ def cpu_per_gib(rs):
     return statistics.median(vals) if vals else None
 
 
+def cpu_spread(rs):
+    """Proxy CPU s/GiB as median (min–max) over the runs."""
+    return spread([{"c": r["proxy_cpu"] / (r["bytes"] / GIB)} for r in rs if r.get("bytes")], "c")
+
+
 def busy_per_gib(rs):
     vals = [r["busy"] / (r["bytes"] / GIB) for r in rs if r.get("bytes")]
     return statistics.median(vals) if vals else None
@@ -76,6 +85,98 @@ def throughput_table(res, key, unit, title):
         lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
                      f"{fmt_ratio(ratio(m, hap))} | {cpu_s} | {extra_s} | {rss_s} |")
     return "\n".join(lines) + "\n"
+
+
+def worker_split(name, rs):
+    """How smbsplice's workers shared the connections, per run: "5/3, 4/4"
+    (worker 0 first); empty for fronts that do not log it."""
+    runs = [r["worker_conns"] for r in rs if r.get("worker_conns")]
+    if not runs:
+        return ""
+    m = re.search(r"--workers (\d+)", name)
+    n = int(m.group(1)) if m else max(int(w) for run in runs for w in run) + 1
+    return ", ".join("/".join(str(run.get(str(w), 0)) for w in range(n)) for run in runs)
+
+
+def parallel_table(res, key, unit, title):
+    """A table of one parallel workload: total throughput, the slowest and
+    the fastest client, costs per GiB over all clients' bytes, and a line
+    comparing smbsplice --workers 2 with --workers 1."""
+    direct = med(res.get("direct", []), key)
+    hap = med(res.get("haproxy", []), key)
+    base_busy = busy_per_gib(res.get("direct", [])) if res.get("direct") else None
+    lines = [f"**{title}** ({unit}; median (min–max))", "",
+             f"| Contestant | total {unit} | × direct | × haproxy | slowest client | fastest client "
+             "| proxy CPU s/GiB | machine core-s/GiB over direct | peak RSS MiB | connections per worker |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    extra = {}
+    for name, rs in res.items():
+        if not rs:
+            continue
+        m = med(rs, key)
+        proxy = name != "direct"
+        busy = busy_per_gib(rs)
+        extra[name] = busy - base_busy if proxy and busy is not None and base_busy is not None else None
+        cpu_s = cpu_spread(rs) if proxy else ""
+        extra_s = f"{extra[name]:.2f}" if extra[name] is not None else ""
+        rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
+        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+                     f"{fmt_ratio(ratio(m, hap))} | {spread(rs, 'client_min')} | {spread(rs, 'client_max')} | "
+                     f"{cpu_s} | {extra_s} | {rss_s} | {worker_split(name, rs)} |")
+    w1, w2 = res.get("smbsplice+--workers 1", []), res.get("smbsplice+--workers 2", [])
+    if w1 and w2:
+        parts = [f"total {fmt_ratio(ratio(med(w2, key), med(w1, key)))}",
+                 f"slowest client {fmt_ratio(ratio(med(w2, 'client_min'), med(w1, 'client_min')))}",
+                 f"proxy CPU per GiB {fmt_ratio(ratio(cpu_per_gib(w2), cpu_per_gib(w1)))}"]
+        a, b = extra.get("smbsplice+--workers 2"), extra.get("smbsplice+--workers 1")
+        if a is not None and b is not None:
+            parts.append(f"machine core-s per GiB over direct {fmt_ratio(a / b)}" if a > 0 and b > 0 else
+                         f"machine core-s per GiB over direct {a:.2f} against {b:.2f}")
+        lines += ["", "Workers 2 vs workers 1 (ratio of medians): " + ", ".join(parts) + "."]
+    return "\n".join(lines) + "\n"
+
+
+# Throughput workloads: results key, unit, title.
+THROUGHPUT = (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
+              ("bulk_down", "Gbit/s", "Bulk TCP down"),
+              ("tune_bulk", "Gbit/s", "Tuning: bulk TCP down through smbsplice, by pipe and buffer size"),
+              ("get", "GB/s", "smbclient get of a 1 GiB file"),
+              ("put", "GB/s", "smbclient put of a 1 GiB file"),
+              ("get_encrypted", "GB/s", "smbclient get, SMB3 encryption"),
+              ("tune_get", "GB/s", "Tuning: smbclient get through smbsplice, by pipe and buffer size"))
+PARALLEL = (("par_get", "GB/s", "Parallel: {gets} smbclient gets of a {mib} MiB file at once"),
+            ("par_bulk_up", "Gbit/s", "Parallel: {streams} bulk TCP streams of {mib} MiB each up at once (loadgen)"),
+            ("par_bulk_down", "Gbit/s", "Parallel: {streams} bulk TCP streams of {mib} MiB each down at once"))
+PAR_DEFAULT = {"gets": 8, "streams": 4, "mib": 256}
+
+
+def unit_key(unit):
+    return "gbit" if unit == "Gbit/s" else "gbyte_s"
+
+
+def baseline_table(r):
+    """Each base: contestant beside its namesake, in every throughput
+    workload that ran both: new ÷ base for throughput and proxy CPU."""
+    rows = []
+    for key, unit, title in THROUGHPUT + PARALLEL:
+        res = r.get(key) or {}
+        for name, rs in res.items():
+            bs = res.get("base:" + name)
+            if name.startswith("base:") or not rs or not bs:
+                continue
+            k = unit_key(unit)
+            rows.append(f"| {title.split(' (')[0].format(**r.get('par', PAR_DEFAULT))} | {name} | {spread(rs, k)} | {spread(bs, k)} | "
+                        f"{fmt_ratio(ratio(med(rs, k), med(bs, k)))} | {cpu_spread(rs)} | {cpu_spread(bs)} | "
+                        f"{fmt_ratio(ratio(cpu_per_gib(rs), cpu_per_gib(bs)))} |")
+    if not rows:
+        return ""
+    b = r.get("baseline", {})
+    return "\n".join([f"**Before and after** (this build against `base:`, {b.get('path', '?')}, "
+                      f"{b.get('version') or 'version unknown'}; median (min–max) of interleaved runs; "
+                      "new ÷ base: throughput above 1 and CPU below 1 favour this build)", "",
+                      "| Workload | Contestant | throughput | base: throughput | new ÷ base | proxy CPU s/GiB "
+                      "| base: proxy CPU s/GiB | new ÷ base |",
+                      "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
 
 
 def rr_table(res):
@@ -327,19 +428,23 @@ plot {plots}
 
 def write(r, outdir):
     mi = r.get("machine", {})
+    # the transfer size of bulk, get and put; the parallel titles give theirs
+    sized = any(r.get(k) for k, _, _ in THROUGHPUT)
     parts = [f"Machine: {mi.get('cpus')} cores ({mi.get('model', '').strip()}), {mi.get('mem_gib')} GiB, "
              f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
-             f"{r.get('runs')} interleaved runs per figure, {r.get('mib')} MiB transfers. Loopback: client, "
-             "server and proxy share the cores.\n"]
-    for key, unit, title in (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
-                             ("bulk_down", "Gbit/s", "Bulk TCP down"),
-                             ("tune_bulk", "Gbit/s", "Tuning: bulk TCP down through smbsplice, by pipe and buffer size"),
-                             ("get", "GB/s", "smbclient get of a 1 GiB file"),
-                             ("put", "GB/s", "smbclient put of a 1 GiB file"),
-                             ("get_encrypted", "GB/s", "smbclient get, SMB3 encryption"),
-                             ("tune_get", "GB/s", "Tuning: smbclient get through smbsplice, by pipe and buffer size")):
+             f"{r.get('runs')} interleaved runs per figure" + (f", {r.get('mib')} MiB transfers" if sized else "") +
+             ". Loopback: client, server and proxy share the cores." +
+             (" Load average (1 min) {:.1f} at the start, {:.1f} at the end (the end counts this run's own "
+              "clients and servers; other work on the machine counts in its busy time and slows every "
+              "contestant).".format(*r["loadavg"])
+              if r.get("loadavg") else "") + "\n"]
+    for key, unit, title in THROUGHPUT:
         if r.get(key):
-            parts.append(throughput_table(r[key], "gbit" if "bulk" in key else "gbyte_s", unit, title))
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title))
+    for key, unit, title in PARALLEL:
+        if r.get(key):
+            parts.append(parallel_table(r[key], unit_key(unit), unit, title.format(**r.get("par", PAR_DEFAULT))))
+    parts.append(baseline_table(r))
     if r.get("rr"):
         parts.append(rr_table(r["rr"]))
     if r.get("echo"):
