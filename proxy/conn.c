@@ -62,11 +62,22 @@ enum conn_state {
 	CS_CONNECTING, /* the backend connect is in flight, or waits for a
 			* descriptor */
 	CS_OPEN,       /* both directions forward */
+	CS_CUT,	       /* a stream ended mid-message: its last bytes are on
+			* their way, then both peers are reset */
 };
 
 /* After the backend socket could not be created for want of descriptors:
  * how long to wait before the next try (and the accept pause). */
 #define CONNECT_RETRY 0.1
+
+/* A pipe whose destination has taken none of its bytes for this long is
+ * moved to a buffer, so that stalled receivers cannot hold the pool. */
+#define PIPE_HOLD_MAX 1.0
+
+/* A stream cut mid-message: the reset waits this long at most, polling
+ * every CUT_POLL, for the bytes before the cut to be acknowledged. */
+#define CUT_DRAIN_MAX 5.0
+#define CUT_POLL      0.01
 
 struct conn;
 
@@ -79,6 +90,10 @@ struct conn;
  * @fr:		the SMB framer, used in smb mode
  * @done:	end of file was forwarded
  * @opaque_logged: the framer's giving up was logged
+ * @stall_prev:	link in the worker's list of stalled pipes
+ * @stall_next:	likewise
+ * @stall_since: when its pipe began to wait for the destination, 0 when
+ *		the direction is not on that list
  */
 struct dir {
 	struct half h;
@@ -87,6 +102,8 @@ struct dir {
 	struct smb_framer fr;
 	bool done;
 	bool opaque_logged;
+	struct dir *stall_prev, *stall_next;
+	ev_tstamp stall_since;
 };
 
 /**
@@ -102,8 +119,10 @@ struct dir {
  *		watcher on @srv while the connect is in flight
  * @timer:	the timeout of the current stage (see enum conn_state)
  * @state:	the stage
+ * @cut:	in CS_CUT: the direction whose source ended mid-message
  * @started:	when the client was accepted
- * @deadline:	when the handshake or the connect times out
+ * @deadline:	when the handshake or the connect times out, or when a
+ *		cut connection is reset whatever is left
  * @last_active: last time either direction delivered a byte
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
@@ -119,6 +138,7 @@ struct conn {
 	ev_io connect_w;
 	ev_timer timer;
 	enum conn_state state;
+	struct dir *cut;
 	ev_tstamp started, deadline, last_active;
 	char cli_text[64];
 	struct source_key source;
@@ -193,6 +213,103 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 }
 
 /**
+ * stall_forget() - take a direction off the worker's list of stalled pipes
+ * @d:	the direction, listed or not
+ */
+static void stall_forget(struct dir *d)
+{
+	if (!d->stall_since)
+		return;
+	if (d->stall_prev)
+		d->stall_prev->stall_next = d->stall_next;
+	else
+		d->c->w->stalls = d->stall_next;
+	if (d->stall_next)
+		d->stall_next->stall_prev = d->stall_prev;
+	d->stall_prev = d->stall_next = NULL;
+	d->stall_since = 0;
+}
+
+/**
+ * stall_note() - a direction's pipe waits for its destination
+ * @d:	the direction
+ *
+ * The first time, it goes on the worker's list with the time; the check
+ * that runs while the list is not empty moves its bytes to a buffer if
+ * it is still waiting PIPE_HOLD_MAX later.
+ */
+static void stall_note(struct dir *d)
+{
+	struct worker *w = d->c->w;
+
+	if (d->stall_since)
+		return;
+	d->stall_since = ev_now(w->loop);
+	d->stall_prev = NULL;
+	d->stall_next = w->stalls;
+	if (w->stalls)
+		w->stalls->stall_prev = d;
+	w->stalls = d;
+	if (!ev_is_active(&w->stall_check))
+		ev_timer_again(w->loop, &w->stall_check);
+}
+
+/**
+ * stall_expired() - the first listed direction that waited too long
+ * @w:		the worker
+ * @now:	the loop's time
+ *
+ * Return: the direction, or NULL.
+ */
+static struct dir *stall_expired(struct worker *w, ev_tstamp now)
+{
+	for (struct dir *d = w->stalls; d; d = d->stall_next)
+		if (now - d->stall_since >= PIPE_HOLD_MAX)
+			return d;
+	return NULL;
+}
+
+static void conn_end(struct conn *c, enum conn_end end, const char *why);
+
+/**
+ * on_stall_check() - move the bytes of pipes that waited too long
+ * @loop:	the worker's loop
+ * @t:		&worker.stall_check
+ * @revents:	unused
+ */
+static void on_stall_check(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct worker *w = t->data;
+	ev_tstamp now = ev_now(loop);
+	struct dir *d;
+	int r;
+
+	(void)revents;
+	while ((d = stall_expired(w, now))) {
+		stall_forget(d);
+		r = half_unpipe(&d->h);
+		if (r == 0)
+			counter_add(&w->pipe_stalls, 1);
+		else if (r < 0)
+			conn_end(d->c, END_ERROR, strerror(d->h.err));
+	}
+	if (!w->stalls)
+		ev_timer_stop(loop, t);
+}
+
+/**
+ * conn_worker_init() - set up what conn.c keeps in a worker
+ * @w:	the worker
+ */
+void conn_worker_init(struct worker *w)
+{
+	w->stalls = NULL;
+	ev_init(&w->stall_check, on_stall_check);
+	w->stall_check.repeat = PIPE_HOLD_MAX / 2;
+	w->stall_check.data = w;
+}
+
+/**
  * conn_end() - log, close both sockets and free the connection
  * @c:		the connection
  * @end:	how it ended; anything but END_FIN resets both peers, so
@@ -205,6 +322,8 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	struct ev_loop *loop = w->loop;
 
 	conn_log_end(c, end, why);
+	stall_forget(&c->up);
+	stall_forget(&c->down);
 	ev_io_stop(loop, &c->up.rd);
 	ev_io_stop(loop, &c->up.wr);
 	ev_io_stop(loop, &c->down.rd);
@@ -266,6 +385,60 @@ static void dir_log_opaque(struct dir *d)
 }
 
 /**
+ * conn_rearm() - run the connection's timer @after seconds from now
+ * @c:		the connection
+ * @after:	seconds
+ */
+static void conn_rearm(struct conn *c, ev_tstamp after)
+{
+	ev_timer_stop(c->w->loop, &c->timer);
+	ev_timer_set(&c->timer, after, 0.);
+	ev_timer_start(c->w->loop, &c->timer);
+}
+
+/**
+ * cut_why() - the log's reason for a cut stream
+ * @c:	the connection, in CS_CUT
+ *
+ * Return: a constant string.
+ */
+static const char *cut_why(const struct conn *c)
+{
+	return c->cut == &c->up
+		       ? "the client's stream ended in the middle of an SMB message"
+		       : "the server's stream ended in the middle of an SMB message";
+}
+
+/**
+ * conn_cut() - a stream ended mid-message: reset both peers once the
+ *		bytes before the cut are delivered
+ * @c:	the connection
+ * @d:	the direction whose source ended, with nothing pending
+ *
+ * An SMB peer that stops in the middle of a message has died or broken
+ * (a server killed during a READ stream sends a FIN all the same). Passing
+ * the FIN on would make a cut-off stream look complete, so both peers are
+ * reset instead; but only once the other peer has acknowledged the bytes
+ * that came before the cut, since a reset discards whatever it has not
+ * received. That wait is bounded by CUT_DRAIN_MAX.
+ */
+static void conn_cut(struct conn *c, struct dir *d)
+{
+	struct ev_loop *loop = c->w->loop;
+
+	stall_forget(&c->up);
+	stall_forget(&c->down);
+	ev_io_stop(loop, &c->up.rd);
+	ev_io_stop(loop, &c->up.wr);
+	ev_io_stop(loop, &c->down.rd);
+	ev_io_stop(loop, &c->down.wr);
+	c->state = CS_CUT;
+	c->cut = d;
+	c->deadline = ev_now(loop) + CUT_DRAIN_MAX;
+	conn_rearm(c, 0.);
+}
+
+/**
  * dir_run() - run a direction and arm the watcher it asks for
  * @d:	the direction
  */
@@ -285,19 +458,28 @@ static void dir_run(struct dir *d)
 		dir_log_opaque(d);
 	switch (st) {
 	case PUMP_WAIT_READ:
+		stall_forget(d);
 		ev_io_stop(loop, &d->wr);
 		ev_io_start(loop, &d->rd);
 		return;
 	case PUMP_WAIT_WRITE:
+		if (half_holds_pipe(&d->h))
+			stall_note(d);
+		else
+			stall_forget(d);
 		ev_io_stop(loop, &d->rd);
 		ev_io_start(loop, &d->wr);
 		return;
 	case PUMP_FIN:
+		stall_forget(d);
 		ev_io_stop(loop, &d->rd);
 		ev_io_stop(loop, &d->wr);
 		d->done = true;
 		if (other->done)
 			conn_end(c, END_FIN, NULL);
+		return;
+	case PUMP_CUT:
+		conn_cut(c, d);
 		return;
 	case PUMP_SRC_ERR:
 	case PUMP_DST_ERR:
@@ -318,18 +500,6 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)revents;
 	dir_run(d);
-}
-
-/**
- * conn_rearm() - run the connection's timer @after seconds from now
- * @c:		the connection
- * @after:	seconds
- */
-static void conn_rearm(struct conn *c, ev_tstamp after)
-{
-	ev_timer_stop(c->w->loop, &c->timer);
-	ev_timer_set(&c->timer, after, 0.);
-	ev_timer_start(c->w->loop, &c->timer);
 }
 
 static void conn_connect(struct conn *c);
@@ -367,6 +537,14 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 			 "backend connect timed out after %gs",
 			 o->connect_timeout);
 		conn_end(c, END_TIMEOUT, why);
+		return;
+	case CS_CUT:
+		if (sock_unacked(c->cut->h.dst->fd) &&
+		    ev_now(loop) < c->deadline) {
+			conn_rearm(c, CUT_POLL);
+			return;
+		}
+		conn_end(c, END_ERROR, cut_why(c));
 		return;
 	case CS_OPEN:
 		left = c->last_active + o->idle_timeout - ev_now(loop);

@@ -11,5 +11,6 @@ struct worker;
 void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source);
 void conn_close_all(struct worker *w);
+void conn_worker_init(struct worker *w);
 
 #endif /* SMBSPLICE_CONN_H */

@@ -264,6 +264,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile_limit();
 
+	if (opt.splice) {
+		opt.max_pipes = pool_fit_kernel(&opt.pipe_size, opt.max_pipes,
+						err, sizeof(err));
+		if (*err)
+			log_warn("%s", err);
+	}
 	px.opt = &opt;
 	px.nworkers = opt.workers ? opt.workers : usable_cpus();
 	px.pipe_budget.max = opt.max_pipes;

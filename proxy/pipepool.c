@@ -24,6 +24,16 @@
  * connections leave), or the kernel refuses a new pipe (EMFILE, ENFILE),
  * pool_get() returns NULL and the caller copies instead: no error
  * reaches a client because pipes ran out.
+ *
+ * A pipe is never lent smaller than --pipe-size. Without CAP_SYS_RESOURCE
+ * (or CAP_SYS_ADMIN), once a user's pipes hold more than
+ * /proc/sys/fs/pipe-user-pages-soft pages, the kernel makes new pipes of
+ * two pages and refuses to grow them: spliced 8 KiB at a time, a stream
+ * would cost a hundred times the system calls. pool_fit_kernel() caps
+ * --max-pipes at start so that smbsplice's own pipes stay under that
+ * limit, and a pipe that still comes out small (the user's other
+ * processes hold pipes too) is closed unused and counted, and no new pipe
+ * is tried for a second: the copy pump serves meanwhile.
  */
 #include "config.h"
 
@@ -33,9 +43,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <stdio.h>
+#include <time.h>
+#include <linux/capability.h>
+
 #include "counter.h"
 #include "log.h"
 #include "pipepool.h"
+#include "privs.h"
+
+/* After a pipe came out smaller than asked, how long to copy instead. */
+#define SMALL_PIPE_BACKOFF 1
 
 /**
  * pool_init() - set up an empty pool
@@ -92,18 +110,48 @@ unsigned pool_budget_open(const struct pipe_budget *b)
 }
 
 /**
- * pool_new_slot() - open and size a new pipe
+ * coarse_now() - seconds on a cheap monotonic clock
+ *
+ * Return: CLOCK_MONOTONIC_COARSE, in whole seconds.
+ */
+static int64_t coarse_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+/**
+ * pool_new_slot() - open a new pipe of the pool's size
  * @p:	the pool, for the requested size
  *
- * Return: the slot, or NULL if the kernel refused a pipe or memory ran out.
+ * Return: the slot, or NULL if the kernel refused a pipe, would not give
+ * it the pool's size, or memory ran out.
  */
 static struct pipe_slot *pool_new_slot(struct pipe_pool *p)
 {
 	struct pipe_slot *s;
 	int fds[2], got;
 
+	if (p->retry_at && coarse_now() < p->retry_at)
+		return NULL;
 	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC))
 		return NULL;
+	fcntl(fds[1], F_SETPIPE_SZ, (int)p->size);
+	got = fcntl(fds[1], F_GETPIPE_SZ);
+	if (got < 0 || (size_t)got < p->size) {
+		close(fds[0]);
+		close(fds[1]);
+		counter_add(&p->small, 1);
+		p->retry_at = coarse_now() + SMALL_PIPE_BACKOFF;
+		log_rate(
+			LOG_LVL_WARN,
+			"the kernel gave a %d-byte pipe, not --pipe-size %zu: copying instead (without CAP_SYS_RESOURCE a user's pipes are capped by /proc/sys/fs/pipe-user-pages-soft; lower --max-pipes or --pipe-size)",
+			got, p->size);
+		return NULL;
+	}
+	p->retry_at = 0;
 	s = malloc(sizeof(*s));
 	if (!s) {
 		close(fds[0]);
@@ -112,18 +160,8 @@ static struct pipe_slot *pool_new_slot(struct pipe_pool *p)
 	}
 	s->rd = fds[0];
 	s->wr = fds[1];
+	s->cap = (size_t)got;
 	s->next = NULL;
-	/* The kernel may refuse the size (pipe-max-size, pipe-user-pages-*):
-	 * the pipe still works at whatever size it has. */
-	fcntl(s->wr, F_SETPIPE_SZ, (int)p->size);
-	got = fcntl(s->wr, F_GETPIPE_SZ);
-	s->cap = got > 0 ? (size_t)got : 4096;
-	if (s->cap < p->size && !p->size_warned) {
-		p->size_warned = 1;
-		log_warn(
-			"pipe size %zu refused, using %zu (see /proc/sys/fs/pipe-max-size and pipe-user-pages-soft)",
-			p->size, s->cap);
-	}
 	counter_add(&p->created, 1);
 	return s;
 }
@@ -228,4 +266,85 @@ void pool_destroy(struct pipe_pool *p)
 {
 	p->low = p->nfree;
 	pool_trim(p);
+}
+
+/**
+ * read_proc_ulong() - a number from a /proc/sys file
+ * @path:	the file
+ * @out:	the number
+ *
+ * Return: 0, or -1 if it could not be read.
+ */
+static int read_proc_ulong(const char *path, unsigned long *out)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%lu", out) == 1;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/**
+ * pipe_pages() - pages the kernel accounts to a pipe of @size bytes
+ * @size:	the size asked for
+ * @page:	the page size
+ *
+ * Return: pages, a power of two (F_SETPIPE_SZ rounds up to one).
+ */
+static unsigned long pipe_pages(size_t size, unsigned long page)
+{
+	unsigned long want = (size + page - 1) / page, n = 1;
+
+	while (n < want)
+		n <<= 1;
+	return n;
+}
+
+/**
+ * pool_fit_kernel() - size the pools to what the kernel lets this process have
+ * @size:	--pipe-size; lowered to /proc/sys/fs/pipe-max-size without
+ *		CAP_SYS_RESOURCE
+ * @max:	--max-pipes
+ * @note:	buffer for one line saying what was changed and why, left
+ *		empty when nothing was
+ * @len:	its size
+ *
+ * Without CAP_SYS_RESOURCE a pipe may not grow past pipe-max-size, and
+ * without it and CAP_SYS_ADMIN a user's pipes may hold at most
+ * pipe-user-pages-soft pages in all before new ones come out tiny.
+ *
+ * Return: --max-pipes, lowered to what the soft limit allows.
+ */
+unsigned pool_fit_kernel(size_t *size, unsigned max, char *note, size_t len)
+{
+	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+	unsigned long max_size, soft, fit;
+	int n = 0;
+
+	*note = '\0';
+	if (!privs_have(CAP_SYS_RESOURCE) &&
+	    !read_proc_ulong("/proc/sys/fs/pipe-max-size", &max_size) &&
+	    *size > max_size) {
+		n = snprintf(
+			note, len,
+			"--pipe-size %zu is above /proc/sys/fs/pipe-max-size (%lu), which only CAP_SYS_RESOURCE may pass: using %lu. ",
+			*size, max_size, max_size);
+		*size = max_size;
+	}
+	if (privs_have(CAP_SYS_RESOURCE) || privs_have(CAP_SYS_ADMIN) ||
+	    read_proc_ulong("/proc/sys/fs/pipe-user-pages-soft", &soft) ||
+	    !soft)
+		return max;
+	fit = soft / pipe_pages(*size, page);
+	if (fit >= max)
+		return max;
+	if (n >= 0 && (size_t)n < len)
+		snprintf(
+			note + n, len - n,
+			"--max-pipes %u lowered to %lu: without CAP_SYS_RESOURCE, a user's pipes may hold %lu pages (/proc/sys/fs/pipe-user-pages-soft), and pipes past that would be 8 KiB; the copy pump serves the rest",
+			max, fit, soft);
+	return (unsigned)fit;
 }

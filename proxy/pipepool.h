@@ -44,17 +44,20 @@ struct pipe_budget {
  * @nfree:	free pipes now (a gauge any thread may read)
  * @lent:	pipes lent out now (a gauge any thread may read)
  * @created:	pipes ever created (a counter any thread may read)
- * @denied:	requests refused because the budget was spent or pipe2()
- *		failed (a counter any thread may read)
- * @size_warned: a smaller-than-requested pipe was already reported
+ * @denied:	requests refused because the budget was spent or no pipe
+ *		of @size could be made (a counter any thread may read)
+ * @small:	pipes the kernel would not give @size, closed unused (a
+ *		counter any thread may read)
+ * @retry_at:	after @small, no new pipe is tried before this time
+ *		(CLOCK_MONOTONIC_COARSE seconds)
  */
 struct pipe_pool {
 	struct pipe_budget *budget;
 	struct pipe_slot *free;
 	size_t size;
 	uint64_t low;
-	uint64_t nfree, lent, created, denied;
-	int size_warned;
+	uint64_t nfree, lent, created, denied, small;
+	int64_t retry_at;
 };
 
 void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size);
@@ -64,5 +67,6 @@ void pool_drop(struct pipe_pool *p, struct pipe_slot *s);
 unsigned pool_trim(struct pipe_pool *p);
 void pool_destroy(struct pipe_pool *p);
 unsigned pool_budget_open(const struct pipe_budget *b);
+unsigned pool_fit_kernel(size_t *size, unsigned max, char *note, size_t len);
 
 #endif /* SMBSPLICE_PIPEPOOL_H */

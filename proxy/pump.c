@@ -29,7 +29,9 @@
  * carried MORE. When the source runs dry, sock_uncork() pushes whatever MORE
  * left waiting, so no tail waits for the kernel's 200 ms timer. End of
  * file is forwarded with shutdown(SHUT_WR) once nothing is pending; the
- * FIN pushes any held bytes with it.
+ * FIN pushes any held bytes with it. In smb mode a source that ends in the
+ * middle of a message (a server killed mid-READ) is not a clean end: no
+ * FIN is forwarded, and the caller resets the connection (PUMP_CUT).
  *
  * No function here knows about the event loop: half_run() reports what it
  * waits for and the caller arms its watchers to match.
@@ -38,6 +40,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "counter.h"
@@ -82,8 +86,12 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
  */
 static void buf_return(struct half *h)
 {
-	bufpool_put(h->bufs, h->buf);
+	if (h->buf_own)
+		free(h->buf);
+	else
+		bufpool_put(h->bufs, h->buf);
 	h->buf = NULL;
+	h->buf_own = false;
 	h->buf_off = h->buf_len = 0;
 }
 
@@ -375,7 +383,9 @@ enum pump_status half_run(struct half *h)
 		if (r == IO_ERR)
 			return PUMP_DST_ERR;
 		if (h->src_eof)
-			return half_finish(h);
+			return framed(h) && smb_framer_mid_message(h->fr)
+				       ? PUMP_CUT
+				       : half_finish(h);
 		/* The last read may have emptied the socket, and then no
 		 * event would come to push what MORE held back. */
 		if (!budget)
@@ -411,6 +421,67 @@ enum pump_status half_run(struct half *h)
 bool half_pending(const struct half *h)
 {
 	return h->in_pipe || h->buf_off < h->buf_len;
+}
+
+/**
+ * half_holds_pipe() - does the direction hold a pipe with bytes in it
+ * @h:	the direction
+ *
+ * Return: true while a splice waits for its destination.
+ */
+bool half_holds_pipe(const struct half *h)
+{
+	return h->pipe && h->in_pipe;
+}
+
+/**
+ * half_unpipe() - move the bytes of a stalled pipe into a buffer
+ * @h:	the direction, holding a pipe whose destination is not taking them
+ *
+ * A receiver that stalls would keep its pipe for as long as it stalls,
+ * and a thousand of them would keep the pool from everyone. Their bytes
+ * go to a buffer instead (the pool's when they fit, else one of their
+ * own), where they wait just the same, and the pipe goes back to the
+ * pool. The bytes are already past the framer, so nothing else changes;
+ * they count as copied when they are written.
+ *
+ * Return: 0 once moved, 1 if memory ran out (the pipe is kept, try again
+ * later), or -1 if the pipe could not be read (@err is set: bytes are
+ * lost, so the connection must end).
+ */
+int half_unpipe(struct half *h)
+{
+	size_t n = h->in_pipe, got = 0;
+	bool own = n > h->bufs->size;
+	char *buf;
+	ssize_t k;
+
+	if (!half_holds_pipe(h))
+		return 0;
+	buf = own ? malloc(n) : bufpool_get(h->bufs);
+	if (!buf)
+		return 1;
+	while (got < n) {
+		k = read(h->pipe->rd, buf + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			h->err = k < 0 ? errno : EIO;
+			h->buf = buf;
+			h->buf_own = own;
+			buf_return(h);
+			return -1;
+		}
+		got += (size_t)k;
+	}
+	pool_put(h->pipes, h->pipe);
+	h->pipe = NULL;
+	h->in_pipe = 0;
+	h->buf = buf;
+	h->buf_own = own;
+	h->buf_off = 0;
+	h->buf_len = n;
+	return 0;
 }
 
 /**

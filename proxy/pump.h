@@ -38,6 +38,8 @@ struct half_stats {
  * @pipe:	pipe lent for the splice in flight, NULL when none
  * @in_pipe:	bytes in @pipe not yet written to @dst
  * @buf:	copy buffer lent for the bytes in flight, NULL when none
+ * @buf_own:	@buf is not the pool's but a one-off allocation, larger
+ *		than the pool's buffers (see half_unpipe())
  * @buf_off:	first byte of @buf not yet written to @dst
  * @buf_len:	bytes in @buf
  * @more:	the pending bytes are to be written with MORE
@@ -66,6 +68,7 @@ struct half {
 	size_t in_pipe;
 	char *buf;
 	size_t buf_off, buf_len;
+	bool buf_own;
 	bool more, drained;
 	bool src_eof, dst_shut;
 	int err;
@@ -79,6 +82,8 @@ enum pump_status {
 	PUMP_WAIT_READ,	 /* nothing pending, @src has no bytes: wait to read */
 	PUMP_WAIT_WRITE, /* bytes pending, @dst is full: wait to write */
 	PUMP_FIN,	 /* end of file forwarded: this direction is done */
+	PUMP_CUT,	 /* smb mode: @src ended in the middle of a message; all
+			  * before it is written, no end of file forwarded */
 	PUMP_SRC_ERR,	 /* reading @src failed, see @err */
 	PUMP_DST_ERR,	 /* writing @dst failed, see @err */
 };
@@ -93,5 +98,7 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
 enum pump_status half_run(struct half *h);
 void half_release(struct half *h);
 bool half_pending(const struct half *h);
+bool half_holds_pipe(const struct half *h);
+int half_unpipe(struct half *h);
 
 #endif /* SMBSPLICE_PUMP_H */

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -194,4 +196,21 @@ void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
 	} else {
 		snprintf(out, outlen, "?");
 	}
+}
+
+/**
+ * sock_unacked() - bytes written to a socket that the peer has not
+ *		    acknowledged yet
+ * @fd:	a TCP socket
+ *
+ * Return: the count (SIOCOUTQ: unsent plus unacknowledged), or 0 if the
+ * socket cannot tell, so that nobody waits on it for ever.
+ */
+int sock_unacked(int fd)
+{
+	int n = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &n))
+		return 0;
+	return n;
 }

@@ -24,6 +24,7 @@ int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
+int sock_unacked(int fd);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport);
 int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd);
 int sock_connect_result(int fd);

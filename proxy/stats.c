@@ -235,6 +235,14 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		out, "smbsplice_pipe_denied_total", "counter",
 		"Times no pipe was free (--max-pipes) and the copy pump served.",
 		g->pipes_denied);
+	write_scalar(
+		out, "smbsplice_pipe_small_total", "counter",
+		"Pipes the kernel would not give --pipe-size (pipe-user-pages-soft); closed unused, and the copy pump served.",
+		g->pipes_small);
+	write_scalar(
+		out, "smbsplice_pipe_stalls_total", "counter",
+		"Pipes whose destination took nothing for a second: their bytes were moved to a buffer and the pipe went back to the pool.",
+		g->pipe_stalls);
 	write_scalar(out, "smbsplice_buffers_lent", "gauge",
 		     "Copy buffers holding bytes in flight.", g->bufs_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",

@@ -44,6 +44,8 @@ struct totals {
  * @pipes_open:		splice pipes open
  * @pipes_lent:		splice pipes holding a splice in flight
  * @pipes_denied:	times no pipe could be had and the copy pump served
+ * @pipes_small:	pipes the kernel would not give --pipe-size
+ * @pipe_stalls:	pipes moved to a buffer after waiting too long
  * @bufs_lent:		copy buffers holding bytes in flight
  * @bufs_free:		copy buffers kept for reuse
  * @refused_conns:	clients reset for --max-conns
@@ -54,7 +56,8 @@ struct totals {
  */
 struct gauges {
 	uint64_t active, total;
-	uint64_t pipes_open, pipes_lent, pipes_denied;
+	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
+	uint64_t pipe_stalls;
 	uint64_t bufs_lent, bufs_free;
 	uint64_t refused_conns, refused_source;
 	uint64_t fds_used, fds_limit;

@@ -57,6 +57,7 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 	listener_stop(w);
 	conn_close_all(w);
 	ev_timer_stop(loop, &w->trim);
+	ev_timer_stop(loop, &w->stall_check);
 	ev_async_stop(loop, &w->wake);
 	ev_break(loop, EVBREAK_ALL);
 }
@@ -108,6 +109,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 	ev_async_start(w->loop, &w->wake);
 	ev_timer_init(&w->trim, on_trim, TRIM_EVERY, TRIM_EVERY);
 	w->trim.data = w;
+	conn_worker_init(w);
 	return listener_open(w);
 }
 
@@ -187,6 +189,8 @@ void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 	g->active += counter_read(&w->active);
 	g->pipes_lent += counter_read(&w->pipes.lent);
 	g->pipes_denied += counter_read(&w->pipes.denied);
+	g->pipes_small += counter_read(&w->pipes.small);
+	g->pipe_stalls += counter_read(&w->pipe_stalls);
 	g->bufs_lent += counter_read(&w->bufs.lent);
 	g->bufs_free += counter_read(&w->bufs.nfree);
 	g->refused_conns += counter_read(&w->refused[ADMIT_MAX_CONNS]);

@@ -13,6 +13,7 @@
 #include "stats.h"
 
 struct conn;
+struct dir;
 struct proxy;
 
 /**
@@ -31,6 +32,11 @@ struct proxy;
  * @stop:	set by the main thread before it sends @wake: end every
  *		connection and leave the loop
  * @trim:	shrinks the pools every few seconds
+ * @stalls:	directions whose pipe waits for its destination, oldest
+ *		first (conn.c)
+ * @stall_check: runs while @stalls is not empty (conn.c)
+ * @pipe_stalls: pipes that waited too long and were moved to a buffer (a
+ *		counter any thread may read)
  * @conns:	live connections, newest first
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever accepted (a counter any thread may read)
@@ -54,6 +60,9 @@ struct worker {
 	ev_async wake;
 	bool stop;
 	ev_timer trim;
+	struct dir *stalls;
+	ev_timer stall_check;
+	uint64_t pipe_stalls;
 	struct conn *conns;
 	uint64_t active, accepted;
 	uint64_t refused[ADMIT_PER_SOURCE + 1];

@@ -454,6 +454,12 @@ class Stream:
         self.marks.sort()
         self.sha256 = hashlib.sha256(self.data).hexdigest()
         self.expect = walk(self.data, thresholds)
+        # In smb mode a stream that ends in the middle of a message, still
+        # framed, is a cut: smbsplice delivers every byte, then resets both
+        # peers instead of passing the FIN on. @tail is where the cut-off
+        # frame starts.
+        self.cut = truncated and self.expect.opaque_at is None
+        self.tail = self.starts[-1] if self.cut else len(self.data)
 
     def frame_at(self, off):
         """Describe the frame holding byte @off, for failure reports."""
@@ -616,8 +622,9 @@ def corrupt(rng, frames, b):
     return f"{kind}: frame {i} ({f.kind}) {name} {old if old is not None else ''} -> {new}"
 
 
-def make_stream(seed, direction, profile, thresholds):
-    """Build one direction's stream of the pair named by @seed."""
+def make_stream(seed, direction, profile, thresholds, truncate=True):
+    """Build one direction's stream of the pair named by @seed (with
+    @truncate false, never with a truncated tail)."""
     rng = random.Random(seed * 2 + (direction == "to_client"))
     b = Builder(rng)
     nframes = rng.randint(profile.frames_min, profile.frames_max)
@@ -639,7 +646,7 @@ def make_stream(seed, direction, profile, thresholds):
     for p in b.pending:
         frames.append(final_for(b, p))
     corruption = corrupt(rng, frames, b) if rng.random() < profile.corrupt else None
-    truncated = rng.random() < profile.truncate
+    truncated = rng.random() < profile.truncate and truncate
     if truncated:
         kind = rng.choice(("read_large", "compound_rsp", "encrypted") if direction == "to_client"
                           else ("write_large", "compound_req", "encrypted"))
@@ -661,6 +668,10 @@ class Pair:
         self.thresholds = thresholds or THRESHOLDS_4K
         self.up = make_stream(seed, "to_server", self.profile, self.thresholds)
         self.down = make_stream(seed, "to_client", self.profile, self.thresholds)
+        # Two cuts on one connection: the first resets it, so the other
+        # stream's tail could never arrive. Keep one.
+        if self.up.cut and self.down.cut:
+            self.up = make_stream(seed, "to_server", self.profile, self.thresholds, truncate=False)
 
     def opaque(self):
         """smbsplice counts a connection as one fallback if either
@@ -890,12 +901,18 @@ def connect(px, pace, timeout=60):
     return s
 
 
-def send_stream(s, stream, rng, pace, skip=0):
+def send_stream(s, stream, rng, pace, skip=0, before_tail=None):
     """Send @stream (from byte @skip) in random chunks, some cut at its
-    marks, with random pauses; then shut the write side."""
+    marks, with random pauses; then shut the write side. A cut stream's
+    cut-off last frame is sent only once before_tail() has returned: the
+    caller waits there until the other direction has arrived whole, since
+    the cut resets the connection."""
     data, marks = memoryview(stream.data), stream.marks
     off = skip
     while off < len(data):
+        if off >= stream.tail and before_tail:
+            before_tail()
+            before_tail = None
         r = rng.random()
         at_mark = False
         if r < 0.3:
@@ -911,7 +928,7 @@ def send_stream(s, stream, rng, pace, skip=0):
             n = rng.randint(17, 4200)
         else:
             n = int(2 ** rng.uniform(12, 18.5))
-        n = min(n, len(data) - off)
+        n = min(n, len(data) - off, stream.tail - off if off < stream.tail else len(data))
         s.sendall(data[off:off + n])
         off += n
         if rng.random() < (pace.send_pause * (3 if at_mark else 1)):
@@ -945,6 +962,7 @@ class Result:
         self.up = None    # bytes the server received
         self.down = None  # bytes the client received
         self.errors = []
+        self.reset = {"to_server": False, "to_client": False}  # ended in a reset
         self.served = threading.Event()  # the server side is done
 
     def mismatches(self):
@@ -975,13 +993,20 @@ def first_difference(a, b):
 
 
 class Batch:
-    """Stream pairs shared between the test's clients and its server."""
+    """Stream pairs shared between the test's clients and its server.
 
-    def __init__(self, pairs, pace):
+    With @cuts (smb mode), a stream cut mid-message ends in a reset after
+    its last byte, and is sent last (see send_stream())."""
+
+    def __init__(self, pairs, pace, cuts=True):
         self.pairs = {p.seed: p for p in pairs}
         self.results = {p.seed: Result(p) for p in pairs}
         self.pace = pace
+        self.cuts = cuts
         self.stray = []
+
+    def _cut(self, stream):
+        return self.cuts and stream.cut
 
     def serve(self, c):
         """Server side of one connection: read the hello, then receive the
@@ -997,21 +1022,32 @@ class Batch:
         res = self.results[seed]
         pair = res.pair
         got = bytearray(hello_b)
-        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0x5eed), got, res), daemon=True)
+        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0x5eed), got, res, pair.up),
+                             daemon=True)
         t.start()
         try:
-            send_stream(c, pair.down, random.Random(seed ^ 0xd0), self.pace)
+            send_stream(c, pair.down, random.Random(seed ^ 0xd0), self.pace,
+                        before_tail=t.join if self._cut(pair.down) else None)
         except OSError as e:
             res.errors.append(f"server send: {e!r}")
         t.join()
         res.up = bytes(got)
         res.served.set()
 
-    def _recv(self, c, rng, into, res):
+    def _recv(self, c, rng, into, res, stream):
+        """Receive @stream: to EOF, or for a cut stream to its reset."""
+        cut = self._cut(stream)
         try:
             recv_stream(c, rng, self.pace, into)
+        except ConnectionResetError as e:
+            if not cut:
+                res.errors.append(f"recv: {e!r}")
+            res.reset[stream.direction] = True
         except OSError as e:
             res.errors.append(f"recv: {e!r}")
+        else:
+            if cut:
+                res.errors.append(f"recv {stream.direction}: a clean end where the cut should have reset")
 
     def client(self, connect, seed):
         """Client side: connect, send, receive, both at once."""
@@ -1023,10 +1059,12 @@ class Batch:
             return
         _nodelay(c)
         got = bytearray()
-        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0xc1), got, res), daemon=True)
+        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0xc1), got, res, res.pair.down),
+                             daemon=True)
         t.start()
         try:
-            send_stream(c, res.pair.up, random.Random(seed ^ 0xc5), self.pace)
+            send_stream(c, res.pair.up, random.Random(seed ^ 0xc5), self.pace,
+                        before_tail=t.join if self._cut(res.pair.up) else None)
         except OSError as e:
             res.errors.append(f"client send: {e!r}")
         t.join()
@@ -1041,7 +1079,9 @@ def run_batch(px, srv_batch_holder, pairs, pace, timeout=120):
     current Batch from. Returns the Batch, with its results filled in,
     once both ends of every connection are done, or after @timeout.
     """
-    batch = Batch(pairs, pace)
+    argv = getattr(px, "argv", [])
+    tcp = "--mode" in argv and argv[argv.index("--mode") + 1] == "tcp"
+    batch = Batch(pairs, pace, cuts=not tcp)
     srv_batch_holder[0] = batch
     threads = [threading.Thread(target=batch.client, args=(lambda: connect(px, pace, timeout), p.seed), daemon=True)
                for p in pairs]
