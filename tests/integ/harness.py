@@ -310,6 +310,17 @@ def pipe_write_end(pid, fd):
     return None
 
 
+def user_copy(path):
+    """A copy of the binary at @path that any user may run: the build tree
+    may sit under a directory only root can enter (CI clones into /root)."""
+    d = tempfile.mkdtemp(prefix="smbsplice-bin-")
+    os.chmod(d, 0o755)
+    dst = os.path.join(d, os.path.basename(path))
+    shutil.copy2(path, dst)
+    os.chmod(dst, 0o755)
+    return dst
+
+
 class Proxy:
     """smbsplice as a child process, with its log in a temporary file."""
 
@@ -319,21 +330,34 @@ class Proxy:
     FD_WAIT = 5.0
     EXIT_WAIT = 30.0
 
-    def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False):
+    def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False,
+                 user=None):
         self.port, holder = reserve_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
+        if user:
+            # SO_REUSEPORT shares a port only between sockets of one user:
+            # the holder (root's) would keep another user's smbsplice out.
+            holder.close()
         self.addr = fmt_addr(listen_host, self.port)
         self.host = listen_host
         if stats:
             self.stats_port = free_port()
             args = (*args, "--stats", f"127.0.0.1:{self.stats_port}")
         self.logf = tempfile.NamedTemporaryFile(prefix="smbsplice-", suffix=".log", delete=False)
-        argv = [SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
+        argv = [user_copy(SMBSPLICE) if user else SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
         pre = None
-        if rlimit_nofile:
+        if rlimit_nofile or user:
+            import pwd
             import resource
 
+            pw = pwd.getpwnam(user) if user else None
+
             def pre():
-                resource.setrlimit(resource.RLIMIT_NOFILE, (rlimit_nofile, rlimit_nofile))
+                if rlimit_nofile:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (rlimit_nofile, rlimit_nofile))
+                if pw:
+                    os.setgroups([])
+                    os.setgid(pw.pw_gid)
+                    os.setuid(pw.pw_uid)
 
         self.argv = argv
         self.max_pipes = int(args[args.index("--max-pipes") + 1]) if "--max-pipes" in args else 1024
