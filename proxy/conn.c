@@ -38,6 +38,7 @@
 
 #include "conn.h"
 #include "counter.h"
+#include "dial.h"
 #include "listener.h"
 #include "log.h"
 #include "proxy.h"
@@ -90,6 +91,8 @@ struct conn;
  * @fr:		the SMB framer, used in smb mode
  * @done:	end of file was forwarded
  * @opaque_logged: the framer's giving up was logged
+ * @mc_logged:	the server's offer of multichannel was logged
+ * @il_logged:	the server's interface list was logged
  * @stall_prev:	link in the worker's list of stalled pipes
  * @stall_next:	likewise
  * @stall_since: when its pipe began to wait for the destination, 0 when
@@ -101,7 +104,7 @@ struct dir {
 	struct conn *c;
 	struct smb_framer fr;
 	bool done;
-	bool opaque_logged;
+	bool opaque_logged, mc_logged, il_logged;
 	struct dir *stall_prev, *stall_next;
 	ev_tstamp stall_since;
 };
@@ -124,6 +127,9 @@ struct dir {
  * @deadline:	when the handshake or the connect times out, or when a
  *		cut connection is reset whatever is left
  * @last_active: last time either direction delivered a byte
+ * @lo:		the listener's settings
+ * @be:		the backend being dialled or forwarded to, an index into
+ *		@lo's backends
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
  *
@@ -140,20 +146,11 @@ struct conn {
 	enum conn_state state;
 	struct dir *cut;
 	ev_tstamp started, deadline, last_active;
+	const struct listen_opts *lo;
+	unsigned be;
 	char cli_text[64];
 	struct source_key source;
 };
-
-/**
- * conn_opt() - the options a connection runs under
- * @c:	the connection
- *
- * Return: the options.
- */
-static const struct options *conn_opt(const struct conn *c)
-{
-	return c->w->px->opt;
-}
 
 /**
  * conn_smb_text() - the SMB part of a connection's log line
@@ -170,7 +167,7 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 	char dialect[16];
 
 	*out = '\0';
-	if (conn_opt(c)->mode != MODE_SMB)
+	if (c->lo->mode != MODE_SMB)
 		return out;
 	smb_dialect_text(d->dialect, dialect, sizeof(dialect));
 	snprintf(
@@ -202,8 +199,8 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 	log_info(
 		"conn %s -> %s worker=%u end=%s%s%s%s dur=%.3fs "
 		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)%s",
-		c->cli_text, conn_opt(c)->backend.text, c->w->id, end_word[end],
-		why ? " (" : "", why ? why : "", why ? ")" : "",
+		c->cli_text, c->lo->backend[c->be].text, c->w->id,
+		end_word[end], why ? " (" : "", why ? why : "", why ? ")" : "",
 		ev_now(c->w->loop) - c->started,
 		(unsigned long long)(u->spliced + u->copied),
 		(unsigned long long)u->spliced, (unsigned long long)u->copied,
@@ -397,6 +394,36 @@ static void conn_rearm(struct conn *c, ev_tstamp after)
 }
 
 /**
+ * dir_log_multichannel() - say, once per connection, that clients may go
+ *			    around smbsplice
+ * @d:	the direction, in smb mode
+ *
+ * A server that offers multichannel, or tells a client its interface
+ * addresses, invites the client to open more connections straight to
+ * those addresses. smbsplice changes no byte, so it cannot hide them;
+ * the README says how to configure the server instead.
+ */
+static void dir_log_multichannel(struct dir *d)
+{
+	const struct smb_stream_facts *f = &d->fr.facts;
+
+	if (f->multichannel && !d->mc_logged) {
+		d->mc_logged = true;
+		log_rate(
+			LOG_LVL_WARN,
+			"conn %s: the server offers SMB3 multichannel; clients may open connections to its own addresses, around smbsplice (set 'server multi channel support = no' in smb.conf, see README)",
+			d->c->cli_text);
+	}
+	if (f->interface_list && !d->il_logged) {
+		d->il_logged = true;
+		log_rate(
+			LOG_LVL_WARN,
+			"conn %s: the server sent the client its network interface list (FSCTL_QUERY_NETWORK_INTERFACE_INFO); the client may connect to those addresses directly, around smbsplice",
+			d->c->cli_text);
+	}
+}
+
+/**
  * cut_why() - the log's reason for a cut stream
  * @c:	the connection, in CS_CUT
  *
@@ -456,6 +483,8 @@ static void dir_run(struct dir *d)
 		c->last_active = ev_now(loop);
 	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
 		dir_log_opaque(d);
+	if (d->h.fr)
+		dir_log_multichannel(d);
 	switch (st) {
 	case PUMP_WAIT_READ:
 		stall_forget(d);
@@ -503,6 +532,8 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 static void conn_connect(struct conn *c);
+static void conn_backend_failed(struct conn *c, enum conn_end end,
+				const char *why);
 
 /**
  * on_timer() - the current stage's timeout, or a connect retry is due
@@ -516,7 +547,7 @@ static void conn_connect(struct conn *c);
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
-	const struct options *o = conn_opt(c);
+	const struct listen_opts *o = c->lo;
 	ev_tstamp left;
 	char why[96];
 
@@ -533,10 +564,9 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 			conn_connect(c); /* out of descriptors last time */
 			return;
 		}
-		snprintf(why, sizeof(why),
-			 "backend connect timed out after %gs",
+		snprintf(why, sizeof(why), "connect timed out after %gs",
 			 o->connect_timeout);
-		conn_end(c, END_TIMEOUT, why);
+		conn_backend_failed(c, END_TIMEOUT, why);
 		return;
 	case CS_CUT:
 		if (sock_unacked(c->cut->h.dst->fd) &&
@@ -569,7 +599,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 		     struct sock *dst, struct dir_totals *tot)
 {
-	const struct options *o = conn_opt(c);
+	const struct listen_opts *o = c->lo;
 	struct worker *w = c->w;
 
 	smb_framer_init(&d->fr, &o->th, &tot->smb);
@@ -587,19 +617,18 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
  * conn_start_forwarding() - the backend is connected: start both directions
  * @c:	the connection
  *
- * The client socket inherited TCP_NODELAY and SO_OOBINLINE from the
- * listening socket; the backend socket gets them here.
+ * Both sockets have their options already: the client socket inherited
+ * them from the listening socket, the backend socket got them from
+ * dial_backend().
  */
 static void conn_start_forwarding(struct conn *c)
 {
 	struct ev_loop *loop = c->w->loop;
-	double idle = conn_opt(c)->idle_timeout;
+	double idle = c->lo->idle_timeout;
 
 	c->state = CS_OPEN;
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
-	sock_set_nodelay(c->srv.fd);
-	sock_set_oobinline(c->srv.fd);
 	dir_init(c, &c->up, &c->cli, &c->srv, &c->w->tot.dir[DIR_TO_SERVER]);
 	dir_init(c, &c->down, &c->srv, &c->cli, &c->w->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);
@@ -625,9 +654,8 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (err) {
-		snprintf(why, sizeof(why), "backend connect: %s",
-			 strerror(err));
-		conn_end(c, END_ERROR, why);
+		snprintf(why, sizeof(why), "connect: %s", strerror(err));
+		conn_backend_failed(c, END_ERROR, why);
 		return;
 	}
 	conn_start_forwarding(c);
@@ -644,22 +672,19 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
  */
 static void conn_connect(struct conn *c)
 {
-	const struct endpoint *be = &conn_opt(c)->backend;
 	struct ev_loop *loop = c->w->loop;
-	char why[256];
+	struct sockaddr_storage client;
 	int r, fd;
 
-	r = sock_connect_start((const struct sockaddr *)&be->addr, be->len,
-			       &fd);
+	source_key_addr(&c->source, c->lo->listen.addr.ss_family, &client);
+	r = dial_backend(c->lo, c->be, (struct sockaddr *)&client, &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
 		listener_pause(c->w, strerror(errno));
 		conn_rearm(c, CONNECT_RETRY);
 		return;
 	}
 	if (r < 0) {
-		snprintf(why, sizeof(why), "backend %s: %s", be->text,
-			 strerror(errno));
-		conn_end(c, END_ERROR, why);
+		conn_backend_failed(c, END_ERROR, strerror(errno));
 		return;
 	}
 	c->srv.fd = fd;
@@ -673,17 +698,56 @@ static void conn_connect(struct conn *c)
 }
 
 /**
- * conn_dial() - leave the handshake: start the backend connect
- * @c:	the connection
+ * conn_dial() - start the connect to the current backend
+ * @c:	the connection, leaving the handshake or a failed backend
  */
 static void conn_dial(struct conn *c)
 {
 	ev_io_stop(c->w->loop, &c->connect_w);
 	c->state = CS_CONNECTING;
-	c->deadline = ev_now(c->w->loop) + conn_opt(c)->connect_timeout;
+	c->deadline = ev_now(c->w->loop) + c->lo->connect_timeout;
 	log_debug("conn %s: connecting to %s", c->cli_text,
-		  conn_opt(c)->backend.text);
+		  c->lo->backend[c->be].text);
 	conn_connect(c);
+}
+
+/**
+ * conn_backend_failed() - the backend being dialled failed: try the next
+ * @c:		the connection, in CS_CONNECTING
+ * @end:	how the connection ends if no backend is left
+ * @why:	what failed
+ *
+ * Backends are tried in the order given, from the first, for every
+ * client: a second server is a failover, not a share of the load. Each
+ * failure is counted against its backend.
+ */
+static void conn_backend_failed(struct conn *c, enum conn_end end,
+				const char *why)
+{
+	const struct listen_opts *lo = c->lo;
+	bool next = c->be + 1 < lo->nbackends;
+	char text[256];
+
+	counter_add(&c->w->backend_failures[c->be], 1);
+	ev_io_stop(c->w->loop, &c->connect_w);
+	if (c->srv.fd >= 0)
+		close(c->srv.fd);
+	c->srv.fd = -1;
+	if (next) {
+		log_rate(LOG_LVL_WARN, "conn %s: backend %s: %s; trying %s",
+			 c->cli_text, lo->backend[c->be].text, why,
+			 lo->backend[c->be + 1].text);
+		c->be++;
+		conn_dial(c);
+		return;
+	}
+	if (lo->nbackends > 1)
+		snprintf(text, sizeof(text),
+			 "all %u backends failed, the last: %s", lo->nbackends,
+			 why);
+	else
+		snprintf(text, sizeof(text), "backend %s", why);
+	conn_end(c, end, text);
 }
 
 /**
@@ -727,7 +791,7 @@ static void on_first_byte(struct ev_loop *loop, ev_io *w, int revents)
 void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source)
 {
-	const struct options *o = w->px->opt;
+	const struct listen_opts *o = &w->px->opt->l;
 	struct conn *c;
 	char text[64];
 
@@ -742,6 +806,7 @@ void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
 		return;
 	}
 	c->w = w;
+	c->lo = o;
 	c->source = *source;
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;

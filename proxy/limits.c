@@ -109,6 +109,23 @@ void source_key_of(const struct sockaddr *sa, struct source_key *k)
 }
 
 /**
+ * source_key_addr() - the address a per-source key was made from
+ * @k:		the key
+ * @family:	the family of the socket it came from
+ * @ss:		the address, port 0
+ */
+void source_key_addr(const struct source_key *k, int family,
+		     struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = (sa_family_t)family;
+	if (family == AF_INET6)
+		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, k->a, 16);
+	else
+		memcpy(&((struct sockaddr_in *)ss)->sin_addr, k->a + 12, 4);
+}
+
+/**
  * source_slot() - the chain link where @k is, or would be
  * @l:	the limits, locked
  * @k:	the address

@@ -82,6 +82,8 @@ int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
 		long fd_limit, long fd_reserved);
 void limits_destroy(struct limits *l);
 void source_key_of(const struct sockaddr *sa, struct source_key *k);
+void source_key_addr(const struct source_key *k, int family,
+		     struct sockaddr_storage *ss);
 enum admit limits_admit(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k);
 unsigned limits_conns(const struct limits *l);

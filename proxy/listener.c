@@ -22,9 +22,11 @@
  * Mostly, though, accept() never runs out: before each accept the worker
  * takes a new connection's two descriptors from the process's budget
  * (limits.c), and pauses the same way when the budget cannot spare them,
- * leaving clients in the backlog until connections end. A client accepted
- * past --max-conns or --max-conns-per-source is reset at once, with a
- * rate-limited log line and a count in smbsplice_refused_total.
+ * leaving clients in the backlog until connections end. A client outside
+ * every --allow network is reset at once, with a rate-limited log line and
+ * a count in smbsplice_denied_total, before it counts against any cap; one
+ * accepted past --max-conns or --max-conns-per-source is reset the same
+ * way and counted in smbsplice_refused_total.
  */
 #include "config.h"
 
@@ -35,9 +37,11 @@
 
 #include "conn.h"
 #include "counter.h"
+#include "dial.h"
 #include "limits.h"
 #include "listener.h"
 #include "log.h"
+#include "netns.h"
 #include "proxy.h"
 #include "sock.h"
 #include "worker.h"
@@ -103,6 +107,41 @@ static void refuse(struct worker *w, int fd, const struct sockaddr *peer,
 }
 
 /**
+ * allowed() - is a client in one of the listener's --allow networks
+ * @lo:		the listener's settings
+ * @peer:	the client's address
+ *
+ * Return: true if it is, or if the listener allows everyone.
+ */
+static bool allowed(const struct listen_opts *lo, const struct sockaddr *peer)
+{
+	if (!lo->nallow)
+		return true;
+	for (unsigned i = 0; i < lo->nallow; i++)
+		if (cidr_match(&lo->allow[i], peer))
+			return true;
+	return false;
+}
+
+/**
+ * deny() - reset a client that --allow does not admit
+ * @w:		the worker
+ * @fd:		the client socket
+ * @peer:	its address
+ */
+static void deny(struct worker *w, int fd, const struct sockaddr *peer)
+{
+	char text[64];
+
+	counter_add(&w->denied, 1);
+	sock_addr_text(peer, text, sizeof(text));
+	log_rate(LOG_LVL_WARN, "conn %s refused: not in --allow (listener %s)",
+		 text, w->px->opt->l.name);
+	sock_set_linger0(fd);
+	close(fd);
+}
+
+/**
  * take_client() - admit an accepted client, or refuse it
  * @w:		the worker
  * @fd:		the client socket; its two descriptors are reserved
@@ -114,6 +153,11 @@ static void take_client(struct worker *w, int fd, const struct sockaddr *peer)
 	struct source_key key;
 	enum admit a;
 
+	if (!allowed(&w->px->opt->l, peer)) {
+		fd_budget_give(&l->fds, 2);
+		deny(w, fd, peer);
+		return;
+	}
 	source_key_of(peer, &key);
 	a = limits_admit(l, &key);
 	if (a != ADMIT_OK) {
@@ -210,18 +254,33 @@ void accept_pause_init(ev_timer *t, ev_io *w)
  */
 int listener_open(struct worker *w)
 {
-	const struct endpoint *ep = &w->px->opt->listen;
+	const struct listen_opts *lo = &w->px->opt->l;
+	const struct endpoint *ep = &lo->listen;
+	int ns = w->px->netns[SIDE_CLIENT], err;
+	char why[384];
 
-	w->listen_fd =
-		sock_listen((const struct sockaddr *)&ep->addr, ep->len, true);
-	if (w->listen_fd < 0) {
-		log_err("cannot listen on %s: %s", ep->text, strerror(errno));
+	if (ns >= 0 && netns_enter(ns)) {
+		log_err("listener %s: cannot enter %s: %s", lo->name,
+			lo->netns[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
-	/* Accepted sockets inherit both, so every client has them from its
+	w->listen_fd = sock_listen((const struct sockaddr *)&ep->addr, ep->len,
+				   true, lo->mptcp[SIDE_CLIENT]);
+	err = errno;
+	if (ns >= 0)
+		netns_enter(netns_home());
+	if (w->listen_fd < 0) {
+		log_err("cannot listen on %s%s%s: %s", ep->text,
+			ns >= 0 ? " in " : "",
+			ns >= 0 ? lo->netns[SIDE_CLIENT] : "", strerror(err));
+		return -1;
+	}
+	/* Accepted sockets inherit these, so every client has them from its
 	 * first byte, before the backend is even dialled. */
-	sock_set_nodelay(w->listen_fd);
-	sock_set_oobinline(w->listen_fd);
+	if (dial_client_side(w->listen_fd, lo, why, sizeof(why))) {
+		log_err("%s", why);
+		return -1;
+	}
 	ev_io_init(&w->accept_w, on_accept, w->listen_fd, EV_READ);
 	w->accept_w.data = w;
 	accept_pause_init(&w->accept_pause, &w->accept_w);

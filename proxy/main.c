@@ -25,10 +25,16 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <unistd.h>
+#include <linux/capability.h>
+
 #include "counter.h"
+#include "dial.h"
 #include "limits.h"
 #include "log.h"
+#include "netns.h"
 #include "options.h"
+#include "privs.h"
 #include "proxy.h"
 #include "worker.h"
 
@@ -237,6 +243,110 @@ static uint64_t destroy_workers(struct proxy *px)
 }
 
 /**
+ * open_namespaces() - open and check the namespaces the listener names
+ * @px:	the process
+ *
+ * Return: 0, or -1 after logging why.
+ */
+static int open_namespaces(struct proxy *px)
+{
+	static const char *const opt_name[SIDE_COUNT] = { "--listen-netns",
+							  "--backend-netns" };
+	const struct listen_opts *lo = &px->opt->l;
+	char err[512];
+
+	px->netns[SIDE_CLIENT] = px->netns[SIDE_BACKEND] = -1;
+	for (int side = 0; side < SIDE_COUNT; side++) {
+		if (!lo->netns[side][0])
+			continue;
+		if (netns_home() < 0) {
+			log_err("cannot open /proc/self/ns/net: %s",
+				strerror(errno));
+			return -1;
+		}
+		px->netns[side] = netns_open(lo->netns[side], err, sizeof(err));
+		if (px->netns[side] < 0) {
+			log_err("%s %s", opt_name[side], err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/**
+ * close_namespaces() - close what open_namespaces() opened
+ * @px:	the process
+ */
+static void close_namespaces(struct proxy *px)
+{
+	for (int side = 0; side < SIDE_COUNT; side++)
+		if (px->netns[side] >= 0)
+			close(px->netns[side]);
+}
+
+/**
+ * check_backend_side() - can backend sockets be made as asked
+ * @px:	the process, with its namespaces open
+ *
+ * Tried from inside the backend namespace, as the workers will; a missing
+ * capability, congestion control module or MPTCP is one line now rather
+ * than a reset client later.
+ *
+ * Return: 0, or -1 after logging why.
+ */
+static int check_backend_side(struct proxy *px)
+{
+	const struct listen_opts *lo = &px->opt->l;
+	int ns = px->netns[SIDE_BACKEND], r;
+	char err[512];
+
+	if (lo->transparent && !privs_have(CAP_NET_ADMIN)) {
+		log_err("listener %s: --transparent needs CAP_NET_ADMIN: run as root, or grant it (AmbientCapabilities=CAP_NET_ADMIN)",
+			lo->name);
+		return -1;
+	}
+	if (ns >= 0 && netns_enter(ns)) {
+		log_err("--backend-netns %s: %s", lo->netns[SIDE_BACKEND],
+			strerror(errno));
+		return -1;
+	}
+	r = dial_check(lo, err, sizeof(err));
+	if (ns >= 0)
+		netns_enter(netns_home());
+	if (r)
+		log_err("%s", err);
+	return r;
+}
+
+/**
+ * log_listening() - the start-up line: what listens, where it forwards
+ * @px:	the process, running
+ */
+static void log_listening(const struct proxy *px)
+{
+	const struct options *o = px->opt;
+	const struct listen_opts *lo = &o->l;
+	long room = px->limits.fds.limit / 2;
+	char backends[512] = "";
+	size_t n = 0;
+
+	for (unsigned i = 0; i < lo->nbackends && n < sizeof(backends); i++)
+		n += (size_t)snprintf(backends + n, sizeof(backends) - n,
+				      "%s%s", i ? ", then " : "",
+				      lo->backend[i].text);
+	log_info(
+		"listening on %s%s%s, forwarding to %s%s%s (mode %s, workers %u, pipe %zu, buffer %zu, max pipes %u, max conns %ld%s%s)",
+		lo->listen.text, lo->netns[SIDE_CLIENT][0] ? " in " : "",
+		lo->netns[SIDE_CLIENT], backends,
+		lo->netns[SIDE_BACKEND][0] ? " in " : "",
+		lo->netns[SIDE_BACKEND], lo->mode == MODE_SMB ? "smb" : "tcp",
+		px->nworkers, o->pipe_size, o->buf_size, o->max_pipes,
+		o->max_conns && o->max_conns < room ? (long)o->max_conns : room,
+		lo->splice ? "" : ", no splice",
+		lo->transparent ? ", transparent" : "");
+}
+
+/**
  * main() - parse options, run the proxy until told to stop
  * @argc:	argument count
  * @argv:	arguments
@@ -264,13 +374,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile_limit();
 
-	if (opt.splice) {
+	if (opt.l.splice) {
 		opt.max_pipes = pool_fit_kernel(&opt.pipe_size, opt.max_pipes,
 						err, sizeof(err));
 		if (*err)
 			log_warn("%s", err);
 	}
 	px.opt = &opt;
+	if (open_namespaces(&px) || check_backend_side(&px))
+		return 1;
 	px.nworkers = opt.workers ? opt.workers : usable_cpus();
 	px.pipe_budget.max = opt.max_pipes;
 	px.loop = ev_default_loop(EVBACKEND_EPOLL);
@@ -287,21 +399,14 @@ int main(int argc, char **argv)
 	}
 	watch_signal(&px, &px.sigint_w, SIGINT);
 	watch_signal(&px, &px.sigterm_w, SIGTERM);
-	log_info(
-		"listening on %s, forwarding to %s (mode %s, workers %u, pipe %zu, buffer %zu, max pipes %u, max conns %ld%s)",
-		opt.listen.text, opt.backend.text,
-		opt.mode == MODE_SMB ? "smb" : "tcp", px.nworkers,
-		opt.pipe_size, opt.buf_size, opt.max_pipes,
-		opt.max_conns && opt.max_conns < px.limits.fds.limit / 2
-			? (long)opt.max_conns
-			: px.limits.fds.limit / 2,
-		opt.splice ? "" : ", no splice");
+	log_listening(&px);
 
 	ev_run(px.loop, 0);
 
 	total = destroy_workers(&px);
 	log_stop();
 	limits_destroy(&px.limits);
+	close_namespaces(&px);
 	ev_loop_destroy(px.loop);
 	log_info("stopped after %llu connections", (unsigned long long)total);
 	return 0;

@@ -93,6 +93,9 @@ static void scrape_end(struct scrape *s)
  */
 static char *render_metrics(const struct proxy *px, size_t *len)
 {
+	const struct listen_opts *lo = &px->opt->l;
+	const char *names[OPT_MAX_BACKENDS];
+	uint64_t failures[OPT_MAX_BACKENDS] = { 0 };
 	struct totals t = { 0 };
 	struct gauges g = { 0 };
 	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
@@ -108,10 +111,15 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 					       __ATOMIC_RELAXED);
 	g.fds_limit = (uint64_t)px->limits.fds.limit;
 	g.log_dropped = log_dropped();
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_backend_failures(&px->workers[i], failures);
+	for (unsigned i = 0; i < lo->nbackends; i++)
+		names[i] = lo->backend[i].text;
 	out = open_memstream(&body, len);
 	if (out) {
 		totals_write_prometheus(out, &t, &g);
 		workers_write_prometheus(out, accepted, px->nworkers);
+		backends_write_prometheus(out, names, failures, lo->nbackends);
 		if (fclose(out)) {
 			free(body);
 			body = NULL;
@@ -316,8 +324,8 @@ int metrics_start(struct proxy *px)
 	px->metrics_fd = -1;
 	if (!ep->len)
 		return 0;
-	px->metrics_fd =
-		sock_listen((const struct sockaddr *)&ep->addr, ep->len, false);
+	px->metrics_fd = sock_listen((const struct sockaddr *)&ep->addr,
+				     ep->len, false, false);
 	if (px->metrics_fd < 0) {
 		log_err("cannot listen for --stats on %s: %s", ep->text,
 			strerror(errno));

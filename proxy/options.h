@@ -6,8 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/socket.h>
+#include <limits.h>
 
+#include "parse.h"
 #include "threshold.h"
 
 enum fwd_mode {
@@ -15,32 +16,68 @@ enum fwd_mode {
 	MODE_TCP, /* opaque: pump and cork chosen from the flow itself */
 };
 
+/* The two sockets of a connection, for settings made per side. */
+enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
+
+#define OPT_MAX_BACKENDS 8
+#define OPT_MAX_ALLOW	 64
+#define OPT_NAME_LEN	 64
+#define OPT_CC_LEN	 16
+#define OPT_PATH_LEN	 256
+
 /**
- * struct endpoint - a resolved HOST:PORT
- * @addr:	socket address, ready for bind() or connect()
- * @len:	length of @addr
- * @text:	the address as given on the command line, for logs
+ * struct listen_opts - one listener: where it listens, where it forwards,
+ *			and how
+ * @name:		its name in logs and metrics ("main" from the command
+ *			line, the section name in a config file)
+ * @listen:		where to accept clients
+ * @backend:		servers to forward to, tried in order
+ * @nbackends:		how many
+ * @mode:		MODE_SMB or MODE_TCP
+ * @splice:		false to force the copy pump everywhere
+ * @th:			smb mode: smallest payload per class to splice
+ * @handshake_timeout:	smb mode: seconds a client has to send its first byte
+ * @connect_timeout:	seconds each backend has to accept
+ * @idle_timeout:	seconds without traffic before a connection is
+ *			closed, 0 for never
+ * @netns:		network namespace paths, per side; empty for the
+ *			process's own
+ * @allow:		networks whose clients are served; none for everyone
+ * @nallow:		how many
+ * @transparent:	connect to the backend from the client's address
+ * @keepalive:		TCP keepalive on both sockets (idle 0 for off)
+ * @cc:			TCP congestion control per side; empty for the
+ *			system's default
+ * @source:		address backend connections come from; len 0 for any
+ * @mptcp:		open that side with IPPROTO_MPTCP
  */
-struct endpoint {
-	struct sockaddr_storage addr;
-	socklen_t len;
-	char text[128];
+struct listen_opts {
+	char name[OPT_NAME_LEN];
+	struct endpoint listen;
+	struct endpoint backend[OPT_MAX_BACKENDS];
+	unsigned nbackends;
+	enum fwd_mode mode;
+	bool splice;
+	struct smb_thresholds th;
+	double handshake_timeout;
+	double connect_timeout;
+	double idle_timeout;
+	char netns[SIDE_COUNT][OPT_PATH_LEN];
+	struct cidr allow[OPT_MAX_ALLOW];
+	unsigned nallow;
+	bool transparent;
+	struct keepalive keepalive;
+	char cc[SIDE_COUNT][OPT_CC_LEN];
+	struct endpoint source;
+	bool mptcp[SIDE_COUNT];
 };
 
 /**
  * struct options - everything the command line sets
- * @listen:		where to accept clients
- * @backend:		where to forward them
- * @mode:		MODE_SMB or MODE_TCP
+ * @l:			the listener
  * @pipe_size:		bytes per splice pipe (F_SETPIPE_SZ)
  * @max_pipes:		cap on open pipes across all connections
- * @buf_size:		bytes of copy buffer per direction
- * @handshake_timeout:	smb mode: seconds a client has to send its first byte
- * @connect_timeout:	seconds to wait for the backend to accept
- * @idle_timeout:	seconds without traffic before a connection is
- *			closed, 0 for never
- * @splice:		false to force the copy pump everywhere
- * @th:			smb mode: smallest payload per class to splice
+ * @buf_size:		bytes per copy buffer
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
  * @workers:		event loop threads; 0 for one per usable CPU
  * @max_conns:		cap on open connections; 0 for what descriptors allow
@@ -48,17 +85,10 @@ struct endpoint {
  * @verbose:		log level: 0 connections and errors, 1+ debug
  */
 struct options {
-	struct endpoint listen;
-	struct endpoint backend;
-	enum fwd_mode mode;
+	struct listen_opts l;
 	size_t pipe_size;
 	unsigned max_pipes;
 	size_t buf_size;
-	double handshake_timeout;
-	double connect_timeout;
-	double idle_timeout;
-	bool splice;
-	struct smb_thresholds th;
 	struct endpoint stats;
 	unsigned workers;
 	unsigned max_conns, max_per_source;
@@ -70,8 +100,11 @@ struct options {
 #define OPT_DEFAULT_BUF_SIZE	  (64u << 10)
 #define OPT_DEFAULT_CONNECT_TMO	  5.0
 #define OPT_DEFAULT_HANDSHAKE_TMO 30.0
-#define OPT_DEFAULT_IDLE_TMO	  3600.0
+#define OPT_DEFAULT_IDLE_TMO	  0.0
 #define OPT_DEFAULT_THRESHOLD	  (1024u << 10)
+#define OPT_DEFAULT_KA_IDLE	  60u
+#define OPT_DEFAULT_KA_INTVL	  10u
+#define OPT_DEFAULT_KA_CNT	  6u
 #define OPT_MAX_WORKERS		  1024u
 
 enum opt_result {
@@ -80,13 +113,11 @@ enum opt_result {
 	OPT_BAD,  /* one line was written to @err: exit 2 */
 };
 
-int parse_size(const char *s, size_t *out);
-int parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
-int parse_seconds(const char *s, double *out);
-int parse_threshold(const char *s, uint32_t *out);
-int parse_endpoint(const char *s, struct endpoint *ep, bool passive);
+void options_defaults(struct options *o);
+void listen_opts_defaults(struct listen_opts *l);
 enum opt_result options_parse(struct options *o, int argc, char **argv,
 			      char *err, size_t errlen);
 void options_usage(FILE *f);
+const char *options_name(unsigned i);
 
 #endif /* SMBSPLICE_OPTIONS_H */

@@ -21,6 +21,8 @@ struct worker;
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
  * @workers:		the worker threads
  * @nworkers:		how many
+ * @netns:		network namespaces per side, from netns_open(); -1
+ *			for the process's own
  * @sigint_w:		SIGINT: stop cleanly
  * @sigterm_w:		SIGTERM: stop cleanly
  * @metrics_fd:		the --stats listening socket, -1 if none
@@ -42,6 +44,7 @@ struct proxy {
 	struct pipe_budget pipe_budget;
 	struct worker *workers;
 	unsigned nworkers;
+	int netns[SIDE_COUNT];
 	ev_signal sigint_w, sigterm_w;
 	int metrics_fd;
 	ev_io metrics_w;

@@ -93,21 +93,35 @@ int sock_uncork(struct sock *s)
 #define LISTEN_BACKLOG 65535
 
 /**
+ * sock_stream() - a new non-blocking, close-on-exec stream socket
+ * @family:	AF_INET or AF_INET6
+ * @mptcp:	Multipath TCP instead of TCP (a peer without it falls back)
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_stream(int family, bool mptcp)
+{
+	return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		      mptcp ? IPPROTO_MPTCP : 0);
+}
+
+/**
  * sock_listen() - open a non-blocking listening socket
  * @sa:		address to bind
  * @len:	its length
  * @reuseport:	share the address with other sockets of this user
  *		(SO_REUSEPORT): one per worker, and a new smbsplice
  *		starting while an old one drains
+ * @mptcp:	listen for Multipath TCP (and plain TCP) clients
  *
  * Return: the socket, or -1 with errno set.
  */
-int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport)
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
+		bool mptcp)
 {
 	int fd, one = 1, err;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd = sock_stream(sa->sa_family, mptcp);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -127,34 +141,107 @@ fail:
 }
 
 /**
+ * sock_bind_any_port() - bind to an address, the port chosen at connect
+ * @fd:		a socket not yet connected
+ * @sa:		the address; its port is ignored
+ * @len:	its length
+ *
+ * IP_BIND_ADDRESS_NO_PORT defers the port to connect(), which may then
+ * reuse a port towards other destinations: bind() alone would reserve a
+ * port per connection and run out of them.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage a;
+	int one = 1;
+
+	memcpy(&a, sa, len);
+	if (a.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&a)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&a)->sin_port = 0;
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, (struct sockaddr *)&a, len);
+}
+
+/**
+ * sock_set_transparent() - let a socket use an address that is not local
+ * @fd:		a socket not yet bound
+ * @family:	its family
+ *
+ * Needs CAP_NET_ADMIN.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_transparent(int fd, int family)
+{
+	int one = 1;
+
+	if (family == AF_INET6)
+		return setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one,
+				  sizeof(one));
+	return setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one));
+}
+
+/**
+ * sock_set_keepalive() - probe a silent peer, and give up on a dead one
+ * @fd:	a TCP socket
+ * @k:	the settings; idle 0 leaves keepalive off
+ *
+ * TCP_USER_TIMEOUT is set to the time the probes take, so that a peer
+ * that vanished while bytes were in flight is given up on as soon as one
+ * that vanished while the line was quiet.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_keepalive(int fd, const struct keepalive *k)
+{
+	unsigned timeout = (k->idle + k->intvl * k->cnt) * 1000u;
+	int one = 1, idle = (int)k->idle, intvl = (int)k->intvl,
+	    cnt = (int)k->cnt;
+
+	if (!k->idle)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+		return -1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout,
+			  sizeof(timeout));
+}
+
+/**
+ * sock_set_congestion() - choose a congestion control algorithm
+ * @fd:		a TCP socket
+ * @alg:	its name ("bbr"), or "" for the system's default
+ *
+ * Return: 0, or -1 with errno set (ENOENT: no such algorithm; EPERM: not
+ * in net.ipv4.tcp_allowed_congestion_control, and no CAP_NET_ADMIN).
+ */
+int sock_set_congestion(int fd, const char *alg)
+{
+	if (!*alg)
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, alg, strlen(alg));
+}
+
+/**
  * sock_connect_start() - begin a non-blocking connect
+ * @fd:		a non-blocking socket
  * @sa:		address to connect to
  * @len:	its length
- * @fd:		the new socket, on success
  *
  * Return: 0 if connected already, 1 if in progress (wait for writable, then
  * sock_connect_result()), -1 with errno set on failure.
  */
-int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd)
+int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	int s, err;
-
-	s = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		   0);
-	if (s < 0)
-		return -1;
-	if (!connect(s, sa, len)) {
-		*fd = s;
+	if (!connect(fd, sa, len))
 		return 0;
-	}
-	if (errno == EINPROGRESS) {
-		*fd = s;
-		return 1;
-	}
-	err = errno;
-	close(s);
-	errno = err;
-	return -1;
+	return errno == EINPROGRESS ? 1 : -1;
 }
 
 /**

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "parse.h"
+
 /**
  * struct sock - one TCP socket of a connection and its cork state
  * @fd:		the socket
@@ -25,8 +27,14 @@ int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
 int sock_unacked(int fd);
-int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport);
-int sock_connect_start(const struct sockaddr *sa, socklen_t len, int *fd);
+int sock_stream(int family, bool mptcp);
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
+		bool mptcp);
+int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len);
+int sock_set_transparent(int fd, int family);
+int sock_set_keepalive(int fd, const struct keepalive *k);
+int sock_set_congestion(int fd, const char *alg);
+int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len);
 int sock_connect_result(int fd);
 void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);
 

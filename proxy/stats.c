@@ -181,6 +181,25 @@ static void write_payloads(FILE *out, const struct totals *t)
 		}
 }
 
+/**
+ * write_multichannel() - servers that invited clients around the proxy
+ * @out:	where to write
+ * @t:		totals
+ */
+static void write_multichannel(FILE *out, const struct totals *t)
+{
+	const struct smb_dir_stats *s = &t->dir[DIR_TO_CLIENT].smb;
+
+	metric_head(
+		out, "smbsplice_multichannel_total", "counter",
+		"Server responses that let clients connect around smbsplice: NEGOTIATE offering multichannel, IOCTL listing the server's interfaces.");
+	fprintf(out,
+		"smbsplice_multichannel_total{kind=\"offered\"} %llu\n"
+		"smbsplice_multichannel_total{kind=\"interface_list\"} %llu\n",
+		(unsigned long long)s->multichannel,
+		(unsigned long long)s->interface_lists);
+}
+
 /* Counters with one value per direction, read from struct dir_totals. */
 static const struct {
 	const char *name, *help;
@@ -219,6 +238,7 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 	write_messages(out, t);
 	write_frames(out, t);
 	write_payloads(out, t);
+	write_multichannel(out, t);
 	write_scalar(out, "smbsplice_connections_active", "gauge",
 		     "Connections open now.", g->active);
 	write_scalar(out, "smbsplice_connections_total", "counter",
@@ -255,6 +275,10 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		"smbsplice_refused_total{reason=\"max_conns_per_source\"} %llu\n",
 		(unsigned long long)g->refused_conns,
 		(unsigned long long)g->refused_source);
+	write_scalar(
+		out, "smbsplice_denied_total", "counter",
+		"Clients reset at once because no --allow network holds them.",
+		g->denied);
 	write_scalar(out, "smbsplice_descriptors_used", "gauge",
 		     "File descriptors held by connections and pipes.",
 		     g->fds_used);
@@ -283,4 +307,23 @@ void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n)
 		fprintf(out,
 			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
 			i, (unsigned long long)accepted[i]);
+}
+
+/**
+ * backends_write_prometheus() - failed connects, per backend
+ * @out:	where to write
+ * @names:	each backend as configured
+ * @failures:	failed connects (refused, unreachable, timed out) to each
+ * @n:		how many backends
+ */
+void backends_write_prometheus(FILE *out, const char *const *names,
+			       const uint64_t *failures, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_backend_failures_total", "counter",
+		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_backend_failures_total{backend=\"%s\"} %llu\n",
+			names[i], (unsigned long long)failures[i]);
 }

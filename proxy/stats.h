@@ -50,6 +50,7 @@ struct totals {
  * @bufs_free:		copy buffers kept for reuse
  * @refused_conns:	clients reset for --max-conns
  * @refused_source:	clients reset for --max-conns-per-source
+ * @denied:		clients reset for --allow
  * @fds_used:		descriptors connections and pipes hold
  * @fds_limit:		descriptors they may hold
  * @log_dropped:	log lines dropped because standard error lagged
@@ -59,7 +60,7 @@ struct gauges {
 	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
 	uint64_t pipe_stalls;
 	uint64_t bufs_lent, bufs_free;
-	uint64_t refused_conns, refused_source;
+	uint64_t refused_conns, refused_source, denied;
 	uint64_t fds_used, fds_limit;
 	uint64_t log_dropped;
 };
@@ -68,5 +69,7 @@ void totals_add(struct totals *sum, const struct totals *t);
 void totals_write_prometheus(FILE *out, const struct totals *t,
 			     const struct gauges *g);
 void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n);
+void backends_write_prometheus(FILE *out, const char *const *names,
+			       const uint64_t *failures, unsigned n);
 
 #endif /* SMBSPLICE_STATS_H */

@@ -32,6 +32,7 @@
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
+#include "netns.h"
 #include "proxy.h"
 #include "worker.h"
 
@@ -122,7 +123,17 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	int ns = w->px->netns[SIDE_BACKEND];
 
+	/* For good: every backend socket this thread makes is to be made in
+	 * the backend namespace. */
+	if (ns >= 0 && netns_enter(ns)) {
+		log_err("worker %u cannot enter %s: %s; it serves no one",
+			w->id, w->px->opt->l.netns[SIDE_BACKEND],
+			strerror(errno));
+		ev_run(w->loop, 0);
+		return NULL;
+	}
 	listener_start(w);
 	ev_timer_start(w->loop, &w->trim);
 	ev_run(w->loop, 0);
@@ -195,4 +206,16 @@ void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 	g->bufs_free += counter_read(&w->bufs.nfree);
 	g->refused_conns += counter_read(&w->refused[ADMIT_MAX_CONNS]);
 	g->refused_source += counter_read(&w->refused[ADMIT_PER_SOURCE]);
+	g->denied += counter_read(&w->denied);
+}
+
+/**
+ * worker_backend_failures() - add a worker's failed connects per backend
+ * @w:		the worker
+ * @sum:	per backend, OPT_MAX_BACKENDS of them
+ */
+void worker_backend_failures(const struct worker *w, uint64_t *sum)
+{
+	for (unsigned i = 0; i < OPT_MAX_BACKENDS; i++)
+		sum[i] += counter_read(&w->backend_failures[i]);
 }

@@ -9,6 +9,7 @@
 
 #include "bufpool.h"
 #include "limits.h"
+#include "options.h"
 #include "pipepool.h"
 #include "stats.h"
 
@@ -41,6 +42,8 @@ struct proxy;
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever accepted (a counter any thread may read)
  * @refused:	clients refused, per enum admit (counters likewise)
+ * @denied:	clients refused by --allow (a counter likewise)
+ * @backend_failures: failed connects, per backend (counters likewise)
  * @tot:	counters of everything this worker forwarded
  *
  * Nothing here is shared on the data path: the main thread only reads the
@@ -66,6 +69,8 @@ struct worker {
 	struct conn *conns;
 	uint64_t active, accepted;
 	uint64_t refused[ADMIT_PER_SOURCE + 1];
+	uint64_t denied;
+	uint64_t backend_failures[OPT_MAX_BACKENDS];
 	struct totals tot;
 };
 
@@ -75,5 +80,6 @@ void worker_stop(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 		   uint64_t *accepted);
+void worker_backend_failures(const struct worker *w, uint64_t *sum);
 
 #endif /* SMBSPLICE_WORKER_H */

@@ -251,6 +251,9 @@ static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
 		return SMB2_WRITE_REQ_LENGTH + 4;
 	if (cmd == SMB2_NEGOTIATE && resp)
 		return len < SMB2_NEG_RSP_PARSED ? len : SMB2_NEG_RSP_PARSED;
+	if (cmd == SMB2_IOCTL && resp)
+		return len < SMB2_IOCTL_RSP_PARSED ? len
+						   : SMB2_IOCTL_RSP_PARSED;
 	return SMB2_HDR_LEN;
 }
 
@@ -416,6 +419,33 @@ static void parse_negotiate_response(struct smb_framer *f)
 		f->facts.max_transact = get_le32(h + SMB2_NEG_RSP_MAX_TRANSACT);
 		f->facts.max_read = get_le32(h + SMB2_NEG_RSP_MAX_READ);
 		f->facts.max_write = get_le32(h + SMB2_NEG_RSP_MAX_WRITE);
+		if (get_le32(h + SMB2_NEG_RSP_CAPABILITIES) &
+		    SMB2_GLOBAL_CAP_MULTI_CHANNEL) {
+			f->facts.multichannel = true;
+			counter_add(&f->st->multichannel, 1);
+		}
+	}
+	plan_rest_as_other(f);
+}
+
+/**
+ * parse_ioctl_response() - note a server that lists its interfaces
+ * @f:	the framer
+ *
+ * A successful FSCTL_QUERY_NETWORK_INTERFACE_INFO response tells the
+ * client the server's own addresses, which it may then connect to
+ * directly. Nothing else of an IOCTL response matters here.
+ */
+static void parse_ioctl_response(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+
+	if (f->held >= SMB2_IOCTL_RSP_PARSED &&
+	    get_le16(h + SMB2_BODY) == SMB2_IOCTL_RSP_BODY_SIZE &&
+	    get_le32(h + SMB2_IOCTL_RSP_CTL_CODE) ==
+		    FSCTL_QUERY_NETWORK_INTERFACE_INFO) {
+		f->facts.interface_list = true;
+		counter_add(&f->st->interface_lists, 1);
 	}
 	plan_rest_as_other(f);
 }
@@ -435,7 +465,10 @@ static const char *parse_body(struct smb_framer *f)
 		return parse_read_response(f);
 	case SMB2_WRITE:
 		return parse_write_request(f);
-	default: /* want_body() asks for more only for these three */
+	case SMB2_IOCTL:
+		parse_ioctl_response(f);
+		return NULL;
+	default: /* want_body() asks for more only for these four */
 		parse_negotiate_response(f);
 		return NULL;
 	}
@@ -523,6 +556,11 @@ static size_t collect(struct smb_framer *f, const uint8_t *p, size_t n)
 		f->pos += (uint32_t)k;
 	if (f->held == f->want)
 		parse_step(f);
+	/* A message the parse step consumed whole (nothing after its fixed
+	 * part) is done now, not when the next byte comes: at a frame's end
+	 * the framer must say so, or a FIN there would look like a cut. */
+	if (f->state == FR_SKIP && f->pos == f->elem_end)
+		skip_done(f);
 	return k;
 }
 

@@ -24,6 +24,9 @@
  * @encrypted:		encryption transform frames
  * @compressed:		compression transform frames
  * @netbios:		NetBIOS session service control frames
+ * @multichannel:	NEGOTIATE responses that offered multichannel
+ * @interface_lists:	IOCTL responses carrying the server's network
+ *			interfaces
  * @payloads:		payloads per class and decision, [class][1] spliced
  * @payload_spliced:	payload bytes per class moved by the splice pump
  * @payload_copied:	payload bytes per class that went through the buffer
@@ -37,6 +40,7 @@ struct smb_dir_stats {
 	uint64_t commands[SMB2_NCOMMANDS + 1];
 	uint64_t interim, read_errors;
 	uint64_t smb1, encrypted, compressed, netbios;
+	uint64_t multichannel, interface_lists;
 	uint64_t payloads[SMB_NCLASSES][2];
 	uint64_t payload_spliced[SMB_NCLASSES], payload_copied[SMB_NCLASSES];
 };
@@ -53,6 +57,9 @@ struct smb_dir_stats {
  * @dialect:		DialectRevision of the NEGOTIATE response, 0 if none
  * @signed_seen:	a message had the SIGNED flag
  * @encrypted_seen:	an encryption transform frame passed
+ * @multichannel:	the NEGOTIATE response offered multichannel
+ * @interface_list:	an IOCTL response listed the server's interfaces:
+ *			clients may connect to them around a proxy
  *
  * Kept per connection, for its log line; read only by the thread that
  * owns the connection.
@@ -62,6 +69,7 @@ struct smb_stream_facts {
 	uint32_t max_read, max_write, max_transact;
 	uint16_t dialect;
 	bool signed_seen, encrypted_seen;
+	bool multichannel, interface_list;
 };
 
 enum smb_framer_state {

@@ -85,7 +85,16 @@ enum smb2_command {
 #define SMB2_NEG_RSP_MAX_TRANSACT  (SMB2_BODY + 0x1c) /* u32 */
 #define SMB2_NEG_RSP_MAX_READ	   (SMB2_BODY + 0x20) /* u32 */
 #define SMB2_NEG_RSP_MAX_WRITE	   (SMB2_BODY + 0x24) /* u32 */
+#define SMB2_NEG_RSP_CAPABILITIES  (SMB2_BODY + 0x18) /* u32 */
 #define SMB2_NEG_RSP_PARSED	   (SMB2_BODY + 0x28)
+#define SMB2_IOCTL_RSP_BODY_SIZE   49
+#define SMB2_IOCTL_RSP_CTL_CODE	   (SMB2_BODY + 4) /* u32 */
+#define SMB2_IOCTL_RSP_PARSED	   (SMB2_IOCTL_RSP_CTL_CODE + 4)
+
+/* A server that offers multichannel, and the IOCTL by which a client asks
+ * it for its network interfaces (MS-SMB2 2.2.3.1, 3.3.5.15.11). */
+#define SMB2_GLOBAL_CAP_MULTI_CHANNEL	   0x00000008u
+#define FSCTL_QUERY_NETWORK_INTERFACE_INFO 0x001401fcu
 
 static inline uint16_t get_le16(const uint8_t *p)
 {

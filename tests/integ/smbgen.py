@@ -456,10 +456,9 @@ class Stream:
         self.expect = walk(self.data, thresholds)
         # In smb mode a stream that ends in the middle of a message, still
         # framed, is a cut: smbsplice delivers every byte, then resets both
-        # peers instead of passing the FIN on. @tail is where the cut-off
-        # frame starts.
-        self.cut = truncated and self.expect.opaque_at is None
-        self.tail = self.starts[-1] if self.cut else len(self.data)
+        # peers instead of passing the FIN on. A truncated tail is one way;
+        # a frame length past the end of the stream is another.
+        self.cut = self.expect.opaque_at is None and self.expect.mid_message
 
     def frame_at(self, off):
         """Describe the frame holding byte @off, for failure reports."""
@@ -622,9 +621,10 @@ def corrupt(rng, frames, b):
     return f"{kind}: frame {i} ({f.kind}) {name} {old if old is not None else ''} -> {new}"
 
 
-def make_stream(seed, direction, profile, thresholds, truncate=True):
+def make_stream(seed, direction, profile, thresholds, truncate=True, corrupt_ok=True):
     """Build one direction's stream of the pair named by @seed (with
-    @truncate false, never with a truncated tail)."""
+    @truncate false, never with a truncated tail; with @corrupt_ok false,
+    never corrupted)."""
     rng = random.Random(seed * 2 + (direction == "to_client"))
     b = Builder(rng)
     nframes = rng.randint(profile.frames_min, profile.frames_max)
@@ -645,7 +645,7 @@ def make_stream(seed, direction, profile, thresholds, truncate=True):
                 b.pending[b.pending.index(p)] = p[:3] + (p[3] - 1,)
     for p in b.pending:
         frames.append(final_for(b, p))
-    corruption = corrupt(rng, frames, b) if rng.random() < profile.corrupt else None
+    corruption = corrupt(rng, frames, b) if rng.random() < profile.corrupt and corrupt_ok else None
     truncated = rng.random() < profile.truncate and truncate
     if truncated:
         kind = rng.choice(("read_large", "compound_rsp", "encrypted") if direction == "to_client"
@@ -669,9 +669,16 @@ class Pair:
         self.up = make_stream(seed, "to_server", self.profile, self.thresholds)
         self.down = make_stream(seed, "to_client", self.profile, self.thresholds)
         # Two cuts on one connection: the first resets it, so the other
-        # stream's tail could never arrive. Keep one.
+        # stream's tail could never arrive. Keep one: drop the client's
+        # truncated tail, then the server's, then the client's corruption
+        # (a frame length past the end cuts a stream too).
         if self.up.cut and self.down.cut:
             self.up = make_stream(seed, "to_server", self.profile, self.thresholds, truncate=False)
+        if self.up.cut and self.down.cut:
+            self.down = make_stream(seed, "to_client", self.profile, self.thresholds, truncate=False)
+        if self.up.cut and self.down.cut:
+            self.up = make_stream(seed, "to_server", self.profile, self.thresholds, truncate=False,
+                                  corrupt_ok=False)
 
     def opaque(self):
         """smbsplice counts a connection as one fallback if either
@@ -700,9 +707,14 @@ class Expect:
         self.counts = collections.Counter()
         self.opaque_at = None
         self.why = None
+        self.mid_message = False  # the stream ended inside a frame
 
     def opaque(self, at, why):
         self.opaque_at, self.why = at, why
+        return self
+
+    def ended_inside(self):
+        self.mid_message = True
         return self
 
 
@@ -755,14 +767,14 @@ def walk(data, thresholds):
             a = base + es
             room = flen - es
             if a + 4 > n:
-                return e
+                return e.ended_inside()
             magic = data[a:a + 4]
             ee = flen
             if magic == SMB2:
                 if room < 64:
                     return e.opaque(a, "SMB2 header does not fit in its frame")
                 if a + 64 > n:
-                    return e
+                    return e.ended_inside()
                 ss, = struct.unpack_from("<H", data, a + 4)
                 cmd, = struct.unpack_from("<H", data, a + 12)
                 flags, nxt = struct.unpack_from("<II", data, a + 16)
@@ -780,12 +792,14 @@ def walk(data, thresholds):
                     want = 72
                 elif cmd == NEGOTIATE and resp:
                     want = min(elen, 104)
+                elif cmd == IOCTL and resp:
+                    want = min(elen, 72)
                 else:
                     want = 64
                 if want > elen:
                     return e.opaque(a, "SMB2 message shorter than its fixed body")
                 if want > 64 and a + want > n:
-                    return e
+                    return e.ended_inside()
                 held = want
                 if cmd == READ and resp:
                     bss, = struct.unpack_from("<H", data, a + 64)
@@ -840,14 +854,13 @@ def walk(data, thresholds):
                 p = end
                 break
             # The next element: the framer looks at it once the last byte
-            # of this one has passed. An element that ends with the bytes
-            # the framer held is only left on the next byte it is given.
-            zero_rest = held == ee - es
-            if end > n or (zero_rest and end == n):
-                return e
+            # of this one has passed.
+            if end > n:
+                return e.ended_inside()
             if flen - ee < 64:
                 return e.opaque(end, "NextCommand leaves no room for a header")
             es = ee
+    e.mid_message = p != n
     return e
 
 
@@ -901,18 +914,15 @@ def connect(px, pace, timeout=60):
     return s
 
 
-def send_stream(s, stream, rng, pace, skip=0, before_tail=None):
+def send_stream(s, stream, rng, pace, skip=0, before_eof=None):
     """Send @stream (from byte @skip) in random chunks, some cut at its
-    marks, with random pauses; then shut the write side. A cut stream's
-    cut-off last frame is sent only once before_tail() has returned: the
-    caller waits there until the other direction has arrived whole, since
-    the cut resets the connection."""
+    marks, with random pauses; then shut the write side, once
+    before_eof(), if given, has returned: for a cut stream the caller waits
+    there until the other direction has arrived whole, since the end of a
+    cut stream resets the connection."""
     data, marks = memoryview(stream.data), stream.marks
     off = skip
     while off < len(data):
-        if off >= stream.tail and before_tail:
-            before_tail()
-            before_tail = None
         r = rng.random()
         at_mark = False
         if r < 0.3:
@@ -928,11 +938,13 @@ def send_stream(s, stream, rng, pace, skip=0, before_tail=None):
             n = rng.randint(17, 4200)
         else:
             n = int(2 ** rng.uniform(12, 18.5))
-        n = min(n, len(data) - off, stream.tail - off if off < stream.tail else len(data))
+        n = min(n, len(data) - off)
         s.sendall(data[off:off + n])
         off += n
         if rng.random() < (pace.send_pause * (3 if at_mark else 1)):
             time.sleep(rng.uniform(0.0001, pace.short))
+    if before_eof:
+        before_eof()
     s.shutdown(socket.SHUT_WR)
 
 
@@ -1027,7 +1039,7 @@ class Batch:
         t.start()
         try:
             send_stream(c, pair.down, random.Random(seed ^ 0xd0), self.pace,
-                        before_tail=t.join if self._cut(pair.down) else None)
+                        before_eof=t.join if self._cut(pair.down) else None)
         except OSError as e:
             res.errors.append(f"server send: {e!r}")
         t.join()
@@ -1064,7 +1076,7 @@ class Batch:
         t.start()
         try:
             send_stream(c, res.pair.up, random.Random(seed ^ 0xc5), self.pace,
-                        before_tail=t.join if self._cut(res.pair.up) else None)
+                        before_eof=t.join if self._cut(res.pair.up) else None)
         except OSError as e:
             res.errors.append(f"client send: {e!r}")
         t.join()

@@ -9,26 +9,48 @@ and says so in one line; 100 bulk streams at once then use at most 64
 pipes, the rest are copied, and every byte arrives. A second smbsplice of
 the same user, while the first still holds its 64 pipes, gets small pipes
 from the kernel: it closes them unused, counts them, says so, and copies
-instead."""
+instead.
+
+The streams are SMB2 READ responses of 1 MiB, spliced by the framer's
+decision (--read-threshold 64K), so every stream wants a pipe whatever the
+read sizes on a busy machine."""
 import hashlib
 import pwd
 import re
 import socket
+import struct
 import threading
 import time
 
-from harness import Pattern, Proxy, Server, check, metric, recv_hash_n, run, scrape
+from harness import Proxy, Server, check, metric, recv_hash_n, run, scrape
 
 STREAMS = 100
-SIZE = 4 << 20
+FRAMES = 4
+DATA = 1 << 20
 STALL = 1.5  # clients wait this long before reading: pipes fill and are held
 
 
+def read_response(i):
+    """One Direct TCP frame: an SMB2 READ response carrying DATA bytes."""
+    hdr = bytearray(64)
+    hdr[0:4] = b"\xfeSMB"
+    struct.pack_into("<HH", hdr, 4, 64, 1)
+    struct.pack_into("<HHI", hdr, 12, 8, 1, 1)  # READ, credits, response
+    struct.pack_into("<Q", hdr, 24, i)
+    body = struct.pack("<BBBBIII", 17, 0, 80, 0, DATA, 0, 0)
+    data = bytes([i & 0xff]) * DATA
+    msg = bytes(hdr) + body + data
+    return struct.pack(">I", len(msg)) + msg
+
+
+STREAM = b"".join(read_response(i) for i in range(FRAMES))
+SIZE = len(STREAM)
+
+
 def source(c):
-    """Send SIZE bytes of a pattern once the client's first byte came."""
+    """Send the READ responses once the client's first byte came."""
     c.recv(1)
-    for chunk in Pattern(11).chunks(SIZE):
-        c.sendall(chunk)
+    c.sendall(STREAM)
     c.shutdown(socket.SHUT_WR)
     c.recv(1)
 
@@ -60,10 +82,10 @@ def main():
         raise SystemExit(77)
     soft = pipe_pages_soft()
     fit = soft // 256  # pages in a 1 MiB pipe
-    want = (SIZE, Pattern(11).digest(SIZE))
+    want = (SIZE, hashlib.sha256(STREAM).hexdigest())
     srv = Server(source, backlog=256)
 
-    px = Proxy(srv.addr, "--mode", "tcp", stats=True, user="nobody")
+    px = Proxy(srv.addr, "--read-threshold", "64K", stats=True, user="nobody")
     m = re.search(r"--max-pipes 1024 lowered to (\d+)", px.log())
     check(m and int(m.group(1)) == fit,
           f"as nobody: one line at start caps --max-pipes at {fit} (pipe-user-pages-soft {soft})")
@@ -85,7 +107,7 @@ def main():
 
     # The first daemon keeps its pipes open a while for reuse: the user's
     # pages are spent, and the second one's pipes come out small.
-    px2 = Proxy(srv.addr, "--mode", "tcp", stats=True, user="nobody")
+    px2 = Proxy(srv.addr, "--read-threshold", "64K", stats=True, user="nobody")
     results = [None] * 4
     for t in streams(px2, 4, results):
         t.join(60)

@@ -142,7 +142,7 @@ static void simple_frame(uint16_t cmd, uint32_t flags, size_t body)
 	putn(0x11, body);
 }
 
-static void negotiate_rsp_frame(uint16_t dialect)
+static void negotiate_rsp_caps(uint16_t dialect, uint32_t caps)
 {
 	prefix(0, 64 + 65 + 63);
 	smb2_hdr(SMB2_NEGOTIATE, SMB2_FLAG_RESPONSE, 0, 0);
@@ -151,12 +151,35 @@ static void negotiate_rsp_frame(uint16_t dialect)
 	put16(dialect);
 	put16(0);
 	putn(0, 16);	/* ServerGuid */
-	put32(0x2f);	/* Capabilities */
+	put32(caps);	/* Capabilities */
 	put32(8 << 20); /* MaxTransactSize */
 	put32(4 << 20); /* MaxReadSize */
 	put32(2 << 20); /* MaxWriteSize */
 	putn(0, 65 - 0x28 + 63 - 1);
 	put8(0);
+}
+
+static void negotiate_rsp_frame(uint16_t dialect)
+{
+	negotiate_rsp_caps(dialect, 0x27); /* no multichannel */
+}
+
+/* An IOCTL response carrying @out bytes of output for @ctl_code. */
+static void ioctl_rsp_frame(uint32_t ctl_code, uint32_t out)
+{
+	prefix(0, 64 + 48 + out);
+	smb2_hdr(SMB2_IOCTL, SMB2_FLAG_RESPONSE, 0, 0);
+	put16(49);
+	put16(0);
+	put32(ctl_code);
+	putn(0, 16); /* FileId */
+	put32(0);    /* InputOffset */
+	put32(0);    /* InputCount */
+	put32(112);  /* OutputOffset */
+	put32(out);  /* OutputCount */
+	put32(0);    /* Flags */
+	put32(0);    /* Reserved2 */
+	putn(0x55, out);
 }
 
 /* --- running vectors ------------------------------------------------------ */
@@ -445,6 +468,32 @@ static void test_compound_response(void **state)
 	assert_int_equal(o.st.payload_spliced[SMB_CLASS_READ], 70000);
 }
 
+/* A server that offers multichannel, or lists its interfaces, is noticed:
+ * clients may connect around the proxy. Other IOCTLs are not, and an IOCTL
+ * response too short for a CtlCode does not make the stream opaque. */
+static void test_multichannel(void **state)
+{
+	struct outcome o;
+
+	reset();
+	negotiate_rsp_caps(0x0311, 0x2f);
+	o = run_all(&th_64k);
+	assert_true(o.facts.multichannel);
+	assert_int_equal(o.st.multichannel, 1);
+	assert_false(o.facts.interface_list);
+
+	reset();
+	ioctl_rsp_frame(0x00140204, 24); /* FSCTL_VALIDATE_NEGOTIATE_INFO */
+	ioctl_rsp_frame(FSCTL_QUERY_NETWORK_INTERFACE_INFO, 152);
+	simple_frame(SMB2_IOCTL, SMB2_FLAG_RESPONSE, 4);
+	o = run_all(&th_64k);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	assert_true(o.facts.interface_list);
+	assert_int_equal(o.st.interface_lists, 1);
+	assert_int_equal(o.st.commands[SMB2_IOCTL], 3);
+	assert_false(o.facts.multichannel);
+}
+
 static void test_negotiate_response(void **state)
 {
 	struct outcome o;
@@ -457,6 +506,7 @@ static void test_negotiate_response(void **state)
 	assert_int_equal(o.facts.max_read, 4 << 20);
 	assert_int_equal(o.facts.max_write, 2 << 20);
 	assert_int_equal(o.facts.max_transact, 8 << 20);
+	assert_false(o.facts.multichannel);
 	smb_dialect_text(o.facts.dialect, text, sizeof(text));
 	assert_string_equal(text, "3.1.1");
 	smb_dialect_text(0x0210, text, sizeof(text));
@@ -729,6 +779,7 @@ int main(void)
 		cmocka_unit_test(test_write_requests),
 		cmocka_unit_test(test_compound_response),
 		cmocka_unit_test(test_negotiate_response),
+		cmocka_unit_test(test_multichannel),
 		cmocka_unit_test(test_transforms),
 		cmocka_unit_test(test_smb1_negotiate_then_smb2),
 		cmocka_unit_test(test_netbios),

@@ -100,14 +100,14 @@ static void test_full_command_line(void **state)
 
 	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.mode, MODE_TCP);
+	assert_int_equal(o.l.mode, MODE_TCP);
 	assert_int_equal(o.pipe_size, 8192);
 	assert_int_equal(o.max_pipes, 16);
 	assert_int_equal(o.buf_size, 4096);
-	assert_true(o.connect_timeout == 0.5);
-	assert_true(o.idle_timeout == 0);
+	assert_true(o.l.connect_timeout == 0.5);
+	assert_true(o.l.idle_timeout == 0);
 	assert_int_equal(o.verbose, 2);
-	assert_false(o.splice);
+	assert_false(o.l.splice);
 }
 
 static void test_defaults(void **state)
@@ -118,13 +118,13 @@ static void test_defaults(void **state)
 
 	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.mode, MODE_SMB);
+	assert_int_equal(o.l.mode, MODE_SMB);
 	assert_int_equal(o.pipe_size, OPT_DEFAULT_PIPE_SIZE);
 	assert_int_equal(o.max_pipes, OPT_DEFAULT_MAX_PIPES);
 	assert_int_equal(o.buf_size, OPT_DEFAULT_BUF_SIZE);
-	assert_true(o.splice);
-	assert_int_equal(o.th.min[SMB_CLASS_READ], OPT_DEFAULT_THRESHOLD);
-	assert_int_equal(o.th.min[SMB_CLASS_OTHER], SMB_THRESHOLD_OFF);
+	assert_true(o.l.splice);
+	assert_int_equal(o.l.th.min[SMB_CLASS_READ], OPT_DEFAULT_THRESHOLD);
+	assert_int_equal(o.l.th.min[SMB_CLASS_OTHER], SMB_THRESHOLD_OFF);
 	assert_int_equal(o.stats.len, 0);
 }
 
@@ -181,9 +181,9 @@ static void test_thresholds_and_stats(void **state)
 
 	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.th.min[SMB_CLASS_READ], 16384);
-	assert_int_equal(o.th.min[SMB_CLASS_WRITE], SMB_THRESHOLD_OFF);
-	assert_int_equal(o.th.min[SMB_CLASS_OTHER], 1 << 20);
+	assert_int_equal(o.l.th.min[SMB_CLASS_READ], 16384);
+	assert_int_equal(o.l.th.min[SMB_CLASS_WRITE], SMB_THRESHOLD_OFF);
+	assert_int_equal(o.l.th.min[SMB_CLASS_OTHER], 1 << 20);
 	assert_true(o.stats.len > 0);
 
 	assert_int_equal(parse_threshold("off", &v), 0);
@@ -197,6 +197,143 @@ static void test_bad_threshold(void **state)
 	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--write-threshold",
 	     "big");
 	expect_bad(argc, argv, "--write-threshold 'big'");
+}
+
+/* Per-listener WAN and deployment options, and the ones that repeat. */
+static void test_deployment_options(void **state)
+{
+	ARGV("-l", "[::]:445", "-b", "[2001:db8::1]:445", "--backend",
+	     "[2001:db8::2]:445", "--allow", "2001:db8::/32", "--allow",
+	     "192.0.2.7", "--keepalive", "30:5:4", "--congestion", "bbr",
+	     "--congestion", "client:reno", "--source", "2001:db8::9",
+	     "--mptcp", "backend", "--listen-netns", "files", "--backend-netns",
+	     "1234", "--idle-timeout", "off");
+	struct options o;
+	char err[256] = "";
+
+	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+			 OPT_OK);
+	assert_int_equal(o.l.nbackends, 2);
+	assert_string_equal(o.l.backend[1].text, "[2001:db8::2]:445");
+	assert_int_equal(o.l.nallow, 2);
+	assert_int_equal(o.l.allow[0].bits, 32);
+	assert_int_equal(o.l.allow[1].family, AF_INET);
+	assert_int_equal(o.l.allow[1].bits, 32);
+	assert_int_equal(o.l.keepalive.idle, 30);
+	assert_int_equal(o.l.keepalive.intvl, 5);
+	assert_int_equal(o.l.keepalive.cnt, 4);
+	assert_string_equal(o.l.cc[SIDE_CLIENT], "reno");
+	assert_string_equal(o.l.cc[SIDE_BACKEND], "bbr");
+	assert_true(o.l.source.len > 0);
+	assert_false(o.l.mptcp[SIDE_CLIENT]);
+	assert_true(o.l.mptcp[SIDE_BACKEND]);
+	assert_string_equal(o.l.netns[SIDE_CLIENT], "/run/netns/files");
+	assert_string_equal(o.l.netns[SIDE_BACKEND], "/proc/1234/ns/net");
+	assert_true(o.l.idle_timeout == 0);
+}
+
+/* The defaults a WAN gateway relies on: keepalive on, no idle timeout. */
+static void test_wan_defaults(void **state)
+{
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2");
+	struct options o;
+	char err[256] = "";
+
+	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+			 OPT_OK);
+	assert_int_equal(o.l.keepalive.idle, OPT_DEFAULT_KA_IDLE);
+	assert_true(o.l.idle_timeout == 0);
+	assert_int_equal(o.l.nallow, 0);
+	assert_false(o.l.transparent);
+}
+
+static void test_cidr(void **state)
+{
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct cidr c;
+
+	assert_int_equal(parse_cidr("192.0.2.0/24", &c), 0);
+	inet_pton(AF_INET, "192.0.2.200", &a4.sin_addr);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a4));
+	inet_pton(AF_INET, "192.0.3.1", &a4.sin_addr);
+	assert_false(cidr_match(&c, (struct sockaddr *)&a4));
+	/* An IPv4-mapped client matches IPv4 networks. */
+	inet_pton(AF_INET6, "::ffff:192.0.2.9", &a6.sin6_addr);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	/* Host bits are cleared; odd prefix lengths compare bit by bit. */
+	assert_int_equal(parse_cidr("2001:db8:ff00::1/36", &c), 0);
+	inet_pton(AF_INET6, "2001:db8:f000::5", &a6.sin6_addr);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	inet_pton(AF_INET6, "2001:db8:e000::5", &a6.sin6_addr);
+	assert_false(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_int_equal(parse_cidr("0.0.0.0/0", &c), 0);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a4));
+	assert_false(cidr_match(&c, (struct sockaddr *)&a6)); /* not mapped */
+
+	assert_int_equal(parse_cidr("192.0.2.0/33", &c), -1);
+	assert_int_equal(parse_cidr("2001:db8::/129", &c), -1);
+	assert_int_equal(parse_cidr("192.0.2.0/", &c), -1);
+	assert_int_equal(parse_cidr("example.com/8", &c), -1);
+	assert_int_equal(parse_cidr("", &c), -1);
+}
+
+static void test_keepalive_and_netns(void **state)
+{
+	struct keepalive k = { 60, 10, 6 };
+	char path[64];
+
+	assert_int_equal(parse_keepalive("30", &k), 0);
+	assert_int_equal(k.idle, 30);
+	assert_int_equal(k.intvl, 10); /* kept */
+	assert_int_equal(parse_keepalive("off", &k), 0);
+	assert_int_equal(k.idle, 0);
+	assert_int_equal(parse_keepalive("10:2", &k), -1);
+	assert_int_equal(parse_keepalive("10:2:200", &k), -1);
+	assert_int_equal(parse_keepalive("0", &k), -1);
+	assert_int_equal(parse_keepalive("x", &k), -1);
+
+	assert_int_equal(parse_netns("/var/run/netns/a", path, sizeof(path)),
+			 0);
+	assert_string_equal(path, "/var/run/netns/a");
+	assert_int_equal(parse_netns("42", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/42/ns/net");
+	assert_int_equal(parse_netns("ctr1", path, sizeof(path)), 0);
+	assert_string_equal(path, "/run/netns/ctr1");
+	assert_int_equal(parse_netns("", path, sizeof(path)), -1);
+}
+
+static void test_bad_deployment_options(void **state)
+{
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--allow",
+		     "10.0.0.0/40");
+		expect_bad(argc, argv, "--allow '10.0.0.0/40'");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--congestion",
+		     "left:bbr");
+		expect_bad(argc, argv, "--congestion 'left:bbr'");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--mptcp",
+		     "sometimes");
+		expect_bad(argc, argv, "--mptcp 'sometimes'");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "[::1]:2", "--transparent");
+		expect_bad(argc, argv, "same address family");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--source",
+		     "::1");
+		expect_bad(argc, argv, "different address families");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--mode", "tcp",
+		     "--mode", "smb");
+		expect_bad(argc, argv, "--mode given twice");
+	}
 }
 
 static void test_bad_timeout(void **state)
@@ -222,6 +359,11 @@ int main(void)
 		cmocka_unit_test(test_bad_timeout),
 		cmocka_unit_test(test_thresholds_and_stats),
 		cmocka_unit_test(test_bad_threshold),
+		cmocka_unit_test(test_deployment_options),
+		cmocka_unit_test(test_wan_defaults),
+		cmocka_unit_test(test_cidr),
+		cmocka_unit_test(test_keepalive_and_netns),
+		cmocka_unit_test(test_bad_deployment_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_NETNS_H
+#define SMBSPLICE_NETNS_H
+
+#include <stddef.h>
+
+int netns_open(const char *path, char *err, size_t errlen);
+int netns_enter(int fd);
+int netns_home(void);
+
+#endif /* SMBSPLICE_NETNS_H */
