@@ -1,0 +1,178 @@
+"""A slow reader cannot slow the others down or hold the pool, and a crowd
+of stalled readers cannot take the pipes from everyone.
+
+The backend (readstream.py) streams 1 MiB READ responses for ever, one
+process per connection; clients are processes that check every byte.
+smbsplice runs in smb mode with --read-threshold 64K, so the payloads are
+spliced, one worker (so that every client shares one event loop and one
+pool, and the kernel's spreading of connections over workers cannot
+change the figures between runs), and --pipe-size 256K with
+--buffer-size 256K, so that a pipe's bytes moved to a buffer go to a
+pool buffer and are counted in smbsplice_buffers_lent.
+
+Slow reader. Nine fast clients read at full speed for about 6 s; 2.5 s
+in, a slow client starts that reads 1 KiB every 100 ms (with a 4 KiB
+receive buffer). Each fast client's throughput is taken from its own
+byte counts over two windows: before the slow client came (0.5 s to
+2.5 s) and while it was there (0.5 s to 3 s after it connected: holding
+its pipe, then, from 1 to 1.5 s on, a buffer). The measure is the median
+of the nine, taken the same way in both windows, and the median with the
+slow client must be at least half the median without it. If it is not,
+the next 2 s are measured too and the better window counts: the two
+cores are shared, and a burst of load from outside can halve one window,
+but a slow client that holds the others back does so in both. A lone
+client's throughput is measured first and printed, but it is not the
+yardstick: nine clients on two cores, which also run the backend and the
+clients, cannot each get half of what one gets alone, slow client or not.
+Once the nine have gone, with the slow client the only connection (3.5 s
+or more after it came), it holds no pipe (its pipe was moved to a
+buffer: smbsplice_pipe_stalls_total >= 1) and exactly one buffer, and
+every byte it got was the stream's.
+
+Stalled crowd. With --max-pipes 8, twenty clients send their request and
+never read. They take every pipe at first (smbsplice_pipe_denied_total >
+0), but 2.5 s later no pipe is lent (their bytes sit in one buffer each:
+smbsplice_buffers_lent 20, smbsplice_pipe_stalls_total >= 1), and a new
+client that reads 32 READ responses gets them spliced: smbsplice_bytes_total
+{direction="to_client",path="splice"} grows by at least 90% of its bytes.
+"""
+import socket
+import statistics
+import time
+
+from harness import Proxy, check, metric, run, scrape
+from readstream import Backend, Client, Proc, Stream, request
+
+ARGS = ["--read-threshold", "64K", "--workers", "1", "--pipe-size", "256K", "--buffer-size", "256K"]
+FAST = 9
+SLOW_PACE = "1024,0.1"   # 1 KiB every 100 ms
+MB = 1e6
+
+
+def solo_rate(px):
+    """One client alone: its throughput from 0.5 s to 2.5 s after it
+    connected."""
+    cl = Client(px.port)
+    t0 = float(cl.wait(lambda w: w[0] == "connected", 10, "connect")[1])
+    cl.wait(lambda w: w[0] == "got" and float(w[2]) >= t0 + 2.6, 20, "2.6 s of reading")
+    rate = cl.rate(t0 + 0.5, t0 + 2.5)
+    cl.send("close")
+    cl.end(10)
+    cl.stop()
+    return rate
+
+
+def slow_reader(px):
+    label = "slow reader"
+    solo = solo_rate(px)
+    print(f"{label}: one client alone reads {solo / MB:.0f} MB/s", flush=True)
+
+    fast = [Client(px.port) for _ in range(FAST)]
+    starts = [float(c.wait(lambda w: w[0] == "connected", 10, "connect")[1]) for c in fast]
+    t0 = max(starts)
+    time.sleep(max(0.0, t0 + 2.5 - time.monotonic()))
+    slow = Client(px.port, "--pace", SLOW_PACE, "--rcvbuf", 4096)
+    ts = float(slow.wait(lambda w: w[0] == "connected", 10, "connect")[1])
+    # Sample the pools while all ten run.
+    samples = []
+    while time.monotonic() < ts + 3.5:
+        m = scrape(px.stats_port)
+        samples.append((metric(m, "smbsplice_pipes_lent"), metric(m, "smbsplice_buffers_lent")))
+    bad = [w for c in fast for w in c.find(lambda w: w[0] in ("mismatch", "end", "exit"))]
+    check(not bad, f"{label}: the nine fast clients read on, and got only the stream's bytes "
+          f"({bad or 'all nine still reading'})")
+    before = [c.rate(t0 + 0.5, t0 + 2.5) for c in fast]
+    during = [c.rate(ts + 0.5, ts + 3.0) for c in fast]
+    b, d = statistics.median(before), statistics.median(during)
+    print(f"{label}: fast clients without the slow one, MB/s: {' '.join(f'{x / MB:.0f}' for x in before)}", flush=True)
+    print(f"{label}: fast clients with the slow one,    MB/s: {' '.join(f'{x / MB:.0f}' for x in during)}", flush=True)
+    print(f"{label}: pools sampled while all ten ran (pipes lent, buffers lent): {samples}", flush=True)
+    again = ""
+    if d < 0.5 * b:
+        # Two cores shared with whatever else runs: a burst of load from
+        # outside can halve one window. Measure the next 2 s as well;
+        # a slow client that does hold the others back does it in both.
+        time.sleep(max(0.0, ts + 5.2 - time.monotonic()))
+        later = [c.rate(ts + 3.0, ts + 5.0) for c in fast]
+        print(f"{label}: fast clients with the slow one, again: {' '.join(f'{x / MB:.0f}' for x in later)}",
+              flush=True)
+        again = f" (first window: {d / MB:.0f} MB/s, measured again)"
+        d = max(d, statistics.median(later))
+    check(d >= 0.5 * b, f"{label}: the nine fast clients keep at least half their throughput: median "
+          f"{d / MB:.0f} MB/s with the slow client{again}, {b / MB:.0f} MB/s without ({d / b:.2f}x); "
+          f"one alone: {solo / MB:.0f} MB/s")
+    for c in fast:
+        c.send("close")
+    ends = [c.end(10) for c in fast]
+    for c in fast:
+        c.stop()
+    check(all(e[:2] == ["end", "closed"] for e in ends),
+          f"{label}: the nine fast clients got only the stream's bytes ({[' '.join(e[:3]) for e in ends]})")
+
+    # Only the slow client is left now, and it has been stalled for > 4 s.
+    time.sleep(0.2)
+    m = scrape(px.stats_port)
+    lent, bufs = metric(m, "smbsplice_pipes_lent"), metric(m, "smbsplice_buffers_lent")
+    stalls = metric(m, "smbsplice_pipe_stalls_total")
+    check(metric(m, "smbsplice_connections_active") == 1, f"{label}: the slow client is the only connection left")
+    check(lent == 0 and stalls >= 1, f"{label}: the slow client holds no pipe "
+          f"(smbsplice_pipes_lent {lent:.0f}, smbsplice_pipe_stalls_total {stalls:.0f})")
+    check(bufs == 1, f"{label}: the slow client holds one buffer (smbsplice_buffers_lent {bufs:.0f})")
+    got = slow.got()
+    slow.send("close")
+    e = slow.end(10)
+    slow.stop()
+    check(e[:2] == ["end", "closed"] and 10 * 1024 <= got,
+          f"{label}: the slow client got {got} bytes, all the stream's, and was never cut off ({' '.join(e[:3])})")
+
+
+def stalled_crowd(be):
+    label = "twenty stalled clients, 8 pipes"
+    px = Proxy(be.addr, *ARGS, "--max-pipes", "8", stats=True)
+    stalled = []
+    for _ in range(20):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", px.port))
+        s.sendall(request())
+        stalled.append(s)
+    time.sleep(2.5)
+    m = scrape(px.stats_port)
+    denied = metric(m, "smbsplice_pipe_denied_total")
+    lent, bufs = metric(m, "smbsplice_pipes_lent"), metric(m, "smbsplice_buffers_lent")
+    stalls = metric(m, "smbsplice_pipe_stalls_total")
+    check(metric(m, "smbsplice_connections_active") == 20, f"{label}: all twenty connected")
+    check(denied > 0, f"{label}: they took every pipe at first (smbsplice_pipe_denied_total {denied:.0f})")
+    check(lent == 0 and stalls >= 1, f"{label}: 2.5 s later no pipe is lent (smbsplice_pipes_lent {lent:.0f}, "
+          f"smbsplice_pipe_stalls_total {stalls:.0f})")
+    check(bufs == 20, f"{label}: each holds its bytes in one buffer (smbsplice_buffers_lent {bufs:.0f})")
+
+    spliced0 = metric(m, "smbsplice_bytes_total", direction="to_client", path="splice")
+    n = Stream().frame_len * 32
+    cl = Client(px.port, "--frames", 32)
+    e = cl.end(60)
+    cl.stop()
+    check(e[:3] == ["end", "eof", str(n)], f"{label}: a new client gets 32 READ responses exact ({' '.join(e[:3])})")
+    m = scrape(px.stats_port)
+    spliced = metric(m, "smbsplice_bytes_total", direction="to_client", path="splice") - spliced0
+    check(spliced >= 0.9 * n, f"{label}: and they were spliced: {spliced:.0f} of its {n} bytes "
+          f"(smbsplice_bytes_total to_client splice)")
+    for s in stalled:
+        s.close()
+    px.stop()
+
+
+def main():
+    try:
+        be = Backend()
+        px = Proxy(be.addr, *ARGS, stats=True)
+        slow_reader(px)
+        px.stop()
+        stalled_crowd(be)
+        be.stop()
+    finally:
+        Proc.stop_all()
+
+
+if __name__ == "__main__":
+    run(main, alarm=180)
