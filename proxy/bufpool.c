@@ -70,6 +70,7 @@ void *bufpool_get(struct buf_pool *p)
 		counter_add(&p->allocs, 1);
 	}
 	counter_add(&p->lent, 1);
+	counter_add(&p->lent_bytes, p->size);
 	return b;
 }
 
@@ -83,6 +84,7 @@ void bufpool_put(struct buf_pool *p, void *buf)
 	struct buf_node *b = buf;
 
 	counter_sub(&p->lent, 1);
+	counter_sub(&p->lent_bytes, p->size);
 	if (p->nfree >= p->keep) {
 		free(b);
 		return;
@@ -90,6 +92,41 @@ void bufpool_put(struct buf_pool *p, void *buf)
 	b->next = p->free;
 	p->free = b;
 	counter_add(&p->nfree, 1);
+}
+
+/**
+ * bufpool_get_large() - a one-off buffer larger than the pool's own
+ * @p:		the pool, which counts it as lent
+ * @size:	its size
+ *
+ * For the bytes of a stalled pipe (see half_unpipe()): rare, so it comes
+ * straight from the allocator and goes straight back; but it is counted,
+ * so the metrics show every byte smbsplice holds for a slow receiver.
+ *
+ * Return: the buffer, or NULL if memory ran out.
+ */
+void *bufpool_get_large(struct buf_pool *p, size_t size)
+{
+	void *b = malloc(size);
+
+	if (b) {
+		counter_add(&p->lent, 1);
+		counter_add(&p->lent_bytes, size);
+	}
+	return b;
+}
+
+/**
+ * bufpool_put_large() - give back a buffer from bufpool_get_large()
+ * @p:		the pool
+ * @buf:	the buffer
+ * @size:	the size it was asked with
+ */
+void bufpool_put_large(struct buf_pool *p, void *buf, size_t size)
+{
+	free(buf);
+	counter_sub(&p->lent, 1);
+	counter_sub(&p->lent_bytes, size);
 }
 
 /**

@@ -14,7 +14,8 @@ struct buf_node;
  * @keep:	most free buffers kept; one returned beyond that is freed
  * @low:	fewest free buffers since the last trim
  * @nfree:	free buffers now (a gauge any thread may read)
- * @lent:	buffers lent now (a gauge any thread may read)
+ * @lent:	buffers lent now, of every size (a gauge any thread may read)
+ * @lent_bytes:	their bytes (a gauge any thread may read)
  * @allocs:	buffers ever allocated (a counter any thread may read)
  *
  * One pool per worker thread; only that thread lends and returns.
@@ -24,12 +25,14 @@ struct buf_pool {
 	size_t size;
 	unsigned keep;
 	uint64_t low;
-	uint64_t nfree, lent, allocs;
+	uint64_t nfree, lent, lent_bytes, allocs;
 };
 
 void bufpool_init(struct buf_pool *p, size_t size, size_t keep_bytes);
 void *bufpool_get(struct buf_pool *p);
 void bufpool_put(struct buf_pool *p, void *buf);
+void *bufpool_get_large(struct buf_pool *p, size_t size);
+void bufpool_put_large(struct buf_pool *p, void *buf, size_t size);
 unsigned bufpool_trim(struct buf_pool *p);
 void bufpool_destroy(struct buf_pool *p);
 

@@ -476,10 +476,11 @@ static void dir_run(struct dir *d)
 	struct dir *other = d == &c->up ? &c->down : &c->up;
 	uint64_t moved = d->h.spliced + d->h.copied;
 	enum pump_status st = half_run(&d->h);
+	bool progress = d->h.spliced + d->h.copied != moved;
 
 	/* Only bytes count as activity: a wake-up that moves nothing must
 	 * not keep a stuck connection alive. */
-	if (d->h.spliced + d->h.copied != moved)
+	if (progress)
 		c->last_active = ev_now(loop);
 	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
 		dir_log_opaque(d);
@@ -492,10 +493,12 @@ static void dir_run(struct dir *d)
 		ev_io_start(loop, &d->rd);
 		return;
 	case PUMP_WAIT_WRITE:
+		/* The stall clock measures how long the destination has
+		 * taken nothing: bytes written restart it. */
+		if (progress || !half_holds_pipe(&d->h))
+			stall_forget(d);
 		if (half_holds_pipe(&d->h))
 			stall_note(d);
-		else
-			stall_forget(d);
 		ev_io_stop(loop, &d->rd);
 		ev_io_start(loop, &d->wr);
 		return;

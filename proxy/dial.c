@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,31 +60,54 @@ int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 }
 
 /**
+ * struct step - a setting backend_socket() makes, for the complaint
+ * @what:	the option, as the user gave it
+ * @hint:	what to check when it fails
+ */
+struct step {
+	const char *what, *hint;
+};
+
+static const struct step step_mptcp = {
+	"--mptcp: socket(IPPROTO_MPTCP)",
+	"is Multipath TCP enabled? sysctl net.mptcp.enabled=1"
+};
+static const struct step step_socket = { "socket", "" };
+static const struct step step_cc = {
+	"--congestion",
+	"is the algorithm's module loaded (tcp_available_congestion_control), and allowed (tcp_allowed_congestion_control) or is smbsplice privileged?"
+};
+static const struct step step_transparent = { "--transparent: IP_TRANSPARENT",
+					      "it needs CAP_NET_ADMIN" };
+static const struct step step_keepalive = { "--keepalive", "" };
+
+/**
  * backend_socket() - a backend socket with every setting but the address
  * @lo:		the listener's settings
  * @family:	the backend's address family
- * @what:	set to the setting that failed, on failure
+ * @step:	set to the setting that failed, on failure
  *
- * Return: the socket, or -1 with errno set and @what naming the step.
+ * Return: the socket, or -1 with errno set and @step naming the setting.
  */
 static int backend_socket(const struct listen_opts *lo, int family,
-			  const char **what)
+			  const struct step **step)
 {
 	int fd, err;
 
-	*what = lo->mptcp[SIDE_BACKEND] ? "socket(IPPROTO_MPTCP)" : "socket";
+	*step = lo->mptcp[SIDE_BACKEND] ? &step_mptcp : &step_socket;
 	fd = sock_stream(family, lo->mptcp[SIDE_BACKEND]);
 	if (fd < 0)
 		return -1;
-	*what = "TCP_CONGESTION";
+	*step = &step_cc;
 	if (sock_set_congestion(fd, lo->cc[SIDE_BACKEND]))
 		goto fail;
-	*what = "IP_TRANSPARENT";
+	*step = &step_transparent;
 	if (lo->transparent && sock_set_transparent(fd, family))
 		goto fail;
 	sock_set_nodelay(fd);
 	sock_set_oobinline(fd);
-	*what = "keepalive";
+	/* MPTCP sockets may refuse some keepalive options: no error. */
+	*step = &step_keepalive;
 	if (sock_set_keepalive(fd, &lo->keepalive) && !lo->mptcp[SIDE_BACKEND])
 		goto fail;
 	return fd;
@@ -110,10 +134,10 @@ int dial_backend(const struct listen_opts *lo, unsigned idx,
 	const struct endpoint *be = &lo->backend[idx];
 	const struct sockaddr *from = NULL;
 	socklen_t from_len = 0;
-	const char *what;
+	const struct step *step;
 	int s, r, err;
 
-	s = backend_socket(lo, be->addr.ss_family, &what);
+	s = backend_socket(lo, be->addr.ss_family, &step);
 	if (s < 0)
 		return -1;
 	if (lo->transparent) {
@@ -151,23 +175,20 @@ fail:
  */
 int dial_check(const struct listen_opts *lo, char *err, size_t errlen)
 {
-	const char *what;
+	const struct step *step;
 	int fd;
 
 	for (unsigned i = 0; i < lo->nbackends; i++) {
-		fd = backend_socket(lo, lo->backend[i].addr.ss_family, &what);
+		fd = backend_socket(lo, lo->backend[i].addr.ss_family, &step);
 		if (fd < 0) {
-			snprintf(
-				err, errlen,
-				"listener %s: backend sockets: %s: %s%s",
-				lo->name, what, strerror(errno),
-				errno == EPERM && lo->transparent
-					? " (--transparent needs CAP_NET_ADMIN)"
-				: errno == ENOENT || errno == EPERM
-					? " (is the congestion control module loaded, and allowed in net.ipv4.tcp_allowed_congestion_control?)"
-				: errno == EPROTONOSUPPORT || errno == EINVAL
-					? " (is Multipath TCP enabled: sysctl net.mptcp.enabled?)"
-					: "");
+			bool cc = step == &step_cc;
+
+			snprintf(err, errlen,
+				 "listener %s: backend sockets: %s%s%s: %s%s%s",
+				 lo->name, step->what, cc ? " " : "",
+				 cc ? lo->cc[SIDE_BACKEND] : "",
+				 strerror(errno), *step->hint ? "; " : "",
+				 step->hint);
 			return -1;
 		}
 		if (lo->source.len &&

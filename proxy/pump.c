@@ -87,7 +87,7 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
 static void buf_return(struct half *h)
 {
 	if (h->buf_own)
-		free(h->buf);
+		bufpool_put_large(h->bufs, h->buf, h->buf_len);
 	else
 		bufpool_put(h->bufs, h->buf);
 	h->buf = NULL;
@@ -458,7 +458,7 @@ int half_unpipe(struct half *h)
 
 	if (!half_holds_pipe(h))
 		return 0;
-	buf = own ? malloc(n) : bufpool_get(h->bufs);
+	buf = own ? bufpool_get_large(h->bufs, n) : bufpool_get(h->bufs);
 	if (!buf)
 		return 1;
 	while (got < n) {
@@ -469,6 +469,7 @@ int half_unpipe(struct half *h)
 			h->err = k < 0 ? errno : EIO;
 			h->buf = buf;
 			h->buf_own = own;
+			h->buf_len = n;
 			buf_return(h);
 			return -1;
 		}

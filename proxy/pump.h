@@ -38,8 +38,8 @@ struct half_stats {
  * @pipe:	pipe lent for the splice in flight, NULL when none
  * @in_pipe:	bytes in @pipe not yet written to @dst
  * @buf:	copy buffer lent for the bytes in flight, NULL when none
- * @buf_own:	@buf is not the pool's but a one-off allocation, larger
- *		than the pool's buffers (see half_unpipe())
+ * @buf_own:	@buf is not one of the pool's but a larger one-off, of
+ *		@buf_len bytes (see half_unpipe())
  * @buf_off:	first byte of @buf not yet written to @dst
  * @buf_len:	bytes in @buf
  * @more:	the pending bytes are to be written with MORE

@@ -265,6 +265,10 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		g->pipe_stalls);
 	write_scalar(out, "smbsplice_buffers_lent", "gauge",
 		     "Copy buffers holding bytes in flight.", g->bufs_lent);
+	write_scalar(
+		out, "smbsplice_buffer_bytes_lent", "gauge",
+		"Bytes of the copy buffers holding bytes in flight, the larger ones holding a stalled pipe's bytes included.",
+		g->buf_bytes_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",
 		     "Copy buffers kept for reuse.", g->bufs_free);
 	metric_head(

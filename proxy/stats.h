@@ -47,6 +47,7 @@ struct totals {
  * @pipes_small:	pipes the kernel would not give --pipe-size
  * @pipe_stalls:	pipes moved to a buffer after waiting too long
  * @bufs_lent:		copy buffers holding bytes in flight
+ * @buf_bytes_lent:	their bytes
  * @bufs_free:		copy buffers kept for reuse
  * @refused_conns:	clients reset for --max-conns
  * @refused_source:	clients reset for --max-conns-per-source
@@ -59,7 +60,7 @@ struct gauges {
 	uint64_t active, total;
 	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
 	uint64_t pipe_stalls;
-	uint64_t bufs_lent, bufs_free;
+	uint64_t bufs_lent, bufs_free, buf_bytes_lent;
 	uint64_t refused_conns, refused_source, denied;
 	uint64_t fds_used, fds_limit;
 	uint64_t log_dropped;

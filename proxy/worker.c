@@ -204,6 +204,7 @@ void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 	g->pipe_stalls += counter_read(&w->pipe_stalls);
 	g->bufs_lent += counter_read(&w->bufs.lent);
 	g->bufs_free += counter_read(&w->bufs.nfree);
+	g->buf_bytes_lent += counter_read(&w->bufs.lent_bytes);
 	g->refused_conns += counter_read(&w->refused[ADMIT_MAX_CONNS]);
 	g->refused_source += counter_read(&w->refused[ADMIT_PER_SOURCE]);
 	g->denied += counter_read(&w->denied);

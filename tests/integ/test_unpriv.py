@@ -60,9 +60,22 @@ def pipe_pages_soft():
         return int(f.read())
 
 
+def connect_small(px):
+    """A client with an Ethernet MSS and a small receive buffer: smbsplice's
+    socket to it fills after a few hundred KiB (on loopback's 64 KiB MSS
+    the kernel would queue a whole stream), so a stalled client holds its
+    pipe, as a stalled client on a real network does."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1460)
+    s.settimeout(60)
+    s.connect(("127.0.0.1", px.port))
+    return s
+
+
 def streams(px, n, results, stall=STALL):
     def one(i):
-        s = px.connect()
+        s = connect_small(px)
         s.sendall(b"\0")
         time.sleep(stall)
         results[i] = recv_hash_n(s, SIZE + 1)

@@ -98,6 +98,28 @@ static void test_trim_shrinks(void **state)
 	bufpool_destroy(&p);
 }
 
+/* A one-off large buffer (a stalled pipe's bytes) is counted while lent,
+ * bytes included, and never kept. */
+static void test_large_counted(void **state)
+{
+	struct buf_pool p;
+	void *a, *b;
+
+	bufpool_init(&p, 4096, 1 << 20);
+	a = bufpool_get(&p);
+	b = bufpool_get_large(&p, 1 << 20);
+	assert_non_null(b);
+	memset(b, 1, 1 << 20);
+	assert_int_equal(p.lent, 2);
+	assert_int_equal(p.lent_bytes, 4096 + (1 << 20));
+	bufpool_put_large(&p, b, 1 << 20);
+	bufpool_put(&p, a);
+	assert_int_equal(p.lent, 0);
+	assert_int_equal(p.lent_bytes, 0);
+	assert_int_equal(p.nfree, 1); /* only the pool's own is kept */
+	bufpool_destroy(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +127,7 @@ int main(void)
 		cmocka_unit_test(test_keep_bound),
 		cmocka_unit_test(test_keep_at_least_two),
 		cmocka_unit_test(test_trim_shrinks),
+		cmocka_unit_test(test_large_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

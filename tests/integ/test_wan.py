@@ -1,0 +1,209 @@
+"""The WAN gateway options, on loopback: keepalive and congestion control
+on each side (read back from the kernel with ss), --source, backends
+tried in order when one refuses or stays silent (each failure counted per
+backend), and Multipath TCP on both sides, byte-exact, with the legs shown
+as MPTCP by `ss -M`."""
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+from harness import Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
+
+IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
+
+
+def echo(c):
+    while (b := c.recv(65536)):
+        c.sendall(b)
+
+
+def ss(*args):
+    r = subprocess.run(["ss", *args], capture_output=True, text=True, timeout=10)
+    return r.stdout
+
+
+def sock_info(port_filter):
+    """ss -tnio lines (state and the info line joined) matching a filter."""
+    out = ss("-tnioH", "state", "established", port_filter)
+    lines, cur = [], ""
+    for line in out.splitlines():
+        if line and not line[0].isspace() and cur:
+            lines.append(cur)
+            cur = ""
+        cur += " " + line.strip()
+    if cur:
+        lines.append(cur)
+    return lines
+
+
+def test_keepalive_and_congestion():
+    srv = Server(echo)
+    px = Proxy(srv.addr, "--keepalive", "7:3:2", "--congestion", "client:reno", "--congestion", "backend:cubic")
+    c = px.connect()
+    c.sendall(b"\0ping")
+    check(recv_exact(c, 5) == b"\0ping", "a connection with keepalive and congestion control set")
+    cli = sock_info(f"( sport = :{px.port} )")
+    be = sock_info(f"( dport = :{srv.port} )")
+    check(len(cli) == 1 and len(be) == 1, f"ss finds smbsplice's two sockets ({len(cli)}, {len(be)})")
+    check(" reno " in cli[0] + " " and "timer:(keepalive" in cli[0],
+          f"client side: reno and the keepalive timer: {cli[0].strip()[:160]}")
+    check(" cubic " in be[0] + " " and "timer:(keepalive" in be[0],
+          f"backend side: cubic and the keepalive timer: {be[0].strip()[:160]}")
+    m = re.search(r"timer:\(keepalive,(\d+)", cli[0])
+    check(m and int(m.group(1)) <= 7, f"the first probe is due within --keepalive's 7 s ({m and m.group(1)} s)")
+    c.close()
+    px.stop()
+
+    px = Proxy(srv.addr, "--keepalive", "off")
+    c = px.connect()
+    c.sendall(b"\0ping")
+    recv_exact(c, 5)
+    cli = sock_info(f"( sport = :{px.port} )")
+    check(cli and "keepalive" not in cli[0], "--keepalive off: no keepalive timer")
+    c.close()
+    px.stop()
+    srv.close()
+
+    bad = subprocess.run([px.argv[0], "-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--congestion", "nosuchcc"],
+                         capture_output=True, text=True, timeout=10)
+    lines = bad.stderr.strip().splitlines()
+    check(bad.returncode == 1 and len(lines) == 1 and "nosuchcc" in lines[0],
+          f"an unknown algorithm: one line and exit 1 ({bad.returncode}: {lines})")
+
+
+def test_source():
+    seen = []
+
+    def who(c):
+        seen.append(c.getpeername()[0])
+        c.sendall(b"ok")
+
+    srv = Server(who)
+    px = Proxy(srv.addr, "--source", "127.0.0.5")
+    c = px.connect()
+    c.sendall(b"\0")
+    check(recv_exact(c, 2) == b"ok" and seen == ["127.0.0.5"], f"--source 127.0.0.5: the server sees {seen}")
+    c.close()
+    px.stop()
+    srv.close()
+
+
+def silent_listener():
+    """A listener whose accept queue is full: new connects go unanswered."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    fillers = []
+    for _ in range(4):
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(lst.getsockname())
+        fillers.append(f)
+    time.sleep(0.2)
+    return lst, fillers
+
+
+def test_failover():
+    srv = Server(echo)
+    down = f"127.0.0.1:{free_port()}"
+    lst, fillers = silent_listener()
+    silent = f"127.0.0.1:{lst.getsockname()[1]}"
+    px = Proxy(down, "--backend", silent, "--backend", srv.addr, "--connect-timeout", "0.5", stats=True)
+    t0 = time.monotonic()
+    c = px.connect()
+    c.sendall(b"hello")  # not SMB: forwarded opaque, and its FIN a clean end
+    check(recv_exact(c, 5) == b"hello", "refused, then silent, then the third backend serves")
+    took = time.monotonic() - t0
+    check(0.4 <= took < 2, f"... after the silent one's --connect-timeout ({took:.2f} s)")
+    c.close()
+    px.wait_log(r" end=fin ")
+    line = px.conn_lines()[-1]
+    check(line["backend"] == srv.addr, f"the log names the backend that served ({line['backend']})")
+    m = scrape(px.stats_port)
+    fails = [metric(m, "smbsplice_backend_failures_total", backend=b) for b in (down, silent, srv.addr)]
+    check(fails == [1, 1, 0], f"failures counted per backend: {fails}")
+    log = px.log()
+    check(f"backend {down}: connect: Connection refused; trying {silent}" in log
+          and f"backend {silent}: connect timed out after 0.5s; trying {srv.addr}" in log,
+          "each failover logged with its reason")
+    px.stop()
+
+    px = Proxy(down, "--backend", silent, "--connect-timeout", "0.3")
+    c = px.connect()
+    c.sendall(b"\0")
+    try:
+        check(c.recv(1) == b"", "every backend failing: the client is closed")
+    except ConnectionResetError:
+        pass
+    line = px.wait_log(r"^.* end=\w+.*$")[0]
+    check("all 2 backends failed" in line, "... and the log says all failed: "
+          + line[line.index("end="):line.index(" dur=")])
+    c.close()
+    px.stop()
+    for f in fillers:
+        f.close()
+    lst.close()
+    srv.close()
+
+
+def test_mptcp():
+    try:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+        probe.close()
+    except OSError as e:
+        print(f"SKIP: MPTCP sockets unavailable ({e}): sysctl net.mptcp.enabled=1", flush=True)
+        raise SystemExit(77)
+    data = os.urandom(16 << 20)
+    want = hashlib.sha256(data).hexdigest()
+    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)
+    lst.settimeout(30)
+    be_port = lst.getsockname()[1]
+    px = Proxy(f"127.0.0.1:{be_port}", "--mptcp", "both", "--mode", "tcp")
+    for proto, what in ((IPPROTO_MPTCP, "an MPTCP client"), (0, "a plain TCP client (fallback)")):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
+        c.settimeout(30)
+        c.connect(("127.0.0.1", px.port))
+        s, _ = lst.accept()
+        s.settimeout(30)
+        legs = ss("-MnH")
+        if proto:
+            check(f":{px.port}" in legs and f":{be_port}" in legs,
+                  f"{what}: ss -M shows MPTCP on both legs")
+        else:
+            check(f":{be_port}" in legs, f"{what}: ss -M still shows the backend leg as MPTCP")
+        # Each way at once: one side sends while the other reads.
+        t = threading.Thread(target=c.sendall, args=(data,))
+        t.start()
+        got = hashlib.sha256(recv_exact(s, len(data))).hexdigest()
+        t.join()
+        t = threading.Thread(target=s.sendall, args=(data,))
+        t.start()
+        back = hashlib.sha256(recv_exact(c, len(data))).hexdigest()
+        t.join()
+        check(got == want and back == want, f"{what}: 16 MiB each way through MPTCP legs, byte-exact")
+        c.close()
+        s.close()
+    px.stop()
+    lst.close()
+
+
+def main():
+    if not shutil.which("ss"):
+        print("SKIP: ss not found: install the Debian package iproute2", flush=True)
+        raise SystemExit(77)
+    test_keepalive_and_congestion()
+    test_source()
+    test_failover()
+    test_mptcp()
+
+
+if __name__ == "__main__":
+    run(main)
