@@ -36,11 +36,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "conn.h"
 #include "counter.h"
 #include "dial.h"
 #include "listener.h"
 #include "log.h"
+#include "netns.h"
 #include "proxy.h"
 #include "pump.h"
 #include "sock.h"
@@ -127,7 +129,10 @@ struct dir {
  * @deadline:	when the handshake or the connect times out, or when a
  *		cut connection is reset whatever is left
  * @last_active: last time either direction delivered a byte
- * @lo:		the listener's settings
+ * @l:		the listener it came on (a reference)
+ * @cfg:	the listener's settings it started with (a reference)
+ * @lo:		&cfg->o
+ * @st:		the listener's counters in this worker
  * @be:		the backend being dialled or forwarded to, an index into
  *		@lo's backends
  * @cli_text:	client address, for the log
@@ -146,7 +151,10 @@ struct conn {
 	enum conn_state state;
 	struct dir *cut;
 	ev_tstamp started, deadline, last_active;
+	struct listener *l;
+	struct lcfg *cfg;
 	const struct listen_opts *lo;
+	struct lstats *st;
 	unsigned be;
 	char cli_text[64];
 	struct source_key source;
@@ -197,9 +205,9 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 	char smb[192];
 
 	log_info(
-		"conn %s -> %s worker=%u end=%s%s%s%s dur=%.3fs "
+		"conn %s -> %s listener=%s worker=%u end=%s%s%s%s dur=%.3fs "
 		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)%s",
-		c->cli_text, c->lo->backend[c->be].text, c->w->id,
+		c->cli_text, c->lo->backend[c->be].text, c->lo->name, c->w->id,
 		end_word[end], why ? " (" : "", why ? why : "", why ? ")" : "",
 		ev_now(c->w->loop) - c->started,
 		(unsigned long long)(u->spliced + u->copied),
@@ -347,7 +355,10 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	counter_sub(&w->active, 1);
 	limits_release(&w->px->limits, &c->source);
 	fd_budget_give(&w->px->limits.fds, 2);
+	lcfg_put(c->cfg);
+	listener_put(c->l);
 	free(c);
+	worker_conn_ended(w);
 }
 
 /**
@@ -371,7 +382,7 @@ static void dir_log_opaque(struct dir *d)
 
 	/* One count per connection, whichever direction gives up first. */
 	if (!c->up.opaque_logged && !c->down.opaque_logged)
-		counter_add(&c->w->tot.opaque_conns, 1);
+		counter_add(&c->st->tot.opaque_conns, 1);
 	d->opaque_logged = true;
 	log_rate(
 		LOG_LVL_WARN,
@@ -632,8 +643,8 @@ static void conn_start_forwarding(struct conn *c)
 	c->state = CS_OPEN;
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
-	dir_init(c, &c->up, &c->cli, &c->srv, &c->w->tot.dir[DIR_TO_SERVER]);
-	dir_init(c, &c->down, &c->srv, &c->cli, &c->w->tot.dir[DIR_TO_CLIENT]);
+	dir_init(c, &c->up, &c->cli, &c->srv, &c->st->tot.dir[DIR_TO_SERVER]);
+	dir_init(c, &c->down, &c->srv, &c->cli, &c->st->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);
 	log_debug("conn %s: backend connected", c->cli_text);
 	if (idle > 0)
@@ -665,6 +676,40 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
+ * conn_dial_in_netns() - dial the backend from its namespace
+ * @c:		the connection
+ * @client:	the client's address, for --transparent
+ * @fd:		the new socket, on success
+ *
+ * A worker sits in the backend namespace already when every listener
+ * dials into the same one; otherwise the socket is made from inside the
+ * listener's, and the thread goes back where it was.
+ *
+ * Return: as dial_backend().
+ */
+static int conn_dial_in_netns(struct conn *c, const struct sockaddr *client,
+			      int *fd)
+{
+	struct proxy *px = c->w->px;
+	int ns = c->cfg->netns[SIDE_BACKEND], home, r, err;
+	ino_t want = ns >= 0 ? c->cfg->netns_ino[SIDE_BACKEND] : 0;
+
+	if (!want || want == c->w->netns_ino) {
+		if (ns >= 0 || px->worker_netns < 0)
+			return dial_backend(c->lo, c->be, client, fd);
+		ns = netns_home(); /* the worker sits elsewhere */
+	}
+	home = px->worker_netns >= 0 ? px->worker_netns : netns_home();
+	if (netns_enter(ns))
+		return -1;
+	r = dial_backend(c->lo, c->be, client, fd);
+	err = errno;
+	netns_enter(home);
+	errno = err;
+	return r;
+}
+
+/**
  * conn_connect() - start the backend connect, or wait for a descriptor
  * @c:	the connection, in CS_CONNECTING with no backend socket yet
  *
@@ -680,9 +725,9 @@ static void conn_connect(struct conn *c)
 	int r, fd;
 
 	source_key_addr(&c->source, c->lo->listen.addr.ss_family, &client);
-	r = dial_backend(c->lo, c->be, (struct sockaddr *)&client, &fd);
+	r = conn_dial_in_netns(c, (struct sockaddr *)&client, &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
-		listener_pause(c->w, strerror(errno));
+		accept_pause_all(c->w, strerror(errno));
 		conn_rearm(c, CONNECT_RETRY);
 		return;
 	}
@@ -731,7 +776,7 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 	bool next = c->be + 1 < lo->nbackends;
 	char text[256];
 
-	counter_add(&c->w->backend_failures[c->be], 1);
+	counter_add(&c->st->backend_failures[c->be], 1);
 	ev_io_stop(c->w->loop, &c->connect_w);
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
@@ -791,10 +836,11 @@ static void on_first_byte(struct ev_loop *loop, ev_io *w, int revents)
  * @source:	the same, as admitted by limits_admit(); the connection
  *		releases it, and its two descriptors, when it ends
  */
-void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
+void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
+	       int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source)
 {
-	const struct listen_opts *o = &w->px->opt->l;
+	const struct listen_opts *o = &cfg->o;
 	struct conn *c;
 	char text[64];
 
@@ -809,7 +855,12 @@ void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
 		return;
 	}
 	c->w = w;
+	c->l = l;
+	listener_get(l);
+	c->cfg = cfg;
+	lcfg_get(cfg);
 	c->lo = o;
+	c->st = &l->st[w->id];
 	c->source = *source;
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;

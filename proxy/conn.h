@@ -6,9 +6,12 @@
 
 #include "limits.h"
 
+struct lcfg;
+struct listener;
 struct worker;
 
-void conn_open(struct worker *w, int cli_fd, const struct sockaddr *peer,
+void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
+	       int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source);
 void conn_close_all(struct worker *w);
 void conn_worker_init(struct worker *w);

@@ -1,310 +1,333 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* listener.c - accepting clients
+/* listener.c - the process's listeners: their sockets and their settings
  *
- * Theory of operation: every worker has a listening socket of its own,
- * bound to the same address with SO_REUSEPORT, and the kernel spreads new
- * connections over them; so workers never contend for an accept queue or
- * hand connections to each other. The sockets are opened by the main
- * thread before any worker runs, so a bad address fails the start, and
- * each worker then watches its own.
+ * Theory of operation: a listener is one named section of the
+ * configuration ("main" on the command line). The main thread makes it:
+ * one listening socket per worker, bound to the same address with
+ * SO_REUSEPORT inside the listen namespace (or, under socket activation,
+ * the inherited socket, shared by every worker), each socket then handed
+ * to its worker (accept.c), which alone accepts on it.
  *
- * The backlog is as deep as the kernel allows (net.core.somaxconn), so
- * that every client of a failed-over server can reconnect at once. The
- * listening socket is level-triggered; each wake
- * accepts a bounded batch so that a flood of connects cannot starve the
- * connections already open. When accept() fails for lack of file
- * descriptors or memory, the pending connection stays in the backlog and
- * the socket stays readable, so retrying at once would spin at 100% CPU.
- * Instead accepting pauses for ACCEPT_PAUSE seconds, and says so in at most
- * one log line every ACCEPT_WARN_EVERY seconds. Running out while opening a
- * backend connection pauses accepting the same way (see conn.c).
- *
- * Mostly, though, accept() never runs out: before each accept the worker
- * takes a new connection's two descriptors from the process's budget
- * (limits.c), and pauses the same way when the budget cannot spare them,
- * leaving clients in the backlog until connections end. A client outside
- * every --allow network is reset at once, with a rate-limited log line and
- * a count in smbsplice_denied_total, before it counts against any cap; one
- * accepted past --max-conns or --max-conns-per-source is reset the same
- * way and counted in smbsplice_refused_total.
+ * A listener's settings are an lcfg: immutable, reference counted, held
+ * by the listener while current and by every connection that started
+ * under it. A reload that changes a listener's thresholds, say, gives it
+ * a new lcfg; connections already open keep the old one to their end.
+ * Only a change of what the socket is (address, namespace, MPTCP) makes
+ * a new listener, and the old one is retired: its workers close their
+ * sockets, its connections run on, and the main thread frees it once the
+ * last of them has ended (listener_reap()). Counters are per listener and
+ * per worker, so a listener's metrics survive reloads under its name.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
-#include "conn.h"
-#include "counter.h"
 #include "dial.h"
-#include "limits.h"
 #include "listener.h"
-#include "log.h"
 #include "netns.h"
 #include "proxy.h"
 #include "sock.h"
-#include "worker.h"
-
-#define ACCEPT_BATCH	  64
-#define ACCEPT_PAUSE	  0.1
-#define ACCEPT_WARN_EVERY 10.0
 
 /**
- * accept_out_of_resources() - is this accept() failure worth a pause
- * @err:	errno from accept()
+ * lcfg_new() - settings for connections, with their namespaces opened
+ * @o:		the listener's options
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
  *
- * Return: true for EMFILE, ENFILE, ENOBUFS and ENOMEM.
+ * Return: the settings, holding one reference, or NULL with @err set.
  */
-bool accept_out_of_resources(int err)
+struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
 {
-	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
-	       err == ENOMEM;
-}
+	static const char *const opt_name[SIDE_COUNT] = { "listen-netns",
+							  "backend-netns" };
+	struct lcfg *c = calloc(1, sizeof(*c));
+	struct stat st;
+	char why[400];
 
-/**
- * listener_pause() - stop accepting for a moment after running out of fds
- * @w:		the worker
- * @why:	what ran out: strerror() of accept()'s or socket()'s errno,
- *		or the descriptor budget
- */
-void listener_pause(struct worker *w, const char *why)
-{
-	ev_tstamp now = ev_now(w->loop);
-
-	/* One line per ACCEPT_WARN_EVERY seconds, not one per pause. */
-	if (now - w->accept_warned >= ACCEPT_WARN_EVERY) {
-		w->accept_warned = now;
-		log_warn(
-			"out of file descriptors (%s); pausing accepts for %gs (%u connections open; raise ulimit -n or LimitNOFILE=)",
-			why, ACCEPT_PAUSE, limits_conns(&w->px->limits));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
-	accept_backoff(w->loop, &w->accept_pause);
+	c->o = *o;
+	c->refs = 1;
+	for (int side = 0; side < SIDE_COUNT; side++) {
+		c->netns[side] = -1;
+		if (!o->netns[side][0])
+			continue;
+		c->netns[side] = netns_open(o->netns[side], why, sizeof(why));
+		if (c->netns[side] < 0) {
+			snprintf(err, errlen, "listener %s: %s %s", o->name,
+				 opt_name[side], why);
+			lcfg_put(c);
+			return NULL;
+		}
+		if (!fstat(c->netns[side], &st))
+			c->netns_ino[side] = st.st_ino;
+	}
+	return c;
 }
 
 /**
- * refuse() - reset a client that a cap refuses, with a rate-limited line
- * @w:		the worker
- * @fd:		the client socket
- * @peer:	its address
- * @a:		the cap that refuses it
+ * lcfg_get() - take a reference
+ * @c:	the settings
  */
-static void refuse(struct worker *w, int fd, const struct sockaddr *peer,
-		   enum admit a)
+void lcfg_get(struct lcfg *c)
 {
-	const struct options *o = w->px->opt;
-	char text[64];
-
-	counter_add(&w->refused[a], 1);
-	sock_addr_text(peer, text, sizeof(text));
-	log_rate(LOG_LVL_WARN, "conn %s refused: %s (--%s %u)", text,
-		 a == ADMIT_MAX_CONNS ? "too many connections"
-				      : "too many connections from its address",
-		 a == ADMIT_MAX_CONNS ? "max-conns" : "max-conns-per-source",
-		 a == ADMIT_MAX_CONNS ? o->max_conns : o->max_per_source);
-	sock_set_linger0(fd);
-	close(fd);
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
 /**
- * allowed() - is a client in one of the listener's --allow networks
- * @lo:		the listener's settings
- * @peer:	the client's address
+ * lcfg_put() - drop a reference; the last one frees the settings
+ * @c:	the settings
+ */
+void lcfg_put(struct lcfg *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (int side = 0; side < SIDE_COUNT; side++)
+		if (c->netns[side] >= 0)
+			close(c->netns[side]);
+	free(c);
+}
+
+/**
+ * listener_get() - take a reference
+ * @l:	the listener
+ */
+void listener_get(struct listener *l)
+{
+	__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+}
+
+/**
+ * listener_put() - drop a reference
+ * @l:	the listener
  *
- * Return: true if it is, or if the listener allows everyone.
+ * Never frees: workers drop their references from their own threads, and
+ * the main thread may be reading the listener's counters for a scrape. The
+ * main thread frees it in listener_reap().
  */
-static bool allowed(const struct listen_opts *lo, const struct sockaddr *peer)
+void listener_put(struct listener *l)
 {
-	if (!lo->nallow)
-		return true;
-	for (unsigned i = 0; i < lo->nallow; i++)
-		if (cidr_match(&lo->allow[i], peer))
-			return true;
-	return false;
+	__atomic_sub_fetch(&l->refs, 1, __ATOMIC_RELEASE);
 }
 
 /**
- * deny() - reset a client that --allow does not admit
- * @w:		the worker
- * @fd:		the client socket
- * @peer:	its address
+ * listener_same_socket() - do two settings listen on the same socket
+ * @a:	the settings in use
+ * @b:	the new ones
+ *
+ * Return: true if the address, the namespace and MPTCP are the same, so
+ * that a reload can keep the socket and change only the settings.
  */
-static void deny(struct worker *w, int fd, const struct sockaddr *peer)
+bool listener_same_socket(const struct lcfg *a, const struct lcfg *b)
 {
-	char text[64];
+	const struct endpoint *x = &a->o.listen, *y = &b->o.listen;
 
-	counter_add(&w->denied, 1);
-	sock_addr_text(peer, text, sizeof(text));
-	log_rate(LOG_LVL_WARN, "conn %s refused: not in --allow (listener %s)",
-		 text, w->px->opt->l.name);
-	sock_set_linger0(fd);
-	close(fd);
+	return x->len == y->len && !memcmp(&x->addr, &y->addr, x->len) &&
+	       a->netns_ino[SIDE_CLIENT] == b->netns_ino[SIDE_CLIENT] &&
+	       a->o.mptcp[SIDE_CLIENT] == b->o.mptcp[SIDE_CLIENT];
 }
 
 /**
- * take_client() - admit an accepted client, or refuse it
- * @w:		the worker
- * @fd:		the client socket; its two descriptors are reserved
- * @peer:	its address
+ * take_inherited() - claim a socket passed by socket activation
+ * @px:		the process, with its inherited sockets
+ * @cfg:	the listener's settings; with no listen address, the first
+ *		unclaimed socket is taken and its address filled in
+ *
+ * Return: the socket, or -1 if none matches.
  */
-static void take_client(struct worker *w, int fd, const struct sockaddr *peer)
+static int take_inherited(struct proxy *px, struct lcfg *cfg)
 {
-	struct limits *l = &w->px->limits;
-	struct source_key key;
-	enum admit a;
-
-	if (!allowed(&w->px->opt->l, peer)) {
-		fd_budget_give(&l->fds, 2);
-		deny(w, fd, peer);
-		return;
-	}
-	source_key_of(peer, &key);
-	a = limits_admit(l, &key);
-	if (a != ADMIT_OK) {
-		fd_budget_give(&l->fds, 2);
-		refuse(w, fd, peer, a);
-		return;
-	}
-	conn_open(w, fd, peer, &key);
-}
-
-/**
- * accept_backoff() - stop accepting on a listener for ACCEPT_PAUSE seconds
- * @loop:	the loop
- * @t:		the listener's pause timer, set up by accept_pause_init()
- */
-void accept_backoff(struct ev_loop *loop, ev_timer *t)
-{
-	ev_io_stop(loop, t->data);
-	ev_timer_set(t, ACCEPT_PAUSE, 0.);
-	ev_timer_start(loop, t);
-}
-
-/**
- * on_accept() - the listening socket is readable
- * @loop:	the loop
- * @io:		&worker.accept_w
- * @revents:	unused
- */
-static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
-{
-	struct worker *w = io->data;
-	struct fd_budget *fds = &w->px->limits.fds;
-	struct sockaddr_storage peer;
-	char why[96];
+	struct endpoint *ep = &cfg->o.listen;
+	struct sockaddr_storage a;
 	socklen_t len;
-	int i, fd;
+	int fd;
 
-	(void)loop;
-	(void)revents;
-	for (i = 0; i < ACCEPT_BATCH; i++) {
-		if (!fd_budget_take(fds, 2)) {
-			snprintf(why, sizeof(why),
-				 "budget of %ld spent by connections and pipes",
-				 fds->limit);
-			listener_pause(w, why);
-			return;
-		}
-		len = sizeof(peer);
-		fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &len,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd >= 0) {
-			take_client(w, fd, (struct sockaddr *)&peer);
+	for (unsigned i = 0; i < px->ninherited; i++) {
+		fd = px->inherited[i];
+		if (fd < 0)
 			continue;
-		}
-		fd_budget_give(fds, 2);
-		if (errno == EINTR || errno == ECONNABORTED)
+		len = sizeof(a);
+		if (getsockname(fd, (struct sockaddr *)&a, &len))
 			continue;
-		if (accept_out_of_resources(errno))
-			listener_pause(w, strerror(errno));
-		else if (errno != EAGAIN && errno != EWOULDBLOCK)
-			log_rate(LOG_LVL_ERR, "accept: %s", strerror(errno));
-		return;
+		if (ep->len && (len != ep->len || memcmp(&a, &ep->addr, len)))
+			continue;
+		if (!ep->len) {
+			memcpy(&ep->addr, &a, len);
+			ep->len = len;
+			sock_addr_text((struct sockaddr *)&a, ep->text,
+				       sizeof(ep->text));
+		}
+		px->inherited[i] = -1;
+		return fd;
 	}
+	return -1;
 }
 
 /**
- * on_accept_resume() - the pause is over: accept again
- * @loop:	the loop
- * @w:		the pause timer, whose data is the listener's watcher
- * @revents:	unused
- */
-static void on_accept_resume(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)revents;
-	ev_io_start(loop, w->data);
-}
-
-/**
- * accept_pause_init() - set up the pause timer of a listener
- * @t:	the timer
- * @w:	the listener's readable watcher, which the timer restarts
- */
-void accept_pause_init(ev_timer *t, ev_io *w)
-{
-	ev_timer_init(t, on_accept_resume, ACCEPT_PAUSE, 0.);
-	t->data = w;
-}
-
-/**
- * listener_open() - open a worker's listening socket
- * @w:	the worker, not running yet
+ * open_sockets() - one listening socket per worker, in the listen
+ *		    namespace
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
  *
- * Return: 0, or -1 after logging why.
+ * Return: 0, or -1 with @err set.
  */
-int listener_open(struct worker *w)
+static int open_sockets(struct listener *l, const struct lcfg *cfg, char *err,
+			size_t errlen)
 {
-	const struct listen_opts *lo = &w->px->opt->l;
-	const struct endpoint *ep = &lo->listen;
-	int ns = w->px->netns[SIDE_CLIENT], err;
-	char why[384];
+	const struct endpoint *ep = &cfg->o.listen;
+	int ns = cfg->netns[SIDE_CLIENT], e = 0;
 
 	if (ns >= 0 && netns_enter(ns)) {
-		log_err("listener %s: cannot enter %s: %s", lo->name,
-			lo->netns[SIDE_CLIENT], strerror(errno));
+		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
+			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
-	w->listen_fd = sock_listen((const struct sockaddr *)&ep->addr, ep->len,
-				   true, lo->mptcp[SIDE_CLIENT]);
-	err = errno;
+	for (unsigned i = 0; i < l->nworkers && !e; i++) {
+		l->fds[i] =
+			sock_listen((const struct sockaddr *)&ep->addr, ep->len,
+				    true, cfg->o.mptcp[SIDE_CLIENT]);
+		if (l->fds[i] < 0)
+			e = errno;
+	}
 	if (ns >= 0)
 		netns_enter(netns_home());
-	if (w->listen_fd < 0) {
-		log_err("cannot listen on %s%s%s: %s", ep->text,
-			ns >= 0 ? " in " : "",
-			ns >= 0 ? lo->netns[SIDE_CLIENT] : "", strerror(err));
+	if (e) {
+		snprintf(
+			err, errlen,
+			"listener %s: cannot listen on %s%s%s: %s%s", l->name,
+			ep->text, ns >= 0 ? " in " : "",
+			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e),
+			e == EACCES
+				? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
+			: e == EADDRINUSE
+				? " (another program, or another user's smbsplice, listens there)"
+				: "");
 		return -1;
 	}
-	/* Accepted sockets inherit these, so every client has them from its
-	 * first byte, before the backend is even dialled. */
-	if (dial_client_side(w->listen_fd, lo, why, sizeof(why))) {
-		log_err("%s", why);
-		return -1;
-	}
-	ev_io_init(&w->accept_w, on_accept, w->listen_fd, EV_READ);
-	w->accept_w.data = w;
-	accept_pause_init(&w->accept_pause, &w->accept_w);
 	return 0;
 }
 
 /**
- * listener_start() - start accepting, from the worker's own thread
- * @w:	the worker
+ * listener_new() - make a listener and its sockets
+ * @px:		the process
+ * @cfg:	its settings; the listener takes over the caller's reference
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: the listener, holding the process's reference, or NULL with @err
+ * set (and @cfg's reference dropped).
  */
-void listener_start(struct worker *w)
+struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
+			      size_t errlen)
 {
-	ev_io_start(w->loop, &w->accept_w);
+	struct listener *l = calloc(1, sizeof(*l));
+	int fd;
+
+	if (!l || !(l->fds = malloc(px->nworkers * sizeof(int))) ||
+	    !(l->st = calloc(px->nworkers, sizeof(*l->st)))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
+	l->nworkers = px->nworkers;
+	l->refs = 1;
+	l->cfg = cfg;
+	for (unsigned i = 0; i < l->nworkers; i++)
+		l->fds[i] = -1;
+	fd = take_inherited(px, cfg);
+	if (fd >= 0) {
+		/* One socket from systemd: every worker accepts on it. */
+		l->inherited = true;
+		l->fds[0] = fd;
+		for (unsigned i = 1; i < l->nworkers; i++)
+			l->fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	} else if (open_sockets(l, cfg, err, errlen)) {
+		goto fail;
+	}
+	/* Accepted sockets inherit these, so every client has them from its
+	 * first byte, before the backend is even dialled. */
+	for (unsigned i = 0; i < l->nworkers; i++)
+		if (dial_client_side(l->fds[i], &cfg->o, err, errlen))
+			goto fail;
+	return l;
+fail:
+	if (l) {
+		l->cfg = NULL;
+		listener_free(l);
+	}
+	lcfg_put(cfg);
+	return NULL;
 }
 
 /**
- * listener_stop() - stop accepting and close the listening socket
- * @w:	the worker
+ * listener_set_cfg() - new settings for a listener that keeps its sockets
+ * @l:		the listener
+ * @cfg:	the settings; the listener takes over the caller's reference
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * The client side's socket options are set again on the listening
+ * sockets, for the connections accepted from now on.
+ *
+ * Return: 0, or -1 with @err set (the old settings stay).
  */
-void listener_stop(struct worker *w)
+int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
+		     size_t errlen)
 {
-	ev_io_stop(w->loop, &w->accept_w);
-	ev_timer_stop(w->loop, &w->accept_pause);
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	w->listen_fd = -1;
+	for (unsigned i = 0; i < l->nworkers; i++)
+		if (l->fds[i] >= 0 &&
+		    dial_client_side(l->fds[i], &cfg->o, err, errlen)) {
+			lcfg_put(cfg);
+			return -1;
+		}
+	lcfg_put(l->cfg);
+	l->cfg = cfg;
+	return 0;
+}
+
+/**
+ * listener_free() - free a listener no one refers to any more
+ * @l:	the listener; sockets still in @fds (never handed to a worker)
+ *	are closed
+ */
+void listener_free(struct listener *l)
+{
+	if (l->fds)
+		for (unsigned i = 0; i < l->nworkers; i++)
+			if (l->fds[i] >= 0)
+				close(l->fds[i]);
+	if (l->cfg)
+		lcfg_put(l->cfg);
+	free(l->fds);
+	free(l->st);
+	free(l);
+}
+
+/**
+ * listener_reap() - free the retired listeners whose last connection ended
+ * @px:	the process
+ */
+void listener_reap(struct proxy *px)
+{
+	struct listener **link = &px->listeners, *l;
+
+	while ((l = *link)) {
+		if (l->retired &&
+		    !__atomic_load_n(&l->refs, __ATOMIC_ACQUIRE)) {
+			*link = l->next;
+			listener_free(l);
+		} else {
+			link = &l->next;
+		}
+	}
 }

@@ -2,17 +2,91 @@
 #ifndef SMBSPLICE_LISTENER_H
 #define SMBSPLICE_LISTENER_H
 
-#include <ev.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
-struct worker;
+#include "limits.h"
+#include "options.h"
+#include "stats.h"
 
-int listener_open(struct worker *w);
-void listener_start(struct worker *w);
-void listener_stop(struct worker *w);
-void listener_pause(struct worker *w, const char *why);
-bool accept_out_of_resources(int err);
-void accept_pause_init(ev_timer *t, ev_io *w);
-void accept_backoff(struct ev_loop *loop, ev_timer *t);
+struct proxy;
+
+/**
+ * struct lstats - one listener's counters in one worker
+ * @tot:		what its connections moved
+ * @accepted:		connections accepted
+ * @denied:		clients refused by --allow
+ * @refused:		clients refused by a cap, per enum admit
+ * @backend_failures:	failed connects, per backend
+ *
+ * Written by the worker alone, read by the main thread (counter.h).
+ */
+struct lstats {
+	struct totals tot;
+	uint64_t accepted, denied;
+	uint64_t refused[ADMIT_PER_SOURCE + 1];
+	uint64_t backend_failures[OPT_MAX_BACKENDS];
+};
+
+/**
+ * struct lcfg - a listener's settings, as its connections keep them
+ * @o:		the settings
+ * @netns:	namespaces per side, from netns_open(); -1 for the
+ *		process's own
+ * @netns_ino:	their inodes, which identify them; 0 for the process's own
+ * @refs:	the listener's 1 while current, and one per worker and per
+ *		connection that uses them (atomic)
+ *
+ * Immutable once made: a reload makes a new one, and connections carry on
+ * with the one they started with.
+ */
+struct lcfg {
+	struct listen_opts o;
+	int netns[SIDE_COUNT];
+	ino_t netns_ino[SIDE_COUNT];
+	unsigned refs;
+};
+
+/**
+ * struct listener - one named listener of the process
+ * @name:	its section's name ("main" from the command line)
+ * @cfg:	its current settings
+ * @fds:	listening sockets, one per worker, each handed to its worker
+ * @inherited:	@fds came from socket activation, not from bind()
+ * @st:		counters, one set per worker
+ * @nworkers:	how many
+ * @refs:	the process's 1 while configured, one per worker that
+ *		accepts on it and one per connection (atomic)
+ * @retired:	removed from the configuration; freed once @refs is 0
+ * @next:	the process's list
+ *
+ * Made and freed by the main thread; workers only accept on their socket
+ * and count into their @st.
+ */
+struct listener {
+	char name[OPT_NAME_LEN];
+	struct lcfg *cfg;
+	int *fds;
+	bool inherited;
+	struct lstats *st;
+	unsigned nworkers;
+	unsigned refs;
+	bool retired;
+	struct listener *next;
+};
+
+struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen);
+void lcfg_get(struct lcfg *c);
+void lcfg_put(struct lcfg *c);
+struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
+			      size_t errlen);
+void listener_get(struct listener *l);
+void listener_put(struct listener *l);
+bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
+int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
+		     size_t errlen);
+void listener_free(struct listener *l);
+void listener_reap(struct proxy *px);
 
 #endif /* SMBSPLICE_LISTENER_H */

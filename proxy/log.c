@@ -17,6 +17,9 @@
  * Lines that could repeat once per client (log_rate()) are rate limited per
  * call site and thread: a burst, then silence until the window ends, and a
  * count of what was suppressed in the next line that gets through.
+ *
+ * With --syslog the same lines go to syslog(3), each with its level's
+ * priority, instead of standard error.
  */
 #include "config.h"
 
@@ -26,6 +29,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +41,10 @@
 int log_verbosity;
 
 static const char *const level_word[] = { "error", "warning", "info", "debug" };
+static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+
+/* Lines go to syslog(3) rather than standard error (--syslog). */
+static bool to_syslog;
 
 /**
  * struct log_ring - lines waiting for the writer thread
@@ -81,6 +89,73 @@ static void write_all(const char *p, size_t n)
 		p += k;
 		n -= (size_t)k;
 	}
+}
+
+/**
+ * syslog_lines() - send formatted lines to syslog, each at its level
+ * @p:	lines as format_line() makes them, "smbsplice: LEVEL: message\n"
+ * @n:	their length
+ */
+static void syslog_lines(const char *p, size_t n)
+{
+	const char *end = p + n, *nl, *msg;
+	int prio;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		prio = LOG_INFO;
+		msg = p;
+		for (int l = 0; l < 4; l++) {
+			size_t w = strlen(level_word[l]);
+
+			if ((size_t)(nl - p) > 13 + w &&
+			    !memcmp(p + 11, level_word[l], w) &&
+			    p[11 + w] == ':') {
+				prio = level_prio[l];
+				msg = p + 13 + w;
+				break;
+			}
+		}
+		syslog(prio, "%.*s", (int)(nl - msg), msg);
+	}
+}
+
+/**
+ * out() - write lines where the log goes
+ * @p:	the lines
+ * @n:	their length
+ */
+static void out(const char *p, size_t n)
+{
+	if (to_syslog)
+		syslog_lines(p, n);
+	else
+		write_all(p, n);
+}
+
+/**
+ * log_use_syslog() - send the log to syslog(3) from now on
+ */
+void log_use_syslog(void)
+{
+	openlog("smbsplice", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	to_syslog = true;
+}
+
+/**
+ * log_reopen() - reopen the log, for log rotation (SIGUSR1)
+ *
+ * Standard error belongs to whoever started smbsplice, so only the syslog
+ * connection is reopened.
+ */
+void log_reopen(void)
+{
+	if (!to_syslog)
+		return;
+	closelog();
+	openlog("smbsplice", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
 /**
@@ -145,7 +220,7 @@ static void emit(const char *line, size_t n)
 	if (__atomic_load_n(&ring.running, __ATOMIC_ACQUIRE))
 		ring_put(line, n);
 	else
-		write_all(line, n);
+		out(line, n);
 }
 
 /**
@@ -231,13 +306,13 @@ static void *writer_main(void *arg)
 		dropped = ring.dropped;
 		ring.dropped = 0;
 		pthread_mutex_unlock(&ring.lock);
-		write_all(chunk, n);
+		out(chunk, n);
 		if (dropped) {
 			n = (size_t)snprintf(
 				note, sizeof(note),
 				"smbsplice: warning: %lu log lines dropped: standard error was not read fast enough\n",
 				dropped);
-			write_all(note, n);
+			out(note, n);
 		}
 		pthread_mutex_lock(&ring.lock);
 	}

@@ -30,6 +30,8 @@ void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int log_start(void);
 void log_stop(void);
+void log_use_syslog(void);
+void log_reopen(void);
 uint64_t log_dropped(void);
 
 #define log_err(...)  log_at(LOG_LVL_ERR, __VA_ARGS__)

@@ -1,46 +1,69 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* main.c - smbsplice: a splicing TCP proxy for SMB
  *
- * Theory of operation: main() parses the command line (a bad option is one
- * line and exit status 2) and prepares the process: SIGPIPE ignored, since
- * a write to a reset peer must come back as EPIPE, not kill the daemon; the
- * open-files limit raised to its hard cap, since every connection needs two
- * descriptors and every pipe two. It then opens one listening socket per
- * worker, starts the workers (worker.c), each a thread with its own loop,
- * and itself runs libev's default loop, which watches the signals and
- * serves /metrics. Signals are blocked in the workers, so that they reach
- * the main thread alone.
+ * Theory of operation: main() reads the configuration (the command line,
+ * or a config file it names; a bad one is one line and exit status 2; with
+ * --check, that is all), prepares the process (SIGPIPE ignored, since a
+ * write to a reset peer must come back as EPIPE, not kill the daemon; the
+ * open-files limit raised to its hard cap) and starts in this order:
  *
- * On SIGINT or SIGTERM the main thread stops every worker, which ends its
- * connections with their log lines, then closes what is left and exits 0.
+ *   1. the listeners' sockets, bound while the process may still bind
+ *	anything (reload.c; or taken from systemd's socket activation);
+ *   2. the --stats socket;
+ *   3. with --user, the switch to that user, keeping only the capabilities
+ *	still needed (privs.c);
+ *   4. the pipe pool sized to what this user may have, the workers' loops
+ *	and pools, the descriptor budget, the log's writer thread;
+ *   5. the workers (worker.c), each a thread with its own loop, handed
+ *	their listening sockets; signals are blocked in them, so that they
+ *	reach the main thread alone;
+ *   6. READY=1 to systemd.
+ *
+ * The main thread then runs libev's default loop: it forwards nothing, and
+ * serves /metrics, and the signals:
+ *
+ *   SIGHUP	re-read the config file and apply it (reload.c); a file with
+ *		errors is refused in one line, and the running configuration
+ *		stays;
+ *   SIGTERM	drain: close every listener at once, let the open
+ *		connections run to their end or for --drain-timeout, then
+ *		reset what is left and exit 0; a second SIGTERM stops at once;
+ *   SIGINT	stop at once: reset every connection, log it, exit 0;
+ *   SIGUSR1	reopen the log (nothing to reopen on standard error).
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-
 #include <unistd.h>
-#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
+#include "config_file.h"
 #include "counter.h"
-#include "dial.h"
-#include "limits.h"
+#include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "notify.h"
 #include "options.h"
 #include "privs.h"
 #include "proxy.h"
+#include "reload.h"
 #include "worker.h"
 
 /* Descriptors kept back, beyond those open at start and the scrapes, for
- * whatever the process opens later (a log or trace file, a config file). */
-#define FD_SLACK 4
+ * whatever the process opens later (a log or trace file, a config file, a
+ * reload's new listening sockets, one per worker). */
+#define FD_SLACK 8
+
+/* How often retired listeners are looked at, to free them. */
+#define REAP_EVERY 5.0
 
 /**
  * raise_nofile_limit() - lift the soft open-files limit to the hard one
@@ -72,97 +95,262 @@ static unsigned usable_cpus(void)
 }
 
 /**
- * stop_workers() - end every worker's connections and threads
- * @px:		the process
- * @started:	how many workers are running
+ * open_conns() - connections open in the whole process
+ * @px:	the process
+ *
+ * Return: the count.
  */
-static void stop_workers(struct proxy *px, unsigned started)
+static unsigned long open_conns(const struct proxy *px)
 {
-	for (unsigned i = 0; i < started; i++)
-		worker_stop(&px->workers[i]);
+	unsigned long n = 0;
+
+	for (unsigned i = 0; i < px->nworkers; i++)
+		n += counter_read(&px->workers[i].active);
+	return n;
 }
 
 /**
- * on_stop_signal() - SIGINT or SIGTERM: stop everything and leave the loop
+ * stop_now() - end every connection, stop every worker, leave the loop
+ * @px:	the process
+ */
+static void stop_now(struct proxy *px)
+{
+	ev_timer_stop(px->loop, &px->drain_timer);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_send(&px->workers[i], WCMD_STOP, NULL, NULL, -1);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_join(&px->workers[i]);
+	metrics_stop(px);
+	ev_break(px->loop, EVBREAK_ALL);
+}
+
+/**
+ * on_sigint() - SIGINT: stop at once
  * @loop:	the main loop
  * @w:		the signal watcher
  * @revents:	unused
  */
-static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct proxy *px = w->data;
-	uint64_t open = 0;
 
+	(void)loop;
+	(void)revents;
+	log_info("signal %d: stopping, %lu connections open", w->signum,
+		 open_conns(px));
+	stop_now(px);
+}
+
+/**
+ * on_drained() - a worker says its last connection has ended
+ * @loop:	the main loop
+ * @a:		&proxy.drained_w
+ * @revents:	unused
+ */
+static void on_drained(struct ev_loop *loop, ev_async *a, int revents)
+{
+	struct proxy *px = a->data;
+
+	(void)loop;
 	(void)revents;
 	for (unsigned i = 0; i < px->nworkers; i++)
-		open += counter_read(&px->workers[i].active);
-	log_info("signal %d: stopping, %llu connections open", w->signum,
-		 (unsigned long long)open);
-	metrics_stop(px);
-	stop_workers(px, px->nworkers);
-	ev_break(loop, EVBREAK_ALL);
+		if (!__atomic_load_n(&px->workers[i].idle, __ATOMIC_ACQUIRE))
+			return;
+	log_info("drained: every connection has ended");
+	stop_now(px);
 }
 
 /**
- * watch_signal() - stop cleanly on @signum
- * @px:		the process
- * @w:		watcher to use
- * @signum:	SIGINT or SIGTERM
+ * on_drain_timeout() - --drain-timeout is spent: reset what is left
+ * @loop:	the main loop
+ * @t:		&proxy.drain_timer
+ * @revents:	unused
  */
-static void watch_signal(struct proxy *px, ev_signal *w, int signum)
+static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	ev_signal_init(w, on_stop_signal, signum);
-	w->data = px;
-	ev_signal_start(px->loop, w);
+	struct proxy *px = t->data;
+
+	(void)loop;
+	(void)revents;
+	log_warn(
+		"drain: --drain-timeout %gs is spent; resetting the %lu connections still open",
+		px->opt->drain_timeout, open_conns(px));
+	stop_now(px);
 }
 
 /**
- * init_workers() - create every worker, with its loop and listening socket
- * @px:	the process, with @opt set
- *
- * Return: 0, or -1 after logging why.
+ * on_sigterm() - SIGTERM: drain; the second one stops at once
+ * @loop:	the main loop
+ * @w:		the signal watcher
+ * @revents:	unused
  */
-static int init_workers(struct proxy *px)
+static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 {
-	unsigned i;
+	struct proxy *px = w->data;
+	unsigned long open = open_conns(px);
 
-	px->workers = calloc(px->nworkers, sizeof(*px->workers));
-	if (!px->workers) {
-		log_err("out of memory for %u workers", px->nworkers);
-		return -1;
+	(void)revents;
+	if (px->draining) {
+		log_info("signal %d again: stopping, %lu connections open",
+			 w->signum, open);
+		stop_now(px);
+		return;
 	}
-	for (i = 0; i < px->nworkers; i++)
-		px->workers[i].listen_fd = -1;
-	for (i = 0; i < px->nworkers; i++)
-		if (worker_init(&px->workers[i], px, i))
-			return -1;
-	return 0;
+	px->draining = true;
+	notify_stopping(open);
+	if (px->opt->drain_timeout > 0)
+		log_info(
+			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
+			w->signum, open, px->opt->drain_timeout);
+	else
+		log_info(
+			"signal %d: draining: listeners closed, %lu connections open, letting them run to their end (SIGTERM again or SIGINT to stop now)",
+			w->signum, open);
+	listeners_retire_all(px);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_send(&px->workers[i], WCMD_DRAIN, NULL, NULL, -1);
+	if (px->opt->drain_timeout > 0) {
+		ev_timer_set(&px->drain_timer, px->opt->drain_timeout, 0.);
+		ev_timer_start(loop, &px->drain_timer);
+	}
 }
 
 /**
- * run_workers() - start every worker's thread
- * @px:	the process, after init_workers()
- *
- * Workers are created with every signal blocked, so that signals reach
- * only the main thread, whose loop watches them.
- *
- * Return: 0, or -1 after logging why (workers already running are
- * stopped again).
+ * log_listener() - one start-up or reload line per listener
+ * @px:	the process
  */
-static int run_workers(struct proxy *px)
+static void log_listeners(const struct proxy *px)
 {
-	sigset_t all, old;
-	unsigned i;
-	int r = 0;
+	char backends[512];
+	size_t n;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < px->nworkers && !r; i++)
-		r = worker_start(&px->workers[i]);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r)
-		stop_workers(px, i - 1);
-	return r;
+	for (const struct listener *l = px->listeners; l; l = l->next) {
+		const struct listen_opts *lo = &l->cfg->o;
+
+		if (l->retired)
+			continue;
+		n = 0;
+		backends[0] = '\0';
+		for (unsigned i = 0; i < lo->nbackends && n < sizeof(backends);
+		     i++)
+			n += (size_t)snprintf(
+				backends + n, sizeof(backends) - n, "%s%s",
+				i ? ", then " : "", lo->backend[i].text);
+		log_info(
+			"listener %s: listening on %s%s%s%s, forwarding to %s%s%s (mode %s%s%s)",
+			l->name, lo->listen.text,
+			lo->netns[SIDE_CLIENT][0] ? " in " : "",
+			lo->netns[SIDE_CLIENT],
+			l->inherited ? " (from systemd)" : "", backends,
+			lo->netns[SIDE_BACKEND][0] ? " in " : "",
+			lo->netns[SIDE_BACKEND],
+			lo->mode == MODE_SMB ? "smb" : "tcp",
+			lo->splice ? "" : ", no splice",
+			lo->transparent ? ", transparent" : "");
+	}
+}
+
+/**
+ * on_sighup() - SIGHUP: re-read the config file and apply it
+ * @loop:	the main loop
+ * @w:		the signal watcher
+ * @revents:	unused
+ */
+static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct proxy *px = w->data;
+	struct config *c;
+	char err[512];
+
+	(void)loop;
+	(void)revents;
+	if (px->draining)
+		return;
+	if (!*px->opt->config) {
+		log_warn(
+			"signal %d: nothing to reload: smbsplice was started without --config",
+			w->signum);
+		return;
+	}
+	notify_reloading();
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		log_err("reload: out of memory; the running configuration stays");
+	} else if (config_load(c, px->opt->config, err, sizeof(err)) ||
+		   config_check(c, false, err, sizeof(err)) ||
+		   listeners_apply(px, c, err, sizeof(err))) {
+		log_err("reload refused: %s; the running configuration stays",
+			err);
+		free(c);
+	} else {
+		free(px->cfg);
+		px->cfg = c;
+		log_info("reload: %s read, %u listener%s", px->opt->config,
+			 c->nls, c->nls == 1 ? "" : "s");
+		log_listeners(px);
+	}
+	notify_ready(px->cfg->nls);
+}
+
+/**
+ * on_sigusr1() - SIGUSR1: reopen the logs
+ * @loop:	the main loop
+ * @w:		the signal watcher
+ * @revents:	unused
+ */
+static void on_sigusr1(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	log_reopen();
+}
+
+/**
+ * on_reap() - free the retired listeners whose connections have ended
+ * @loop:	the main loop
+ * @t:		&proxy.reaper
+ * @revents:	unused
+ */
+static void on_reap(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	(void)loop;
+	(void)revents;
+	listener_reap(t->data);
+}
+
+/**
+ * watch_signals() - the main loop's signals and timers
+ * @px:	the process
+ */
+static void watch_signals(struct proxy *px)
+{
+	static const struct {
+		int signum;
+		void (*cb)(struct ev_loop *, ev_signal *, int);
+		size_t off;
+	} sigs[] = {
+		{ SIGINT, on_sigint, offsetof(struct proxy, sigint_w) },
+		{ SIGTERM, on_sigterm, offsetof(struct proxy, sigterm_w) },
+		{ SIGHUP, on_sighup, offsetof(struct proxy, sighup_w) },
+		{ SIGUSR1, on_sigusr1, offsetof(struct proxy, sigusr1_w) },
+	};
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		ev_signal *w = (ev_signal *)((char *)px + sigs[i].off);
+
+		ev_signal_init(w, sigs[i].cb, sigs[i].signum);
+		w->data = px;
+		ev_signal_start(px->loop, w);
+	}
+	ev_async_init(&px->drained_w, on_drained);
+	px->drained_w.data = px;
+	ev_async_start(px->loop, &px->drained_w);
+	ev_init(&px->drain_timer, on_drain_timeout);
+	px->drain_timer.data = px;
+	ev_timer_init(&px->reaper, on_reap, REAP_EVERY, REAP_EVERY);
+	px->reaper.data = px;
+	ev_timer_start(px->loop, &px->reaper);
 }
 
 /**
@@ -222,146 +410,259 @@ static int init_limits(struct proxy *px)
 }
 
 /**
- * destroy_workers() - free every worker, once none runs
- * @px:	the process
+ * choose_worker_netns() - where workers sit, and whether they need
+ *			   CAP_SYS_ADMIN later
+ * @px:	the process, with its listeners made
  *
- * Return: connections accepted over the process's life.
+ * When every listener dials into one namespace, workers enter it once at
+ * start and never again. Otherwise they stay in the process's own, and a
+ * connection of a listener with a backend namespace makes its socket
+ * from inside it: that needs CAP_SYS_ADMIN for the process's life.
  */
-static uint64_t destroy_workers(struct proxy *px)
+static void choose_worker_netns(struct proxy *px)
 {
-	uint64_t total = 0;
+	const struct listener *first = px->listeners;
+	bool same = true, any = false;
 
-	if (!px->workers)
-		return 0;
-	for (unsigned i = 0; i < px->nworkers; i++) {
-		total += counter_read(&px->workers[i].accepted);
-		worker_destroy(&px->workers[i]);
+	px->worker_netns = -1;
+	for (const struct listener *l = px->listeners; l; l = l->next) {
+		any |= l->cfg->netns[SIDE_BACKEND] >= 0;
+		same &= l->cfg->netns_ino[SIDE_BACKEND] ==
+			first->cfg->netns_ino[SIDE_BACKEND];
 	}
-	free(px->workers);
-	px->workers = NULL;
-	return total;
+	if (any && same)
+		px->worker_netns = fcntl(first->cfg->netns[SIDE_BACKEND],
+					 F_DUPFD_CLOEXEC, 0);
+	px->keep_sys_admin = any && !same;
+	if (px->keep_sys_admin)
+		log_info(
+			"listeners dial into different backend namespaces: each connection enters its own, so CAP_SYS_ADMIN is kept");
 }
 
 /**
- * open_namespaces() - open and check the namespaces the listener names
+ * needs_net_admin() - does any listener want --transparent
+ * @c:	the configuration
+ *
+ * Return: true if one does.
+ */
+static bool needs_net_admin(const struct config *c)
+{
+	for (unsigned i = 0; i < c->nls; i++)
+		if (c->ls[i].transparent)
+			return true;
+	return false;
+}
+
+/**
+ * become_user() - with --user, give up root once every socket is bound
  * @px:	the process
+ *
+ * Kept: CAP_NET_ADMIN for --transparent (IP_TRANSPARENT, per connection),
+ * and CAP_SYS_ADMIN while namespaces are still to be entered (workers
+ * drop it once they sit in theirs).
  *
  * Return: 0, or -1 after logging why.
  */
-static int open_namespaces(struct proxy *px)
+static int become_user(struct proxy *px)
 {
-	static const char *const opt_name[SIDE_COUNT] = { "--listen-netns",
-							  "--backend-netns" };
-	const struct listen_opts *lo = &px->opt->l;
-	char err[512];
+	uint64_t keep = 0;
+	char err[256];
 
-	px->netns[SIDE_CLIENT] = px->netns[SIDE_BACKEND] = -1;
-	for (int side = 0; side < SIDE_COUNT; side++) {
-		if (!lo->netns[side][0])
-			continue;
-		if (netns_home() < 0) {
-			log_err("cannot open /proc/self/ns/net: %s",
-				strerror(errno));
-			return -1;
-		}
-		px->netns[side] = netns_open(lo->netns[side], err, sizeof(err));
-		if (px->netns[side] < 0) {
-			log_err("%s %s", opt_name[side], err);
-			return -1;
-		}
+	if (!*px->opt->user)
+		return 0;
+	if (needs_net_admin(px->cfg))
+		keep |= 1ull << CAP_NET_ADMIN;
+	if (px->worker_netns >= 0 || px->keep_sys_admin)
+		keep |= 1ull << CAP_SYS_ADMIN;
+	if (privs_become(px->opt->user, keep, err, sizeof(err))) {
+		log_err("%s", err);
+		return -1;
 	}
+	log_info("running as %s (uid %u)%s%s", px->opt->user,
+		 (unsigned)getuid(),
+		 keep >> CAP_NET_ADMIN & 1 ? ", keeping CAP_NET_ADMIN" : "",
+		 keep >> CAP_SYS_ADMIN & 1 ? ", keeping CAP_SYS_ADMIN" : "");
 	return 0;
 }
 
 /**
- * close_namespaces() - close what open_namespaces() opened
+ * init_workers() - create every worker's loop and pools
  * @px:	the process
- */
-static void close_namespaces(struct proxy *px)
-{
-	for (int side = 0; side < SIDE_COUNT; side++)
-		if (px->netns[side] >= 0)
-			close(px->netns[side]);
-}
-
-/**
- * check_backend_side() - can backend sockets be made as asked
- * @px:	the process, with its namespaces open
- *
- * Tried from inside the backend namespace, as the workers will; a missing
- * capability, congestion control module or MPTCP is one line now rather
- * than a reset client later.
  *
  * Return: 0, or -1 after logging why.
  */
-static int check_backend_side(struct proxy *px)
+static int init_workers(struct proxy *px)
 {
-	const struct listen_opts *lo = &px->opt->l;
-	int ns = px->netns[SIDE_BACKEND], r;
+	px->workers = calloc(px->nworkers, sizeof(*px->workers));
+	if (!px->workers) {
+		log_err("out of memory for %u workers", px->nworkers);
+		return -1;
+	}
+	for (unsigned i = 0; i < px->nworkers; i++)
+		if (worker_init(&px->workers[i], px, i))
+			return -1;
+	return 0;
+}
+
+/**
+ * run_workers() - start every worker's thread
+ * @px:	the process, after init_workers()
+ *
+ * Workers are created with every signal blocked, so that signals reach
+ * only the main thread, whose loop watches them.
+ *
+ * Return: 0, or -1 after logging why (workers already running are
+ * stopped again).
+ */
+static int run_workers(struct proxy *px)
+{
+	sigset_t all, old;
+	unsigned i;
+	int r = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 0; i < px->nworkers && !r; i++)
+		r = worker_start(&px->workers[i]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!r)
+		return 0;
+	for (unsigned j = 0; j + 1 < i; j++) {
+		worker_send(&px->workers[j], WCMD_STOP, NULL, NULL, -1);
+		worker_join(&px->workers[j]);
+	}
+	return -1;
+}
+
+/**
+ * destroy_all() - free the workers and listeners, once no worker runs
+ * @px:	the process
+ *
+ * Return: connections accepted over the process's life.
+ */
+static uint64_t destroy_all(struct proxy *px)
+{
+	struct listener *l;
+	uint64_t total = 0;
+
+	if (px->workers) {
+		for (unsigned i = 0; i < px->nworkers; i++) {
+			total += counter_read(&px->workers[i].accepted);
+			worker_destroy(&px->workers[i]);
+		}
+		free(px->workers);
+		px->workers = NULL;
+	}
+	while ((l = px->listeners)) {
+		px->listeners = l->next;
+		listener_free(l);
+	}
+	for (unsigned i = 0; i < px->ninherited; i++)
+		if (px->inherited[i] >= 0)
+			close(px->inherited[i]);
+	free(px->inherited);
+	if (px->worker_netns >= 0)
+		close(px->worker_netns);
+	free(px->cfg);
+	return total;
+}
+
+/**
+ * check_config() - --check: can this configuration start
+ * @px:	the process, with its configuration read
+ *
+ * Beyond the syntax, it opens the namespaces and tries the backend-side
+ * settings, as a start would, but binds nothing.
+ *
+ * Return: 0 if it can, 2 otherwise (after saying why).
+ */
+static int check_config(struct proxy *px)
+{
 	char err[512];
 
-	if (lo->transparent && !privs_have(CAP_NET_ADMIN)) {
-		log_err("listener %s: --transparent needs CAP_NET_ADMIN: run as root, or grant it (AmbientCapabilities=CAP_NET_ADMIN)",
-			lo->name);
-		return -1;
+	for (unsigned i = 0; i < px->cfg->nls; i++) {
+		struct lcfg *c = lcfg_new(&px->cfg->ls[i], err, sizeof(err));
+
+		if (!c) {
+			fprintf(stderr, "smbsplice: %s\n", err);
+			return 2;
+		}
+		lcfg_put(c);
 	}
-	if (ns >= 0 && netns_enter(ns)) {
-		log_err("--backend-netns %s: %s", lo->netns[SIDE_BACKEND],
-			strerror(errno));
-		return -1;
-	}
-	r = dial_check(lo, err, sizeof(err));
-	if (ns >= 0)
-		netns_enter(netns_home());
-	if (r)
-		log_err("%s", err);
-	return r;
+	printf("smbsplice: configuration OK: %u listener%s", px->cfg->nls,
+	       px->cfg->nls == 1 ? "" : "s");
+	for (unsigned i = 0; i < px->cfg->nls; i++)
+		printf("%s%s", i ? ", " : " (", px->cfg->ls[i].name);
+	printf(")\n");
+	return 0;
 }
 
 /**
- * log_listening() - the start-up line: what listens, where it forwards
- * @px:	the process, running
+ * start() - steps 1 to 6 of the theory of operation
+ * @px:		the process, configured
+ * @opt:	its process-wide settings, which the pool sizing may lower
+ *
+ * Return: 0, or -1 after logging why.
  */
-static void log_listening(const struct proxy *px)
+static int start(struct proxy *px, struct options *opt)
 {
-	const struct options *o = px->opt;
-	const struct listen_opts *lo = &o->l;
-	long room = px->limits.fds.limit / 2;
-	char backends[512] = "";
-	size_t n = 0;
+	char err[512];
 
-	for (unsigned i = 0; i < lo->nbackends && n < sizeof(backends); i++)
-		n += (size_t)snprintf(backends + n, sizeof(backends) - n,
-				      "%s%s", i ? ", then " : "",
-				      lo->backend[i].text);
-	log_info(
-		"listening on %s%s%s, forwarding to %s%s%s (mode %s, workers %u, pipe %zu, buffer %zu, max pipes %u, max conns %ld%s%s)",
-		lo->listen.text, lo->netns[SIDE_CLIENT][0] ? " in " : "",
-		lo->netns[SIDE_CLIENT], backends,
-		lo->netns[SIDE_BACKEND][0] ? " in " : "",
-		lo->netns[SIDE_BACKEND], lo->mode == MODE_SMB ? "smb" : "tcp",
-		px->nworkers, o->pipe_size, o->buf_size, o->max_pipes,
-		o->max_conns && o->max_conns < room ? (long)o->max_conns : room,
-		lo->splice ? "" : ", no splice",
-		lo->transparent ? ", transparent" : "");
+	px->workers = NULL;
+	if (listeners_apply(px, px->cfg, err, sizeof(err))) {
+		log_err("%s", err);
+		return -1;
+	}
+	for (unsigned i = 0; i < px->ninherited; i++)
+		if (px->inherited[i] >= 0)
+			log_warn(
+				"socket %d from systemd matches no listener; it stays unused",
+				px->inherited[i]);
+	choose_worker_netns(px);
+	if (metrics_start(px) || become_user(px))
+		return -1;
+	if (px->cfg->ls[0].splice) {
+		opt->max_pipes = pool_fit_kernel(
+			&opt->pipe_size, opt->max_pipes, err, sizeof(err));
+		if (*err)
+			log_warn("%s", err);
+	}
+	px->pipe_budget.max = opt->max_pipes;
+	if (init_workers(px))
+		return -1;
+	listeners_hand_out(px);
+	if (init_limits(px) || log_start() || run_workers(px))
+		return -1;
+	if (!px->keep_sys_admin)
+		privs_drop_thread_cap(CAP_SYS_ADMIN);
+	return 0;
 }
 
 /**
- * main() - parse options, run the proxy until told to stop
+ * main() - read the configuration, run the proxy until told to stop
  * @argc:	argument count
  * @argv:	arguments
  *
  * Return: 0 after a clean stop, 1 if the proxy could not start, 2 on a bad
- * command line.
+ * configuration.
  */
 int main(int argc, char **argv)
 {
+	struct proxy px = { .metrics_fd = -1, .worker_netns = -1 };
 	struct options opt;
-	struct proxy px = { .metrics_fd = -1 };
 	uint64_t total;
-	char err[256];
+	char err[512];
+	int n;
 
-	switch (options_parse(&opt, argc, argv, err, sizeof(err))) {
+	n = notify_inherited(&px.inherited);
+	px.ninherited = n > 0 ? (unsigned)n : 0;
+	px.cfg = calloc(1, sizeof(*px.cfg));
+	if (!px.cfg) {
+		fprintf(stderr, "smbsplice: out of memory\n");
+		return 1;
+	}
+	switch (options_parse(px.cfg, argc, argv, px.ninherited > 0, err,
+			      sizeof(err))) {
 	case OPT_EXIT:
 		return 0;
 	case OPT_BAD:
@@ -370,43 +671,44 @@ int main(int argc, char **argv)
 	case OPT_OK:
 		break;
 	}
+	opt = px.cfg->o;
+	px.opt = &opt;
+	netns_home();
+	if (opt.check)
+		return check_config(&px);
 	log_verbosity = opt.verbose;
+	if (opt.syslog)
+		log_use_syslog();
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile_limit();
-
-	if (opt.l.splice) {
-		opt.max_pipes = pool_fit_kernel(&opt.pipe_size, opt.max_pipes,
-						err, sizeof(err));
-		if (*err)
-			log_warn("%s", err);
-	}
-	px.opt = &opt;
-	if (open_namespaces(&px) || check_backend_side(&px))
-		return 1;
 	px.nworkers = opt.workers ? opt.workers : usable_cpus();
-	px.pipe_budget.max = opt.max_pipes;
 	px.loop = ev_default_loop(EVBACKEND_EPOLL);
 	if (!px.loop) {
 		log_err("cannot create the event loop (epoll)");
 		return 1;
 	}
-	if (metrics_start(&px) || init_workers(&px) || init_limits(&px) ||
-	    log_start() || run_workers(&px)) {
+	watch_signals(&px);
+	if (start(&px, &opt)) {
 		metrics_stop(&px);
-		destroy_workers(&px);
+		destroy_all(&px);
 		log_stop();
 		return 1;
 	}
-	watch_signal(&px, &px.sigint_w, SIGINT);
-	watch_signal(&px, &px.sigterm_w, SIGTERM);
-	log_listening(&px);
+	log_info(
+		"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
+		px.cfg->nls, px.cfg->nls == 1 ? "" : "s", px.nworkers,
+		opt.pipe_size, opt.buf_size, opt.max_pipes,
+		opt.max_conns && opt.max_conns < px.limits.fds.limit / 2
+			? (long)opt.max_conns
+			: px.limits.fds.limit / 2);
+	log_listeners(&px);
+	notify_ready(px.cfg->nls);
 
 	ev_run(px.loop, 0);
 
-	total = destroy_workers(&px);
+	total = destroy_all(&px);
 	log_stop();
 	limits_destroy(&px.limits);
-	close_namespaces(&px);
 	ev_loop_destroy(px.loop);
 	log_info("stopped after %llu connections", (unsigned long long)total);
 	return 0;

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "accept.h"
+#include "counter.h"
 #include "listener.h"
 #include "log.h"
 #include "proxy.h"
@@ -85,6 +87,34 @@ static void scrape_end(struct scrape *s)
 }
 
 /**
+ * report_listener() - a listener's counters, summed over its workers
+ * @l:	the listener
+ * @r:	the report, zeroed by the caller
+ */
+static void report_listener(const struct listener *l, struct lreport *r)
+{
+	const struct listen_opts *o = &l->cfg->o;
+
+	r->name = l->name;
+	r->nbackends = o->nbackends;
+	for (unsigned b = 0; b < o->nbackends; b++)
+		r->backends[b] = o->backend[b].text;
+	for (unsigned w = 0; w < l->nworkers; w++) {
+		const struct lstats *st = &l->st[w];
+
+		totals_add(&r->tot, &st->tot);
+		r->accepted += counter_read(&st->accepted);
+		r->denied += counter_read(&st->denied);
+		r->refused_conns += counter_read(&st->refused[ADMIT_MAX_CONNS]);
+		r->refused_source +=
+			counter_read(&st->refused[ADMIT_PER_SOURCE]);
+		for (unsigned b = 0; b < o->nbackends; b++)
+			r->backend_failures[b] +=
+				counter_read(&st->backend_failures[b]);
+	}
+}
+
+/**
  * render_metrics() - the metrics page body
  * @px:		the process
  * @len:	its length
@@ -93,38 +123,40 @@ static void scrape_end(struct scrape *s)
  */
 static char *render_metrics(const struct proxy *px, size_t *len)
 {
-	const struct listen_opts *lo = &px->opt->l;
-	const char *names[OPT_MAX_BACKENDS];
-	uint64_t failures[OPT_MAX_BACKENDS] = { 0 };
-	struct totals t = { 0 };
-	struct gauges g = { 0 };
 	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
+	struct lreport *ls = NULL;
+	struct gauges g = { 0 };
+	const struct listener *l;
 	char *body = NULL;
+	unsigned n = 0;
 	FILE *out;
 
-	if (!accepted)
-		return NULL;
+	for (l = px->listeners; l; l = l->next)
+		n++;
+	ls = calloc(n ? n : 1, sizeof(*ls));
+	if (!accepted || !ls)
+		goto out;
+	n = 0;
+	for (l = px->listeners; l; l = l->next)
+		report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_report(&px->workers[i], &t, &g, &accepted[i]);
+		worker_report(&px->workers[i], &g, &accepted[i]);
 	g.pipes_open = pool_budget_open(&px->pipe_budget);
 	g.fds_used = (uint64_t)__atomic_load_n(&px->limits.fds.used,
 					       __ATOMIC_RELAXED);
 	g.fds_limit = (uint64_t)px->limits.fds.limit;
 	g.log_dropped = log_dropped();
-	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_backend_failures(&px->workers[i], failures);
-	for (unsigned i = 0; i < lo->nbackends; i++)
-		names[i] = lo->backend[i].text;
+	g.draining = px->draining;
 	out = open_memstream(&body, len);
 	if (out) {
-		totals_write_prometheus(out, &t, &g);
-		workers_write_prometheus(out, accepted, px->nworkers);
-		backends_write_prometheus(out, names, failures, lo->nbackends);
+		metrics_write(out, ls, n, &g, accepted, px->nworkers);
 		if (fclose(out)) {
 			free(body);
 			body = NULL;
 		}
 	}
+out:
+	free(ls);
 	free(accepted);
 	return body;
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_file.h"
 #include "options.h"
 
 enum scope {
@@ -41,6 +42,7 @@ typedef enum opt_result (*apply_fn)(struct options *o, struct listen_opts *l,
  * @scope:	SCOPE_PROCESS or SCOPE_LISTENER
  * @repeat:	may be given more than once, each adding a value
  * @apply:	applies one value
+ * @cli_only:	a command-line option only, not a config file key
  */
 struct opt_def {
 	const char *name;
@@ -50,6 +52,7 @@ struct opt_def {
 	enum scope scope;
 	bool repeat;
 	apply_fn apply;
+	bool cli_only;
 };
 
 /**
@@ -380,6 +383,48 @@ static enum opt_result set_mptcp(struct options *o, struct listen_opts *l,
 	return OPT_OK;
 }
 
+static enum opt_result set_config(struct options *o, struct listen_opts *l,
+				  const char *arg, char *err, size_t errlen)
+{
+	if (!*arg || strlen(arg) >= sizeof(o->config))
+		return bad(err, errlen, "config", arg, "expected a file name");
+	strcpy(o->config, arg);
+	return OPT_OK;
+}
+
+static enum opt_result set_check(struct options *o, struct listen_opts *l,
+				 const char *arg, char *err, size_t errlen)
+{
+	o->check = true;
+	return OPT_OK;
+}
+
+static enum opt_result set_user(struct options *o, struct listen_opts *l,
+				const char *arg, char *err, size_t errlen)
+{
+	if (!*arg || strlen(arg) >= sizeof(o->user))
+		return bad(err, errlen, "user", arg, "expected a user name");
+	strcpy(o->user, arg);
+	return OPT_OK;
+}
+
+static enum opt_result set_syslog(struct options *o, struct listen_opts *l,
+				  const char *arg, char *err, size_t errlen)
+{
+	o->syslog = true;
+	return OPT_OK;
+}
+
+static enum opt_result set_drain_tmo(struct options *o, struct listen_opts *l,
+				     const char *arg, char *err, size_t errlen)
+{
+	if (parse_seconds(arg, &o->drain_timeout))
+		return bad(
+			err, errlen, "drain-timeout", arg,
+			"expected seconds, 0 to wait as long as connections last");
+	return OPT_OK;
+}
+
 static enum opt_result set_verbose(struct options *o, struct listen_opts *l,
 				   const char *arg, char *err, size_t errlen)
 {
@@ -407,89 +452,107 @@ static enum opt_result show_version(struct options *o, struct listen_opts *l,
 static const struct opt_def opt_table[] = {
 	{ "listen", 'l', "HOST:PORT",
 	  "address to accept clients on ([::1]:445 for IPv6)", L, false,
-	  set_listen },
+	  set_listen, false },
 	{ "backend", 'b', "HOST:PORT",
 	  "SMB server to forward to; repeat for servers to try\n"
 	  "in order when one refuses or times out",
-	  L, true, add_backend },
+	  L, true, add_backend, false },
 	{ "mode", 'm', "smb|tcp", "smb: message-aware (default); tcp: opaque",
-	  L, false, set_mode },
+	  L, false, set_mode, false },
 	{ "read-threshold", 0, "SIZE",
 	  "smb mode: splice READ data from this size (default 1M)", L, false,
-	  set_read_th },
+	  set_read_th, false },
 	{ "write-threshold", 0, "SIZE",
 	  "smb mode: splice WRITE data from this size (default 1M)", L, false,
-	  set_write_th },
+	  set_write_th, false },
 	{ "other-threshold", 0, "SIZE",
 	  "smb mode: splice the rest of encrypted and other\n"
 	  "large messages from this size (default off);\n"
 	  "'off' never splices that class",
-	  L, false, set_other_th },
+	  L, false, set_other_th, false },
 	{ "no-splice", 0, NULL, "copy everything (baseline for comparisons)", L,
-	  false, set_no_splice },
+	  false, set_no_splice, false },
 	{ "handshake-timeout", 0, "SEC",
 	  "smb mode: time a client has to send its first\n"
 	  "byte; the backend is dialled only then (default 30)",
-	  L, false, set_handshake_tmo },
+	  L, false, set_handshake_tmo, false },
 	{ "connect-timeout", 0, "SEC",
 	  "time each backend has to accept (default 5)", L, false,
-	  set_connect_tmo },
+	  set_connect_tmo, false },
 	{ "idle-timeout", 0, "SEC",
 	  "close connections that moved nothing this long\n"
 	  "(default off; keepalive finds dead peers)",
-	  L, false, set_idle_tmo },
+	  L, false, set_idle_tmo, false },
 	{ "keepalive", 0, "IDLE[:INTVL:CNT]",
 	  "TCP keepalive and TCP_USER_TIMEOUT on both sockets\n"
 	  "(default 60:10:6: a dead peer is found in 2 min); off",
-	  L, false, set_keepalive },
+	  L, false, set_keepalive, false },
 	{ "listen-netns", 0, "NETNS",
 	  "listen inside this network namespace (a path,\n"
 	  "a name in /run/netns, or a PID)",
-	  L, false, set_listen_netns },
+	  L, false, set_listen_netns, false },
 	{ "backend-netns", 0, "NETNS",
 	  "connect to the backend inside this network namespace", L, false,
-	  set_backend_netns },
+	  set_backend_netns, false },
 	{ "allow", 0, "CIDR",
 	  "serve only clients in this network; repeat for more\n"
 	  "(default: everyone)",
-	  L, true, add_allow },
+	  L, true, add_allow, false },
 	{ "transparent", 0, NULL,
 	  "connect to the backend from the client's own address\n"
 	  "(IP_TRANSPARENT; needs CAP_NET_ADMIN and routing)",
-	  L, false, set_transparent },
+	  L, false, set_transparent, false },
 	{ "source", 0, "ADDR", "address backend connections come from", L,
-	  false, set_source },
+	  false, set_source, false },
 	{ "congestion", 0, "[SIDE:]ALG",
 	  "TCP congestion control, on both sides or on one\n"
 	  "(client:ALG, backend:ALG), e.g. bbr towards a WAN",
-	  L, true, set_congestion },
+	  L, true, set_congestion, false },
 	{ "mptcp", 0, "listen|backend|both",
 	  "open that side with Multipath TCP (plain TCP peers\n"
 	  "fall back)",
-	  L, false, set_mptcp },
+	  L, false, set_mptcp, false },
 	{ "stats", 0, "HOST:PORT",
 	  "serve Prometheus metrics at http://HOST:PORT/metrics", P, false,
-	  set_stats },
+	  set_stats, false },
 	{ "workers", 0, "N", "event loop threads (default: one per usable CPU)",
-	  P, false, set_workers },
+	  P, false, set_workers, false },
 	{ "max-conns", 0, "N",
 	  "reset clients beyond N open connections\n"
 	  "(default: as many as the open-files limit allows)",
-	  P, false, set_max_conns },
+	  P, false, set_max_conns, false },
 	{ "max-conns-per-source", 0, "N",
 	  "reset a client address beyond N open connections\n"
 	  "(default: no cap)",
-	  P, false, set_max_per_source },
+	  P, false, set_max_per_source, false },
 	{ "pipe-size", 0, "BYTES", "size of each splice pipe (default 1M)", P,
-	  false, set_pipe_size },
+	  false, set_pipe_size, false },
 	{ "max-pipes", 0, "N", "cap on open pipes, then copy (default 1024)", P,
-	  false, set_max_pipes },
+	  false, set_max_pipes, false },
 	{ "buffer-size", 0, "BYTES", "size of each copy buffer (default 64K)",
-	  P, false, set_buf_size },
+	  P, false, set_buf_size, false },
+	{ "drain-timeout", 0, "SEC",
+	  "on SIGTERM, let open connections run this long,\n"
+	  "then reset them (default 60; 0 waits for ever)",
+	  P, false, set_drain_tmo, false },
+	{ "user", 0, "NAME",
+	  "once every socket is open, run as this user, with\n"
+	  "its group and no other privilege than needed",
+	  P, false, set_user, false },
+	{ "syslog", 0, NULL, "log to syslog instead of standard error", P,
+	  false, set_syslog, false },
 	{ "verbose", 'v', NULL, "more log lines; repeat for more", P, true,
-	  set_verbose },
-	{ "help", 'h', NULL, "this text", P, false, show_help },
-	{ "version", 'V', NULL, "print the version", P, false, show_version },
+	  set_verbose, false },
+	{ "config", 'c', "FILE",
+	  "read listeners and settings from FILE (see\n"
+	  "smbsplice.conf(5)); options given too override [global]",
+	  P, false, set_config, true },
+	{ "check", 0, NULL,
+	  "check the configuration, say what is wrong, and exit", P, false,
+	  set_check, true },
+	{ "help", 'h', NULL, "this text", P, false, show_help, true },
+	{ "version", 'V', NULL, "print the version", P, false, show_version,
+	  true },
 };
 
 #undef P
@@ -499,23 +562,38 @@ static const struct opt_def opt_table[] = {
 
 /**
  * options_name() - the long name of an option, for walking them all
- * @i:	index, from 0
+ * @i:		index, from 0 to options_count() - 1
+ * @in_file:	set to whether it is also a config file key
  *
  * Return: the name, or NULL past the last option.
  */
-const char *options_name(unsigned i)
+const char *options_name(unsigned i, bool *in_file)
 {
-	return i < OPT_COUNT ? opt_table[i].name : NULL;
+	if (i >= OPT_COUNT)
+		return NULL;
+	*in_file = !opt_table[i].cli_only;
+	return opt_table[i].name;
+}
+
+/**
+ * options_count() - how many options there are
+ *
+ * Return: the count; each has a bool slot in a @seen array.
+ */
+unsigned options_count(void)
+{
+	return OPT_COUNT;
 }
 
 /**
  * listen_opts_defaults() - fill a listener's settings with the defaults
- * @l:	settings to reset
+ * @l:		settings to reset
+ * @name:	its name
  */
-void listen_opts_defaults(struct listen_opts *l)
+void listen_opts_defaults(struct listen_opts *l, const char *name)
 {
 	memset(l, 0, sizeof(*l));
-	snprintf(l->name, sizeof(l->name), "main");
+	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->mode = MODE_SMB;
 	l->splice = true;
 	l->handshake_timeout = OPT_DEFAULT_HANDSHAKE_TMO;
@@ -537,10 +615,10 @@ void listen_opts_defaults(struct listen_opts *l)
 void options_defaults(struct options *o)
 {
 	memset(o, 0, sizeof(*o));
-	listen_opts_defaults(&o->l);
 	o->pipe_size = OPT_DEFAULT_PIPE_SIZE;
 	o->max_pipes = OPT_DEFAULT_MAX_PIPES;
 	o->buf_size = OPT_DEFAULT_BUF_SIZE;
+	o->drain_timeout = OPT_DEFAULT_DRAIN_TMO;
 }
 
 /**
@@ -591,22 +669,33 @@ static const struct opt_def *opt_find_short(int c)
 }
 
 /**
- * options_check() - what no single option can check
- * @o:		the parsed options
+ * check_listener() - what no single option of a listener can check
+ * @l:		the listener
+ * @inherited:	listening sockets were handed over (socket activation), so
+ *		a listener without --listen may use them
+ * @cli:	the listener comes from the command line, not a file
  * @err:	buffer for the complaint
  * @errlen:	its size
  *
  * Return: OPT_OK or OPT_BAD.
  */
-static enum opt_result options_check(const struct options *o, char *err,
-				     size_t errlen)
+static enum opt_result check_listener(const struct listen_opts *l,
+				      bool inherited, bool cli, char *err,
+				      size_t errlen)
 {
-	const struct listen_opts *l = &o->l;
-
-	if (!l->listen.len || !l->nbackends) {
-		snprintf(
-			err, errlen,
-			"--listen and --backend are both required; see smbsplice --help");
+	if ((!l->listen.len && !inherited) || !l->nbackends) {
+		if (cli)
+			snprintf(
+				err, errlen,
+				"--listen and --backend are both required%s; see smbsplice --help",
+				inherited
+					? " (--listen may be left out under socket activation)"
+					: "");
+		else
+			snprintf(
+				err, errlen,
+				"listener %s: listen and backend are both required",
+				l->name);
 		return OPT_BAD;
 	}
 	for (unsigned i = 0; i < l->nbackends; i++) {
@@ -615,48 +704,187 @@ static enum opt_result options_check(const struct options *o, char *err,
 		if (l->source.len && l->source.addr.ss_family != fam) {
 			snprintf(
 				err, errlen,
-				"--source %s and --backend %s are of different address families",
-				l->source.text, l->backend[i].text);
+				"listener %s: source %s and backend %s are of different address families",
+				l->name, l->source.text, l->backend[i].text);
 			return OPT_BAD;
 		}
-		if (l->transparent && l->listen.addr.ss_family != fam) {
+		if (l->transparent && l->listen.len &&
+		    l->listen.addr.ss_family != fam) {
 			snprintf(
 				err, errlen,
-				"--transparent needs --backend %s of the same address family as --listen %s: the backend connection comes from the client's address",
-				l->backend[i].text, l->listen.text);
+				"listener %s: transparent needs backend %s of the same address family as listen %s: the backend connection comes from the client's address",
+				l->name, l->backend[i].text, l->listen.text);
 			return OPT_BAD;
 		}
 	}
 	if (l->transparent && l->source.len) {
 		snprintf(
 			err, errlen,
-			"--transparent and --source both choose where backend connections come from; give one");
+			"listener %s: transparent and source both choose where backend connections come from; give one",
+			l->name);
 		return OPT_BAD;
 	}
 	return OPT_OK;
 }
 
 /**
- * options_parse() - parse argv into @o
- * @o:		filled with defaults, then the options given
+ * same_listen() - would two listeners listen on the same address
+ * @a:	a listener
+ * @b:	another
+ *
+ * Return: true if they name one address in one namespace.
+ */
+static bool same_listen(const struct listen_opts *a,
+			const struct listen_opts *b)
+{
+	return a->listen.len && a->listen.len == b->listen.len &&
+	       !memcmp(&a->listen.addr, &b->listen.addr, a->listen.len) &&
+	       !strcmp(a->netns[SIDE_CLIENT], b->netns[SIDE_CLIENT]);
+}
+
+/**
+ * config_check() - what no single option can check
+ * @c:		the configuration
+ * @inherited:	listening sockets were handed over (socket activation)
+ * @err:	buffer for the complaint
+ * @errlen:	its size
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result config_check(const struct config *c, bool inherited, char *err,
+			     size_t errlen)
+{
+	if (!c->nls) {
+		snprintf(
+			err, errlen,
+			"no listener: give --listen and --backend, or a config file with a listener section; see smbsplice --help");
+		return OPT_BAD;
+	}
+	for (unsigned i = 0; i < c->nls; i++) {
+		if (check_listener(&c->ls[i], inherited, !*c->o.config, err,
+				   errlen))
+			return OPT_BAD;
+		for (unsigned j = 0; j < i; j++)
+			if (same_listen(&c->ls[i], &c->ls[j])) {
+				snprintf(
+					err, errlen,
+					"listeners %s and %s both listen on %s",
+					c->ls[j].name, c->ls[i].name,
+					c->ls[i].listen.text);
+				return OPT_BAD;
+			}
+	}
+	return OPT_OK;
+}
+
+/**
+ * opt_find() - the table row of a long option
+ * @name:	its name
+ *
+ * Return: the row, or NULL.
+ */
+static const struct opt_def *opt_find(const char *name)
+{
+	for (unsigned i = 0; i < OPT_COUNT; i++)
+		if (!strcmp(opt_table[i].name, name))
+			return &opt_table[i];
+	return NULL;
+}
+
+/**
+ * options_apply() - apply one config file key
+ * @c:		the configuration
+ * @l:		the listener of the section, or NULL for [global]
+ * @key:	the key: a long option's name
+ * @value:	its value; for a flag, "yes" or "no"
+ * @seen:	one flag per option, for this section: set here, and a
+ *		key that may not repeat is refused the second time
+ * @err:	buffer for the complaint, which names the key
+ * @errlen:	its size
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result options_apply(struct config *c, struct listen_opts *l,
+			      const char *key, const char *value, bool *seen,
+			      char *err, size_t errlen)
+{
+	const struct opt_def *d = opt_find(key);
+	char inner[256];
+
+	if (!d || d->cli_only) {
+		snprintf(err, errlen, "unknown key '%s'", key);
+		return OPT_BAD;
+	}
+	if (d->scope == SCOPE_PROCESS && l) {
+		snprintf(err, errlen, "%s belongs in [global]", key);
+		return OPT_BAD;
+	}
+	if (d->scope == SCOPE_LISTENER && !l) {
+		snprintf(err, errlen,
+			 "%s belongs in a listener's section, not [global]",
+			 key);
+		return OPT_BAD;
+	}
+	if (seen[d - opt_table] && !d->repeat) {
+		snprintf(err, errlen, "%s given twice; it takes one value",
+			 key);
+		return OPT_BAD;
+	}
+	seen[d - opt_table] = true;
+	if (!d->metavar) {
+		if (!strcmp(value, "no") || !strcmp(value, "false"))
+			return OPT_OK;
+		if (strcmp(value, "yes") && strcmp(value, "true") && *value) {
+			snprintf(err, errlen, "%s '%s': expected yes or no",
+				 key, value);
+			return OPT_BAD;
+		}
+	}
+	if (d->apply(&c->o, l, value, inner, sizeof(inner)) != OPT_OK) {
+		/* The option's words say "--key"; a file says "key". */
+		snprintf(err, errlen, "%s",
+			 inner[0] == '-' && inner[1] == '-' ? inner + 2
+							    : inner);
+		return OPT_BAD;
+	}
+	return OPT_OK;
+}
+
+/**
+ * options_parse() - parse argv, and the config file it names, into @c
+ * @c:		filled with defaults, then the file, then the options given
  * @argc:	argument count
  * @argv:	arguments
+ * @inherited:	listening sockets were handed over (socket activation)
  * @err:	buffer for the one-line complaint, on OPT_BAD
  * @errlen:	its size
  *
+ * Without --config, the command line describes one listener, "main".
+ * With it, listeners come from the file alone, and the command line's
+ * process-wide options override the file's [global].
+ *
  * Return: OPT_OK, OPT_EXIT or OPT_BAD.
  */
-enum opt_result options_parse(struct options *o, int argc, char **argv,
-			      char *err, size_t errlen)
+enum opt_result options_parse(struct config *c, int argc, char **argv,
+			      bool inherited, char *err, size_t errlen)
 {
 	struct option longs[OPT_COUNT + 1];
 	char shorts[3 * OPT_COUNT + 2] = ":", *sp = shorts + 1;
-	bool seen[OPT_COUNT] = { false };
+	bool seen[OPT_COUNT] = { false }, lopt = false;
+	struct {
+		const struct opt_def *d;
+		const char *arg;
+	} given[64];
+	unsigned ngiven = 0;
+	struct options cli;
+	struct listen_opts *l = &c->ls[0];
 	const struct opt_def *d;
 	enum opt_result r;
-	int c, idx;
+	int ci, idx;
 
-	options_defaults(o);
+	memset(c, 0, sizeof(*c));
+	options_defaults(&cli);
+	listen_opts_defaults(l, "main");
 	memset(longs, 0, sizeof(longs));
 	for (unsigned i = 0; i < OPT_COUNT; i++) {
 		d = &opt_table[i];
@@ -672,15 +900,15 @@ enum opt_result options_parse(struct options *o, int argc, char **argv,
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, longs, &idx)) != -1) {
-		if (c == ':' || c == '?') {
+	while ((ci = getopt_long(argc, argv, shorts, longs, &idx)) != -1) {
+		if (ci == ':' || ci == '?') {
 			snprintf(err, errlen, "%s '%s'; see smbsplice --help",
-				 c == ':' ? "missing value for option"
-					  : "unknown option",
+				 ci == ':' ? "missing value for option"
+					   : "unknown option",
 				 argv[optind - 1]);
 			return OPT_BAD;
 		}
-		d = c ? opt_find_short(c) : &opt_table[idx];
+		d = ci ? opt_find_short(ci) : &opt_table[idx];
 		if (seen[d - opt_table] && !d->repeat) {
 			snprintf(err, errlen,
 				 "--%s given twice; it takes one value",
@@ -688,7 +916,10 @@ enum opt_result options_parse(struct options *o, int argc, char **argv,
 			return OPT_BAD;
 		}
 		seen[d - opt_table] = true;
-		r = d->apply(o, &o->l, optarg, err, errlen);
+		lopt |= d->scope == SCOPE_LISTENER;
+		if (d->scope == SCOPE_PROCESS && ngiven < 64)
+			given[ngiven++] = (typeof(given[0])){ d, optarg };
+		r = d->apply(&cli, l, optarg, err, errlen);
 		if (r != OPT_OK)
 			return r;
 	}
@@ -698,5 +929,24 @@ enum opt_result options_parse(struct options *o, int argc, char **argv,
 			 argv[optind]);
 		return OPT_BAD;
 	}
-	return options_check(o, err, errlen);
+	if (!*cli.config) {
+		c->o = cli;
+		c->nls = 1;
+		return config_check(c, inherited, err, errlen);
+	}
+	if (lopt) {
+		snprintf(
+			err, errlen,
+			"with --config, listeners are described in the file: give --listen, --backend and the like in a section of %s",
+			cli.config);
+		return OPT_BAD;
+	}
+	r = config_load(c, cli.config, err, errlen);
+	if (r != OPT_OK)
+		return r;
+	/* The command line's process-wide options, once more, over the
+	 * file's [global]. */
+	for (unsigned i = 0; i < ngiven; i++)
+		given[i].d->apply(&c->o, NULL, given[i].arg, err, errlen);
+	return config_check(c, inherited, err, errlen);
 }

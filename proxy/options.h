@@ -73,8 +73,7 @@ struct listen_opts {
 };
 
 /**
- * struct options - everything the command line sets
- * @l:			the listener
+ * struct options - the process-wide settings
  * @pipe_size:		bytes per splice pipe (F_SETPIPE_SZ)
  * @max_pipes:		cap on open pipes across all connections
  * @buf_size:		bytes per copy buffer
@@ -83,9 +82,15 @@ struct listen_opts {
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
  * @verbose:		log level: 0 connections and errors, 1+ debug
+ * @user:		user to run as once the sockets are open; empty for
+ *			no change
+ * @syslog:		log to syslog instead of standard error
+ * @drain_timeout:	seconds SIGTERM lets open connections run; 0 for
+ *			as long as they last
+ * @config:		the config file; empty for none
+ * @check:		validate the configuration and exit
  */
 struct options {
-	struct listen_opts l;
 	size_t pipe_size;
 	unsigned max_pipes;
 	size_t buf_size;
@@ -93,6 +98,25 @@ struct options {
 	unsigned workers;
 	unsigned max_conns, max_per_source;
 	int verbose;
+	char user[OPT_NAME_LEN];
+	bool syslog;
+	double drain_timeout;
+	char config[OPT_PATH_LEN];
+	bool check;
+};
+
+#define CONFIG_MAX_LISTENERS 64
+
+/**
+ * struct config - what the command line and the config file set
+ * @o:		the process-wide settings
+ * @ls:		the listeners
+ * @nls:	how many
+ */
+struct config {
+	struct options o;
+	struct listen_opts ls[CONFIG_MAX_LISTENERS];
+	unsigned nls;
 };
 
 #define OPT_DEFAULT_PIPE_SIZE	  (1024u << 10)
@@ -106,6 +130,7 @@ struct options {
 #define OPT_DEFAULT_KA_INTVL	  10u
 #define OPT_DEFAULT_KA_CNT	  6u
 #define OPT_MAX_WORKERS		  1024u
+#define OPT_DEFAULT_DRAIN_TMO	  60.0
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
@@ -114,10 +139,16 @@ enum opt_result {
 };
 
 void options_defaults(struct options *o);
-void listen_opts_defaults(struct listen_opts *l);
-enum opt_result options_parse(struct options *o, int argc, char **argv,
+void listen_opts_defaults(struct listen_opts *l, const char *name);
+enum opt_result options_parse(struct config *c, int argc, char **argv,
+			      bool inherited, char *err, size_t errlen);
+enum opt_result options_apply(struct config *c, struct listen_opts *l,
+			      const char *key, const char *value, bool *seen,
 			      char *err, size_t errlen);
+enum opt_result config_check(const struct config *c, bool inherited, char *err,
+			     size_t errlen);
 void options_usage(FILE *f);
-const char *options_name(unsigned i);
+const char *options_name(unsigned i, bool *in_file);
+unsigned options_count(void);
 
 #endif /* SMBSPLICE_OPTIONS_H */

@@ -7,12 +7,27 @@
  * time. Root is not enough to know: a container's root often lacks
  * CAP_SYS_RESOURCE. So the effective set is read from /proc/self/status,
  * which needs no library and no privilege.
+ *
+ * With --user, privs_become() gives up root once every listening socket
+ * is bound: supplementary groups dropped, the user's group and uid taken,
+ * and of all capabilities only those named kept, in the permitted and
+ * effective sets alike; the bounding set loses the rest and no-new-privs
+ * is set, so nothing can win them back. Capabilities belong to threads:
+ * the main thread becomes the user before any worker exists, so workers
+ * start with its sets, and each drops CAP_SYS_ADMIN itself once it has
+ * entered its namespace (privs_drop_thread_cap()).
  */
 #include "config.h"
 
+#include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "privs.h"
 
@@ -35,4 +50,90 @@ bool privs_have(int cap)
 		found = sscanf(line, "CapEff: %" SCNx64, &eff) == 1;
 	fclose(f);
 	return found && cap >= 0 && cap < 64 && (eff >> cap & 1);
+}
+
+/**
+ * caps_get() - the calling thread's capability sets
+ * @d:	filled in, two words of each set
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int caps_get(struct __user_cap_data_struct d[2])
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+
+	return (int)syscall(SYS_capget, &h, d);
+}
+
+/**
+ * caps_set() - set the calling thread's capability sets
+ * @d:	the sets, two words each
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int caps_set(struct __user_cap_data_struct d[2])
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+/**
+ * privs_drop_thread_cap() - give up one capability, in this thread
+ * @cap:	the capability's number
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int privs_drop_thread_cap(int cap)
+{
+	struct __user_cap_data_struct d[2];
+	uint32_t bit = 1u << (cap % 32);
+
+	if (caps_get(d))
+		return -1;
+	if (!(d[cap / 32].permitted & bit))
+		return 0;
+	d[cap / 32].effective &= ~bit;
+	d[cap / 32].permitted &= ~bit;
+	d[cap / 32].inheritable &= ~bit;
+	return caps_set(d);
+}
+
+/**
+ * privs_become() - run as @user, keeping only the capabilities in @keep
+ * @user:	the user's name
+ * @keep:	a bit per capability to keep (1 << CAP_NET_ADMIN, ...)
+ * @err:	buffer for one line saying what failed
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int privs_become(const char *user, uint64_t keep, char *err, size_t errlen)
+{
+	struct __user_cap_data_struct d[2] = { { 0 } };
+	struct passwd *pw = getpwnam(user);
+
+	if (!pw) {
+		snprintf(err, errlen, "--user %s: no such user", user);
+		return -1;
+	}
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		goto fail;
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (!(keep >> cap & 1) &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+			goto fail;
+	if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
+		goto fail;
+	d[0].permitted = d[0].effective = (uint32_t)keep;
+	d[1].permitted = d[1].effective = (uint32_t)(keep >> 32);
+	if (caps_set(d) || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "--user %s: cannot switch to it: %s%s", user,
+		 strerror(errno),
+		 errno == EPERM ? " (only root may switch users)" : "");
+	return -1;
 }

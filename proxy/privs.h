@@ -3,7 +3,12 @@
 #define SMBSPLICE_PRIVS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/capability.h>
 
 bool privs_have(int cap);
+int privs_become(const char *user, uint64_t keep, char *err, size_t errlen);
+int privs_drop_thread_cap(int cap);
 
 #endif /* SMBSPLICE_PRIVS_H */

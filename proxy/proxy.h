@@ -9,22 +9,39 @@
 #include "options.h"
 #include "pipepool.h"
 
+struct listener;
 struct scrape;
 struct worker;
 
 /**
- * struct proxy - the process: its workers and the main thread's duties
+ * struct proxy - the process: its listeners, its workers, and the main
+ *		  thread's duties
  * @loop:		the main thread's loop (libev's default loop, which
  *			alone may watch signals)
- * @opt:		parsed command line, read-only once workers run
+ * @cfg:		the configuration in force (a reload replaces it)
+ * @opt:		its process-wide settings, fixed at start
  * @limits:		caps on connections and descriptors, for all workers
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
+ * @listeners:		every listener, retired ones included until their
+ *			last connection ends
  * @workers:		the worker threads
  * @nworkers:		how many
- * @netns:		network namespaces per side, from netns_open(); -1
- *			for the process's own
- * @sigint_w:		SIGINT: stop cleanly
- * @sigterm_w:		SIGTERM: stop cleanly
+ * @worker_netns:	the backend namespace every worker enters at start,
+ *			or -1 (listeners dial from the process's own, or
+ *			from several)
+ * @keep_sys_admin:	CAP_SYS_ADMIN is kept: connections enter a backend
+ *			namespace one by one
+ * @inherited:		listening sockets from socket activation, -1 once
+ *			claimed by a listener
+ * @ninherited:		how many
+ * @sigint_w:		SIGINT: stop now
+ * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
+ * @sighup_w:		SIGHUP: reload the config file
+ * @sigusr1_w:		SIGUSR1: reopen the log files
+ * @drained_w:		a worker says it has drained
+ * @drain_timer:	--drain-timeout
+ * @reaper:		frees retired listeners now and then
+ * @draining:		SIGTERM came: no listener, connections running out
  * @metrics_fd:		the --stats listening socket, -1 if none
  * @metrics_w:		readable watcher on @metrics_fd
  * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
@@ -34,18 +51,28 @@ struct worker;
  * @page_len:		its length
  * @page_at:		when it was rendered
  *
- * The main thread forwards nothing. It watches signals, serves /metrics
- * by reading every worker's counters, and tells the workers when to stop.
+ * The main thread forwards nothing. It watches signals, reloads, drains,
+ * serves /metrics by reading the workers' counters, and reaches the
+ * workers through their command queues.
  */
 struct proxy {
 	struct ev_loop *loop;
+	struct config *cfg;
 	const struct options *opt;
 	struct limits limits;
 	struct pipe_budget pipe_budget;
+	struct listener *listeners;
 	struct worker *workers;
 	unsigned nworkers;
-	int netns[SIDE_COUNT];
-	ev_signal sigint_w, sigterm_w;
+	int worker_netns;
+	bool keep_sys_admin;
+	int *inherited;
+	unsigned ninherited;
+	ev_signal sigint_w, sigterm_w, sighup_w, sigusr1_w;
+	ev_async drained_w;
+	ev_timer drain_timer;
+	ev_timer reaper;
+	bool draining;
 	int metrics_fd;
 	ev_io metrics_w;
 	ev_timer metrics_pause;

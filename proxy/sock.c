@@ -290,13 +290,20 @@ void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
  *		    acknowledged yet
  * @fd:	a TCP socket
  *
+ * A socket the peer reset counts none: they will never be acknowledged.
+ *
  * Return: the count (SIOCOUTQ: unsent plus unacknowledged), or 0 if the
- * socket cannot tell, so that nobody waits on it for ever.
+ * socket is closed or cannot tell, so that nobody waits on it for ever.
  */
 int sock_unacked(int fd)
 {
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
 	int n = 0;
 
+	if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
+	    ti.tcpi_state == TCP_CLOSE)
+		return 0;
 	if (ioctl(fd, SIOCOUTQ, &n))
 		return 0;
 	return n;

@@ -7,6 +7,10 @@
  * read from another thread (counter.h). A scrape sums the workers' totals
  * with totals_add() and writes them out; it never walks the connections,
  * and forwarding costs nothing extra for it.
+ *
+ * What connections move is counted per listener and labelled with its
+ * name (listener="..."); what the process holds (pipes, buffers,
+ * descriptors) is process-wide and has no listener label.
  */
 #include "config.h"
 
@@ -62,145 +66,19 @@ static void write_scalar(FILE *out, const char *name, const char *type,
 }
 
 /**
- * write_per_dir() - a counter with one value per direction
- * @out:	where to write
+ * dir_counter() - a uint64_t counter at an offset in struct dir_totals
  * @t:		totals
- * @name:	metric name
- * @help:	help line
- * @off:	offset of the uint64_t counter in struct dir_totals
+ * @d:		direction
+ * @off:	the counter's offset
+ *
+ * Return: its value.
  */
-static void write_per_dir(FILE *out, const struct totals *t, const char *name,
-			  const char *help, size_t off)
+static unsigned long long dir_counter(const struct totals *t, int d, size_t off)
 {
-	metric_head(out, name, "counter", help);
-	for (int d = 0; d < DIR_COUNT; d++)
-		fprintf(out, "%s{direction=\"%s\"} %llu\n", name, dir_label[d],
-			(unsigned long long)*(
-				const uint64_t *)((const char *)&t->dir[d] +
-						  off));
+	return *(const uint64_t *)((const char *)&t->dir[d] + off);
 }
 
-/**
- * write_bytes() - smbsplice_bytes_total by direction and pump
- * @out:	where to write
- * @t:		totals
- */
-static void write_bytes(FILE *out, const struct totals *t)
-{
-	metric_head(
-		out, "smbsplice_bytes_total", "counter",
-		"Bytes delivered, by direction and the pump that moved them.");
-	for (int d = 0; d < DIR_COUNT; d++) {
-		fprintf(out,
-			"smbsplice_bytes_total{direction=\"%s\",path=\"splice\"} %llu\n",
-			dir_label[d],
-			(unsigned long long)t->dir[d].pump.spliced);
-		fprintf(out,
-			"smbsplice_bytes_total{direction=\"%s\",path=\"copy\"} %llu\n",
-			dir_label[d],
-			(unsigned long long)t->dir[d].pump.copied);
-	}
-}
-
-/**
- * write_messages() - smbsplice_messages_total by direction and command
- * @out:	where to write
- * @t:		totals
- */
-static void write_messages(FILE *out, const struct totals *t)
-{
-	metric_head(
-		out, "smbsplice_messages_total", "counter",
-		"SMB2 messages parsed (compound elements count one each), by direction and command.");
-	for (int d = 0; d < DIR_COUNT; d++)
-		for (unsigned c = 0; c <= SMB2_NCOMMANDS; c++)
-			fprintf(out,
-				"smbsplice_messages_total{direction=\"%s\",command=\"%s\"} %llu\n",
-				dir_label[d], smb_command_name(c),
-				(unsigned long long)t->dir[d].smb.commands[c]);
-}
-
-/**
- * write_frames() - frames that are not plain SMB2, by direction and kind
- * @out:	where to write
- * @t:		totals
- */
-static void write_frames(FILE *out, const struct totals *t)
-{
-	metric_head(
-		out, "smbsplice_frames_total", "counter",
-		"Frames that are not plain SMB2: encryption and compression transforms, SMB1, NetBIOS session control.");
-	for (int d = 0; d < DIR_COUNT; d++) {
-		const struct smb_dir_stats *s = &t->dir[d].smb;
-
-		fprintf(out,
-			"smbsplice_frames_total{direction=\"%s\",kind=\"encrypted\"} %llu\n"
-			"smbsplice_frames_total{direction=\"%s\",kind=\"compressed\"} %llu\n"
-			"smbsplice_frames_total{direction=\"%s\",kind=\"smb1\"} %llu\n"
-			"smbsplice_frames_total{direction=\"%s\",kind=\"netbios\"} %llu\n",
-			dir_label[d], (unsigned long long)s->encrypted,
-			dir_label[d], (unsigned long long)s->compressed,
-			dir_label[d], (unsigned long long)s->smb1, dir_label[d],
-			(unsigned long long)s->netbios);
-	}
-}
-
-/**
- * write_payloads() - payload counts and bytes by class, decision and pump
- * @out:	where to write
- * @t:		totals
- */
-static void write_payloads(FILE *out, const struct totals *t)
-{
-	metric_head(
-		out, "smbsplice_payloads_total", "counter",
-		"Payloads (READ data, WRITE data, other) by class and the threshold's decision.");
-	for (int d = 0; d < DIR_COUNT; d++)
-		for (int c = 0; c < SMB_NCLASSES; c++)
-			for (int sp = 0; sp < 2; sp++)
-				fprintf(out,
-					"smbsplice_payloads_total{direction=\"%s\",class=\"%s\",decision=\"%s\"} %llu\n",
-					dir_label[d], smb_class_name(c),
-					sp ? "splice" : "copy",
-					(unsigned long long)t->dir[d]
-						.smb.payloads[c][sp]);
-	metric_head(
-		out, "smbsplice_payload_bytes_total", "counter",
-		"Payload bytes by class and the pump that moved them; a spliced payload's first bytes may have come in with its header and been copied.");
-	for (int d = 0; d < DIR_COUNT; d++)
-		for (int c = 0; c < SMB_NCLASSES; c++) {
-			const struct smb_dir_stats *s = &t->dir[d].smb;
-
-			fprintf(out,
-				"smbsplice_payload_bytes_total{direction=\"%s\",class=\"%s\",path=\"splice\"} %llu\n"
-				"smbsplice_payload_bytes_total{direction=\"%s\",class=\"%s\",path=\"copy\"} %llu\n",
-				dir_label[d], smb_class_name(c),
-				(unsigned long long)s->payload_spliced[c],
-				dir_label[d], smb_class_name(c),
-				(unsigned long long)s->payload_copied[c]);
-		}
-}
-
-/**
- * write_multichannel() - servers that invited clients around the proxy
- * @out:	where to write
- * @t:		totals
- */
-static void write_multichannel(FILE *out, const struct totals *t)
-{
-	const struct smb_dir_stats *s = &t->dir[DIR_TO_CLIENT].smb;
-
-	metric_head(
-		out, "smbsplice_multichannel_total", "counter",
-		"Server responses that let clients connect around smbsplice: NEGOTIATE offering multichannel, IOCTL listing the server's interfaces.");
-	fprintf(out,
-		"smbsplice_multichannel_total{kind=\"offered\"} %llu\n"
-		"smbsplice_multichannel_total{kind=\"interface_list\"} %llu\n",
-		(unsigned long long)s->multichannel,
-		(unsigned long long)s->interface_lists);
-}
-
-/* Counters with one value per direction, read from struct dir_totals. */
+/* Counters with one value per listener and direction. */
 static const struct {
 	const char *name, *help;
 	size_t off;
@@ -223,30 +101,225 @@ static const struct {
 };
 
 /**
- * totals_write_prometheus() - the /metrics page
+ * write_per_dir() - the per-direction counters, per listener
  * @out:	where to write
- * @t:		counters, summed over the workers
- * @g:		gauges, likewise
+ * @ls:		the listeners
+ * @n:		how many
  */
-void totals_write_prometheus(FILE *out, const struct totals *t,
-			     const struct gauges *g)
+static void write_per_dir(FILE *out, const struct lreport *ls, unsigned n)
 {
-	write_bytes(out, t);
-	for (size_t i = 0; i < sizeof(per_dir) / sizeof(per_dir[0]); i++)
-		write_per_dir(out, t, per_dir[i].name, per_dir[i].help,
-			      per_dir[i].off);
-	write_messages(out, t);
-	write_frames(out, t);
-	write_payloads(out, t);
-	write_multichannel(out, t);
+	for (size_t m = 0; m < sizeof(per_dir) / sizeof(per_dir[0]); m++) {
+		metric_head(out, per_dir[m].name, "counter", per_dir[m].help);
+		for (unsigned i = 0; i < n; i++)
+			for (int d = 0; d < DIR_COUNT; d++)
+				fprintf(out,
+					"%s{listener=\"%s\",direction=\"%s\"} %llu\n",
+					per_dir[m].name, ls[i].name,
+					dir_label[d],
+					dir_counter(&ls[i].tot, d,
+						    per_dir[m].off));
+	}
+}
+
+/**
+ * write_bytes() - smbsplice_bytes_total by listener, direction and pump
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ */
+static void write_bytes(FILE *out, const struct lreport *ls, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_bytes_total", "counter",
+		"Bytes delivered, by direction and the pump that moved them.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++) {
+			const struct half_stats *p = &ls[i].tot.dir[d].pump;
+
+			fprintf(out,
+				"smbsplice_bytes_total{listener=\"%s\",direction=\"%s\",path=\"splice\"} %llu\n"
+				"smbsplice_bytes_total{listener=\"%s\",direction=\"%s\",path=\"copy\"} %llu\n",
+				ls[i].name, dir_label[d],
+				(unsigned long long)p->spliced, ls[i].name,
+				dir_label[d], (unsigned long long)p->copied);
+		}
+}
+
+/**
+ * write_messages() - smbsplice_messages_total by listener, direction and
+ *		      command
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ */
+static void write_messages(FILE *out, const struct lreport *ls, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_messages_total", "counter",
+		"SMB2 messages parsed (compound elements count one each), by direction and command.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++)
+			for (unsigned c = 0; c <= SMB2_NCOMMANDS; c++)
+				fprintf(out,
+					"smbsplice_messages_total{listener=\"%s\",direction=\"%s\",command=\"%s\"} %llu\n",
+					ls[i].name, dir_label[d],
+					smb_command_name(c),
+					(unsigned long long)ls[i]
+						.tot.dir[d]
+						.smb.commands[c]);
+}
+
+/**
+ * write_frames() - frames that are not plain SMB2, by listener, direction
+ *		    and kind
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ */
+static void write_frames(FILE *out, const struct lreport *ls, unsigned n)
+{
+	static const char *const kind[] = { "encrypted", "compressed", "smb1",
+					    "netbios" };
+
+	metric_head(
+		out, "smbsplice_frames_total", "counter",
+		"Frames that are not plain SMB2: encryption and compression transforms, SMB1, NetBIOS session control.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++) {
+			const struct smb_dir_stats *s = &ls[i].tot.dir[d].smb;
+			const uint64_t v[] = { s->encrypted, s->compressed,
+					       s->smb1, s->netbios };
+
+			for (int k = 0; k < 4; k++)
+				fprintf(out,
+					"smbsplice_frames_total{listener=\"%s\",direction=\"%s\",kind=\"%s\"} %llu\n",
+					ls[i].name, dir_label[d], kind[k],
+					(unsigned long long)v[k]);
+		}
+}
+
+/**
+ * write_payloads() - payload counts and bytes by listener, class,
+ *		      decision and pump
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ */
+static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_payloads_total", "counter",
+		"Payloads (READ data, WRITE data, other) by class and the threshold's decision.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++)
+			for (int c = 0; c < SMB_NCLASSES; c++)
+				for (int sp = 0; sp < 2; sp++)
+					fprintf(out,
+						"smbsplice_payloads_total{listener=\"%s\",direction=\"%s\",class=\"%s\",decision=\"%s\"} %llu\n",
+						ls[i].name, dir_label[d],
+						smb_class_name(c),
+						sp ? "splice" : "copy",
+						(unsigned long long)ls[i]
+							.tot.dir[d]
+							.smb.payloads[c][sp]);
+	metric_head(
+		out, "smbsplice_payload_bytes_total", "counter",
+		"Payload bytes by class and the pump that moved them; a spliced payload's first bytes may have come in with its header and been copied.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++)
+			for (int c = 0; c < SMB_NCLASSES; c++) {
+				const struct smb_dir_stats *s =
+					&ls[i].tot.dir[d].smb;
+
+				fprintf(out,
+					"smbsplice_payload_bytes_total{listener=\"%s\",direction=\"%s\",class=\"%s\",path=\"splice\"} %llu\n"
+					"smbsplice_payload_bytes_total{listener=\"%s\",direction=\"%s\",class=\"%s\",path=\"copy\"} %llu\n",
+					ls[i].name, dir_label[d],
+					smb_class_name(c),
+					(unsigned long long)
+						s->payload_spliced[c],
+					ls[i].name, dir_label[d],
+					smb_class_name(c),
+					(unsigned long long)
+						s->payload_copied[c]);
+			}
+}
+
+/**
+ * write_listeners() - what each listener accepted, refused and failed
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ */
+static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
+{
+	metric_head(out, "smbsplice_listener_connections_total", "counter",
+		    "Connections each listener accepted.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_listener_connections_total{listener=\"%s\"} %llu\n",
+			ls[i].name, (unsigned long long)ls[i].accepted);
+	metric_head(
+		out, "smbsplice_opaque_fallbacks_total", "counter",
+		"Connections whose SMB parsing gave up; they were forwarded opaque.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_opaque_fallbacks_total{listener=\"%s\"} %llu\n",
+			ls[i].name, (unsigned long long)ls[i].tot.opaque_conns);
+	metric_head(
+		out, "smbsplice_refused_total", "counter",
+		"Clients reset at once because a cap was reached, by the cap.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns\"} %llu\n"
+			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns_per_source\"} %llu\n",
+			ls[i].name, (unsigned long long)ls[i].refused_conns,
+			ls[i].name, (unsigned long long)ls[i].refused_source);
+	metric_head(
+		out, "smbsplice_denied_total", "counter",
+		"Clients reset at once because no --allow network holds them.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out, "smbsplice_denied_total{listener=\"%s\"} %llu\n",
+			ls[i].name, (unsigned long long)ls[i].denied);
+	metric_head(
+		out, "smbsplice_backend_failures_total", "counter",
+		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned b = 0; b < ls[i].nbackends; b++)
+			fprintf(out,
+				"smbsplice_backend_failures_total{listener=\"%s\",backend=\"%s\"} %llu\n",
+				ls[i].name, ls[i].backends[b],
+				(unsigned long long)ls[i].backend_failures[b]);
+	metric_head(
+		out, "smbsplice_multichannel_total", "counter",
+		"Server responses that let clients connect around smbsplice: NEGOTIATE offering multichannel, IOCTL listing the server's interfaces.");
+	for (unsigned i = 0; i < n; i++) {
+		const struct smb_dir_stats *s =
+			&ls[i].tot.dir[DIR_TO_CLIENT].smb;
+
+		fprintf(out,
+			"smbsplice_multichannel_total{listener=\"%s\",kind=\"offered\"} %llu\n"
+			"smbsplice_multichannel_total{listener=\"%s\",kind=\"interface_list\"} %llu\n",
+			ls[i].name, (unsigned long long)s->multichannel,
+			ls[i].name, (unsigned long long)s->interface_lists);
+	}
+}
+
+/**
+ * write_process() - what the process holds now
+ * @out:	where to write
+ * @g:		the gauges
+ */
+static void write_process(FILE *out, const struct gauges *g)
+{
 	write_scalar(out, "smbsplice_connections_active", "gauge",
 		     "Connections open now.", g->active);
 	write_scalar(out, "smbsplice_connections_total", "counter",
 		     "Connections accepted since start.", g->total);
 	write_scalar(
-		out, "smbsplice_opaque_fallbacks_total", "counter",
-		"Connections whose SMB parsing gave up; they were forwarded opaque.",
-		t->opaque_conns);
+		out, "smbsplice_draining", "gauge",
+		"1 while SIGTERM's drain runs: no listener, connections running out.",
+		g->draining);
 	write_scalar(out, "smbsplice_pipes_open", "gauge", "Splice pipes open.",
 		     g->pipes_open);
 	write_scalar(out, "smbsplice_pipes_lent", "gauge",
@@ -271,18 +344,6 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 		g->buf_bytes_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",
 		     "Copy buffers kept for reuse.", g->bufs_free);
-	metric_head(
-		out, "smbsplice_refused_total", "counter",
-		"Clients reset at once because a cap was reached, by the cap.");
-	fprintf(out,
-		"smbsplice_refused_total{reason=\"max_conns\"} %llu\n"
-		"smbsplice_refused_total{reason=\"max_conns_per_source\"} %llu\n",
-		(unsigned long long)g->refused_conns,
-		(unsigned long long)g->refused_source);
-	write_scalar(
-		out, "smbsplice_denied_total", "counter",
-		"Clients reset at once because no --allow network holds them.",
-		g->denied);
 	write_scalar(out, "smbsplice_descriptors_used", "gauge",
 		     "File descriptors held by connections and pipes.",
 		     g->fds_used);
@@ -297,37 +358,30 @@ void totals_write_prometheus(FILE *out, const struct totals *t,
 }
 
 /**
- * workers_write_prometheus() - connections accepted by each worker
+ * metrics_write() - the /metrics page
  * @out:	where to write
- * @accepted:	per worker
- * @n:		how many workers
+ * @ls:		each listener's counters, summed over the workers
+ * @nls:	how many listeners
+ * @g:		the process's gauges
+ * @accepted:	connections accepted per worker
+ * @nworkers:	how many workers
  */
-void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n)
+void metrics_write(FILE *out, const struct lreport *ls, unsigned nls,
+		   const struct gauges *g, const uint64_t *accepted,
+		   unsigned nworkers)
 {
+	write_bytes(out, ls, nls);
+	write_per_dir(out, ls, nls);
+	write_messages(out, ls, nls);
+	write_frames(out, ls, nls);
+	write_payloads(out, ls, nls);
+	write_listeners(out, ls, nls);
+	write_process(out, g);
 	metric_head(
 		out, "smbsplice_worker_connections_total", "counter",
 		"Connections accepted by each worker: how the kernel spread them.");
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < nworkers; i++)
 		fprintf(out,
 			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
 			i, (unsigned long long)accepted[i]);
-}
-
-/**
- * backends_write_prometheus() - failed connects, per backend
- * @out:	where to write
- * @names:	each backend as configured
- * @failures:	failed connects (refused, unreachable, timed out) to each
- * @n:		how many backends
- */
-void backends_write_prometheus(FILE *out, const char *const *names,
-			       const uint64_t *failures, unsigned n)
-{
-	metric_head(
-		out, "smbsplice_backend_failures_total", "counter",
-		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(out,
-			"smbsplice_backend_failures_total{backend=\"%s\"} %llu\n",
-			names[i], (unsigned long long)failures[i]);
 }

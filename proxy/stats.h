@@ -38,6 +38,27 @@ struct totals {
 };
 
 /**
+ * struct lreport - one listener's counters, summed over the workers
+ * @name:		the listener's name
+ * @tot:		what its connections moved
+ * @accepted:		connections it accepted
+ * @denied:		clients --allow refused
+ * @refused_conns:	clients reset for --max-conns
+ * @refused_source:	clients reset for --max-conns-per-source
+ * @backends:		its backends, as configured
+ * @nbackends:		how many
+ * @backend_failures:	failed connects to each
+ */
+struct lreport {
+	const char *name;
+	struct totals tot;
+	uint64_t accepted, denied, refused_conns, refused_source;
+	const char *backends[8];
+	unsigned nbackends;
+	uint64_t backend_failures[8];
+};
+
+/**
  * struct gauges - the process's state now, for /metrics
  * @active:		connections open
  * @total:		connections accepted since start
@@ -49,28 +70,24 @@ struct totals {
  * @bufs_lent:		copy buffers holding bytes in flight
  * @buf_bytes_lent:	their bytes
  * @bufs_free:		copy buffers kept for reuse
- * @refused_conns:	clients reset for --max-conns
- * @refused_source:	clients reset for --max-conns-per-source
- * @denied:		clients reset for --allow
  * @fds_used:		descriptors connections and pipes hold
  * @fds_limit:		descriptors they may hold
  * @log_dropped:	log lines dropped because standard error lagged
+ * @draining:		SIGTERM came and the process is draining
  */
 struct gauges {
 	uint64_t active, total;
 	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
 	uint64_t pipe_stalls;
 	uint64_t bufs_lent, bufs_free, buf_bytes_lent;
-	uint64_t refused_conns, refused_source, denied;
 	uint64_t fds_used, fds_limit;
 	uint64_t log_dropped;
+	uint64_t draining;
 };
 
 void totals_add(struct totals *sum, const struct totals *t);
-void totals_write_prometheus(FILE *out, const struct totals *t,
-			     const struct gauges *g);
-void workers_write_prometheus(FILE *out, const uint64_t *accepted, unsigned n);
-void backends_write_prometheus(FILE *out, const char *const *names,
-			       const uint64_t *failures, unsigned n);
+void metrics_write(FILE *out, const struct lreport *ls, unsigned nls,
+		   const struct gauges *g, const uint64_t *accepted,
+		   unsigned nworkers);
 
 #endif /* SMBSPLICE_STATS_H */

@@ -2,37 +2,47 @@
 /* worker.c - one event loop thread
  *
  * Theory of operation: with --workers N the process runs N workers, each a
- * thread with a libev loop, a listening socket of its own (SO_REUSEPORT:
- * the kernel spreads new connections over them), its own pipe and buffer
- * pools and its own connections. A connection lives and dies in the worker
- * that accepted it, so the data path takes no lock and shares no cache
- * line with another thread. What is process-wide is small and read-mostly:
- * the options, the --max-pipes budget (one atomic counter), and counters
- * that only the worker writes and the main thread reads for /metrics.
+ * thread with a libev loop, a listening socket of its own per listener
+ * (SO_REUSEPORT: the kernel spreads new connections over them), its own
+ * pipe and buffer pools and its own connections. A connection lives and
+ * dies in the worker that accepted it, so the data path takes no lock and
+ * shares no cache line with another thread. What is process-wide is small
+ * and read-mostly: the caps (limits.c), the --max-pipes budget (one atomic
+ * counter), listeners' settings (immutable, reference counted), and
+ * counters that only the worker writes and the main thread reads.
  *
  * Threads rather than processes, because one process keeps one /metrics
- * endpoint, one set of caps, one log and one set of signals, with no
- * shared memory to set up; the data path is share-nothing either way.
+ * endpoint, one set of caps, one log, one set of signals and one
+ * configuration to reload, with no shared memory to set up; the data path
+ * is share-nothing either way.
  *
- * Lifecycle: worker_init() (main thread: loop, pools, listening socket),
- * worker_start() (the thread runs the loop), worker_stop() (main thread:
- * sets @stop, wakes the loop and waits for the thread to end every
- * connection and return), worker_destroy() (main thread: pools, loop).
- * Every few seconds the worker trims its pools, so the pipes and buffers
- * of a burst are given back once the burst is over.
+ * The main thread reaches a worker only through a queue of commands under
+ * a mutex and an ev_async: add a listener's socket, give a listener new
+ * settings, remove one, drain (stop accepting, and say when the last
+ * connection has ended), stop (end every connection now).
+ *
+ * Lifecycle: worker_init() (main thread: loop, pools), worker_start()
+ * (the thread enters the backend namespace if all listeners share one,
+ * and runs the loop), commands, worker_join() after WCMD_STOP,
+ * worker_destroy(). Every few seconds the worker trims its pools, so the
+ * pipes and buffers of a burst are given back once the burst is over.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
+#include "accept.h"
 #include "alloc.h"
 #include "conn.h"
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "privs.h"
 #include "proxy.h"
 #include "worker.h"
 
@@ -43,7 +53,84 @@
 #define BUF_KEEP_BYTES (2u << 20)
 
 /**
- * on_wake() - the main thread has something for this worker
+ * find_wlistener() - the worker's handle on a listener
+ * @w:	the worker
+ * @l:	the listener
+ *
+ * Return: the handle, or NULL if the worker does not accept on it.
+ */
+static struct wlistener *find_wlistener(struct worker *w,
+					const struct listener *l)
+{
+	for (struct wlistener *wl = w->listeners; wl; wl = wl->next)
+		if (wl->l == l)
+			return wl;
+	return NULL;
+}
+
+/**
+ * worker_conn_ended() - a connection of this worker has ended
+ * @w:	the worker
+ *
+ * While draining, the last one tells the main thread.
+ */
+void worker_conn_ended(struct worker *w)
+{
+	if (!w->draining || w->conns || w->idle)
+		return;
+	__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
+	ev_async_send(w->px->loop, &w->px->drained_w);
+}
+
+/**
+ * run_cmd() - carry out one command from the main thread
+ * @w:	the worker
+ * @c:	the command, freed by the caller
+ *
+ * Return: true if the loop must end (WCMD_STOP).
+ */
+static bool run_cmd(struct worker *w, struct worker_cmd *c)
+{
+	struct wlistener *wl;
+
+	switch (c->kind) {
+	case WCMD_ADD:
+		if (w->draining) {
+			close(c->fd);
+			listener_put(c->l);
+		} else {
+			accept_add(w, c->l, c->fd);
+		}
+		return false;
+	case WCMD_UPDATE:
+		wl = find_wlistener(w, c->l);
+		if (wl)
+			accept_set_cfg(wl, c->cfg);
+		else
+			lcfg_put(c->cfg);
+		return false;
+	case WCMD_REMOVE:
+		wl = find_wlistener(w, c->l);
+		if (wl)
+			accept_remove(wl, true);
+		return false;
+	case WCMD_DRAIN:
+		w->draining = true;
+		while (w->listeners)
+			accept_remove(w->listeners, true);
+		worker_conn_ended(w);
+		return false;
+	case WCMD_STOP:
+		while (w->listeners)
+			accept_remove(w->listeners, false);
+		conn_close_all(w);
+		return true;
+	}
+	return false;
+}
+
+/**
+ * on_wake() - the main thread has queued commands for this worker
  * @loop:	the worker's loop
  * @a:		&worker.wake
  * @revents:	unused
@@ -51,16 +138,55 @@
 static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 {
 	struct worker *w = a->data;
+	struct worker_cmd *c;
+	bool stop = false;
 
 	(void)revents;
-	if (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		c = w->cmds;
+		if (c)
+			w->cmds = c->next;
+		pthread_mutex_unlock(&w->lock);
+		if (!c)
+			break;
+		stop |= run_cmd(w, c);
+		free(c);
+	}
+	if (!stop)
 		return;
-	listener_stop(w);
-	conn_close_all(w);
 	ev_timer_stop(loop, &w->trim);
 	ev_timer_stop(loop, &w->stall_check);
 	ev_async_stop(loop, &w->wake);
 	ev_break(loop, EVBREAK_ALL);
+}
+
+/**
+ * worker_send() - queue a command for a worker and wake it
+ * @w:		the worker
+ * @kind:	what
+ * @l:		the listener, for ADD, UPDATE and REMOVE (for ADD, a
+ *		reference taken for the worker)
+ * @cfg:	the settings, for UPDATE (a reference taken for the worker)
+ * @fd:		the socket, for ADD
+ *
+ * Return: 0, or -1 if memory ran out (nothing was queued).
+ */
+int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+		struct lcfg *cfg, int fd)
+{
+	struct worker_cmd *c = calloc(1, sizeof(*c)), **link;
+
+	if (!c)
+		return -1;
+	*c = (struct worker_cmd){ kind, l, cfg, fd, NULL };
+	pthread_mutex_lock(&w->lock);
+	for (link = &w->cmds; *link; link = &(*link)->next)
+		;
+	*link = c;
+	pthread_mutex_unlock(&w->lock);
+	ev_async_send(w->loop, &w->wake);
+	return 0;
 }
 
 /**
@@ -91,27 +217,30 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 int worker_init(struct worker *w, struct proxy *px, unsigned id)
 {
 	const struct options *o = px->opt;
+	struct stat st;
 
 	w->px = px;
 	w->id = id;
-	w->listen_fd = -1;
 	w->loop = ev_loop_new(EVBACKEND_EPOLL);
 	if (!w->loop) {
 		log_err("cannot create the event loop of worker %u (epoll): %s",
 			id, strerror(errno));
 		return -1;
 	}
+	pthread_mutex_init(&w->lock, NULL);
 	pool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
 	bufpool_init(&w->bufs, o->buf_size, BUF_KEEP_BYTES);
-	/* Started now, before the thread runs, so that a stop sent at once
-	 * is not lost. */
+	/* Started now, before the thread runs, so that a command sent at
+	 * once is not lost. */
 	ev_async_init(&w->wake, on_wake);
 	w->wake.data = w;
 	ev_async_start(w->loop, &w->wake);
 	ev_timer_init(&w->trim, on_trim, TRIM_EVERY, TRIM_EVERY);
 	w->trim.data = w;
+	if (!fstat(netns_home(), &st))
+		w->netns_ino = st.st_ino;
 	conn_worker_init(w);
-	return listener_open(w);
+	return 0;
 }
 
 /**
@@ -123,18 +252,22 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	int ns = w->px->netns[SIDE_BACKEND];
+	struct proxy *px = w->px;
+	struct stat st;
 
-	/* For good: every backend socket this thread makes is to be made in
-	 * the backend namespace. */
-	if (ns >= 0 && netns_enter(ns)) {
-		log_err("worker %u cannot enter %s: %s; it serves no one",
-			w->id, w->px->opt->l.netns[SIDE_BACKEND],
-			strerror(errno));
-		ev_run(w->loop, 0);
-		return NULL;
+	/* For good, when every listener dials into one namespace: then no
+	 * connection needs a setns(), nor the privilege to make one. */
+	if (px->worker_netns >= 0) {
+		if (netns_enter(px->worker_netns)) {
+			log_err("worker %u cannot enter the backend namespace: %s; it serves no one",
+				w->id, strerror(errno));
+			w->draining = true; /* refuses every listener */
+		} else if (!fstat(px->worker_netns, &st)) {
+			w->netns_ino = st.st_ino;
+		}
 	}
-	listener_start(w);
+	if (!px->keep_sys_admin)
+		privs_drop_thread_cap(CAP_SYS_ADMIN);
 	ev_timer_start(w->loop, &w->trim);
 	ev_run(w->loop, 0);
 	return NULL;
@@ -158,13 +291,11 @@ int worker_start(struct worker *w)
 }
 
 /**
- * worker_stop() - end every connection of a running worker, and its thread
- * @w:	the worker, after worker_start()
+ * worker_join() - wait for a worker told WCMD_STOP to end
+ * @w:	the worker
  */
-void worker_stop(struct worker *w)
+void worker_join(struct worker *w)
 {
-	__atomic_store_n(&w->stop, true, __ATOMIC_RELEASE);
-	ev_async_send(w->loop, &w->wake);
 	pthread_join(w->thread, NULL);
 }
 
@@ -174,27 +305,35 @@ void worker_stop(struct worker *w)
  */
 void worker_destroy(struct worker *w)
 {
-	if (w->listen_fd >= 0)
-		close(w->listen_fd);
-	w->listen_fd = -1;
+	struct worker_cmd *c;
+
+	while ((c = w->cmds)) { /* sent after the stop: undo their refs */
+		w->cmds = c->next;
+		if (c->kind == WCMD_ADD) {
+			close(c->fd);
+			listener_put(c->l);
+		} else if (c->kind == WCMD_UPDATE) {
+			lcfg_put(c->cfg);
+		}
+		free(c);
+	}
 	pool_destroy(&w->pipes);
 	bufpool_destroy(&w->bufs);
-	if (w->loop)
+	if (w->loop) {
 		ev_loop_destroy(w->loop);
+		pthread_mutex_destroy(&w->lock);
+	}
 	w->loop = NULL;
 }
 
 /**
- * worker_report() - add a worker's counters and gauges to a scrape's sums
+ * worker_report() - add a worker's gauges to a scrape's sums
  * @w:		the worker, running in its own thread
- * @t:		the counters' sum
  * @g:		the gauges' sum; pipes_open is process-wide and left alone
  * @accepted:	set to the connections this worker accepted
  */
-void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
-		   uint64_t *accepted)
+void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted)
 {
-	totals_add(t, &w->tot);
 	*accepted = counter_read(&w->accepted);
 	g->total += *accepted;
 	g->active += counter_read(&w->active);
@@ -205,18 +344,4 @@ void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
 	g->bufs_lent += counter_read(&w->bufs.lent);
 	g->bufs_free += counter_read(&w->bufs.nfree);
 	g->buf_bytes_lent += counter_read(&w->bufs.lent_bytes);
-	g->refused_conns += counter_read(&w->refused[ADMIT_MAX_CONNS]);
-	g->refused_source += counter_read(&w->refused[ADMIT_PER_SOURCE]);
-	g->denied += counter_read(&w->denied);
-}
-
-/**
- * worker_backend_failures() - add a worker's failed connects per backend
- * @w:		the worker
- * @sum:	per backend, OPT_MAX_BACKENDS of them
- */
-void worker_backend_failures(const struct worker *w, uint64_t *sum)
-{
-	for (unsigned i = 0; i < OPT_MAX_BACKENDS; i++)
-		sum[i] += counter_read(&w->backend_failures[i]);
 }

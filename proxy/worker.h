@@ -15,7 +15,36 @@
 
 struct conn;
 struct dir;
+struct lcfg;
+struct listener;
 struct proxy;
+struct wlistener;
+
+enum worker_cmd_kind {
+	WCMD_ADD,    /* accept on @l's socket @fd */
+	WCMD_UPDATE, /* new connections on @l start with @cfg */
+	WCMD_REMOVE, /* stop accepting on @l: accept what is queued, close */
+	WCMD_DRAIN,  /* stop accepting everywhere; say when no connection is
+		      * left */
+	WCMD_STOP,   /* end every connection and leave the loop */
+};
+
+/**
+ * struct worker_cmd - one thing the main thread asks of a worker
+ * @kind:	what
+ * @l:		the listener, for ADD, UPDATE and REMOVE
+ * @cfg:	the new settings, for UPDATE (a reference the worker takes
+ *		over)
+ * @fd:		the socket, for ADD
+ * @next:	the queue
+ */
+struct worker_cmd {
+	enum worker_cmd_kind kind;
+	struct listener *l;
+	struct lcfg *cfg;
+	int fd;
+	struct worker_cmd *next;
+};
 
 /**
  * struct worker - one event loop thread and everything it owns
@@ -25,29 +54,28 @@ struct proxy;
  * @loop:	this worker's libev loop
  * @pipes:	its splice pipes (drawing on the process-wide budget)
  * @bufs:	its copy buffers
- * @listen_fd:	its own SO_REUSEPORT listening socket
- * @accept_w:	readable watcher on @listen_fd
- * @accept_pause: restarts @accept_w after accept() ran out of fds
- * @accept_warned: when the last accept pause was logged
- * @wake:	the process's way to reach this loop (see @stop)
- * @stop:	set by the main thread before it sends @wake: end every
- *		connection and leave the loop
+ * @listeners:	the listening sockets it accepts on (accept.c)
+ * @accept_warned: when the last pause for descriptors was logged
+ * @wake:	the main thread's way to reach this loop (see @cmds)
+ * @lock:	guards @cmds
+ * @cmds:	commands from the main thread, oldest first
+ * @draining:	stopped accepting; tells the main thread when it has no
+ *		connection left
+ * @idle:	draining, and no connection left (set by the worker, read by
+ *		the main thread)
+ * @netns_ino:	the network namespace the thread sits in (its inode), for
+ *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
- * @stalls:	directions whose pipe waits for its destination, oldest
- *		first (conn.c)
+ * @stalls:	directions whose pipe waits for its destination (conn.c)
  * @stall_check: runs while @stalls is not empty (conn.c)
  * @pipe_stalls: pipes that waited too long and were moved to a buffer (a
  *		counter any thread may read)
  * @conns:	live connections, newest first
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever accepted (a counter any thread may read)
- * @refused:	clients refused, per enum admit (counters likewise)
- * @denied:	clients refused by --allow (a counter likewise)
- * @backend_failures: failed connects, per backend (counters likewise)
- * @tot:	counters of everything this worker forwarded
  *
  * Nothing here is shared on the data path: the main thread only reads the
- * counters and gauges (see counter.h), and writes @stop once.
+ * counters and gauges (see counter.h), and queues commands under @lock.
  */
 struct worker {
 	struct proxy *px;
@@ -56,30 +84,29 @@ struct worker {
 	struct ev_loop *loop;
 	struct pipe_pool pipes;
 	struct buf_pool bufs;
-	int listen_fd;
-	ev_io accept_w;
-	ev_timer accept_pause;
+	struct wlistener *listeners;
 	ev_tstamp accept_warned;
 	ev_async wake;
-	bool stop;
+	pthread_mutex_t lock;
+	struct worker_cmd *cmds;
+	bool draining, idle;
+	ino_t netns_ino;
 	ev_timer trim;
 	struct dir *stalls;
 	ev_timer stall_check;
 	uint64_t pipe_stalls;
 	struct conn *conns;
 	uint64_t active, accepted;
-	uint64_t refused[ADMIT_PER_SOURCE + 1];
-	uint64_t denied;
-	uint64_t backend_failures[OPT_MAX_BACKENDS];
-	struct totals tot;
 };
 
 int worker_init(struct worker *w, struct proxy *px, unsigned id);
 int worker_start(struct worker *w);
-void worker_stop(struct worker *w);
+int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+		struct lcfg *cfg, int fd);
+void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
-void worker_report(const struct worker *w, struct totals *t, struct gauges *g,
+void worker_report(const struct worker *w, struct gauges *g,
 		   uint64_t *accepted);
-void worker_backend_failures(const struct worker *w, uint64_t *sum);
+void worker_conn_ended(struct worker *w);
 
 #endif /* SMBSPLICE_WORKER_H */

@@ -163,7 +163,11 @@ def scrape(port, path="/metrics"):
 
 
 def metric(m, name, **labels):
-    return m.get((name, tuple(sorted(labels.items()))), 0.0)
+    """The sum of @name's series whose labels include @labels: a series
+    labelled with its listener (listener="main") is counted unless the
+    caller names one."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in m.items() if n == name and want <= set(ls))
 
 
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
@@ -535,7 +539,7 @@ class Proxy:
             raise failure
 
 
-CONN_RE = re.compile(r"conn (\S+) -> (\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "
+CONN_RE = re.compile(r"conn (\S+) -> (\S+) listener=(\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "
                      r"c2s=(\d+) \(splice (\d+) copy (\d+)\) s2c=(\d+) \(splice (\d+) copy (\d+)\)")
 
 
@@ -544,9 +548,9 @@ def parse_conn_line(line):
     if not m:
         raise TestFailure(f"malformed connection log line: {line}")
     g = m.groups()
-    return {"client": g[0], "backend": g[1], "worker": int(g[2]), "end": g[3], "why": g[4], "dur": float(g[5]),
-            "c2s": int(g[6]), "c2s_splice": int(g[7]), "c2s_copy": int(g[8]),
-            "s2c": int(g[9]), "s2c_splice": int(g[10]), "s2c_copy": int(g[11])}
+    return {"client": g[0], "backend": g[1], "listener": g[2], "worker": int(g[3]), "end": g[4], "why": g[5],
+            "dur": float(g[6]), "c2s": int(g[7]), "c2s_splice": int(g[8]), "c2s_copy": int(g[9]),
+            "s2c": int(g[10]), "s2c_splice": int(g[11]), "s2c_copy": int(g[12])}
 
 
 def recv_exact(s, n):

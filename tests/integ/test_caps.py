@@ -60,7 +60,7 @@ def test_max_conns():
         except OSError:
             pass
     time.sleep(0.3)
-    lines = px.log().count(" refused: too many connections ")
+    lines = px.log().count(" refused by listener main: too many connections ")
     check(1 <= lines <= 2 * 10, f"41 refusals logged in {lines} lines (rate-limited per worker)")
     m = scrape(px.stats_port)
     check(metric(m, "smbsplice_refused_total", reason="max_conns") == 41, "every refusal counted")

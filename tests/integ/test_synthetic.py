@@ -42,7 +42,11 @@ def pick_pairs(base, profile, conns, opaque=0, truncated=0):
     return pairs
 
 
-def run_config(label, args, pairs, pace):
+def run_config(label, args, pairs, pace, each_class=True):
+    """Run @pairs through a proxy with @args; check bytes and counters.
+    With @each_class, every payload class must have been spliced; without
+    (two pipes among eight stalling connections: which class gets a pipe
+    is chance), only that something was."""
     holder = [None]
     srv = smbgen.make_server(holder, pace)
     px = Proxy(srv.addr, *args, stats=True)
@@ -75,11 +79,15 @@ def run_config(label, args, pairs, pace):
     due = {c: sum(tot.dir[d][("payloads", c, "splice")] for d in smbgen.DIRECTIONS) for c in smbgen.CLASSES}
     check(all(due.values()), f"{label}: the streams hold payloads to splice in every class ({due})")
 
-    check(spliced("to_client", "read") > 0, f"{label}: READ data was spliced ({spliced('to_client', 'read'):.0f} B)")
-    check(spliced("to_server", "write") > 0,
-          f"{label}: WRITE data was spliced ({spliced('to_server', 'write'):.0f} B)")
+    read, write = spliced("to_client", "read"), spliced("to_server", "write")
     other = spliced("to_client", "other") + spliced("to_server", "other")
-    check(other > 0, f"{label}: other payloads (transforms, large messages) were spliced ({other:.0f} B)")
+    if each_class:
+        check(read > 0, f"{label}: READ data was spliced ({read:.0f} B)")
+        check(write > 0, f"{label}: WRITE data was spliced ({write:.0f} B)")
+        check(other > 0, f"{label}: other payloads (transforms, large messages) were spliced ({other:.0f} B)")
+    else:
+        check(read + write + other > 0,
+              f"{label}: payloads were spliced (READ {read:.0f} B, WRITE {write:.0f} B, other {other:.0f} B)")
     denied = metric(m, "smbsplice_pipe_denied_total")
     check(denied > 0, f"{label}: pipes ran out and the copy pump served ({denied:.0f} times)")
     check(metric(m, "smbsplice_pipes_lent") == 0, f"{label}: no pipe is lent once every connection ended")
@@ -110,7 +118,7 @@ def main():
     pairs = pick_pairs((base << 8) + 200, "small", CONNS, opaque=1, truncated=1)
     stalling = smbgen.Pace(send_pause=0.01, recv_pause=0.1, long_p=0.05, long=0.05)
     run_config("short streams, stalling receivers, 2 pipes, 4K buffer",
-               smbgen.ARGS_4K + ["--max-pipes", "2", "--buffer-size", "4K"], pairs, stalling)
+               smbgen.ARGS_4K + ["--max-pipes", "2", "--buffer-size", "4K"], pairs, stalling, each_class=False)
 
 
 if __name__ == "__main__":

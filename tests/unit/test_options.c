@@ -95,46 +95,46 @@ static void test_full_command_line(void **state)
 	     "tcp", "--pipe-size", "8K", "--max-pipes", "16", "--buffer-size",
 	     "4K", "--connect-timeout", "0.5", "--idle-timeout", "0", "-v",
 	     "-v", "--no-splice");
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.l.mode, MODE_TCP);
-	assert_int_equal(o.pipe_size, 8192);
-	assert_int_equal(o.max_pipes, 16);
-	assert_int_equal(o.buf_size, 4096);
-	assert_true(o.l.connect_timeout == 0.5);
-	assert_true(o.l.idle_timeout == 0);
-	assert_int_equal(o.verbose, 2);
-	assert_false(o.l.splice);
+	assert_int_equal(c.ls[0].mode, MODE_TCP);
+	assert_int_equal(c.o.pipe_size, 8192);
+	assert_int_equal(c.o.max_pipes, 16);
+	assert_int_equal(c.o.buf_size, 4096);
+	assert_true(c.ls[0].connect_timeout == 0.5);
+	assert_true(c.ls[0].idle_timeout == 0);
+	assert_int_equal(c.o.verbose, 2);
+	assert_false(c.ls[0].splice);
 }
 
 static void test_defaults(void **state)
 {
 	ARGV("-l", "127.0.0.1:1445", "-b", "127.0.0.1:445");
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.l.mode, MODE_SMB);
-	assert_int_equal(o.pipe_size, OPT_DEFAULT_PIPE_SIZE);
-	assert_int_equal(o.max_pipes, OPT_DEFAULT_MAX_PIPES);
-	assert_int_equal(o.buf_size, OPT_DEFAULT_BUF_SIZE);
-	assert_true(o.l.splice);
-	assert_int_equal(o.l.th.min[SMB_CLASS_READ], OPT_DEFAULT_THRESHOLD);
-	assert_int_equal(o.l.th.min[SMB_CLASS_OTHER], SMB_THRESHOLD_OFF);
-	assert_int_equal(o.stats.len, 0);
+	assert_int_equal(c.ls[0].mode, MODE_SMB);
+	assert_int_equal(c.o.pipe_size, OPT_DEFAULT_PIPE_SIZE);
+	assert_int_equal(c.o.max_pipes, OPT_DEFAULT_MAX_PIPES);
+	assert_int_equal(c.o.buf_size, OPT_DEFAULT_BUF_SIZE);
+	assert_true(c.ls[0].splice);
+	assert_int_equal(c.ls[0].th.min[SMB_CLASS_READ], OPT_DEFAULT_THRESHOLD);
+	assert_int_equal(c.ls[0].th.min[SMB_CLASS_OTHER], SMB_THRESHOLD_OFF);
+	assert_int_equal(c.o.stats.len, 0);
 }
 
 /* Each bad command line gets one line naming what is wrong. */
 static void expect_bad(int argc, char **argv, const char *needle)
 {
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_BAD);
 	assert_non_null(strstr(err, needle));
 	assert_null(strchr(err, '\n'));
@@ -175,16 +175,16 @@ static void test_thresholds_and_stats(void **state)
 	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--read-threshold",
 	     "16K", "--write-threshold", "off", "--other-threshold", "1M",
 	     "--stats", "127.0.0.1:9445");
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 	uint32_t v;
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.l.th.min[SMB_CLASS_READ], 16384);
-	assert_int_equal(o.l.th.min[SMB_CLASS_WRITE], SMB_THRESHOLD_OFF);
-	assert_int_equal(o.l.th.min[SMB_CLASS_OTHER], 1 << 20);
-	assert_true(o.stats.len > 0);
+	assert_int_equal(c.ls[0].th.min[SMB_CLASS_READ], 16384);
+	assert_int_equal(c.ls[0].th.min[SMB_CLASS_WRITE], SMB_THRESHOLD_OFF);
+	assert_int_equal(c.ls[0].th.min[SMB_CLASS_OTHER], 1 << 20);
+	assert_true(c.o.stats.len > 0);
 
 	assert_int_equal(parse_threshold("off", &v), 0);
 	assert_int_equal(v, SMB_THRESHOLD_OFF);
@@ -208,43 +208,43 @@ static void test_deployment_options(void **state)
 	     "--congestion", "client:reno", "--source", "2001:db8::9",
 	     "--mptcp", "backend", "--listen-netns", "files", "--backend-netns",
 	     "1234", "--idle-timeout", "off");
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.l.nbackends, 2);
-	assert_string_equal(o.l.backend[1].text, "[2001:db8::2]:445");
-	assert_int_equal(o.l.nallow, 2);
-	assert_int_equal(o.l.allow[0].bits, 32);
-	assert_int_equal(o.l.allow[1].family, AF_INET);
-	assert_int_equal(o.l.allow[1].bits, 32);
-	assert_int_equal(o.l.keepalive.idle, 30);
-	assert_int_equal(o.l.keepalive.intvl, 5);
-	assert_int_equal(o.l.keepalive.cnt, 4);
-	assert_string_equal(o.l.cc[SIDE_CLIENT], "reno");
-	assert_string_equal(o.l.cc[SIDE_BACKEND], "bbr");
-	assert_true(o.l.source.len > 0);
-	assert_false(o.l.mptcp[SIDE_CLIENT]);
-	assert_true(o.l.mptcp[SIDE_BACKEND]);
-	assert_string_equal(o.l.netns[SIDE_CLIENT], "/run/netns/files");
-	assert_string_equal(o.l.netns[SIDE_BACKEND], "/proc/1234/ns/net");
-	assert_true(o.l.idle_timeout == 0);
+	assert_int_equal(c.ls[0].nbackends, 2);
+	assert_string_equal(c.ls[0].backend[1].text, "[2001:db8::2]:445");
+	assert_int_equal(c.ls[0].nallow, 2);
+	assert_int_equal(c.ls[0].allow[0].bits, 32);
+	assert_int_equal(c.ls[0].allow[1].family, AF_INET);
+	assert_int_equal(c.ls[0].allow[1].bits, 32);
+	assert_int_equal(c.ls[0].keepalive.idle, 30);
+	assert_int_equal(c.ls[0].keepalive.intvl, 5);
+	assert_int_equal(c.ls[0].keepalive.cnt, 4);
+	assert_string_equal(c.ls[0].cc[SIDE_CLIENT], "reno");
+	assert_string_equal(c.ls[0].cc[SIDE_BACKEND], "bbr");
+	assert_true(c.ls[0].source.len > 0);
+	assert_false(c.ls[0].mptcp[SIDE_CLIENT]);
+	assert_true(c.ls[0].mptcp[SIDE_BACKEND]);
+	assert_string_equal(c.ls[0].netns[SIDE_CLIENT], "/run/netns/files");
+	assert_string_equal(c.ls[0].netns[SIDE_BACKEND], "/proc/1234/ns/net");
+	assert_true(c.ls[0].idle_timeout == 0);
 }
 
 /* The defaults a WAN gateway relies on: keepalive on, no idle timeout. */
 static void test_wan_defaults(void **state)
 {
 	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2");
-	struct options o;
+	static struct config c;
 	char err[256] = "";
 
-	assert_int_equal(options_parse(&o, argc, argv, err, sizeof(err)),
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(o.l.keepalive.idle, OPT_DEFAULT_KA_IDLE);
-	assert_true(o.l.idle_timeout == 0);
-	assert_int_equal(o.l.nallow, 0);
-	assert_false(o.l.transparent);
+	assert_int_equal(c.ls[0].keepalive.idle, OPT_DEFAULT_KA_IDLE);
+	assert_true(c.ls[0].idle_timeout == 0);
+	assert_int_equal(c.ls[0].nallow, 0);
+	assert_false(c.ls[0].transparent);
 }
 
 static void test_cidr(void **state)

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* accept.c - accepting clients, in each worker
+ *
+ * Theory of operation: every worker has a listening socket of its own per
+ * listener, bound to the same address with SO_REUSEPORT, and the kernel
+ * spreads new connections over them; so workers never contend for an
+ * accept queue or hand connections to each other. The main thread makes
+ * the sockets (listener.c) and hands each to its worker, which watches it
+ * here until the listener is removed or the process drains.
+ *
+ * The backlog is as deep as the kernel allows (net.core.somaxconn), so
+ * that every client of a failed-over server can reconnect at once. The
+ * listening socket is level-triggered; each wake accepts a bounded batch
+ * so that a flood of connects cannot starve the connections already open.
+ *
+ * Before each accept the worker takes a new connection's two descriptors
+ * from the process's budget (limits.c), and pauses accepting for
+ * ACCEPT_PAUSE seconds when the budget cannot spare them, leaving clients
+ * in the backlog until connections end; accept() failing for lack of
+ * descriptors or memory, or the socket() of a backend connection (see
+ * conn.c), pauses it the same way, with at most one log line every
+ * ACCEPT_WARN_EVERY seconds. A client outside every --allow network is
+ * reset at once, with a rate-limited log line, before it counts against
+ * any cap; one past --max-conns or --max-conns-per-source likewise.
+ *
+ * Removing a listener (a reload, or SIGTERM's drain) first accepts what
+ * is already queued on the socket, so that no client the kernel accepted
+ * is reset by the close, then closes it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "accept.h"
+#include "conn.h"
+#include "counter.h"
+#include "limits.h"
+#include "listener.h"
+#include "log.h"
+#include "proxy.h"
+#include "sock.h"
+#include "worker.h"
+
+#define ACCEPT_BATCH	  64
+#define ACCEPT_PAUSE	  0.1
+#define ACCEPT_WARN_EVERY 10.0
+
+/* A removed socket's queue is drained up to this many clients. */
+#define ACCEPT_DRAIN_MAX 4096
+
+/**
+ * accept_out_of_resources() - is this accept() failure worth a pause
+ * @err:	errno from accept()
+ *
+ * Return: true for EMFILE, ENFILE, ENOBUFS and ENOMEM.
+ */
+bool accept_out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM;
+}
+
+/**
+ * accept_backoff() - stop accepting on a socket for ACCEPT_PAUSE seconds
+ * @loop:	the loop
+ * @t:		the socket's pause timer, set up by accept_pause_init()
+ */
+void accept_backoff(struct ev_loop *loop, ev_timer *t)
+{
+	ev_io_stop(loop, t->data);
+	ev_timer_set(t, ACCEPT_PAUSE, 0.);
+	ev_timer_start(loop, t);
+}
+
+/**
+ * on_accept_resume() - the pause is over: accept again
+ * @loop:	the loop
+ * @w:		the pause timer, whose data is the socket's watcher
+ * @revents:	unused
+ */
+static void on_accept_resume(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	ev_io_start(loop, w->data);
+}
+
+/**
+ * accept_pause_init() - set up the pause timer of a listening socket
+ * @t:	the timer
+ * @w:	the socket's readable watcher, which the timer restarts
+ */
+void accept_pause_init(ev_timer *t, ev_io *w)
+{
+	ev_timer_init(t, on_accept_resume, ACCEPT_PAUSE, 0.);
+	t->data = w;
+}
+
+/**
+ * accept_pause_all() - stop a worker accepting for a moment
+ * @w:		the worker
+ * @why:	what ran out: strerror() of accept()'s or socket()'s errno,
+ *		or the descriptor budget
+ */
+void accept_pause_all(struct worker *w, const char *why)
+{
+	ev_tstamp now = ev_now(w->loop);
+
+	/* One line per ACCEPT_WARN_EVERY seconds, not one per pause. */
+	if (now - w->accept_warned >= ACCEPT_WARN_EVERY) {
+		w->accept_warned = now;
+		log_warn(
+			"out of file descriptors (%s); pausing accepts for %gs (%u connections open; raise ulimit -n or LimitNOFILE=)",
+			why, ACCEPT_PAUSE, limits_conns(&w->px->limits));
+	}
+	for (struct wlistener *wl = w->listeners; wl; wl = wl->next)
+		accept_backoff(w->loop, &wl->pause);
+}
+
+/**
+ * allowed() - is a client in one of the listener's --allow networks
+ * @lo:		the listener's settings
+ * @peer:	the client's address
+ *
+ * Return: true if it is, or if the listener allows everyone.
+ */
+static bool allowed(const struct listen_opts *lo, const struct sockaddr *peer)
+{
+	if (!lo->nallow)
+		return true;
+	for (unsigned i = 0; i < lo->nallow; i++)
+		if (cidr_match(&lo->allow[i], peer))
+			return true;
+	return false;
+}
+
+/**
+ * turn_away() - reset a client that is not to be served
+ * @fd:		the client socket
+ * @peer:	its address
+ * @lname:	the listener's name
+ * @why:	why, for the rate-limited log line
+ */
+static void turn_away(int fd, const struct sockaddr *peer, const char *lname,
+		      const char *why)
+{
+	char text[64];
+
+	sock_addr_text(peer, text, sizeof(text));
+	log_rate(LOG_LVL_WARN, "conn %s refused by listener %s: %s", text,
+		 lname, why);
+	sock_set_linger0(fd);
+	close(fd);
+}
+
+/**
+ * take_client() - admit an accepted client, or refuse it
+ * @wl:		the listener it came on
+ * @fd:		the client socket; its two descriptors are reserved
+ * @peer:	its address
+ */
+static void take_client(struct wlistener *wl, int fd,
+			const struct sockaddr *peer)
+{
+	struct worker *w = wl->w;
+	const struct options *o = w->px->opt;
+	struct lstats *st = &wl->l->st[w->id];
+	struct limits *lim = &w->px->limits;
+	struct source_key key;
+	char why[96];
+	enum admit a;
+
+	if (!allowed(&wl->cfg->o, peer)) {
+		fd_budget_give(&lim->fds, 2);
+		counter_add(&st->denied, 1);
+		turn_away(fd, peer, wl->l->name, "not in --allow");
+		return;
+	}
+	source_key_of(peer, &key);
+	a = limits_admit(lim, &key);
+	if (a != ADMIT_OK) {
+		fd_budget_give(&lim->fds, 2);
+		counter_add(&st->refused[a], 1);
+		snprintf(why, sizeof(why), "%s (--%s %u)",
+			 a == ADMIT_MAX_CONNS
+				 ? "too many connections"
+				 : "too many connections from its address",
+			 a == ADMIT_MAX_CONNS ? "max-conns"
+					      : "max-conns-per-source",
+			 a == ADMIT_MAX_CONNS ? o->max_conns
+					      : o->max_per_source);
+		turn_away(fd, peer, wl->l->name, why);
+		return;
+	}
+	counter_add(&st->accepted, 1);
+	conn_open(w, wl->l, wl->cfg, fd, peer, &key);
+}
+
+/**
+ * accept_batch() - accept up to @max clients queued on a socket
+ * @wl:		the listener
+ * @max:	how many at most
+ *
+ * Return: true if the queue is empty (or accepting must pause).
+ */
+static bool accept_batch(struct wlistener *wl, int max)
+{
+	struct worker *w = wl->w;
+	struct fd_budget *fds = &w->px->limits.fds;
+	struct sockaddr_storage peer;
+	char why[96];
+	socklen_t len;
+	int fd;
+
+	for (int i = 0; i < max; i++) {
+		if (!fd_budget_take(fds, 2)) {
+			snprintf(why, sizeof(why),
+				 "budget of %ld spent by connections and pipes",
+				 fds->limit);
+			accept_pause_all(w, why);
+			return true;
+		}
+		len = sizeof(peer);
+		fd = accept4(wl->fd, (struct sockaddr *)&peer, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			take_client(wl, fd, (struct sockaddr *)&peer);
+			continue;
+		}
+		fd_budget_give(fds, 2);
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (accept_out_of_resources(errno))
+			accept_pause_all(w, strerror(errno));
+		else if (errno != EAGAIN && errno != EWOULDBLOCK)
+			log_rate(LOG_LVL_ERR, "accept: %s", strerror(errno));
+		return true;
+	}
+	return false;
+}
+
+/**
+ * on_accept() - a listening socket is readable
+ * @loop:	the loop
+ * @io:		&wlistener.io
+ * @revents:	unused
+ */
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
+{
+	(void)loop;
+	(void)revents;
+	accept_batch(io->data, ACCEPT_BATCH);
+}
+
+/**
+ * accept_add() - start accepting on a listener's socket, in its worker
+ * @w:		the worker
+ * @l:		the listener, whose reference (taken by the main thread for
+ *		this worker) the worker now holds
+ * @fd:		the worker's socket for it
+ *
+ * Return: the worker's handle on it, or NULL if memory ran out (the
+ * socket is closed and the reference dropped).
+ */
+struct wlistener *accept_add(struct worker *w, struct listener *l, int fd)
+{
+	struct wlistener *wl = calloc(1, sizeof(*wl));
+
+	if (!wl) {
+		log_err("worker %u: out of memory for listener %s", w->id,
+			l->name);
+		close(fd);
+		listener_put(l);
+		return NULL;
+	}
+	wl->w = w;
+	wl->l = l;
+	wl->cfg = l->cfg;
+	lcfg_get(wl->cfg);
+	wl->fd = fd;
+	ev_io_init(&wl->io, on_accept, fd, EV_READ);
+	wl->io.data = wl;
+	accept_pause_init(&wl->pause, &wl->io);
+	ev_io_start(w->loop, &wl->io);
+	wl->next = w->listeners;
+	w->listeners = wl;
+	return wl;
+}
+
+/**
+ * accept_set_cfg() - new connections start with new settings
+ * @wl:		the worker's listener
+ * @cfg:	the settings, whose reference the worker now holds
+ */
+void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg)
+{
+	lcfg_put(wl->cfg);
+	wl->cfg = cfg;
+}
+
+/**
+ * accept_remove() - stop accepting on a listener and close its socket
+ * @wl:		the worker's listener, unlinked and freed here
+ * @drain:	first accept what the kernel already queued, so that the
+ *		close resets no client that completed its handshake
+ */
+void accept_remove(struct wlistener *wl, bool drain)
+{
+	struct worker *w = wl->w;
+	struct wlistener **link = &w->listeners;
+
+	while (*link != wl)
+		link = &(*link)->next;
+	*link = wl->next;
+	ev_io_stop(w->loop, &wl->io);
+	ev_timer_stop(w->loop, &wl->pause);
+	if (drain)
+		accept_batch(wl, ACCEPT_DRAIN_MAX);
+	close(wl->fd);
+	lcfg_put(wl->cfg);
+	listener_put(wl->l);
+	free(wl);
+}

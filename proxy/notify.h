@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_NOTIFY_H
+#define SMBSPLICE_NOTIFY_H
+
+int notify_inherited(int **fds);
+void notify_ready(unsigned nlisteners);
+void notify_stopping(unsigned long open);
+void notify_reloading(void);
+void notify_status(const char *status);
+
+#endif /* SMBSPLICE_NOTIFY_H */
