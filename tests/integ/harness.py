@@ -70,16 +70,30 @@ def need(tool, package):
         sys.exit(77)
 
 
+def in_netns(netns, argv):
+    """`argv` run inside the network namespace named `netns` (one made
+    with `ip netns add`), or as it is if `netns` is None."""
+    return ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+
+
 class Samba:
     """A throwaway smbd on a loopback port (contrib/throwaway-smbd.sh):
     its own smb.conf and directories under tests/tmp, user root with
-    password `password`, one share named "share"."""
+    password `password`, one share named "share".
+
+    With `netns`, the name of a network namespace made with `ip netns add`
+    (its lo up), the script runs under `ip netns exec`: smbd listens on
+    127.0.0.1:PORT inside that namespace, and the script's readiness check
+    connects there too. Its files stay where the host sees them."""
 
     running = []
     password = "smbsplice"
 
-    def __init__(self):
+    def __init__(self, netns=None):
         need("smbd", "samba")
+        if netns:
+            need("ip", "iproute2")
+        self.netns = netns
         os.makedirs(TMPDIR, exist_ok=True)
         self.dir = tempfile.mkdtemp(prefix="smbd-", dir=TMPDIR)
         self.port = free_port()
@@ -87,7 +101,7 @@ class Samba:
         self.share = os.path.join(self.dir, "share")
         self.script = os.path.join(SRCDIR, "contrib/throwaway-smbd.sh")
         env = dict(os.environ, SMB_PASS=self.password)
-        r = subprocess.run([self.script, "start", self.dir, str(self.port)], env=env,
+        r = subprocess.run(in_netns(netns, [self.script, "start", self.dir, str(self.port)]), env=env,
                            capture_output=True, text=True, timeout=60)
         if r.returncode:
             raise TestFailure(f"throwaway smbd did not start: {r.stderr}")
@@ -103,10 +117,12 @@ class Samba:
         for s in list(cls.running):
             s.stop()
 
-    def smbclient(self, port, *args, cmd):
-        """Run smbclient against //127.0.0.1/share on `port`."""
+    def smbclient(self, port, *args, cmd, netns=None):
+        """Run smbclient against //127.0.0.1/share on `port`; with `netns`,
+        inside that network namespace (`ip netns exec`)."""
         need("smbclient", "smbclient")
-        argv = ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{self.password}", *args, "-c", cmd]
+        argv = in_netns(netns, ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{self.password}",
+                                *args, "-c", cmd])
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         if r.returncode:
             raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
