@@ -9,8 +9,8 @@ set -euo pipefail
 pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev
 	samba smbclient samba-testsuite python3-impacket
-	clang libclang-rt-14-dev)
-bench=(haproxy socat passt iperf3 gnuplot-nox iproute2 strace libsmbclient-dev)
+	clang libclang-rt-14-dev iproute2 nftables)
+bench=(haproxy socat passt iperf3 gnuplot-nox strace libsmbclient-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 
 missing=()
