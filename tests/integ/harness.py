@@ -89,18 +89,29 @@ class Samba:
     running = []
     password = "smbsplice"
 
-    def __init__(self, netns=None):
+    def __init__(self, netns=None, interfaces=None, port=None, conf_extra=None):
+        """By default on a free loopback port. netns: run smbd inside that
+        network namespace (a name in /run/netns); interfaces: the addresses
+        it binds to there, space-separated (the first is self.addr); port:
+        its port, for a namespace of the test's own where none is taken;
+        conf_extra: text appended to its smb.conf (see the script)."""
         need("smbd", "samba")
         if netns:
             need("ip", "iproute2")
         self.netns = netns
         os.makedirs(TMPDIR, exist_ok=True)
         self.dir = tempfile.mkdtemp(prefix="smbd-", dir=TMPDIR)
-        self.port = free_port()
-        self.addr = f"127.0.0.1:{self.port}"
+        self.port = port or free_port()
+        self.addr = fmt_addr(interfaces.split()[0] if interfaces else "127.0.0.1", self.port)
         self.share = os.path.join(self.dir, "share")
+        self.conf = os.path.join(self.dir, "smb.conf")
+        self.netns = netns
         self.script = os.path.join(SRCDIR, "contrib/throwaway-smbd.sh")
         env = dict(os.environ, SMB_PASS=self.password)
+        if interfaces:
+            env["SMB_INTERFACES"] = interfaces
+        if conf_extra:
+            env["SMB_CONF_EXTRA"] = conf_extra
         r = subprocess.run(in_netns(netns, [self.script, "start", self.dir, str(self.port)]), env=env,
                            capture_output=True, text=True, timeout=60)
         if r.returncode:
@@ -351,8 +362,14 @@ class Proxy:
     EXIT_WAIT = 30.0
 
     def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False,
-                 user=None):
-        self.port, holder = reserve_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
+                 user=None, port=None):
+        """port: listen on this port rather than a free one reserved on the
+        host: for a listen address in a network namespace of the test's
+        own (--listen-netns among args), where no other test can take it."""
+        if port:
+            self.port, holder = port, socket.socket()  # nothing to hold
+        else:
+            self.port, holder = reserve_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
         if user:
             # SO_REUSEPORT shares a port only between sockets of one user:
             # the holder (root's) would keep another user's smbsplice out.
