@@ -760,6 +760,25 @@ static void conn_dial(struct conn *c)
 }
 
 /**
+ * transparent_hint() - what to check when a transparent connect times out
+ * @lo:		the listener's settings
+ * @end:	how the connect failed
+ *
+ * With --transparent, the server answers the client's address; if the
+ * routing does not bring that answer back to this host, the connect never
+ * completes, and the timeout is all anyone sees.
+ *
+ * Return: the hint, or "".
+ */
+static const char *transparent_hint(const struct listen_opts *lo,
+				    enum conn_end end)
+{
+	return lo->transparent && end == END_TIMEOUT
+		       ? "; with --transparent, check that the server's replies to the client's address are routed back through this host (see README)"
+		       : "";
+}
+
+/**
  * conn_backend_failed() - the backend being dialled failed: try the next
  * @c:		the connection, in CS_CONNECTING
  * @end:	how the connection ends if no backend is left
@@ -791,10 +810,11 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 	}
 	if (lo->nbackends > 1)
 		snprintf(text, sizeof(text),
-			 "all %u backends failed, the last: %s", lo->nbackends,
-			 why);
+			 "all %u backends failed, the last: %s%s",
+			 lo->nbackends, why, transparent_hint(lo, end));
 	else
-		snprintf(text, sizeof(text), "backend %s", why);
+		snprintf(text, sizeof(text), "backend %s%s", why,
+			 transparent_hint(lo, end));
 	conn_end(c, end, text);
 }
 

@@ -62,7 +62,7 @@ struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
 			continue;
 		c->netns[side] = netns_open(o->netns[side], why, sizeof(why));
 		if (c->netns[side] < 0) {
-			snprintf(err, errlen, "listener %s: %s %s", o->name,
+			snprintf(err, errlen, "listener %s: --%s %s", o->name,
 				 opt_name[side], why);
 			lcfg_put(c);
 			return NULL;

@@ -30,6 +30,7 @@
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "privs.h"
 #include "proxy.h"
 #include "reload.h"
 #include "sock.h"
@@ -78,6 +79,13 @@ static int check_backend_side(struct proxy *px, struct lcfg *cfg, char *err,
 	int ns = cfg->netns[SIDE_BACKEND], r;
 
 	(void)px;
+	if (cfg->o.transparent && !privs_have(CAP_NET_ADMIN)) {
+		snprintf(
+			err, errlen,
+			"listener %s: --transparent needs CAP_NET_ADMIN: run as root, or grant it (AmbientCapabilities=CAP_NET_ADMIN)",
+			cfg->o.name);
+		return -1;
+	}
 	if (ns >= 0 && netns_enter(ns)) {
 		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
 			 cfg->o.name, cfg->o.netns[SIDE_BACKEND],

@@ -52,6 +52,7 @@ def run(main, alarm=600):
     try:
         main()
         Proxy.stop_all()
+        Proxy.remove_logs()  # kept only when the test fails
     except TestFailure as e:
         print(f"FAIL: {e}", flush=True)
         # Stopped first, so that what they report at exit is in the logs.
@@ -356,6 +357,7 @@ class Proxy:
     """smbsplice as a child process, with its log in a temporary file."""
 
     running = []
+    stopped = []
     # How long stop() waits for the daemon's new sockets to go, and for it
     # to exit after SIGTERM (LeakSanitizer's scan at exit takes a moment).
     FD_WAIT = 5.0
@@ -380,7 +382,8 @@ class Proxy:
             self.stats_port = free_port()
             args = (*args, "--stats", f"127.0.0.1:{self.stats_port}")
         self.logf = tempfile.NamedTemporaryFile(prefix="smbsplice-", suffix=".log", delete=False)
-        argv = [user_copy(SMBSPLICE) if user else SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
+        self.binary = user_copy(SMBSPLICE) if user else None
+        argv = [self.binary or SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
         pre = None
         if rlimit_nofile or user:
             import pwd
@@ -537,6 +540,10 @@ class Proxy:
                 problems.append(f"smbsplice did not exit within {self.EXIT_WAIT:.0f} s of SIGTERM: killed")
         if self in Proxy.running:
             Proxy.running.remove(self)
+        if self.binary:
+            shutil.rmtree(os.path.dirname(self.binary), ignore_errors=True)
+            self.binary = None
+        Proxy.stopped.append(self)
         if not check:
             return
         rc = self.proc.returncode
@@ -551,6 +558,15 @@ class Proxy:
             if not report:
                 problems.append(f"log of {' '.join(self.argv)}:\n{log}")
             raise TestFailure("\n".join(problems))
+
+    @classmethod
+    def remove_logs(cls):
+        """Delete the logs of every daemon the test ran."""
+        for p in cls.stopped + cls.running:
+            try:
+                os.unlink(p.logf.name)
+            except OSError:
+                pass
 
     @classmethod
     def stop_all(cls, check=True, dump=False):

@@ -273,7 +273,7 @@ def test_peer_address(fam, echo):
     check(echo.accepted == 2, f"IPv{fam}: ... and never reaches the server")
     m = scrape(pt.stats_port)
     check(metric(m, "smbsplice_denied_total") == 1, f"IPv{fam}: counted in smbsplice_denied_total")
-    lines = re.findall(rf"warning: conn {re.escape(fmt_addr(out, ''))}\d+ refused: not in --allow \(listener main\)$",
+    lines = re.findall(rf"warning: conn {re.escape(fmt_addr(out, ''))}\d+ refused by listener main: not in --allow$",
                        pt.log(), re.M)
     check(len(lines) == 1, f"IPv{fam}: logged: {lines[0] if lines else '(no line)'}")
     check(ask(pc, PEER_T, src=c) == c, f"IPv{fam}: a client inside the allowed network is still served")
@@ -320,7 +320,7 @@ def test_denied_flood(pt4):
     took = time.monotonic() - pt4.first_denied
     m = scrape(pt4.stats_port)
     check(metric(m, "smbsplice_denied_total") == FLOOD, f"{FLOOD} refusals counted in smbsplice_denied_total")
-    lines = pt4.log().count(" refused: not in --allow ")
+    lines = pt4.log().count(" refused by listener main: not in --allow")
     # The window is counted in whole seconds from the first line: it can
     # turn a little before 10 s have passed.
     if took < 8.5:
@@ -337,10 +337,10 @@ def test_suppressed_note(pt4, lines):
     if wait > 0:
         time.sleep(wait)
     check(ask(PC4, PEER_T, src=C4_OUT) is None, "a refusal after the 10 s window")
-    pt4.wait_log(r"refused: not in --allow \(listener main\) \(and \d+ more like it suppressed\)$")
+    pt4.wait_log(r"refused by listener main: not in --allow \(and \d+ more like it suppressed\)$")
     log = pt4.log()
-    logged = log.count(" refused: not in --allow ")
-    notes = [int(n) for n in re.findall(r"refused: not in --allow .*\(and (\d+) more like it suppressed\)$", log, re.M)]
+    logged = log.count(" refused by listener main: not in --allow")
+    notes = [int(n) for n in re.findall(r"refused by listener main: not in --allow .*\(and (\d+) more like it suppressed\)$", log, re.M)]
     check(logged + sum(notes) == FLOOD + 1,
           f"its line says '(and {notes[-1]} more like it suppressed)': {FLOOD + 1} refusals, {logged} lines")
 
