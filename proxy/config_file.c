@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <ini.h>
 
 #include "config_file.h"
@@ -136,8 +137,14 @@ enum opt_result config_load(struct config *c, const char *path, char *err,
 	ini_allow_multiline = false;
 	line = ini_parse(path, on_key, &ld);
 	if (line < 0) {
-		snprintf(err, errlen, "%s: %s", path,
-			 line == -1 ? strerror(errno) : "out of memory");
+		int e = errno;
+
+		snprintf(err, errlen, "%s: %s%s", path,
+			 line == -1 ? strerror(e) : "out of memory",
+			 line == -1 && e == EACCES && geteuid()
+				 ? " (smbsplice no longer runs as root: the"
+				   " file must be readable by its --user)"
+				 : "");
 		return OPT_BAD;
 	}
 	if (line > 0) {

@@ -364,11 +364,16 @@ class Proxy:
     EXIT_WAIT = 30.0
 
     def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False,
-                 user=None, port=None):
+                 user=None, port=None, listen=True, env=None, wrap=()):
         """port: listen on this port rather than a free one reserved on the
         host: for a listen address in a network namespace of the test's
-        own (--listen-netns among args), where no other test can take it."""
-        if port:
+        own (--listen-netns among args), where no other test can take it.
+        listen=False: args alone describe the listeners (a config file);
+        backend is then ignored. env: the daemon's environment. wrap: a
+        command that execs smbsplice (systemd-socket-activate ...)."""
+        if not listen:
+            self.port, holder = None, socket.socket()
+        elif port:
             self.port, holder = port, socket.socket()  # nothing to hold
         else:
             self.port, holder = reserve_port(socket.AF_INET6 if ":" in listen_host else socket.AF_INET, listen_host)
@@ -383,7 +388,8 @@ class Proxy:
             args = (*args, "--stats", f"127.0.0.1:{self.stats_port}")
         self.logf = tempfile.NamedTemporaryFile(prefix="smbsplice-", suffix=".log", delete=False)
         self.binary = user_copy(SMBSPLICE) if user else None
-        argv = [self.binary or SMBSPLICE, "--listen", self.addr, "--backend", backend, *args]
+        argv = [*wrap, self.binary or SMBSPLICE,
+                *(("--listen", self.addr, "--backend", backend) if listen else ()), *args]
         pre = None
         if rlimit_nofile or user:
             import pwd
@@ -403,7 +409,7 @@ class Proxy:
         self.max_pipes = int(args[args.index("--max-pipes") + 1]) if "--max-pipes" in args else 1024
         self.stats = stats
         self.fds0 = None
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre, env=env)
         Proxy.running.append(self)
         if not check_start:
             holder.close()
@@ -412,10 +418,14 @@ class Proxy:
                 self.wait_log(r"listening on", 10)
             finally:
                 holder.close()
-            # What it holds once it is listening: the listening sockets,
-            # the log, its epoll and event fds (and, once it has threads,
-            # theirs). stop() compares against this.
-            self.fds0 = fd_table(self.proc.pid)
+            self.started()
+
+    def started(self):
+        """Take the descriptor snapshot stop() compares against, once the
+        daemon listens: its listening sockets, the log, its epoll and event
+        fds, its threads'. (Every listener's sockets are open before the
+        first "listening on" line.)"""
+        self.fds0 = fd_table(self.proc.pid)
 
     def log(self):
         with open(self.logf.name, errors="replace") as f:
