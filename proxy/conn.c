@@ -369,7 +369,9 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
  */
 static enum conn_end end_for_errno(int err)
 {
-	return err == ECONNRESET || err == EPIPE ? END_RST : END_ERROR;
+	/* ENOTCONN: the shutdown() forwarding a FIN found the socket reset. */
+	return err == ECONNRESET || err == EPIPE || err == ENOTCONN ? END_RST
+								    : END_ERROR;
 }
 
 /**

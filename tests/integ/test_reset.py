@@ -1,5 +1,6 @@
 """A reset from either peer resets the other one (SO_LINGER 0), promptly,
-and the connection is logged with end=rst."""
+and the connection is logged with end=rst; so is a reset smbsplice only
+finds when it forwards the other side's FIN (shutdown() says ENOTCONN)."""
 import socket
 import struct
 import threading
@@ -69,10 +70,35 @@ def test_server_resets(args):
     srv.close()
 
 
+def test_reset_found_at_shutdown(args):
+    """The client closes after a whole request; the server's reply draws a
+    reset from the client's kernel, then the server closes: the reset is
+    first seen by the shutdown() that forwards the server's FIN."""
+    def handler(c):
+        while c.recv(65536):
+            pass
+        time.sleep(0.2)
+        c.sendall(b"x" * 1000)
+        time.sleep(0.3)
+
+    srv = Server(handler)
+    px = Proxy(srv.addr, *args)
+    echo = b"\xfeSMB" + struct.pack("<H", 64) + bytes(6) + struct.pack("<H", 13) + bytes(50) + b"\x04\0\0\0"
+    c = px.connect()
+    c.sendall(b"\0" + len(echo).to_bytes(3, "big") + echo)
+    c.close()
+    line = px.wait_log(r"^.* end=\S+ .*$")[0]
+    check(" end=rst " in line, f"{args}: a reset found by shutdown() is logged end=rst ({line.strip()})")
+    px.stop()
+    srv.close()
+
+
 def main():
     for args in ([], ["--no-splice"], ["--buffer-size", "1K", "--pipe-size", "8K"]):
         test_client_resets(args)
         test_server_resets(args)
+    for args in (["--mode", "tcp"], ["--mode", "smb"]):
+        test_reset_found_at_shutdown(args)
 
 
 if __name__ == "__main__":
