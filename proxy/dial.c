@@ -27,6 +27,12 @@
 #include "dial.h"
 #include "sock.h"
 
+/* What to look at when an algorithm is refused, on either side. */
+#define CC_HINT                                                                \
+	"is its module loaded (net.ipv4.tcp_available_congestion_control), "   \
+	"and allowed (net.ipv4.tcp_allowed_congestion_control) or "            \
+	"smbsplice given CAP_NET_ADMIN?"
+
 /**
  * dial_client_side() - the client side's settings, on a listening socket
  * @fd:		the listening socket; accepted sockets inherit what is set
@@ -52,7 +58,7 @@ int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 	if (sock_set_congestion(fd, lo->cc[SIDE_CLIENT])) {
 		snprintf(
 			err, errlen,
-			"listener %s: --congestion %s: %s (is the module loaded, and allowed in net.ipv4.tcp_allowed_congestion_control?)",
+			"listener %s: client sockets: --congestion %s: %s; " CC_HINT,
 			lo->name, lo->cc[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
@@ -73,10 +79,7 @@ static const struct step step_mptcp = {
 	"is Multipath TCP enabled? sysctl net.mptcp.enabled=1"
 };
 static const struct step step_socket = { "socket", "" };
-static const struct step step_cc = {
-	"--congestion",
-	"is the algorithm's module loaded (tcp_available_congestion_control), and allowed (tcp_allowed_congestion_control) or is smbsplice privileged?"
-};
+static const struct step step_cc = { "--congestion", CC_HINT };
 static const struct step step_transparent = { "--transparent: IP_TRANSPARENT",
 					      "it needs CAP_NET_ADMIN" };
 static const struct step step_keepalive = { "--keepalive", "" };

@@ -15,8 +15,11 @@
  * Only a change of what the socket is (address, namespace, MPTCP) makes
  * a new listener, and the old one is retired: its workers close their
  * sockets, its connections run on, and the main thread frees it once the
- * last of them has ended (listener_reap()). Counters are per listener and
- * per worker, so a listener's metrics survive reloads under its name.
+ * last of them has ended (listener_reap()). Counters are per name and per
+ * worker: a listener that replaces one of its name counts on into the
+ * same ones, as do the old one's last connections, so /metrics shows one
+ * series per name that never goes back. The same worker writes a set
+ * whichever listener the connection came from, so they stay single-writer.
  */
 #include "config.h"
 
@@ -234,10 +237,13 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	int fd;
 
 	if (!l || !(l->fds = malloc(px->nworkers * sizeof(int))) ||
-	    !(l->st = calloc(px->nworkers, sizeof(*l->st)))) {
+	    !(l->counters = calloc(1, sizeof(*l->counters) +
+					      px->nworkers * sizeof(*l->st)))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	l->counters->users = 1;
+	l->st = l->counters->w;
 	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
 	l->nworkers = px->nworkers;
 	l->refs = 1;
@@ -251,6 +257,12 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 		l->fds[0] = fd;
 		for (unsigned i = 1; i < l->nworkers; i++)
 			l->fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	} else if (!cfg->o.listen.len) {
+		snprintf(
+			err, errlen,
+			"listener %s: no listen address, and no socket from systemd is left for it; give it one (listen = ADDR:PORT)",
+			l->name);
+		goto fail;
 	} else if (open_sockets(l, cfg, err, errlen)) {
 		goto fail;
 	}
@@ -296,6 +308,32 @@ int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 }
 
 /**
+ * drop_counters() - stop counting into a listener's counters
+ * @l:	the listener
+ */
+static void drop_counters(struct listener *l)
+{
+	if (l->counters && !--l->counters->users)
+		free(l->counters);
+	l->counters = NULL;
+	l->st = NULL;
+}
+
+/**
+ * listener_share_counters() - a new listener counts on where @old did
+ * @l:		the new listener, whose sockets no worker has yet
+ * @old:	the listener of the same name it replaces
+ */
+void listener_share_counters(struct listener *l, struct listener *old)
+{
+	drop_counters(l);
+	l->counters = old->counters;
+	l->counters->users++;
+	l->st = l->counters->w;
+	old->passed_on = true;
+}
+
+/**
  * listener_free() - free a listener no one refers to any more
  * @l:	the listener; sockets still in @fds (never handed to a worker)
  *	are closed
@@ -309,7 +347,7 @@ void listener_free(struct listener *l)
 	if (l->cfg)
 		lcfg_put(l->cfg);
 	free(l->fds);
-	free(l->st);
+	drop_counters(l);
 	free(l);
 }
 

@@ -30,6 +30,17 @@ struct lstats {
 };
 
 /**
+ * struct lcounters - a listener name's counters, one set per worker
+ * @users:	listeners counting into them: more than one while a listener
+ *		replaced by a reload still has connections (main thread only)
+ * @w:		the sets, indexed by worker
+ */
+struct lcounters {
+	unsigned users;
+	struct lstats w[];
+};
+
+/**
  * struct lcfg - a listener's settings, as its connections keep them
  * @o:		the settings
  * @netns:	namespaces per side, from netns_open(); -1 for the
@@ -54,7 +65,10 @@ struct lcfg {
  * @cfg:	its current settings
  * @fds:	listening sockets, one per worker, each handed to its worker
  * @inherited:	@fds came from socket activation, not from bind()
- * @st:		counters, one set per worker
+ * @counters:	counters, shared with the listener of the same name that
+ *		this one replaced, or that replaced it
+ * @st:		@counters' sets, one per worker
+ * @passed_on:	a newer listener of the same name reports @counters
  * @nworkers:	how many
  * @refs:	the process's 1 while configured, one per worker that
  *		accepts on it and one per connection (atomic)
@@ -69,7 +83,9 @@ struct listener {
 	struct lcfg *cfg;
 	int *fds;
 	bool inherited;
+	struct lcounters *counters;
 	struct lstats *st;
+	bool passed_on;
 	unsigned nworkers;
 	unsigned refs;
 	bool retired;
@@ -86,6 +102,7 @@ void listener_put(struct listener *l);
 bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);
+void listener_share_counters(struct listener *l, struct listener *old);
 void listener_free(struct listener *l);
 void listener_reap(struct proxy *px);
 

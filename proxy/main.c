@@ -45,7 +45,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "config_file.h"
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
@@ -198,6 +197,11 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 	px->draining = true;
 	notify_stopping(open);
+	listeners_retire_all(px);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_send(&px->workers[i], WCMD_DRAIN, NULL, NULL, -1);
+	workers_sync(px);
+	open = open_conns(px);
 	if (px->opt->drain_timeout > 0)
 		log_info(
 			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
@@ -206,9 +210,6 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 		log_info(
 			"signal %d: draining: listeners closed, %lu connections open, letting them run to their end (SIGTERM again or SIGINT to stop now)",
 			w->signum, open);
-	listeners_retire_all(px);
-	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_DRAIN, NULL, NULL, -1);
 	if (px->opt->drain_timeout > 0) {
 		ev_timer_set(&px->drain_timer, px->opt->drain_timeout, 0.);
 		ev_timer_start(loop, &px->drain_timer);
@@ -251,6 +252,28 @@ static void log_listeners(const struct proxy *px)
 }
 
 /**
+ * apply_globals() - what a reload may change in [global]
+ * @px:		the process, with the configuration last read in @px->cfg
+ * @now:	[global] as just read
+ *
+ * The log level and the drain timeout take effect; the rest sized things
+ * made at start, and a line says they wait for a restart.
+ */
+static void apply_globals(struct proxy *px, const struct options *now)
+{
+	char keys[256];
+
+	px->opt->verbose = now->verbose;
+	log_verbosity = now->verbose;
+	px->opt->drain_timeout = now->drain_timeout;
+	options_restart_only(&px->cfg->o, now, keys, sizeof(keys));
+	if (*keys)
+		log_warn(
+			"reload: [global] %s changed; that takes a restart, and the running values stay",
+			keys);
+}
+
+/**
  * on_sighup() - SIGHUP: re-read the config file and apply it
  * @loop:	the main loop
  * @w:		the signal watcher
@@ -276,13 +299,14 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		log_err("reload: out of memory; the running configuration stays");
-	} else if (config_load(c, px->opt->config, err, sizeof(err)) ||
-		   config_check(c, false, err, sizeof(err)) ||
+	} else if (options_parse(c, px->argc, px->argv, px->ninherited > 0, err,
+				 sizeof(err)) != OPT_OK ||
 		   listeners_apply(px, c, err, sizeof(err))) {
 		log_err("reload refused: %s; the running configuration stays",
 			err);
 		free(c);
 	} else {
+		apply_globals(px, &c->o);
 		free(px->cfg);
 		px->cfg = c;
 		log_info("reload: %s read, %u listener%s", px->opt->config,
@@ -417,7 +441,9 @@ static int init_limits(struct proxy *px)
  * When every listener dials into one namespace, workers enter it once at
  * start and never again. Otherwise they stay in the process's own, and a
  * connection of a listener with a backend namespace makes its socket
- * from inside it: that needs CAP_SYS_ADMIN for the process's life.
+ * from inside it: that needs CAP_SYS_ADMIN for the process's life. The
+ * main thread keeps CAP_SYS_ADMIN whenever a listener uses a namespace,
+ * so that a reload can open sockets in it.
  */
 static void choose_worker_netns(struct proxy *px)
 {
@@ -427,13 +453,19 @@ static void choose_worker_netns(struct proxy *px)
 	px->worker_netns = -1;
 	for (const struct listener *l = px->listeners; l; l = l->next) {
 		any |= l->cfg->netns[SIDE_BACKEND] >= 0;
+		px->uses_netns |= l->cfg->netns[SIDE_BACKEND] >= 0 ||
+				  l->cfg->netns[SIDE_CLIENT] >= 0;
 		same &= l->cfg->netns_ino[SIDE_BACKEND] ==
 			first->cfg->netns_ino[SIDE_BACKEND];
 	}
 	if (any && same)
 		px->worker_netns = fcntl(first->cfg->netns[SIDE_BACKEND],
 					 F_DUPFD_CLOEXEC, 0);
+	px->worker_netns_ino = netns_ino(
+		px->worker_netns >= 0 ? px->worker_netns : netns_home());
 	px->keep_sys_admin = any && !same;
+	/* Root without --user holds every other capability anyway. */
+	px->workers_keep_admin = !*px->opt->user || px->keep_sys_admin;
 	if (px->keep_sys_admin)
 		log_info(
 			"listeners dial into different backend namespaces: each connection enters its own, so CAP_SYS_ADMIN is kept");
@@ -458,8 +490,8 @@ static bool needs_net_admin(const struct config *c)
  * @px:	the process
  *
  * Kept: CAP_NET_ADMIN for --transparent (IP_TRANSPARENT, per connection),
- * and CAP_SYS_ADMIN while namespaces are still to be entered (workers
- * drop it once they sit in theirs).
+ * and CAP_SYS_ADMIN when a listener uses a namespace: workers drop it
+ * once they sit in theirs, and the main thread keeps it for reloads.
  *
  * Return: 0, or -1 after logging why.
  */
@@ -472,16 +504,18 @@ static int become_user(struct proxy *px)
 		return 0;
 	if (needs_net_admin(px->cfg))
 		keep |= 1ull << CAP_NET_ADMIN;
-	if (px->worker_netns >= 0 || px->keep_sys_admin)
+	if (px->uses_netns)
 		keep |= 1ull << CAP_SYS_ADMIN;
 	if (privs_become(px->opt->user, keep, err, sizeof(err))) {
 		log_err("%s", err);
 		return -1;
 	}
-	log_info("running as %s (uid %u)%s%s", px->opt->user,
-		 (unsigned)getuid(),
-		 keep >> CAP_NET_ADMIN & 1 ? ", keeping CAP_NET_ADMIN" : "",
-		 keep >> CAP_SYS_ADMIN & 1 ? ", keeping CAP_SYS_ADMIN" : "");
+	log_info(
+		"running as %s (uid %u)%s%s", px->opt->user, (unsigned)getuid(),
+		keep >> CAP_NET_ADMIN & 1 ? ", keeping CAP_NET_ADMIN" : "",
+		keep >> CAP_SYS_ADMIN & 1
+			? ", keeping CAP_SYS_ADMIN in the main thread (for reloads into namespaces)"
+			: "");
 	return 0;
 }
 
@@ -571,8 +605,10 @@ static uint64_t destroy_all(struct proxy *px)
  * check_config() - --check: can this configuration start
  * @px:	the process, with its configuration read
  *
- * Beyond the syntax, it opens the namespaces and tries the backend-side
- * settings, as a start would, but binds nothing.
+ * Beyond the syntax, it opens the namespaces and tries each side's socket
+ * options (congestion control, --transparent's privilege, --source, MPTCP)
+ * on sockets made as a start would make them, but binds no listening
+ * address: the smbsplice it is run for may hold them.
  *
  * Return: 0 if it can, 2 otherwise (after saying why).
  */
@@ -583,11 +619,21 @@ static int check_config(struct proxy *px)
 	for (unsigned i = 0; i < px->cfg->nls; i++) {
 		struct lcfg *c = lcfg_new(&px->cfg->ls[i], err, sizeof(err));
 
-		if (!c) {
+		if (!px->cfg->ls[i].listen.len)
+			printf("smbsplice: listener %s has no listen address: it needs a socket from systemd (socket activation)\n",
+			       px->cfg->ls[i].name);
+		if (!c || listener_check(px, c, err, sizeof(err))) {
 			fprintf(stderr, "smbsplice: %s\n", err);
+			if (c)
+				lcfg_put(c);
 			return 2;
 		}
 		lcfg_put(c);
+	}
+	if (*px->opt->user &&
+	    privs_check_user(px->opt->user, err, sizeof(err))) {
+		fprintf(stderr, "smbsplice: %s\n", err);
+		return 2;
 	}
 	printf("smbsplice: configuration OK: %u listener%s", px->cfg->nls,
 	       px->cfg->nls == 1 ? "" : "s");
@@ -623,7 +669,9 @@ static int start(struct proxy *px, struct options *opt)
 		return -1;
 	if (px->cfg->ls[0].splice) {
 		opt->max_pipes = pool_fit_kernel(
-			&opt->pipe_size, opt->max_pipes, err, sizeof(err));
+			&opt->pipe_size, opt->max_pipes,
+			px->workers_keep_admin && privs_have(CAP_SYS_ADMIN),
+			err, sizeof(err));
 		if (*err)
 			log_warn("%s", err);
 	}
@@ -633,8 +681,6 @@ static int start(struct proxy *px, struct options *opt)
 	listeners_hand_out(px);
 	if (init_limits(px) || log_start() || run_workers(px))
 		return -1;
-	if (!px->keep_sys_admin)
-		privs_drop_thread_cap(CAP_SYS_ADMIN);
 	return 0;
 }
 
@@ -648,7 +694,10 @@ static int start(struct proxy *px, struct options *opt)
  */
 int main(int argc, char **argv)
 {
-	struct proxy px = { .metrics_fd = -1, .worker_netns = -1 };
+	struct proxy px = { .metrics_fd = -1,
+			    .worker_netns = -1,
+			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
+			    .sync_cond = PTHREAD_COND_INITIALIZER };
 	struct options opt;
 	uint64_t total;
 	char err[512];
@@ -673,6 +722,8 @@ int main(int argc, char **argv)
 	}
 	opt = px.cfg->o;
 	px.opt = &opt;
+	px.argc = argc; /* a reload reads the file, then the options, again */
+	px.argv = argv;
 	netns_home();
 	if (opt.check)
 		return check_config(&px);

@@ -138,7 +138,8 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 		goto out;
 	n = 0;
 	for (l = px->listeners; l; l = l->next)
-		report_listener(l, &ls[n++]);
+		if (!l->passed_on) /* its newer namesake reports them */
+			report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &g, &accepted[i]);
 	g.pipes_open = pool_budget_open(&px->pipe_budget);

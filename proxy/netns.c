@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <linux/nsfs.h>
 
 #include "netns.h"
@@ -89,4 +90,17 @@ int netns_home(void)
 	if (fd < 0)
 		fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	return fd;
+}
+
+/**
+ * netns_ino() - the inode that names a namespace
+ * @fd:	from netns_open() or netns_home()
+ *
+ * Return: the inode, or 0 if it cannot be had.
+ */
+ino_t netns_ino(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) ? st.st_ino : 0;
 }

@@ -3,9 +3,11 @@
 #define SMBSPLICE_NETNS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 int netns_open(const char *path, char *err, size_t errlen);
 int netns_enter(int fd);
 int netns_home(void);
+ino_t netns_ino(int fd);
 
 #endif /* SMBSPLICE_NETNS_H */

@@ -508,7 +508,7 @@ static const struct opt_def opt_table[] = {
 	  "TCP congestion control, on both sides or on one\n"
 	  "(client:ALG, backend:ALG), e.g. bbr towards a WAN",
 	  L, true, set_congestion, false },
-	{ "mptcp", 0, "listen|backend|both",
+	{ "mptcp", 0, "listen|backend|both|off",
 	  "open that side with Multipath TCP (plain TCP peers\n"
 	  "fall back)",
 	  L, false, set_mptcp, false },
@@ -541,8 +541,8 @@ static const struct opt_def opt_table[] = {
 	  P, false, set_user, false },
 	{ "syslog", 0, NULL, "log to syslog instead of standard error", P,
 	  false, set_syslog, false },
-	{ "verbose", 'v', NULL, "more log lines; repeat for more", P, true,
-	  set_verbose, false },
+	{ "verbose", 'v', NULL, "log debug lines too", P, true, set_verbose,
+	  false },
 	{ "config", 'c', "FILE",
 	  "read listeners and settings from FILE (see\n"
 	  "smbsplice.conf(5)); options given too override [global]",
@@ -929,6 +929,9 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 			 argv[optind]);
 		return OPT_BAD;
 	}
+	/* --check cannot know whether systemd will pass sockets: a listener
+	 * with no address is let through, and check_config() says so. */
+	inherited |= cli.check;
 	if (!*cli.config) {
 		c->o = cli;
 		c->nls = 1;
@@ -949,4 +952,49 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	for (unsigned i = 0; i < ngiven; i++)
 		given[i].d->apply(&c->o, NULL, given[i].arg, err, errlen);
 	return config_check(c, inherited, err, errlen);
+}
+
+/**
+ * options_restart_only() - the process-wide settings a reload cannot change
+ * @was:	the settings the process started with (or last read)
+ * @now:	the ones just read
+ * @out:	buffer for their names, comma separated; empty if none changed
+ * @len:	its size
+ *
+ * These size pools, threads and sockets made once at start; verbose and
+ * drain-timeout are not among them, since a reload applies those.
+ */
+void options_restart_only(const struct options *was, const struct options *now,
+			  char *out, size_t len)
+{
+	const struct {
+		const char *name;
+		bool changed;
+	} keys[] = {
+		{ "pipe-size", was->pipe_size != now->pipe_size },
+		{ "max-pipes", was->max_pipes != now->max_pipes },
+		{ "buffer-size", was->buf_size != now->buf_size },
+		{ "stats", was->stats.len != now->stats.len ||
+				   memcmp(&was->stats.addr, &now->stats.addr,
+					  now->stats.len) },
+		{ "workers", was->workers != now->workers },
+		{ "max-conns", was->max_conns != now->max_conns },
+		{ "max-conns-per-source",
+		  was->max_per_source != now->max_per_source },
+		{ "user", strcmp(was->user, now->user) != 0 },
+		{ "syslog", was->syslog != now->syslog },
+	};
+	size_t n = 0;
+
+	*out = '\0';
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int w;
+
+		if (!keys[i].changed || n >= len)
+			continue;
+		w = snprintf(out + n, len - n, "%s%s", n ? ", " : "",
+			     keys[i].name);
+		if (w > 0)
+			n += (size_t)w;
+	}
 }

@@ -150,5 +150,7 @@ enum opt_result config_check(const struct config *c, bool inherited, char *err,
 void options_usage(FILE *f);
 const char *options_name(unsigned i, bool *in_file);
 unsigned options_count(void);
+void options_restart_only(const struct options *was, const struct options *now,
+			  char *out, size_t len);
 
 #endif /* SMBSPLICE_OPTIONS_H */

@@ -308,6 +308,7 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
  * @size:	--pipe-size; lowered to /proc/sys/fs/pipe-max-size without
  *		CAP_SYS_RESOURCE
  * @max:	--max-pipes
+ * @admin:	the workers, which make the pipes, keep CAP_SYS_ADMIN
  * @note:	buffer for one line saying what was changed and why, left
  *		empty when nothing was
  * @len:	its size
@@ -315,10 +316,13 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
  * Without CAP_SYS_RESOURCE a pipe may not grow past pipe-max-size, and
  * without it and CAP_SYS_ADMIN a user's pipes may hold at most
  * pipe-user-pages-soft pages in all before new ones come out tiny.
+ * Capabilities are per thread, and the workers may give one up that the
+ * main thread, which asks here, still holds: hence @admin.
  *
  * Return: --max-pipes, lowered to what the soft limit allows.
  */
-unsigned pool_fit_kernel(size_t *size, unsigned max, char *note, size_t len)
+unsigned pool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
+			 size_t len)
 {
 	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
 	unsigned long max_size, soft, fit;
@@ -334,7 +338,7 @@ unsigned pool_fit_kernel(size_t *size, unsigned max, char *note, size_t len)
 			*size, max_size, max_size);
 		*size = max_size;
 	}
-	if (privs_have(CAP_SYS_RESOURCE) || privs_have(CAP_SYS_ADMIN) ||
+	if (privs_have(CAP_SYS_RESOURCE) || admin ||
 	    read_proc_ulong("/proc/sys/fs/pipe-user-pages-soft", &soft) ||
 	    !soft)
 		return max;

@@ -67,6 +67,7 @@ void pool_drop(struct pipe_pool *p, struct pipe_slot *s);
 unsigned pool_trim(struct pipe_pool *p);
 void pool_destroy(struct pipe_pool *p);
 unsigned pool_budget_open(const struct pipe_budget *b);
-unsigned pool_fit_kernel(size_t *size, unsigned max, char *note, size_t len);
+unsigned pool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
+			 size_t len);
 
 #endif /* SMBSPLICE_PIPEPOOL_H */

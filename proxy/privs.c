@@ -15,7 +15,8 @@
  * is set, so nothing can win them back. Capabilities belong to threads:
  * the main thread becomes the user before any worker exists, so workers
  * start with its sets, and each drops CAP_SYS_ADMIN itself once it has
- * entered its namespace (privs_drop_thread_cap()).
+ * entered its namespace (privs_drop_thread_cap()); the main thread, which
+ * forwards nothing, keeps it so that a reload can enter namespaces.
  */
 #include "config.h"
 
@@ -100,6 +101,30 @@ int privs_drop_thread_cap(int cap)
 }
 
 /**
+ * privs_check_user() - could the process become this user
+ * @user:	the name
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int privs_check_user(const char *user, char *err, size_t errlen)
+{
+	if (!getpwnam(user)) {
+		snprintf(err, errlen, "--user %s: no such user", user);
+		return -1;
+	}
+	if (!privs_have(CAP_SETUID) || !privs_have(CAP_SETGID)) {
+		snprintf(
+			err, errlen,
+			"--user %s: switching users needs root (CAP_SETUID and CAP_SETGID); run as root, or leave --user out",
+			user);
+		return -1;
+	}
+	return 0;
+}
+
+/**
  * privs_become() - run as @user, keeping only the capabilities in @keep
  * @user:	the user's name
  * @keep:	a bit per capability to keep (1 << CAP_NET_ADMIN, ...)
@@ -111,8 +136,11 @@ int privs_drop_thread_cap(int cap)
 int privs_become(const char *user, uint64_t keep, char *err, size_t errlen)
 {
 	struct __user_cap_data_struct d[2] = { { 0 } };
-	struct passwd *pw = getpwnam(user);
+	struct passwd *pw;
 
+	if (privs_check_user(user, err, errlen))
+		return -1;
+	pw = getpwnam(user);
 	if (!pw) {
 		snprintf(err, errlen, "--user %s: no such user", user);
 		return -1;

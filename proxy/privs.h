@@ -8,6 +8,7 @@
 #include <linux/capability.h>
 
 bool privs_have(int cap);
+int privs_check_user(const char *user, char *err, size_t errlen);
 int privs_become(const char *user, uint64_t keep, char *err, size_t errlen);
 int privs_drop_thread_cap(int cap);
 

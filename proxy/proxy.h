@@ -3,7 +3,9 @@
 #define SMBSPLICE_PROXY_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "limits.h"
 #include "options.h"
@@ -18,8 +20,12 @@ struct worker;
  *		  thread's duties
  * @loop:		the main thread's loop (libev's default loop, which
  *			alone may watch signals)
+ * @argc:		the command line, which a reload parses again so that
+ *			its options still override the file's [global]
+ * @argv:		its arguments
  * @cfg:		the configuration in force (a reload replaces it)
- * @opt:		its process-wide settings, fixed at start
+ * @opt:		its process-wide settings, fixed at start but for
+ *			verbose and drain-timeout, which a reload changes
  * @limits:		caps on connections and descriptors, for all workers
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
  * @listeners:		every listener, retired ones included until their
@@ -29,11 +35,19 @@ struct worker;
  * @worker_netns:	the backend namespace every worker enters at start,
  *			or -1 (listeners dial from the process's own, or
  *			from several)
- * @keep_sys_admin:	CAP_SYS_ADMIN is kept: connections enter a backend
- *			namespace one by one
+ * @worker_netns_ino:	the namespace workers sit in (netns_ino())
+ * @keep_sys_admin:	connections enter a backend namespace one by one,
+ *			which needs CAP_SYS_ADMIN in the workers
+ * @uses_netns:		a listener used a namespace at start: the main
+ *			thread keeps CAP_SYS_ADMIN, for reloads
+ * @workers_keep_admin:	workers keep CAP_SYS_ADMIN once in their namespace
+ *			(root without --user, or @keep_sys_admin)
  * @inherited:		listening sockets from socket activation, -1 once
  *			claimed by a listener
  * @ninherited:		how many
+ * @sync_lock:		guards @synced
+ * @sync_cond:		signalled when a worker has run a WCMD_SYNC
+ * @synced:		WCMD_SYNCs run, by all workers, ever
  * @sigint_w:		SIGINT: stop now
  * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
  * @sighup_w:		SIGHUP: reload the config file
@@ -57,17 +71,23 @@ struct worker;
  */
 struct proxy {
 	struct ev_loop *loop;
+	int argc;
+	char **argv;
 	struct config *cfg;
-	const struct options *opt;
+	struct options *opt;
 	struct limits limits;
 	struct pipe_budget pipe_budget;
 	struct listener *listeners;
 	struct worker *workers;
 	unsigned nworkers;
 	int worker_netns;
-	bool keep_sys_admin;
+	ino_t worker_netns_ino;
+	bool keep_sys_admin, uses_netns, workers_keep_admin;
 	int *inherited;
 	unsigned ninherited;
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cond;
+	unsigned long synced;
 	ev_signal sigint_w, sigterm_w, sighup_w, sigusr1_w;
 	ev_async drained_w;
 	ev_timer drain_timer;

@@ -17,6 +17,14 @@
  *	to the workers; a listener that is gone, or whose socket changed, is
  *	retired: its workers accept what is already queued, close their
  *	sockets, and its open connections run on to their end.
+ *
+ * Some things a reload cannot do, and it says so rather than half do
+ * them. Under --user, entering a namespace needs CAP_SYS_ADMIN, which
+ * the main thread keeps only when a listener used a namespace at start;
+ * and workers that sit in one backend namespace gave up the privilege to
+ * dial from any other. A listener with no listen address under socket
+ *activation keeps the socket it was given; only a new one takes a socket still
+ *unclaimed.
  */
 #include "config.h"
 
@@ -60,6 +68,22 @@ static struct listener *find_listener(struct proxy *px, const char *name)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
 		if (!l->retired && !strcmp(l->name, name))
+			return l;
+	return NULL;
+}
+
+/**
+ * find_namesake() - a listener whose counters a new one of its name takes
+ * @px:		the process
+ * @name:	the name
+ *
+ * Return: the running or retired listener of that name still reporting
+ * its counters, or NULL.
+ */
+static struct listener *find_namesake(struct proxy *px, const char *name)
+{
+	for (struct listener *l = px->listeners; l; l = l->next)
+		if (!l->passed_on && !strcmp(l->name, name))
 			return l;
 	return NULL;
 }
@@ -125,6 +149,99 @@ static int check_client_side(const struct lcfg *cfg, char *err, size_t errlen)
 }
 
 /**
+ * check_namespaces() - can a reload enter this listener's namespaces
+ * @px:		the process, running
+ * @cfg:	the listener's settings
+ * @err:	buffer for one line saying what cannot
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int check_namespaces(const struct proxy *px, const struct lcfg *cfg,
+			    char *err, size_t errlen)
+{
+	ino_t want = cfg->netns[SIDE_BACKEND] >= 0
+			     ? cfg->netns_ino[SIDE_BACKEND]
+			     : netns_ino(netns_home());
+
+	if (px->workers_keep_admin || want == px->worker_netns_ino)
+		return 0;
+	snprintf(
+		err, errlen,
+		"listener %s: its backend is in %s, but the workers sit in the namespace smbsplice started with and gave up the privilege to leave it; restart smbsplice to dial into another",
+		cfg->o.name,
+		cfg->netns[SIDE_BACKEND] >= 0 ? cfg->o.netns[SIDE_BACKEND]
+					      : "the process's own namespace");
+	return -1;
+}
+
+/**
+ * make_cfg() - a listener's new settings, with its namespaces opened
+ * @px:		the process
+ * @o:		the listener's options
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: the settings, or NULL with @err set.
+ */
+static struct lcfg *make_cfg(const struct proxy *px,
+			     const struct listen_opts *o, char *err,
+			     size_t errlen)
+{
+	struct lcfg *cfg;
+
+	if ((o->netns[SIDE_CLIENT][0] || o->netns[SIDE_BACKEND][0]) &&
+	    px->workers && !privs_have(CAP_SYS_ADMIN)) {
+		snprintf(
+			err, errlen,
+			"listener %s: a namespace needs CAP_SYS_ADMIN, which smbsplice gave up with --user because no listener used one at start; restart smbsplice",
+			o->name);
+		return NULL;
+	}
+	cfg = lcfg_new(o, err, errlen);
+	if (cfg && px->workers && check_namespaces(px, cfg, err, errlen)) {
+		lcfg_put(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/**
+ * keep_inherited_address() - a listener with no address keeps its socket
+ * @cfg:	the new settings, with no listen address
+ * @old:	the running listener of that name, or NULL
+ *
+ * Under socket activation a listener may leave out its address and take
+ * what systemd passed. Its socket cannot be had again once given, so a
+ * reload keeps the one it has.
+ */
+static void keep_inherited_address(struct lcfg *cfg, const struct listener *old)
+{
+	if (!cfg->o.listen.len && old && old->inherited)
+		cfg->o.listen = old->cfg->o.listen;
+}
+
+/**
+ * listener_check() - can this listener's sockets be made as configured
+ * @px:		the process
+ * @cfg:	the listener's settings
+ * @err:	buffer for one line saying what cannot
+ * @errlen:	its size
+ *
+ * Everything but the listening address itself, which may be in use by
+ * the very smbsplice a --check is run for.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int listener_check(struct proxy *px, struct lcfg *cfg, char *err, size_t errlen)
+{
+	return check_backend_side(px, cfg, err, errlen) ||
+			       check_client_side(cfg, err, errlen)
+		       ? -1
+		       : 0;
+}
+
+/**
  * prepare() - make and check everything a configuration needs
  * @px:		the process
  * @c:		the configuration
@@ -142,11 +259,11 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 	for (i = 0; i < c->nls; i++) {
 		struct plan *p = &plans[i];
 
-		p->cfg = lcfg_new(&c->ls[i], err, errlen);
-		if (!p->cfg || check_backend_side(px, p->cfg, err, errlen) ||
-		    check_client_side(p->cfg, err, errlen))
+		p->cfg = make_cfg(px, &c->ls[i], err, errlen);
+		if (!p->cfg || listener_check(px, p->cfg, err, errlen))
 			goto undo;
 		p->old = find_listener(px, c->ls[i].name);
+		keep_inherited_address(p->cfg, p->old);
 		if (p->old && listener_same_socket(p->old->cfg, p->cfg))
 			continue;
 		lcfg_get(p->cfg); /* the new listener takes one */
@@ -246,6 +363,9 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
 			continue;
 		}
 		lcfg_put(p->cfg); /* the listener holds its own */
+		l = find_namesake(px, p->fresh->name);
+		if (l)
+			listener_share_counters(p->fresh, l);
 		if (p->old) {
 			retire(px, p->old);
 			what[1]++;
@@ -283,6 +403,7 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 	}
 	commit(px, c, plans, what);
 	free(plans);
+	workers_sync(px); /* so a removed listener is closed when logged */
 	log_debug("listeners: %u added, %u changed, %u removed", what[0],
 		  what[1], what[2]);
 	return 0;

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -48,6 +49,9 @@
 
 /* How often the pools give back what sat unused since the last time. */
 #define TRIM_EVERY 5.0
+
+/* Seconds workers_sync() waits for the workers at most. */
+#define SYNC_TIMEOUT 2
 
 /* Free copy buffers a worker keeps for the next burst, in bytes. */
 #define BUF_KEEP_BYTES (2u << 20)
@@ -125,6 +129,12 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 			accept_remove(w->listeners, false);
 		conn_close_all(w);
 		return true;
+	case WCMD_SYNC:
+		pthread_mutex_lock(&w->px->sync_lock);
+		w->px->synced++;
+		pthread_cond_signal(&w->px->sync_cond);
+		pthread_mutex_unlock(&w->px->sync_lock);
+		return false;
 	}
 	return false;
 }
@@ -187,6 +197,44 @@ int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
 	pthread_mutex_unlock(&w->lock);
 	ev_async_send(w->loop, &w->wake);
 	return 0;
+}
+
+/**
+ * workers_sync() - wait until every worker has run the commands sent so far
+ * @px:	the process
+ *
+ * So that a line saying a listener is closed is true when it is logged,
+ * and a client that connects after it is refused. Workers run their
+ * commands within one loop iteration, and no callback of theirs blocks,
+ * so the wait is short; it gives up after SYNC_TIMEOUT all the same,
+ * rather than hold the main thread (and /metrics) hostage.
+ */
+void workers_sync(struct proxy *px)
+{
+	unsigned long target;
+	struct timespec until;
+	unsigned sent = 0;
+	int r = 0;
+
+	if (!px->workers)
+		return; /* still starting: no worker runs yet */
+	pthread_mutex_lock(&px->sync_lock);
+	target = px->synced;
+	pthread_mutex_unlock(&px->sync_lock);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		sent += !worker_send(&px->workers[i], WCMD_SYNC, NULL, NULL,
+				     -1);
+	target += sent;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SYNC_TIMEOUT;
+	pthread_mutex_lock(&px->sync_lock);
+	while (px->synced < target && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&px->sync_cond, &px->sync_lock,
+					   &until);
+	pthread_mutex_unlock(&px->sync_lock);
+	if (r == ETIMEDOUT)
+		log_warn("workers did not answer within %ds; going on",
+			 SYNC_TIMEOUT);
 }
 
 /**
@@ -266,7 +314,7 @@ static void *worker_main(void *arg)
 			w->netns_ino = st.st_ino;
 		}
 	}
-	if (!px->keep_sys_admin)
+	if (!px->workers_keep_admin)
 		privs_drop_thread_cap(CAP_SYS_ADMIN);
 	ev_timer_start(w->loop, &w->trim);
 	ev_run(w->loop, 0);

@@ -27,6 +27,7 @@ enum worker_cmd_kind {
 	WCMD_DRAIN,  /* stop accepting everywhere; say when no connection is
 		      * left */
 	WCMD_STOP,   /* end every connection and leave the loop */
+	WCMD_SYNC,   /* tell the main thread every command before is done */
 };
 
 /**
@@ -108,5 +109,6 @@ void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
 		   uint64_t *accepted);
 void worker_conn_ended(struct worker *w);
+void workers_sync(struct proxy *px);
 
 #endif /* SMBSPLICE_WORKER_H */

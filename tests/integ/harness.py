@@ -171,22 +171,30 @@ def note_scrape(port):
     _last_scrape[port] = time.monotonic()
 
 
-def scrape(port, path="/metrics"):
-    """GET a fresh metrics page; return {(name, ((label, value), ...)): value}."""
+def scrape_text(port, path="/metrics"):
+    """GET a fresh metrics page (not the 1-s cached one); return its text."""
     wait = _last_scrape.get(port, 0) + METRICS_CACHE + 0.05 - time.monotonic()
     if wait > 0:
         time.sleep(wait)
     _last_scrape[port] = time.monotonic()
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-        text = r.read().decode()
+        return r.read().decode()
+
+
+def scrape(port, path="/metrics"):
+    """GET a fresh metrics page; return {(name, ((label, value), ...)): value}.
+    A series given twice fails the test: Prometheus would refuse the page."""
     out = {}
-    for line in text.splitlines():
+    for line in scrape_text(port, path).splitlines():
         if not line or line.startswith("#"):
             continue
         key, value = line.rsplit(" ", 1)
         name, _, labels = key.partition("{")
         pairs = tuple(sorted(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if kv))
-        out[(name, tuple((k, v.strip('"')) for k, v in pairs))] = float(value)
+        key = (name, tuple((k, v.strip('"')) for k, v in pairs))
+        if key in out:
+            raise TestFailure(f"/metrics gives {line.rsplit(' ', 1)[0]} twice")
+        out[key] = float(value)
     return out
 
 

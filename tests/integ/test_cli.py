@@ -1,6 +1,10 @@
 """The command line: --help and --version exit 0; each bad argument gets
 exactly one line on standard error and exit status 2; a listen address in
-use is one line and exit status 1."""
+use is one line and exit status 1; --check accepts a good configuration
+without binding it, even while the address is in use, and refuses, as a
+start would, a congestion algorithm the kernel lacks, --transparent
+without CAP_NET_ADMIN, and a --user that does not exist or that a
+process not root cannot become."""
 import socket
 import subprocess
 
@@ -51,7 +55,24 @@ def main():
     lines = r.stderr.splitlines()
     check(r.returncode == 1 and len(lines) == 1 and "cannot listen" in lines[0] and "in use" in lines[0],
           f"listen address in use: exit {r.returncode}, {lines}")
+    r = smbsplice("--check", "--listen", f"127.0.0.1:{busy.getsockname()[1]}", "--backend", "127.0.0.1:2")
+    check(r.returncode == 0 and r.stdout.strip() == "smbsplice: configuration OK: 1 listener (main)",
+          f"--check binds nothing, so an address in use passes: exit {r.returncode}, {r.stdout.strip()!r}")
     busy.close()
+    for side in ("", "client:", "backend:"):
+        r = smbsplice("--check", *GOOD, "--congestion", f"{side}nosuchalg")
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and "nosuchalg: No such file or directory" in lines[0],
+              f"--check --congestion {side}nosuchalg: exit {r.returncode}, {lines}")
+    nobody = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--inh-caps=-all"]
+    for pre, args, needle in (
+            (nobody, ["--transparent"], "--transparent needs CAP_NET_ADMIN"),
+            ([], ["--user", "nosuchuser"], "--user nosuchuser: no such user"),
+            (nobody, ["--user", "nobody"], "--user nobody: switching users needs root")):
+        r = subprocess.run([*pre, SMBSPLICE, "--check", *GOOD, *args], capture_output=True, text=True, timeout=10)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and needle in lines[0],
+              f"--check {' '.join(args)}{' as nobody' if pre else ''}: exit {r.returncode}, {lines}")
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))

@@ -17,7 +17,15 @@ In a namespace of the test's own (`ip netns add`, lo up):
    smbsplice's backend connection is in the backend's namespace and not in
    the client's, and its client connection the other way round; its
    listening sockets are only in the namespace it was told to listen in.
-4. Clear errors at start, one line on standard error and exit status 1: a
+4. Reloads with namespaces (SIGHUP, a config file). As root: listeners
+   that listen in and dial into the namespace are reloaded with changed
+   settings and a moved listening socket, and serve on. As nobody
+   (--user, workers sitting in the backend namespace): a reload with new
+   settings, and one adding a listener that listens in the namespace,
+   both serve; a reload dialling out of the workers' namespace is
+   refused in one line; and when no listener used a namespace at start,
+   a reload naming one is refused in one line.
+5. Clear errors at start, one line on standard error and exit status 1: a
    name not in /run/netns and a PID that does not exist (No such file), a
    namespace file of another kind and a plain file (is not a network
    namespace), and, run as `nobody`, a namespace it may not enter (cannot
@@ -28,10 +36,12 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
+import tempfile
 import time
 
-from harness import (SMBSPLICE, Proxy, Samba, TestFailure, check, file_sha256, free_port, in_netns, need,
+from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, free_port, in_netns, need,
                      parse_conn_line, random_file, run, sanitizer_report, user_copy)
 
 MIB = 64
@@ -285,6 +295,119 @@ def errors():
           f"as nobody, --backend-netns {os.getpid()} (root's): exit {rc}, {lines}")
 
 
+ECHO_SERVER = """
+import socket, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+def serve(c):
+    while (b := c.recv(65536)):
+        c.sendall(b)
+    c.close()
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+"""
+
+ECHO_CLIENT = """
+import socket, sys
+try:
+    c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+except ConnectionRefusedError:
+    sys.exit(1)
+c.sendall(b"hello")
+got = b""
+while len(got) < 5 and (b := c.recv(5 - len(got))):
+    got += b
+sys.exit(0 if got == b"hello" else 1)
+"""
+
+
+def echo_in(netns, procs):
+    """An echo server inside `netns` (or on the host); return its port."""
+    p = subprocess.Popen(in_netns(netns, ["python3", "-c", ECHO_SERVER]), stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    return int(p.stdout.readline())
+
+
+def served(port, netns=None):
+    """Does a client in `netns` (or on the host) get its bytes echoed
+    through 127.0.0.1:port?"""
+    r = subprocess.run(in_netns(netns, ["python3", "-c", ECHO_CLIENT, str(port)]), timeout=20)
+    return r.returncode == 0
+
+
+def reload_to(px, conf, text):
+    """Write the config file, SIGHUP, and return the line saying how the
+    reload went (no connection may be open: the descriptors open now are
+    the ones stop() will expect)."""
+    n = len(re.findall(r"reload(?:: .* read| refused)", px.log()))
+    with open(conf, "w") as f:
+        f.write(text)
+    os.chmod(conf, 0o644)
+    px.proc.send_signal(signal.SIGHUP)
+    line = px.wait_log(r"^.*reload(?:: .* read| refused).*$", count=n + 1)[-1]
+    time.sleep(0.2)  # the workers swap listening sockets
+    px.started()  # which are now the ones stop() expects open
+    return line
+
+
+def reloads(procs):
+    """4: SIGHUP with namespaces in the configuration."""
+    in_ns, host = echo_in(NS, procs), echo_in(None, procs)
+    work = tempfile.mkdtemp(prefix="netns-reload-", dir=TMPDIR)
+    os.chmod(work, 0o755)
+    conf = os.path.join(work, "smbsplice.conf")
+    p_in, p_out, p_out2 = free_port(), free_port(), free_port()
+    into = f"[into]\nlisten = 127.0.0.1:{p_in}\nbackend = 127.0.0.1:{in_ns}\nbackend-netns = {NS}\n"
+    out = f"[out]\nlisten-netns = {NS}\nlisten = 127.0.0.1:{p_out}\nbackend = 127.0.0.1:{host}\n"
+    with open(conf, "w") as f:
+        f.write(into + out)
+    px = Proxy(None, "-c", conf, listen=False)
+    check(served(p_in) and served(p_out, NS), "as root: a listener dialling into the namespace and one listening in it")
+    line = reload_to(px, conf, into + "mode = tcp\n" + out.replace(str(p_out), str(p_out2)))
+    check("reload: " in line and " read, 2 listeners" in line, f"as root: SIGHUP with namespaces: {line.strip()}")
+    check(served(p_in) and served(p_out2, NS) and not served(p_out, NS),
+          "... both serve, the moved one on its new port in the namespace only")
+    px.stop()
+
+    # As nobody: every listener dials into the namespace, so the workers
+    # sit there and gave up CAP_SYS_ADMIN; the main thread kept it.
+    glob = "[global]\nuser = nobody\n"
+    with open(conf, "w") as f:
+        f.write(glob + into)
+    os.chmod(conf, 0o644)
+    px = Proxy(None, "-c", conf, listen=False)
+    check(served(p_in), "as nobody: the listener dialling into the namespace serves")
+    line = reload_to(px, conf, glob + into + "mode = tcp\n")
+    check(" read, 1 listener" in line and served(p_in), f"as nobody: SIGHUP with new settings: {line.strip()}")
+    p_out3 = free_port()
+    both = (f"[out]\nlisten-netns = {NS}\nlisten = 127.0.0.1:{p_out3}\n"
+            f"backend = 127.0.0.1:{in_ns}\nbackend-netns = {NS}\n")
+    line = reload_to(px, conf, glob + into + both)
+    check(" read, 2 listeners" in line and served(p_out3, NS) and served(p_in),
+          f"as nobody: SIGHUP adding a listener that listens in the namespace: {line.strip()}")
+    line = reload_to(px, conf, glob + into + f"[home]\nlisten = 127.0.0.1:{free_port()}\nbackend = 127.0.0.1:{host}\n")
+    check("reload refused: listener home: its backend is in the process's own namespace, but the workers sit in "
+          "the namespace smbsplice started with" in line and "restart smbsplice" in line,
+          f"as nobody: a reload dialling out of the workers' namespace: {line.strip()}")
+    px.stop()
+
+    # As nobody, no namespace at start: CAP_SYS_ADMIN is gone for good.
+    plain = f"[plain]\nlisten = 127.0.0.1:{free_port()}\nbackend = 127.0.0.1:{host}\n"
+    with open(conf, "w") as f:
+        f.write(glob + plain)
+    os.chmod(conf, 0o644)
+    px = Proxy(None, "-c", conf, listen=False)
+    line = reload_to(px, conf, glob + plain + into)
+    check("reload refused: listener into: a namespace needs CAP_SYS_ADMIN, which smbsplice gave up with --user "
+          "because no listener used one at start; restart smbsplice" in line,
+          f"as nobody, no namespace at start: a reload naming one: {line.strip()}")
+    px.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     need("ip", "iproute2")
     need("ss", "iproute2")
@@ -300,6 +423,7 @@ def main():
         errors()
         into_namespace(procs)
         out_of_namespace(procs)
+        reloads(procs)
     finally:
         for p in procs:
             if p.poll() is None:

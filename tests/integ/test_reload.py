@@ -4,9 +4,13 @@ listener while a 1 GiB get runs through another (the get completes
 byte-exact, the new listener serves); new thresholds for a listener that
 keeps its socket, applied to new connections only; a removed listener
 refusing new clients while its open connection runs on; a bad file on
-SIGHUP refused in one line, the running configuration still serving; and
-SIGTERM during a get: new clients refused, the get completed byte-exact,
-exit status 0."""
+SIGHUP refused in one line, the running configuration still serving; a
+listener moved to another port during a get (one series per name on
+/metrics, counters that never go back, before and after the old socket's
+last connection ends); [global] changes: drain-timeout applied, workers
+said to need a restart, and a command-line -v still in force; and SIGTERM
+during a get: new clients refused, the get completed byte-exact, exit
+status 0."""
 import os
 import re
 import signal
@@ -72,7 +76,7 @@ def main():
     glob = f"[global]\nstats = 127.0.0.1:{stats}\nworkers = 2\n\n"
     write_conf(conf, glob + section("office", pa, smb.addr, "read-threshold = 64K")
                + section("plain", pb, smb.addr, "mode = tcp"))
-    px = Proxy(smb.addr, "-c", conf, listen=False)
+    px = Proxy(smb.addr, "-c", conf, "-v", listen=False)
     px.stats_port, px.stats = stats, True
 
     check(get(smb, pa, "small.bin", os.path.join(work, "a")) == small, "listener office: a get, byte-exact")
@@ -123,12 +127,40 @@ def main():
           f"SIGHUP with a bad file: refused in one line: {line.strip()}")
     check(get(smb, pa, "small.bin", os.path.join(work, "a2")) == small, "... and the running configuration serves")
 
-    # SIGTERM during a get: new clients refused, the get completes.
-    t, res = background_get(smb, pa, "big.bin", os.path.join(work, "big2"))
+    # office moves to another port while a get runs through the old one.
+    conns = [metric(scrape(stats), "smbsplice_listener_connections_total", listener="office")]
+    t, res = background_get(smb, pa, "big.bin", os.path.join(work, "big-move"))
+    time.sleep(0.3)
+    pd = free_port()
+    n = len(re.findall(r"reload: .* read", px.log()))
+    write_conf(conf, glob.replace("workers = 2", "workers = 3") + "drain-timeout = 45\n"
+               + section("office", pd, smb.addr, "read-threshold = 64K")
+               + section("plain", pb, smb.addr, "mode = smb\nread-threshold = 64K"))
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read", count=n + 1)
+    log = px.log()
+    check("reload: [global] workers changed; that takes a restart, and the running values stay" in log,
+          "SIGHUP: a change to [global] workers is said to need a restart")
+    check(len(re.findall(r"listeners: \d+ added, \d+ changed", log)) == n + 2,
+          "... and -v from the command line is still in force after every reload (a debug line each)")
+    check(refused(pa) and get(smb, pd, "small.bin", os.path.join(work, "d")) == small,
+          "SIGHUP: a listener moved to another port serves there, and not on the old one")
+    conns.append(metric(scrape(stats), "smbsplice_listener_connections_total", listener="office"))
+    t.join(120)
+    check(res.get("sha") == big, f"... while a get through its old socket ran on, byte-exact ({res.get('error')})")
+    time.sleep(6)  # the old listener is freed once its last connection ended
+    conns.append(metric(scrape(stats), "smbsplice_listener_connections_total", listener="office"))
+    check(conns[0] + 2 <= conns[1] <= conns[2],
+          f"... one office series on /metrics throughout, counting on: connections {conns}")
+
+    # SIGTERM during a get: new clients refused, the get completes, within
+    # the drain-timeout the reload set.
+    t, res = background_get(smb, pd, "big.bin", os.path.join(work, "big2"))
     time.sleep(0.3)
     px.proc.send_signal(signal.SIGTERM)
-    px.wait_log(r"draining")
-    check(refused(pa) and refused(pb), "SIGTERM: every listener refuses new clients at once")
+    line = px.wait_log(r"^.*draining.*$")[0]
+    check("for up to 45s" in line, f"SIGTERM: the drain-timeout of the last reload applies: {line.strip()}")
+    check(refused(pd) and refused(pb), "SIGTERM: every listener refuses new clients at once")
     t.join(120)
     check(res.get("sha") == big, f"SIGTERM: the get in flight completed byte-exact ({res.get('error')})")
     rc = px.proc.wait(30)
