@@ -903,7 +903,10 @@ def pick(names, backend_port, **kw):
 
 
 def interleaved(fronts, fn, runs, label):
-    """{front name: [result, ...]}, run r of every front before run r+1."""
+    """{front name: [result, ...]}, run r of every front before run r+1.
+    A run that fails is kept as {"failed": why}, so that the report can
+    say how many of a contestant's runs failed rather than take the
+    median of the rest as if nothing happened."""
     res = {f.name: [] for f in fronts}
     for r in range(runs):
         for f in fronts:
@@ -911,6 +914,7 @@ def interleaved(fronts, fn, runs, label):
                 res[f.name].append(measure(f, fn))
             except Exception as e:  # one contestant failing must not sink the run
                 log(f"{label}: {f.name} run {r + 1} failed: {e}")
+                res[f.name].append({"failed": " ".join(str(e).split())[-400:]})
         log(f"{label}: run {r + 1}/{runs} done")
     return res
 

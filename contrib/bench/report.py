@@ -43,6 +43,22 @@ def spread(rs, key, fmt="{:.2f}"):
     return f"{fmt.format(m)} ({fmt.format(vals[0])}–{fmt.format(vals[-1])})"
 
 
+def ok_runs(rs):
+    """The runs that did not fail (bench.py keeps a failed one as {"failed": why})."""
+    return [r for r in rs if "failed" not in r]
+
+
+def with_failures(name, rs):
+    """The contestant's name, with how many of its runs failed, if any."""
+    n = len(rs) - len(ok_runs(rs))
+    return f"{name} ({n} of {len(rs)} runs failed)" if n else name
+
+
+def failed_row(name, rs, cols):
+    """A row for a contestant none of whose runs succeeded."""
+    return f"| {with_failures(name, rs)} | " + " | ".join(["–"] * cols) + " |"
+
+
 def ratio(a, b):
     return a / b if a and b else None
 
@@ -78,8 +94,11 @@ def throughput_table(res, key, unit, title, base="direct", other="haproxy"):
              f"| Contestant | {unit} | × {base} | × {other} | proxy CPU s/GiB | machine core-s/GiB over {base} "
              "| peak RSS MiB |",
              "|---|---|---|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if not rs:
+            if all_rs:
+                lines.append(failed_row(name, all_rs, 6))
             continue
         m = med(rs, key)
         cpu = cpu_per_gib(rs)
@@ -89,7 +108,7 @@ def throughput_table(res, key, unit, title, base="direct", other="haproxy"):
         cpu_s = f"{cpu:.2f}" if proxy and cpu is not None else ""
         extra_s = f"{extra:.2f}" if extra is not None else ""
         rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
-        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+        lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
                      f"{fmt_ratio(ratio(m, hap))} | {cpu_s} | {extra_s} | {rss_s} |")
     return "\n".join(lines) + "\n"
 
@@ -117,8 +136,11 @@ def parallel_table(res, key, unit, title):
              "| proxy CPU s/GiB | machine core-s/GiB over direct | peak RSS MiB | connections per worker |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     extra = {}
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if not rs:
+            if all_rs:
+                lines.append(failed_row(name, all_rs, 9))
             continue
         m = med(rs, key)
         proxy = name != "direct"
@@ -127,7 +149,7 @@ def parallel_table(res, key, unit, title):
         cpu_s = cpu_spread(rs) if proxy else ""
         extra_s = f"{extra[name]:.2f}" if extra[name] is not None else ""
         rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
-        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+        lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
                      f"{fmt_ratio(ratio(m, hap))} | {spread(rs, 'client_min')} | {spread(rs, 'client_max')} | "
                      f"{cpu_s} | {extra_s} | {rss_s} | {worker_split(name, rs)} |")
     w1, w2 = res.get("smbsplice+--workers 1", []), res.get("smbsplice+--workers 2", [])
@@ -195,10 +217,13 @@ def baseline_table(r):
 def rr_table(res, title="Round trips", trips=200):
     lines = [f"**{title}** (rr: 12 message sizes from the pasta cork bug, {trips} trips each; µs, median of runs)",
              "", "| Contestant | mean | p99 | worst |", "|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if rs:
-            lines.append(f"| {name} | {med(rs, 'mean_us'):.0f} | {med(rs, 'p99_us'):.0f} | "
+            lines.append(f"| {with_failures(name, all_rs)} | {med(rs, 'mean_us'):.0f} | {med(rs, 'p99_us'):.0f} | "
                          f"{spread(rs, 'worst_us', '{:.0f}')} |")
+        elif all_rs:
+            lines.append(failed_row(name, all_rs, 3))
     return "\n".join(lines) + "\n"
 
 
@@ -206,11 +231,14 @@ def echo_table(res):
     direct, hap = med(res.get("direct", []), "ops_s"), med(res.get("haproxy", []), "ops_s")
     lines = ["**smb2.bench.echo** (smbtorture, 4 connections, 5 s; operations/s)", "",
              "| Contestant | ops/s | × direct | × haproxy |", "|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if rs:
             m = med(rs, "ops_s")
-            lines.append(f"| {name} | {spread(rs, 'ops_s', '{:.0f}')} | {fmt_ratio(ratio(m, direct))} | "
-                         f"{fmt_ratio(ratio(m, hap))} |")
+            lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, 'ops_s', '{:.0f}')} | "
+                         f"{fmt_ratio(ratio(m, direct))} | {fmt_ratio(ratio(m, hap))} |")
+        elif all_rs:
+            lines.append(failed_row(name, all_rs, 3))
     return "\n".join(lines) + "\n"
 
 
@@ -250,13 +278,16 @@ def office_table(o, topo):
     for key, name, unit, _ in OFFICE:
         res = res_all.get(key) or {}
         ref = med(res.get(base, []), "rate")
-        for front, rs in res.items():
+        for front, all_rs in res.items():
+            rs = ok_runs(all_rs)
             if not rs:
+                if all_rs:
+                    lines.append(f"| {name} | {failed_row(front, all_rs, 6 + len(others))[2:]}")
                 continue
             m = med(rs, "rate")
             mean = med(rs, "per_op_us") if key in ("mget", "mput", "list") else med(rs, "mean_us")
             worst = spread(rs, "worst_us", "{:.0f}") if med(rs, "worst_us") else "–"
-            lines.append(f"| {name} | {front} | {spread(rs, 'rate', '{:.0f}')} {unit} | {fmt_ratio(ratio(m, ref))} | "
+            lines.append(f"| {name} | {with_failures(front, all_rs)} | {spread(rs, 'rate', '{:.0f}')} {unit} | {fmt_ratio(ratio(m, ref))} | "
                          + " | ".join(fmt_ratio(ratio(m, med(res.get(x, []), "rate"))) for x in others) +
                          f" | {fmt_us(mean)} | {fmt_us(med(rs, 'p99_us'))} | {worst} |")
     notes = ["mget and mput: files per second of the smbclient session, from its connect() to its exit (its "
@@ -394,7 +425,12 @@ def ns_targets(r):
         rows.append(f"| {what} | {val} | {target} | {ok if isinstance(ok, str) else 'met' if ok else 'missed'} |")
 
     g = r.get("ns_get") or {}
-    sp, pa, d = g.get("smbsplice"), g.get("pasta"), g.get("direct-ns")
+    sp, pa, d = (ok_runs(g.get(n, [])) for n in ("smbsplice", "pasta", "direct-ns"))
+    get_target = "≥ 1.1× pasta's throughput, ≤ 0.8× its added machine CPU per GiB (over direct-ns)"
+    if g.get("smbsplice") and g.get("pasta") and not (sp and pa):
+        who = "smbsplice" if not sp else "pasta"
+        row("smbclient 1 GiB get through smbsplice", f"{who} failed every run", get_target,
+            False if who == "smbsplice" else "unclear")
     if sp and pa:
         x = ratio(med(sp, "gbyte_s"), med(pa, "gbyte_s"))
         val, ok = f"{x:.2f}× pasta's throughput", x >= 1.1
@@ -409,8 +445,7 @@ def ns_targets(r):
                 ok = "unclear"
         else:
             ok = "unclear"
-        row("smbclient 1 GiB get through smbsplice", val, "≥ 1.1× pasta's throughput, ≤ 0.8× its added machine "
-            "CPU per GiB (over direct-ns)", ok)
+        row("smbclient 1 GiB get through smbsplice", val, get_target, ok)
     for dn in ("up", "down"):
         res = r.get(f"ns_bulk_{dn}") or {}
         a, b = med(res.get("smbsplice-tcp", []), "gbit"), med(res.get("pasta", []), "gbit")
@@ -419,7 +454,8 @@ def ns_targets(r):
             extra = f" (smb mode {smb / b:.2f}×)" if smb else ""
             row(f"bulk TCP {dn} (tcp mode)", f"{a / b:.2f}× pasta{extra}", "≥ 1.0× pasta", a >= b)
     rr = r.get("ns_rr") or {}
-    worst = [med(rs, "worst_us") for n, rs in rr.items() if n.startswith("smbsplice") and rs]
+    worst = [med(rs, "worst_us") for n, rs in rr.items() if n.startswith("smbsplice")]
+    worst = [w for w in worst if w]
     if worst:
         pw = med(rr.get("pasta", []), "worst_us")
         pw_s = f" (pasta {pw / 1000:.1f} ms)" if pw else ""
@@ -580,6 +616,33 @@ plot {plots}
     return ok
 
 
+def failed_runs(r):
+    """Every failed run, by workload and contestant, with why: each is
+    left out of its contestant's medians, and its table says how many."""
+    titles = {k: t.split(" (")[0] for k, _, t in THROUGHPUT + NS_THROUGHPUT + PARALLEL}
+    titles.update(rr="Round trips", ns_rr="Namespace topology: round trips", echo="smb2.bench.echo")
+    out = []
+
+    def scan(where, res):
+        for front, runs in res.items():
+            for i, run in enumerate(runs if isinstance(runs, list) else []):
+                if isinstance(run, dict) and "failed" in run:
+                    out.append(f"- {where}, {front}, run {i + 1}: {run['failed']}")
+    for k, v in r.items():
+        if k == "sweep":
+            for size, res in v.items():
+                scan(f"READ-size sweep, {int(size) >> 10} KiB", res)
+        elif k == "office":
+            for topo in TOPO_NAME:
+                for wk, name, _, _ in OFFICE:
+                    scan(f"office, {TOPO_NAME[topo]}, {name}", (v.get(topo) or {}).get(wk) or {})
+        elif k in titles and isinstance(v, dict):
+            scan(titles[k].format(**r.get("par", PAR_DEFAULT)), v)
+    if not out:
+        return ""
+    return "\n".join(["**Failed runs** (each left out of its contestant's medians)", ""] + out) + "\n"
+
+
 def timing_line(r):
     """How long each part of the run took, from bench.py's timers."""
     t = dict(r.get("timing") or {})
@@ -632,6 +695,7 @@ def write(r, outdir):
     parts.append(syscall_table(r.get("syscalls")))
     if r.get("scale"):
         parts.append(scale_table(r["scale"]))
+    parts.append(failed_runs(r))
     parts.append(targets(r))
     parts.append(ns_targets(r))
     parts.append(office_targets(r))
