@@ -33,6 +33,30 @@ Workloads:
          over all bytes. The front's log says which worker served each
          connection, since SO_REUSEPORT spreads them by a hash and 8
          connections need not split 4/4.
+  office small files, the way an office uses a share: smbclient mget and
+         mput of 1,000 files of 1 KiB to 1 MiB (a fixed, seeded log-uniform
+         mix); smbclient ls of a directory of 20,000 entries; smbtorture
+         smb2.bench.path-contention-shared (open/close storms on one path,
+         4 connections) and smb2.bench.echo; with direct, smbsplice and
+         haproxy (and pasta in the namespace). Rates are per session, from
+         smbclient's connect() to its exit (contrib/bench/filetimes.c, an
+         LD_PRELOAD shim, stamps both, and each file's local open, which
+         gives a time per file and its p99); smbtorture gives its own mean
+         and worst latency. On loopback the echo figures are the echo
+         workload's when it ran too.
+  ns     the namespace topology (--topology ns): a throwaway smbd and a
+         loadgen server inside a network namespace the harness makes,
+         listening on its loopback, reached from the host through pasta
+         -t, smbsplice --backend-netns (smb and tcp mode) and, as the
+         reference, a client run inside the namespace (direct-ns, with
+         nsenter): smbclient get and put of 1 GiB, bulk both ways, and the
+         rr sizes with 8 KiB and default pipes. office runs on this
+         topology too, where haproxy reaches in with its `namespace`
+         server option.
+
+--topology loopback,ns picks the topologies: loopback runs every
+workload but ns, the namespace topology runs ns and office. The report
+says how long each part took.
 
 Contestants: each workload has its own list (direct, smbsplice and its
 modes, haproxy, socat, pasta; scale and parallel name smbsplice with
@@ -46,14 +70,20 @@ namesake. tune, sweep and cost measure settings of the current binary and
 take neither option.
 
 Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2]
-                [--fronts N1,N2] [--baseline PATH]
+                [--topology loopback,ns] [--fronts N1,N2] [--baseline PATH]
+                [--office-files N] [--office-entries N] [--office-seconds S]
                 [--scale-counts N1,N2] [--scale-idle SEC]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in README.md.
 """
 import argparse
+import contextlib
+import hashlib
+import itertools
 import json
+import math
 import os
+import random
 import re
 import resource
 import shutil
@@ -89,10 +119,12 @@ def free_port():
     return p
 
 
-def listening(port):
-    """Is something listening on 127.0.0.1:port (read from /proc/net/tcp)?"""
+def listening(port, pid=None):
+    """Is something listening on 127.0.0.1:port (read from /proc/net/tcp)?
+    With pid, in that process's network namespace (/proc/PID/net/tcp)."""
     want = f":{port:04X}"
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    net = f"/proc/{pid}/net" if pid else "/proc/net"
+    for table in (f"{net}/tcp", f"{net}/tcp6"):
         try:
             with open(table) as f:
                 for line in f.readlines()[1:]:
@@ -104,9 +136,9 @@ def listening(port):
     return False
 
 
-def wait_listening(port, proc=None, timeout=10):
+def wait_listening(port, proc=None, timeout=10, netns_pid=None):
     end = time.monotonic() + timeout
-    while not listening(port):
+    while not listening(port, netns_pid):
         if proc and proc.poll() is not None:
             raise RuntimeError(f"front exited with {proc.returncode} before listening on {port}")
         if time.monotonic() > end:
@@ -166,22 +198,42 @@ def haproxy_limits(maxconn):
     return f"    maxconn {maxconn}\n    maxpipes {pipes}"
 
 
-class Front:
-    """One contestant in front of `backend_port`; direct is no front."""
+def in_netns(netns):
+    """The argv prefix that runs a client inside a network namespace.
+    nsenter --net only joins the namespace; `ip netns exec` would also
+    unshare and remount /sys, a few milliseconds more inside the timing."""
+    return ("nsenter", f"--net=/run/netns/{netns}", "--")
 
-    def __init__(self, name, backend_port, netns_port=None, maxconn=None):
+
+DIRECT = ("direct", "direct-ns")    # the references: no front at all
+
+
+class Front:
+    """One contestant in front of `backend_port`; direct is no front.
+
+    With `netns`, the namespace topology: the backend listens on
+    127.0.0.1:backend_port inside that network namespace; smbsplice
+    connects there with --backend-netns, haproxy with its server's
+    `namespace` option, pasta forwards a host port to it, and direct-ns
+    runs the client itself inside the namespace (self.wrap)."""
+
+    def __init__(self, name, backend_port, netns_port=None, maxconn=None, netns=None):
         self.name = name
         self.backend_port = backend_port
-        self.netns_port = netns_port
+        self.netns_port = netns_port    # loopback topology's pasta: its server's port in NETNS
+        self.netns = netns
         self.maxconn = maxconn
         self.proc = None
         self.cfg = None
         self.err = None
         self.port = backend_port
+        self.wrap = ()                  # argv prefix for the client
         self.worker_conns = {}
 
     def tool(self):
-        """The program this front runs, to check it is installed."""
+        """The program this front runs, to check it is installed; None for direct."""
+        if self.name in DIRECT:
+            return None
         if self.name.startswith("base:"):
             return BASELINE
         return {"haproxy": "haproxy", "socat": "socat", "pasta": "pasta"}.get(self.name, SMBSPLICE)
@@ -196,6 +248,8 @@ class Front:
             return [BASELINE] + argv[1:]
         b = f"127.0.0.1:{self.backend_port}"
         sp = [SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", b, "--idle-timeout", "0"]
+        if self.netns:
+            sp += ["--backend-netns", self.netns]
         if self.name == "smbsplice":
             return sp
         if self.name == "smbsplice-tcp":
@@ -219,20 +273,21 @@ frontend f
     bind 127.0.0.1:{port}
     default_backend b
 backend b
-    server s {b}
+    server s {b}{f" namespace {self.netns}" if self.netns else ""}
 """)
             self.cfg.close()
             return ["haproxy", "-db", "-f", self.cfg.name]
         if self.name == "socat":
             return ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr", f"TCP:{b}"]
         if self.name == "pasta":
-            return ["pasta", "--runas", "0", "-f", "-q", "--netns", f"/run/netns/{NETNS}",
-                    "-t", f"127.0.0.1/{port}:{self.netns_port}"]
+            return ["pasta", "--runas", "0", "-f", "-q", "--netns", f"/run/netns/{self.netns or NETNS}",
+                    "-t", f"127.0.0.1/{port}:{self.netns_port or self.backend_port}"]
         raise ValueError(self.name)
 
     def start(self):
-        if self.name == "direct":
+        if self.name in DIRECT:
             self.port = self.backend_port
+            self.wrap = in_netns(self.netns) if self.name == "direct-ns" else ()
             self.cpu0 = 0.0
             return self
         self.port = free_port()
@@ -300,7 +355,7 @@ def measure(front, fn):
     front.start()
     busy0, t0 = machine_busy(), time.monotonic()
     try:
-        r = fn(front.port)
+        r = fn(front.port, front.wrap)
     finally:
         r_cpu, r_hwm = front.cpu(), front.hwm_mib()
         busy, secs = machine_busy() - busy0, time.monotonic() - t0
@@ -315,13 +370,15 @@ def measure(front, fn):
 
 
 class Backends:
-    """loadgen servers (host and netns) and a throwaway smbd."""
+    """loadgen servers (host and netns), throwaway smbds (host and netns)."""
 
     def __init__(self, work):
         self.work = work
         self.procs = []
         self.netns = False
         self.smbd_dir = None
+        self.ns_smbd_dir = None
+        self.ns_loadgen_port = None
 
     def loadgen(self):
         port = free_port()
@@ -341,22 +398,34 @@ class Backends:
             raise RuntimeError(f"connstorm serve did not start: {line!r}")
         return int(m.group(1))
 
-    def netns_loadgen(self):
-        """A loadgen server inside a network namespace, for pasta."""
-        if not shutil.which("pasta"):
-            log("pasta not found (Debian package passt): pasta left out")
-            return None
+    def netns_create(self):
+        """The harness's own network namespace NETNS with its loopback up,
+        made once; False when it cannot be made."""
+        if self.netns:
+            return True
         subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
         if subprocess.run(["ip", "netns", "add", NETNS], stderr=subprocess.DEVNULL).returncode:
-            log("cannot create a network namespace (needs root): pasta left out")
-            return None
+            log("cannot create a network namespace (needs root): pasta and the namespace topology left out")
+            return False
         self.netns = True
         subprocess.run(["ip", "-n", NETNS, "link", "set", "lo", "up"], check=True)
+        return True
+
+    def netns_loadgen(self):
+        """A loadgen server inside the namespace, on its loopback, started
+        once: for pasta on loopback and for the namespace topology. Its
+        port there, or None."""
+        if self.ns_loadgen_port:
+            return self.ns_loadgen_port
+        if not self.netns_create():
+            return None
         port = 24000 + os.getpid() % 1000
-        self.procs.append(subprocess.Popen(["ip", "netns", "exec", NETNS, os.path.join(work_bin(), "loadgen"),
-                                            "serve", str(port)], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL))
-        time.sleep(0.3)
+        p = subprocess.Popen(["ip", "netns", "exec", NETNS, os.path.join(work_bin(), "loadgen"), "serve",
+                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        # `ip netns exec` execs loadgen in place: its /proc/PID/net is the namespace's
+        wait_listening(port, p, netns_pid=p.pid)
+        self.ns_loadgen_port = port
         return port
 
     def smbd(self):
@@ -366,6 +435,20 @@ class Backends:
                        check=True, env=dict(os.environ, SMB_PASS=PASSWORD))
         return port
 
+    def netns_smbd(self):
+        """A throwaway smbd inside the namespace, on port 445 of its
+        loopback (the namespace is ours alone, so the port is free), as
+        the deployment recipe has it; started once. Returns the port, or
+        None."""
+        if self.ns_smbd_dir:
+            return NS_SMB_PORT
+        if not self.netns_create():
+            return None
+        self.ns_smbd_dir = os.path.join(self.work, "smbd-ns")
+        subprocess.run(["ip", "netns", "exec", NETNS, os.path.join(TOP, "contrib/throwaway-smbd.sh"), "start",
+                        self.ns_smbd_dir, str(NS_SMB_PORT)], check=True, env=dict(os.environ, SMB_PASS=PASSWORD))
+        return NS_SMB_PORT
+
     def close(self):
         for p in self.procs:
             p.terminate()
@@ -373,12 +456,14 @@ class Backends:
                 p.wait(5)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if self.smbd_dir:
-            subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "stop", self.smbd_dir])
+        for d in (self.smbd_dir, self.ns_smbd_dir):
+            if d:
+                subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "stop", d])
         if self.netns:
             # `ip netns exec` execs loadgen in place, so the terminate()
-            # above ended it: nothing is killed by name, which could hit
-            # another harness's servers
+            # above ended it, and the smbd was stopped by its pid file:
+            # nothing is killed by name, which could hit another harness's
+            # servers
             subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
 
 
@@ -390,12 +475,14 @@ def work_bin():
 
 
 def build_tools(bindir):
-    """Build loadgen, connstorm and smbread into bindir."""
+    """Build loadgen, connstorm, the filetimes.so shim and smbread into bindir."""
     cc = os.environ.get("CC", "cc")
     subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "loadgen"),
                     os.path.join(BENCH, "loadgen.c"), "-lm", "-lpthread"], check=True)
     subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "connstorm"),
                     os.path.join(BENCH, "connstorm.c")], check=True)
+    subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", os.path.join(bindir, "filetimes.so"),
+                    os.path.join(BENCH, "filetimes.c"), "-ldl"], check=True)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbclient"], capture_output=True,
                            text=True)
     if flags.returncode == 0 and os.path.exists(os.path.join(BENCH, "smbread.c")):
@@ -422,16 +509,16 @@ def run_checked(argv, timeout=600):
 
 
 def bulk(direction, mib):
-    def fn(port):
-        out = run_checked([os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction])
+    def fn(port, wrap=()):
+        out = run_checked([*wrap, os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction])
         kv = parse_kv([l for l in out.splitlines() if l.startswith("bulk")][-1])
         return {"gbit": kv["gbit"], "bytes": mib << 20}
     return fn
 
 
 def rr(iters):
-    def fn(port):
-        out = run_checked([os.path.join(work_bin(), "loadgen"), "rr", str(port), str(iters)])
+    def fn(port, wrap=()):
+        out = run_checked([*wrap, os.path.join(work_bin(), "loadgen"), "rr", str(port), str(iters)])
         sizes = [parse_kv(l) for l in out.splitlines() if l.startswith("rr kind=")]
         return {"mean_us": statistics.mean(s["mean_us"] for s in sizes),
                 "p99_us": max(s["p99_us"] for s in sizes),
@@ -440,11 +527,14 @@ def rr(iters):
     return fn
 
 
+def smb_argv(port, cmd, extra=()):
+    return ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}", *extra, "-c", cmd]
+
+
 def smbclient(cmd, mib, extra=()):
-    def fn(port):
+    def fn(port, wrap=()):
         t0 = time.monotonic()
-        run_checked(["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}", *extra,
-                     "-c", cmd])
+        run_checked([*wrap, *smb_argv(port, cmd, extra)])
         secs = time.monotonic() - t0
         return {"gbyte_s": (mib << 20) / secs / 1e9, "bytes": mib << 20}
     return fn
@@ -458,10 +548,212 @@ def echo_rate(out):
     return statistics.mean(nums)
 
 
-def echo(port):
-    out = run_checked(["smbtorture", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}",
-                       "smb2.bench.echo", "--option=torture:nprocs=4", "--option=torture:timelimit=5"])
-    return {"ops_s": echo_rate(out)}
+def torture_summary(out, kind):
+    """(operations/s, mean latency s, worst latency s) from the last
+    `KIND[num/s=N,avslat=S,minlat=S,maxlat=S]` smbtorture's bench tests
+    print: the whole run's (the ones before it are per second). They give
+    no percentiles."""
+    m = re.findall(re.escape(kind) + r"\[num/s=(\d+),avslat=([\d.]+),minlat=([\d.]+),maxlat=([\d.]+)\]", out)
+    if not m:
+        raise RuntimeError(f"cannot read {kind}[...] from smbtorture:\n{out[-800:]}")
+    n, avg, _, worst = m[-1]
+    return int(n), float(avg), float(worst)
+
+
+def torture(port, test, secs, wrap=()):
+    return run_checked([*wrap, "smbtorture", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}",
+                        test, "--option=torture:nprocs=4", f"--option=torture:timelimit={secs}"])
+
+
+def echo_bench(secs=5):
+    """smb2.bench.echo, 4 connections: echoes/s (also as "rate", for the
+    office tables), and smbtorture's mean and worst echo latency."""
+    def fn(port, wrap=()):
+        out = torture(port, "smb2.bench.echo", secs, wrap)
+        _, avg, worst = torture_summary(out, "echo")
+        ops = echo_rate(out)
+        return {"ops_s": ops, "rate": ops, "mean_us": avg * 1e6, "worst_us": worst * 1e6}
+    return fn
+
+
+echo = echo_bench(5)
+
+
+# --- office workloads -------------------------------------------------------------
+
+OFFICE_PREFIX = "office-"   # the files' names; the filetimes shim stamps opens of these
+OFFICE_SEED = 20261130      # the size mix is the same in every run
+
+
+def office_sizes(n, seed=OFFICE_SEED):
+    """n file sizes, log-uniform from 1 KiB to 1 MiB: as many files of 1-2
+    KiB as of 512 KiB-1 MiB. Mean about 150 KiB."""
+    rng = random.Random(seed)
+    return [round(2 ** rng.uniform(10, 20)) for _ in range(n)]
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def prepare_office(work, nfiles, nentries):
+    """The office files, made once in work/office-src (random bytes, the
+    seeded sizes), with the sha256 of five of them: the first, the last,
+    the smallest, the largest and the middle one."""
+    src = os.path.join(work, "office-src")
+    os.makedirs(src)
+    sizes = office_sizes(nfiles)
+    names = [f"{OFFICE_PREFIX}{i:04d}.bin" for i in range(nfiles)]
+    with open("/dev/urandom", "rb") as rnd:
+        for name, size in zip(names, sizes):
+            with open(os.path.join(src, name), "wb") as f:
+                f.write(rnd.read(size))
+    check = sorted({0, nfiles - 1, sizes.index(min(sizes)), sizes.index(max(sizes)), nfiles // 2})
+    return {"src": src, "files": nfiles, "bytes": sum(sizes), "entries": nentries,
+            "sizes": dict(zip(names, sizes)),
+            "sha256": {names[i]: sha256(os.path.join(src, names[i])) for i in check}}
+
+
+def share_office(share, spec):
+    """Put the office files in a server's share: share/small holds hard
+    links to the source files (no copy), share/list nentries empty files,
+    made on disk directly."""
+    small, lst = os.path.join(share, "small"), os.path.join(share, "list")
+    os.makedirs(small)
+    for name in spec["sizes"]:
+        os.link(os.path.join(spec["src"], name), os.path.join(small, name))
+    os.makedirs(lst)
+    for i in range(spec["entries"]):
+        os.close(os.open(os.path.join(lst, f"e{i:05d}"), os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def check_files(d, spec, what):
+    """d must hold exactly the office files, each of its size, and the
+    checked ones with their sha256."""
+    got = {n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)}
+    if got != spec["sizes"]:
+        missing = len(set(spec["sizes"]) - set(got))
+        wrong = sum(1 for n in got if n in spec["sizes"] and got[n] != spec["sizes"][n])
+        raise RuntimeError(f"{what}: {len(got)} files, {missing} missing, {wrong} of the wrong size, "
+                           f"{len(set(got) - set(spec['sizes']))} unexpected")
+    for name, digest in spec["sha256"].items():
+        if sha256(os.path.join(d, name)) != digest:
+            raise RuntimeError(f"{what}: {name} differs from the original")
+
+
+def timed_client(argv, wrap=(), cwd=None):
+    """Run a client (with its wrap) under the filetimes shim. Returns the
+    session's seconds, from its first TCP connect() to its exit (the
+    client's start-up, loading some 200 libraries, is the same for every
+    contestant and left out), the wall time from start to exit, the
+    monotonic times at which it opened each office file, and its output."""
+    tlog = os.path.join(work_bin(), f"filetimes-{os.getpid()}-{next(_TLOG)}.log")
+    env = dict(os.environ, LD_PRELOAD=os.path.join(work_bin(), "filetimes.so"), FILETIMES_OUT=tlog,
+               FILETIMES_PREFIX=OFFICE_PREFIX)
+    t0 = time.monotonic()
+    r = subprocess.run([*wrap, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    t1 = time.monotonic()
+    try:
+        with open(tlog) as f:
+            recs = [l.split() for l in f]
+    except OSError:
+        recs = []
+    finally:
+        if os.path.exists(tlog):
+            os.unlink(tlog)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): {r.stdout[-500:]}{r.stderr[-500:]}")
+    connects = [float(x[1]) for x in recs if x[0] == "c"]
+    if not connects:
+        raise RuntimeError("the filetimes shim recorded no connect(): is filetimes.so preloaded?")
+    start = connects[0]
+    exits = [float(x[1]) for x in recs if x[0] == "x" and float(x[1]) > start]
+    end = exits[-1] if exits else t1
+    opens = [float(x[1]) for x in recs if x[0] == "o" and float(x[1]) > start]
+    return {"session": end - start, "wall": t1 - t0, "opens": opens, "out": r.stdout + r.stderr}
+
+
+_TLOG = itertools.count()
+
+
+def percentile(vals, q):
+    """Nearest-rank percentile of vals (0 < q <= 100)."""
+    vals = sorted(vals)
+    return vals[max(0, math.ceil(q / 100 * len(vals)) - 1)]
+
+
+def per_file(t, spec, what):
+    """Rates and times of one mget or mput: files per second of session;
+    the session over the files ("per_op_us", what a user waits per file);
+    and the gaps between consecutive local opens of the files, each one
+    file's whole cycle (remote create, data, close), for the mean, p99
+    and worst per file. The first file's gap (session set-up and, for
+    mget, the listing) and the last's (log-off) are not among them."""
+    n = spec["files"]
+    r = {"rate": n / t["session"], "per_op_us": t["session"] / n * 1e6, "session_s": t["session"],
+         "wall_s": t["wall"], "bytes": spec["bytes"]}
+    gaps = [(b - a) * 1e6 for a, b in zip(t["opens"], t["opens"][1:])]
+    if len(t["opens"]) == n and gaps:
+        r.update(mean_us=statistics.mean(gaps), p99_us=percentile(gaps, 99), worst_us=max(gaps))
+    else:
+        log(f"{what}: the shim saw {len(t['opens'])} of {n} file opens: no per-file times")
+    return r
+
+
+def office_mget(spec):
+    """mget of the office files into an empty scratch directory, checked."""
+    def fn(port, wrap=()):
+        scratch = tempfile.mkdtemp(prefix="mget-", dir=work_bin())
+        try:
+            t = timed_client(smb_argv(port, "prompt OFF; recurse ON; cd small; mget *"), wrap, cwd=scratch)
+            check_files(scratch, spec, "mget")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return per_file(t, spec, "mget")
+    return fn
+
+
+def office_mput(spec, share):
+    """mput of the office files into a fresh directory of the share,
+    checked on the server's disk and removed afterwards."""
+    def fn(port, wrap=()):
+        d = f"put-{next(_TLOG)}"
+        try:
+            t = timed_client(smb_argv(port, f"prompt OFF; mkdir {d}; cd {d}; lcd {spec['src']}; mput *"), wrap,
+                             cwd=spec["src"])
+            check_files(os.path.join(share, d), spec, "mput")
+        finally:
+            shutil.rmtree(os.path.join(share, d), ignore_errors=True)
+        return per_file(t, spec, "mput")
+    return fn
+
+
+def office_list(spec):
+    """One smbclient `ls` of the directory of empty files: entries per
+    second of session, every entry counted."""
+    def fn(port, wrap=()):
+        t = timed_client(smb_argv(port, "ls list\\*"), wrap)
+        n = len(re.findall(r"^\s+e\d+\s+[A-Z]*\s+0\s", t["out"], re.M))
+        if n != spec["entries"]:
+            raise RuntimeError(f"ls listed {n} of {spec['entries']} entries")
+        return {"rate": n / t["session"], "per_op_us": t["session"] / n * 1e6, "session_s": t["session"],
+                "wall_s": t["wall"]}
+    return fn
+
+
+def office_contention(secs):
+    """smb2.bench.path-contention-shared, 4 connections: opens and closes
+    of one path per second (together), and smbtorture's mean (weighted
+    over both) and worst latency."""
+    def fn(port, wrap=()):
+        out = torture(port, "smb2.bench.path-contention-shared", secs, wrap)
+        on, oavg, omax = torture_summary(out, "open")
+        cn, cavg, cmax = torture_summary(out, "close")
+        return {"rate": on + cn, "opens_s": on, "closes_s": cn,
+                "mean_us": (on * oavg + cn * cavg) / (on + cn) * 1e6 if on + cn else None,
+                "open_mean_us": oavg * 1e6, "close_mean_us": cavg * 1e6, "worst_us": max(omax, cmax) * 1e6}
+    return fn
 
 
 def all_at_once(argvs, timeout=600):
@@ -510,9 +802,8 @@ def all_at_once(argvs, timeout=600):
 def par_get(clients, mib):
     """`clients` smbclient gets of par.bin (mib MiB) at once: total GB/s,
     and each client's GB/s from its own start to its own exit."""
-    def fn(port):
-        argv = ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{PASSWORD}",
-                "-c", "get par.bin /dev/null"]
+    def fn(port, wrap=()):
+        argv = [*wrap, *smb_argv(port, "get par.bin /dev/null")]
         wall, res = all_at_once([argv] * clients)
         each = [(mib << 20) / secs / 1e9 for secs, _ in res]
         total = clients * (mib << 20)
@@ -525,8 +816,8 @@ def par_bulk(streams, mib, direction):
     """`streams` loadgen bulk transfers of mib MiB at once, one way: total
     Gbit/s over the wall time, and each stream's Gbit/s as loadgen timed
     it (from its first byte to its last, checked)."""
-    def fn(port):
-        argv = [os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction]
+    def fn(port, wrap=()):
+        argv = [*wrap, os.path.join(work_bin(), "loadgen"), "bulk", str(port), str(mib), direction]
         wall, res = all_at_once([argv] * streams)
         each = []
         for _, out in res:
@@ -541,8 +832,8 @@ def par_bulk(streams, mib, direction):
 
 
 def smbread(size, secs):
-    def fn(port):
-        out = run_checked([os.path.join(work_bin(), "smbread"), f"smb://127.0.0.1:{port}/share/sweep.bin",
+    def fn(port, wrap=()):
+        out = run_checked([*wrap, os.path.join(work_bin(), "smbread"), f"smb://127.0.0.1:{port}/share/sweep.bin",
                            "root", PASSWORD, str(size), str(secs)])
         return parse_kv(out.strip().splitlines()[-1])
     return fn
@@ -563,6 +854,19 @@ PAR_FRONTS = ("direct", "smbsplice+--workers 1", "smbsplice+--workers 2", "hapro
 PAR_GETS = 8            # smbclient gets at once
 PAR_STREAMS = 4         # loadgen streams at once
 PAR_MIB = 256           # MiB per client
+# The namespace topology's contestants (get, put, bulk, rr), and the rr
+# extras; office's, per topology (haproxy reaches into the namespace with
+# its `namespace` server option, so the office targets can name it).
+NS_FRONTS = ("direct-ns", "pasta", "smbsplice", "smbsplice-tcp")
+NS_RR_EXTRA = ("smbsplice+--pipe-size 8K", "smbsplice+--mode tcp --pipe-size 8K")
+OFFICE_FRONTS = {"loopback": ("direct", "smbsplice", "haproxy"),
+                 "ns": ("direct-ns", "pasta", "smbsplice", "haproxy")}
+NS_SMB_PORT = 445       # smbd's port inside the namespace
+OFFICE_FILES = 1000     # --office-files: files of mget and mput
+OFFICE_ENTRIES = 20000  # --office-entries: entries of the listed directory
+OFFICE_SECONDS = 5      # --office-seconds: smbtorture's time limit
+TOPOLOGIES = ("loopback", "ns")
+WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "scale", "parallel", "ns", "office")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
@@ -591,7 +895,7 @@ def pick(names, backend_port, **kw):
         if not wanted(n):
             continue
         PICKED.add(n)
-        if n != "direct" and not (f.tool() and shutil.which(f.tool())):
+        if n not in DIRECT and not (f.tool() and shutil.which(f.tool())):
             log(f"{f.tool()} not found: {n} left out")
             continue
         out.append(f)
@@ -599,7 +903,10 @@ def pick(names, backend_port, **kw):
 
 
 def interleaved(fronts, fn, runs, label):
-    """{front name: [result, ...]}, run r of every front before run r+1."""
+    """{front name: [result, ...]}, run r of every front before run r+1.
+    A run that fails is kept as {"failed": why}, so that the report can
+    say how many of a contestant's runs failed rather than take the
+    median of the rest as if nothing happened."""
     res = {f.name: [] for f in fronts}
     for r in range(runs):
         for f in fronts:
@@ -607,6 +914,7 @@ def interleaved(fronts, fn, runs, label):
                 res[f.name].append(measure(f, fn))
             except Exception as e:  # one contestant failing must not sink the run
                 log(f"{label}: {f.name} run {r + 1} failed: {e}")
+                res[f.name].append({"failed": " ".join(str(e).split())[-400:]})
         log(f"{label}: run {r + 1}/{runs} done")
     return res
 
@@ -617,7 +925,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(TOP, "contrib/bench/results"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run: for trying the harness")
-    ap.add_argument("--only", default="bulk,rr,get,echo,sweep,tune,cost,scale,parallel")
+    ap.add_argument("--only", default=",".join(WORKLOADS),
+                    help="workloads, comma-separated: " + ",".join(WORKLOADS))
+    ap.add_argument("--topology", default=",".join(TOPOLOGIES),
+                    help="loopback (every workload but ns) and/or ns (the namespace topology: ns and office)")
     ap.add_argument("--fronts", help="only these contestants, comma-separated (e.g. direct,smbsplice,"
                     "base:smbsplice); tune, sweep and cost ignore it")
     ap.add_argument("--baseline", metavar="PATH",
@@ -630,12 +941,26 @@ def main():
                     help="connections per storm, comma-separated")
     ap.add_argument("--scale-idle", type=float, default=SCALE_IDLE,
                     help="seconds held idle before the second RSS reading")
+    ap.add_argument("--office-files", type=int, help=f"files of mget and mput (default {OFFICE_FILES}, "
+                    "--quick 100)")
+    ap.add_argument("--office-entries", type=int, help=f"entries of the listed directory (default "
+                    f"{OFFICE_ENTRIES}, --quick 2000)")
+    ap.add_argument("--office-seconds", type=int, help=f"smbtorture's time limit in the office workloads "
+                    f"(default {OFFICE_SECONDS}, --quick 2)")
     args = ap.parse_args()
     global BASELINE, FRONTS
     only = set(args.only.split(","))
+    topo = set(args.topology.split(","))
+    if only - set(WORKLOADS):
+        ap.error(f"--only: unknown {','.join(sorted(only - set(WORKLOADS)))}; known: {','.join(WORKLOADS)}")
+    if topo - set(TOPOLOGIES):
+        ap.error(f"--topology: unknown {','.join(sorted(topo - set(TOPOLOGIES)))}; known: loopback,ns")
     runs = 1 if args.quick else args.runs
     mib = 128 if args.quick else 1024
     par_mib = 32 if args.quick else PAR_MIB
+    n_files = args.office_files or (100 if args.quick else OFFICE_FILES)
+    n_entries = args.office_entries or (2000 if args.quick else OFFICE_ENTRIES)
+    o_secs = args.office_seconds or (2 if args.quick else OFFICE_SECONDS)
     if args.baseline:
         BASELINE = os.path.abspath(args.baseline)
         if not os.access(BASELINE, os.X_OK):
@@ -644,84 +969,162 @@ def main():
         FRONTS = [n.strip() for n in args.fronts.split(",") if n.strip()]
         if any(n.startswith("base:") for n in FRONTS) and not BASELINE:
             ap.error("base: contestants need --baseline PATH")
+    # the loopback topology runs every workload but ns; the namespace
+    # topology runs ns and office
+    lo_only = only - {"ns"} if "loopback" in topo else set()
+    ns_only = only & {"ns", "office"} if "ns" in topo else set()
+    if not lo_only and not ns_only:
+        ap.error(f"--only {args.only} --topology {args.topology}: nothing to run")
 
+    t_start = time.monotonic()
     work = tempfile.mkdtemp(prefix="smbsplice-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     _BIN = work
     os.makedirs(args.out, exist_ok=True)
     build_tools(work)
     be = Backends(work)
-    results = {"machine": machine_info(), "runs": runs, "mib": mib}
+    trips = 50 if args.quick else 200
+    results = {"machine": machine_info(), "runs": runs, "mib": mib, "topology": sorted(topo),
+               "only": sorted(only), "rr_trips": trips, "timing": {}}
     if BASELINE:
         results["baseline"] = {"path": BASELINE, "version": subprocess.run(
             [BASELINE, "--version"], capture_output=True, text=True).stdout.strip()}
     if FRONTS:
         results["fronts"] = FRONTS
+
+    @contextlib.contextmanager
+    def part(label):
+        """Time a part of the run for the report's header."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            results["timing"][label] = results["timing"].get(label, 0) + time.monotonic() - t0
+            log(f"{label}: {time.monotonic() - t0:.0f} s")
+
+    spec = None
+    if "office" in only:
+        if not shutil.which("smbtorture"):
+            log("smbtorture not found (Debian package samba-testsuite): path-contention and echo left out "
+                "of office")
+        spec = prepare_office(work, n_files, n_entries)
+        results["office"] = {"files": n_files, "bytes": spec["bytes"], "entries": n_entries,
+                             "seconds": o_secs, "seed": OFFICE_SEED}
     try:
-        if only & {"bulk", "rr", "cost", "parallel"}:
+        if lo_only & {"bulk", "rr", "cost", "parallel"}:
             lg = be.loadgen()
-        if only & {"bulk", "rr", "cost"}:
-            ns = be.netns_loadgen() if only & {"bulk", "rr"} and wanted("pasta") else None
-            fronts = pick(with_twins(STD_FRONTS), lg)
-            if ns:
-                fronts.append(Front("pasta", lg, netns_port=ns))
-                PICKED.add("pasta")
-            if "bulk" in only:
+        if lo_only & {"bulk", "rr", "cost"}:
+            with part("loopback: bulk, rr, tune, cost"):
+                ns = None
+                if lo_only & {"bulk", "rr"} and wanted("pasta"):
+                    if shutil.which("pasta"):
+                        ns = be.netns_loadgen()
+                    else:
+                        log("pasta not found (Debian package passt): pasta left out")
+                fronts = pick(with_twins(STD_FRONTS), lg)
+                if ns:
+                    fronts.append(Front("pasta", lg, netns_port=ns))
+                    PICKED.add("pasta")
+                if "bulk" in lo_only:
+                    for d in ("up", "down"):
+                        results[f"bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"bulk {d}")
+                if "rr" in lo_only:
+                    rr_fronts = fronts + pick(with_twins(("smbsplice+--pipe-size 8K",
+                                                          "smbsplice+--mode tcp --pipe-size 8K")), lg)
+                    results["rr"] = interleaved(rr_fronts, rr(trips), runs, "rr")
+                if "tune" in lo_only:
+                    results["tune_bulk"] = interleaved([Front(n, lg) for n in TUNE_TCP], bulk("down", mib),
+                                                       runs, "tune: bulk down")
+                if "cost" in lo_only:
+                    results["syscalls"] = syscalls_per_mib(lg, mib)
+        if "parallel" in lo_only:
+            with part("loopback: parallel"):
+                results["par"] = {"gets": PAR_GETS, "streams": PAR_STREAMS, "mib": par_mib}
+                fronts = pick(with_twins(PAR_FRONTS), lg)
                 for d in ("up", "down"):
-                    results[f"bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"bulk {d}")
-            if "rr" in only:
-                rr_fronts = fronts + pick(with_twins(("smbsplice+--pipe-size 8K",
-                                                      "smbsplice+--mode tcp --pipe-size 8K")), lg)
-                results["rr"] = interleaved(rr_fronts, rr(50 if args.quick else 200), runs, "rr")
-            if "tune" in only:
-                results["tune_bulk"] = interleaved([Front(n, lg) for n in TUNE_TCP], bulk("down", mib), runs,
-                                                   "tune: bulk down")
-            if "cost" in only:
-                results["syscalls"] = syscalls_per_mib(lg, mib)
-        if "parallel" in only:
-            results["par"] = {"gets": PAR_GETS, "streams": PAR_STREAMS, "mib": par_mib}
-            fronts = pick(with_twins(PAR_FRONTS), lg)
-            for d in ("up", "down"):
-                results[f"par_bulk_{d}"] = interleaved(fronts, par_bulk(PAR_STREAMS, par_mib, d), runs,
-                                                       f"parallel bulk {d}")
-        if only & {"get", "echo", "sweep", "parallel"}:
+                    results[f"par_bulk_{d}"] = interleaved(fronts, par_bulk(PAR_STREAMS, par_mib, d), runs,
+                                                           f"parallel bulk {d}")
+        if lo_only & {"get", "echo", "sweep", "parallel", "office"}:
             sp = be.smbd()
             share = os.path.join(be.smbd_dir, "share")
-            if "parallel" in only:
-                make_file(os.path.join(share, "par.bin"), par_mib)
-                results["par_get"] = interleaved(pick(with_twins(PAR_FRONTS), sp), par_get(PAR_GETS, par_mib),
-                                                 runs, "parallel get")
-        if only & {"get", "echo", "sweep"}:
-            make_file(os.path.join(share, "get.bin"), mib)
-            make_file(os.path.join(work, "put.bin"), mib)
-            fronts = pick(with_twins(STD_FRONTS), sp)
-            if "get" in only:
-                results["get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs, "smbclient get")
-                results["put"] = interleaved(fronts, smbclient(f"put {work}/put.bin put.bin", mib), runs,
-                                             "smbclient put")
-                results["get_encrypted"] = interleaved(
-                    fronts, smbclient("get get.bin /dev/null", mib, ("--client-protection=encrypt",)), runs,
-                    "encrypted get")
-            if "echo" in only and shutil.which("smbtorture"):
-                results["echo"] = interleaved(fronts, echo, runs, "smb2.bench.echo")
-            if "tune" in only:
-                results["tune_get"] = interleaved([Front(n, sp) for n in TUNE_SMB],
-                                                  smbclient("get get.bin /dev/null", mib), runs, "tune: get")
-            if "sweep" in only and os.path.exists(os.path.join(work, "smbread")):
-                make_file(os.path.join(share, "sweep.bin"), 256)
-                results["sweep"] = sweep(sp, 1 if args.quick else 2, runs,
-                                         [int(x) for x in args.sweep_sizes.split(",")],
-                                         args.sweep_thresholds.split(","))
-        if "scale" in only:
-            counts = args.scale_counts
-            if args.quick and counts == ap.get_default("scale_counts"):
-                counts = "200,1000"
-            names = [n for n in SCALE_FRONTS if wanted(n)]
-            PICKED.update(names)
-            results["scale"] = scale(be.connstorm(), [int(x) for x in counts.split(",")], runs,
-                                     args.scale_idle, names)
+            if "parallel" in lo_only:
+                with part("loopback: parallel"):
+                    make_file(os.path.join(share, "par.bin"), par_mib)
+                    results["par_get"] = interleaved(pick(with_twins(PAR_FRONTS), sp),
+                                                     par_get(PAR_GETS, par_mib), runs, "parallel get")
+        if lo_only & {"get", "echo", "sweep"}:
+            with part("loopback: get, put, echo, tune, sweep"):
+                make_file(os.path.join(share, "get.bin"), mib)
+                make_file(os.path.join(work, "put.bin"), mib)
+                fronts = pick(with_twins(STD_FRONTS), sp)
+                if "get" in lo_only:
+                    results["get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs,
+                                                 "smbclient get")
+                    results["put"] = interleaved(fronts, smbclient(f"put {work}/put.bin put.bin", mib), runs,
+                                                 "smbclient put")
+                    results["get_encrypted"] = interleaved(
+                        fronts, smbclient("get get.bin /dev/null", mib, ("--client-protection=encrypt",)), runs,
+                        "encrypted get")
+                if "echo" in lo_only and shutil.which("smbtorture"):
+                    results["echo"] = interleaved(fronts, echo, runs, "smb2.bench.echo")
+                if "tune" in lo_only:
+                    results["tune_get"] = interleaved([Front(n, sp) for n in TUNE_SMB],
+                                                      smbclient("get get.bin /dev/null", mib), runs, "tune: get")
+                if "sweep" in lo_only and os.path.exists(os.path.join(work, "smbread")):
+                    make_file(os.path.join(share, "sweep.bin"), 256)
+                    results["sweep"] = sweep(sp, 1 if args.quick else 2, runs,
+                                             [int(x) for x in args.sweep_sizes.split(",")],
+                                             args.sweep_thresholds.split(","))
+        if "office" in lo_only:
+            with part("loopback: office"):
+                share_office(share, spec)
+                # the echo workload's runs serve when they had the same length
+                reuse = results.get("echo") if o_secs == 5 else None
+                results["office"]["loopback"] = office(pick(OFFICE_FRONTS["loopback"], sp), spec, share, o_secs,
+                                                       runs, "office", reuse)
+        if "scale" in lo_only:
+            with part("loopback: scale"):
+                counts = args.scale_counts
+                if args.quick and counts == ap.get_default("scale_counts"):
+                    counts = "200,1000"
+                names = [n for n in SCALE_FRONTS if wanted(n)]
+                PICKED.update(names)
+                results["scale"] = scale(be.connstorm(), [int(x) for x in counts.split(",")], runs,
+                                         args.scale_idle, names)
+        if ns_only and be.netns_create():
+            if "ns" in ns_only:
+                with part("namespace: get, put, bulk, rr"):
+                    ns_sp, ns_lg = be.netns_smbd(), be.netns_loadgen()
+                    ns_share = os.path.join(be.ns_smbd_dir, "share")
+                    # the loopback get's file when it was made: a hard link costs nothing
+                    lo_get = os.path.join(be.smbd_dir, "share", "get.bin") if be.smbd_dir else ""
+                    if os.path.exists(lo_get) and os.path.getsize(lo_get) == mib << 20:
+                        os.link(lo_get, os.path.join(ns_share, "get.bin"))
+                    else:
+                        make_file(os.path.join(ns_share, "get.bin"), mib)
+                    put = os.path.join(work, "put.bin")
+                    if not (os.path.exists(put) and os.path.getsize(put) == mib << 20):
+                        make_file(put, mib)
+                    fronts = pick(NS_FRONTS, ns_sp, netns=NETNS)
+                    results["ns_get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs,
+                                                    "namespace: smbclient get")
+                    results["ns_put"] = interleaved(fronts, smbclient(f"put {put} put.bin", mib), runs,
+                                                    "namespace: smbclient put")
+                    fronts = pick(NS_FRONTS, ns_lg, netns=NETNS)
+                    for d in ("up", "down"):
+                        results[f"ns_bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"namespace: bulk {d}")
+                    results["ns_rr"] = interleaved(fronts + pick(NS_RR_EXTRA, ns_lg, netns=NETNS),
+                                                   rr(trips), runs, "namespace: rr")
+            if "office" in ns_only:
+                with part("namespace: office"):
+                    ns_sp = be.netns_smbd()
+                    ns_share = os.path.join(be.ns_smbd_dir, "share")
+                    share_office(ns_share, spec)
+                    results["office"]["ns"] = office(pick(OFFICE_FRONTS["ns"], ns_sp, netns=NETNS), spec,
+                                                     ns_share, o_secs, runs, "namespace: office")
     finally:
         be.close()
         shutil.rmtree(work, ignore_errors=True)
+    results["timing"]["total"] = time.monotonic() - t_start
     results["loadavg"] = [results["machine"]["loadavg"], loadavg()]
     for n in FRONTS or ():
         if n not in PICKED:
@@ -734,6 +1137,23 @@ def main():
     if os.path.abspath(args.out) == os.path.join(TOP, "contrib/bench/results"):
         report.embed(os.path.join(TOP, "README.md"), args.out)
         log("embedded it in README.md")
+
+
+def office(fronts, spec, share, secs, runs, label, echo_res=None):
+    """The office workloads on one topology: {workload: {front: [result,
+    ...]}}. echo_res: the echo workload's results, used for echo instead
+    of running it again."""
+    out = {"mget": interleaved(fronts, office_mget(spec), runs, f"{label}: mget"),
+           "mput": interleaved(fronts, office_mput(spec, share), runs, f"{label}: mput"),
+           "list": interleaved(fronts, office_list(spec), runs, f"{label}: ls")}
+    if shutil.which("smbtorture"):
+        out["contention"] = interleaved(fronts, office_contention(secs), runs, f"{label}: path-contention")
+        if echo_res and all(echo_res.get(f.name) for f in fronts):
+            out["echo"] = {f.name: echo_res[f.name] for f in fronts}
+            out["echo_reused"] = True
+        else:
+            out["echo"] = interleaved(fronts, echo_bench(secs), runs, f"{label}: echo")
+    return out
 
 
 def make_file(path, mib):

@@ -7,7 +7,11 @@ at the end recomputes the ratios the project promises and marks each met
 or missed. The parallel tables add each client's own throughput (the
 slowest and the fastest) and how smbsplice's workers shared the
 connections; with a baseline binary, a before/after table sets each
-`base:` contestant beside its namesake. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
+`base:` contestant beside its namesake. The namespace topology's tables
+take direct-ns (the client inside the namespace) as the reference and
+compare with pasta; the office tables give each workload's rate against
+the reference, haproxy (and pasta) with the latency per operation. Each
+has its own targets table. The header says how long each part took. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
 
 Usage: python3 report.py DIR [README]
@@ -39,6 +43,22 @@ def spread(rs, key, fmt="{:.2f}"):
     return f"{fmt.format(m)} ({fmt.format(vals[0])}–{fmt.format(vals[-1])})"
 
 
+def ok_runs(rs):
+    """The runs that did not fail (bench.py keeps a failed one as {"failed": why})."""
+    return [r for r in rs if "failed" not in r]
+
+
+def with_failures(name, rs):
+    """The contestant's name, with how many of its runs failed, if any."""
+    n = len(rs) - len(ok_runs(rs))
+    return f"{name} ({n} of {len(rs)} runs failed)" if n else name
+
+
+def failed_row(name, rs, cols):
+    """A row for a contestant none of whose runs succeeded."""
+    return f"| {with_failures(name, rs)} | " + " | ".join(["–"] * cols) + " |"
+
+
 def ratio(a, b):
     return a / b if a and b else None
 
@@ -62,27 +82,33 @@ def busy_per_gib(rs):
     return statistics.median(vals) if vals else None
 
 
-def throughput_table(res, key, unit, title):
-    """A table of one throughput workload with costs, ratios to direct and
-    haproxy, and the machine's extra core-seconds per GiB over direct."""
-    direct = med(res.get("direct", []), key)
-    hap = med(res.get("haproxy", []), key)
-    base_busy = busy_per_gib(res.get("direct", [])) if res.get("direct") else None
+def throughput_table(res, key, unit, title, base="direct", other="haproxy"):
+    """A table of one throughput workload with costs, ratios to the
+    reference (direct, or direct-ns in the namespace topology) and to
+    `other` (haproxy, or pasta), and the machine's extra core-seconds per
+    GiB over the reference."""
+    direct = med(res.get(base, []), key)
+    hap = med(res.get(other, []), key)
+    base_busy = busy_per_gib(res.get(base, [])) if res.get(base) else None
     lines = [f"**{title}** ({unit}; median (min–max))", "",
-             f"| Contestant | {unit} | × direct | × haproxy | proxy CPU s/GiB | machine core-s/GiB over direct | peak RSS MiB |",
+             f"| Contestant | {unit} | × {base} | × {other} | proxy CPU s/GiB | machine core-s/GiB over {base} "
+             "| peak RSS MiB |",
              "|---|---|---|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if not rs:
+            if all_rs:
+                lines.append(failed_row(name, all_rs, 6))
             continue
         m = med(rs, key)
         cpu = cpu_per_gib(rs)
         busy = busy_per_gib(rs)
-        proxy = name != "direct"
+        proxy = name != base
         extra = busy - base_busy if proxy and busy is not None and base_busy is not None else None
         cpu_s = f"{cpu:.2f}" if proxy and cpu is not None else ""
         extra_s = f"{extra:.2f}" if extra is not None else ""
         rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
-        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+        lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
                      f"{fmt_ratio(ratio(m, hap))} | {cpu_s} | {extra_s} | {rss_s} |")
     return "\n".join(lines) + "\n"
 
@@ -110,8 +136,11 @@ def parallel_table(res, key, unit, title):
              "| proxy CPU s/GiB | machine core-s/GiB over direct | peak RSS MiB | connections per worker |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     extra = {}
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if not rs:
+            if all_rs:
+                lines.append(failed_row(name, all_rs, 9))
             continue
         m = med(rs, key)
         proxy = name != "direct"
@@ -120,7 +149,7 @@ def parallel_table(res, key, unit, title):
         cpu_s = cpu_spread(rs) if proxy else ""
         extra_s = f"{extra[name]:.2f}" if extra[name] is not None else ""
         rss_s = f"{med(rs, 'rss_mib'):.1f}" if proxy else ""
-        lines.append(f"| {name} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
+        lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, key)} | {fmt_ratio(ratio(m, direct))} | "
                      f"{fmt_ratio(ratio(m, hap))} | {spread(rs, 'client_min')} | {spread(rs, 'client_max')} | "
                      f"{cpu_s} | {extra_s} | {rss_s} | {worker_split(name, rs)} |")
     w1, w2 = res.get("smbsplice+--workers 1", []), res.get("smbsplice+--workers 2", [])
@@ -144,6 +173,12 @@ THROUGHPUT = (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
               ("put", "GB/s", "smbclient put of a 1 GiB file"),
               ("get_encrypted", "GB/s", "smbclient get, SMB3 encryption"),
               ("tune_get", "GB/s", "Tuning: smbclient get through smbsplice, by pipe and buffer size"))
+# The namespace topology's throughput workloads: ratios to direct-ns (the
+# client inside the namespace) and to pasta.
+NS_THROUGHPUT = (("ns_get", "GB/s", "Namespace topology: smbclient get of a 1 GiB file"),
+                 ("ns_put", "GB/s", "Namespace topology: smbclient put of a 1 GiB file"),
+                 ("ns_bulk_up", "Gbit/s", "Namespace topology: bulk TCP up (loadgen, client to server)"),
+                 ("ns_bulk_down", "Gbit/s", "Namespace topology: bulk TCP down"))
 PARALLEL = (("par_get", "GB/s", "Parallel: {gets} smbclient gets of a {mib} MiB file at once"),
             ("par_bulk_up", "Gbit/s", "Parallel: {streams} bulk TCP streams of {mib} MiB each up at once (loadgen)"),
             ("par_bulk_down", "Gbit/s", "Parallel: {streams} bulk TCP streams of {mib} MiB each down at once"))
@@ -179,13 +214,16 @@ def baseline_table(r):
                       "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
 
 
-def rr_table(res):
-    lines = ["**Round trips** (rr: 12 message sizes from the pasta cork bug, 200 trips each; µs, median of runs)",
+def rr_table(res, title="Round trips", trips=200):
+    lines = [f"**{title}** (rr: 12 message sizes from the pasta cork bug, {trips} trips each; µs, median of runs)",
              "", "| Contestant | mean | p99 | worst |", "|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if rs:
-            lines.append(f"| {name} | {med(rs, 'mean_us'):.0f} | {med(rs, 'p99_us'):.0f} | "
+            lines.append(f"| {with_failures(name, all_rs)} | {med(rs, 'mean_us'):.0f} | {med(rs, 'p99_us'):.0f} | "
                          f"{spread(rs, 'worst_us', '{:.0f}')} |")
+        elif all_rs:
+            lines.append(failed_row(name, all_rs, 3))
     return "\n".join(lines) + "\n"
 
 
@@ -193,12 +231,74 @@ def echo_table(res):
     direct, hap = med(res.get("direct", []), "ops_s"), med(res.get("haproxy", []), "ops_s")
     lines = ["**smb2.bench.echo** (smbtorture, 4 connections, 5 s; operations/s)", "",
              "| Contestant | ops/s | × direct | × haproxy |", "|---|---|---|---|"]
-    for name, rs in res.items():
+    for name, all_rs in res.items():
+        rs = ok_runs(all_rs)
         if rs:
             m = med(rs, "ops_s")
-            lines.append(f"| {name} | {spread(rs, 'ops_s', '{:.0f}')} | {fmt_ratio(ratio(m, direct))} | "
-                         f"{fmt_ratio(ratio(m, hap))} |")
+            lines.append(f"| {with_failures(name, all_rs)} | {spread(rs, 'ops_s', '{:.0f}')} | "
+                         f"{fmt_ratio(ratio(m, direct))} | {fmt_ratio(ratio(m, hap))} |")
+        elif all_rs:
+            lines.append(failed_row(name, all_rs, 3))
     return "\n".join(lines) + "\n"
+
+
+# The office workloads: results key, name, unit of the rate.
+OFFICE = (("mget", "mget", "files/s"),
+          ("mput", "mput", "files/s"),
+          ("list", "ls", "entries/s"),
+          ("contention", "path-contention", "ops/s"),
+          ("echo", "echo", "ops/s"))
+TOPO_NAME = {"loopback": "loopback", "ns": "namespace topology"}
+
+
+def reference(topo):
+    return "direct-ns" if topo == "ns" else "direct"
+
+
+def fmt_us(x):
+    return "–" if x is None else f"{x:.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def office_table(o, topo):
+    """The office workloads on one topology: each contestant's rate, its
+    ratios to the reference, to haproxy (and to pasta in the namespace),
+    and the latency per operation."""
+    res_all = o.get(topo) or {}
+    base = reference(topo)
+    others = ["haproxy"] + (["pasta"] if topo == "ns" else [])
+    mib = o.get("bytes", 0) / (1 << 20)
+    lines = [f"**Office workloads, {TOPO_NAME[topo]}** ({o.get('files', 0):,} files of 1 KiB to 1 MiB, "
+             f"{mib:.0f} MiB in all, for mget and mput; a directory of {o.get('entries', 0):,} entries for ls; "
+             f"smbtorture with 4 connections for {o.get('seconds')} s; rate median (min–max), latencies in µs, "
+             "medians of the runs' figures)", "",
+             f"| Workload | Contestant | rate | × {base} | " + " | ".join(f"× {x}" for x in others) +
+             " | mean per op | p99 per op | worst per op |",
+             "|---|---|---|---|" + "---|" * len(others) + "---|---|---|"]
+    for key, name, unit in OFFICE:
+        res = res_all.get(key) or {}
+        ref = med(res.get(base, []), "rate")
+        for front, all_rs in res.items():
+            rs = ok_runs(all_rs)
+            if not rs:
+                if all_rs:
+                    lines.append(f"| {name} | {failed_row(front, all_rs, 5 + len(others))[2:]}")
+                continue
+            m = med(rs, "rate")
+            mean = med(rs, "per_op_us") if key in ("mget", "mput", "list") else med(rs, "mean_us")
+            worst = spread(rs, "worst_us", "{:.0f}") if med(rs, "worst_us") else "–"
+            lines.append(f"| {name} | {with_failures(front, all_rs)} | {spread(rs, 'rate', '{:.0f}')} {unit} | {fmt_ratio(ratio(m, ref))} | "
+                         + " | ".join(fmt_ratio(ratio(m, med(res.get(x, []), "rate"))) for x in others) +
+                         f" | {fmt_us(mean)} | {fmt_us(med(rs, 'p99_us'))} | {worst} |")
+    notes = ["mget and mput: files per second of the smbclient session, from its connect() to its exit (its "
+             "start-up, the same for every contestant, is left out: contrib/bench/filetimes.c stamps both); "
+             "mean per op is that session over the files; p99 and worst are of the gaps between the client's "
+             "local opens of consecutive files, each one file's whole cycle (the first and last files' are left "
+             "out). ls: entries per second of one session listing the directory; mean per op is that session "
+             "over the entries. path-contention: opens plus closes per second of one path, 4 connections; "
+             "mean (over both) and worst are smbtorture's own, which gives no percentiles; likewise echo."]
+    if res_all.get("echo_reused"):
+        notes.append("echo: the smb2.bench.echo workload's runs above.")
+    return "\n".join(lines + [""] + notes) + "\n"
 
 
 def sweep_table(sweep):
@@ -309,6 +409,107 @@ def scale_targets(sc, row):
             all(failures(rs) == "0" for rs in ours.values()))
 
 
+def targets_table(title, rows):
+    if not rows:
+        return ""
+    return "\n".join([f"**{title}** (ratios of medians from this run)", "",
+                      "| Measure | Measured | Target | |", "|---|---|---|---|"] + rows) + "\n"
+
+
+def ns_targets(r):
+    """The namespace topology's targets, against pasta."""
+    rows = []
+
+    def row(what, val, target, ok):
+        rows.append(f"| {what} | {val} | {target} | {ok if isinstance(ok, str) else 'met' if ok else 'missed'} |")
+
+    g = r.get("ns_get") or {}
+    sp, pa, d = (ok_runs(g.get(n, [])) for n in ("smbsplice", "pasta", "direct-ns"))
+    get_target = "≥ 1.1× pasta's throughput, ≤ 0.8× its added machine CPU per GiB (over direct-ns)"
+    if g.get("smbsplice") and g.get("pasta") and not (sp and pa):
+        who = "smbsplice" if not sp else "pasta"
+        row("smbclient 1 GiB get through smbsplice", f"{who} failed every run", get_target,
+            False if who == "smbsplice" else "unclear")
+    if sp and pa:
+        x = ratio(med(sp, "gbyte_s"), med(pa, "gbyte_s"))
+        val, ok = f"{x:.2f}× pasta's throughput", x >= 1.1
+        if d:
+            base = busy_per_gib(d)
+            a, b = busy_per_gib(sp) - base, busy_per_gib(pa) - base
+            if b > 0:
+                val += f", {a / b:.2f}× pasta's added machine CPU per GiB ({a:.2f} against {b:.2f} core-s)"
+                ok = ok and a <= 0.8 * b
+            else:
+                val += f"; added machine CPU per GiB {a:.2f} against pasta's {b:.2f} core-s: no ratio"
+                ok = "unclear"
+        else:
+            ok = "unclear"
+        row("smbclient 1 GiB get through smbsplice", val, get_target, ok)
+    for dn in ("up", "down"):
+        res = r.get(f"ns_bulk_{dn}") or {}
+        a, b = med(res.get("smbsplice-tcp", []), "gbit"), med(res.get("pasta", []), "gbit")
+        if a and b:
+            smb = med(res.get("smbsplice", []), "gbit")
+            extra = f" (smb mode {smb / b:.2f}×)" if smb else ""
+            row(f"bulk TCP {dn} (tcp mode)", f"{a / b:.2f}× pasta{extra}", "≥ 1.0× pasta", a >= b)
+    rr = r.get("ns_rr") or {}
+    worst = [med(rs, "worst_us") for n, rs in rr.items() if n.startswith("smbsplice")]
+    worst = [w for w in worst if w]
+    if worst:
+        pw = med(rr.get("pasta", []), "worst_us")
+        pw_s = f" (pasta {pw / 1000:.1f} ms)" if pw else ""
+        row("worst round trip through smbsplice, 8 KiB and default pipes", f"{max(worst) / 1000:.2f} ms{pw_s}",
+            "≤ 1 ms", max(worst) <= 1000)
+    fails = sum(len(rs) - len(ok_runs(rs)) for k, _, _ in NS_THROUGHPUT + (("ns_rr", "", ""),)
+                for n, rs in (r.get(k) or {}).items() if n.startswith("smbsplice"))
+    if fails:
+        row("runs through smbsplice that failed", f"{fails} (see Failed runs)", "none", False)
+    return targets_table("Targets: namespace topology", rows)
+
+
+def office_targets(r):
+    """The office targets, per topology: every workload ≥ 1.15× haproxy,
+    small-message rates within 10% of the reference, p99 time per file
+    ≤ 1.3× the reference's."""
+    rows = []
+    o = r.get("office") or {}
+
+    def row(what, val, target, ok):
+        rows.append(f"| {what} | {val} | {target} | {'met' if ok else 'missed'} |")
+
+    for topo in ("loopback", "ns"):
+        res = o.get(topo)
+        if not res:
+            continue
+        base, where = reference(topo), TOPO_NAME[topo]
+
+        def x(key, field, other):
+            w = res.get(key) or {}
+            return ratio(med(w.get("smbsplice", []), field), med(w.get(other, []), field))
+        xs = [(name, x(key, "rate", "haproxy")) for key, name, _ in OFFICE]
+        xs = [(n, v) for n, v in xs if v]
+        if xs:
+            row(f"office, {where}: every workload through smbsplice", ", ".join(f"{n} {v:.2f}×" for n, v in xs),
+                "≥ 1.15× haproxy each", all(v >= 1.15 for _, v in xs))
+        ys = [(name, x(key, "rate", base)) for key, name, _ in OFFICE if key in ("contention", "echo")]
+        ys = [(n, v) for n, v in ys if v]
+        if ys:
+            row(f"office, {where}: small-message rate", ", ".join(f"{n} {v:.2f}× {base}" for n, v in ys),
+                f"≥ 0.9× {base} each", all(v >= 0.9 for _, v in ys))
+        fails = sum(len(rs) - len(ok_runs(rs)) for key, _, _ in OFFICE
+                    for n, rs in (res.get(key) or {}).items() if n.startswith("smbsplice"))
+        if fails:
+            row(f"office, {where}: runs through smbsplice that failed", f"{fails} (see Failed runs)", "none",
+                False)
+        zs = [(name, x(key, "p99_us", base)) for key, name, _ in OFFICE if key in ("mget", "mput")]
+        zs = [(n, v) for n, v in zs if v]
+        if zs:
+            row(f"office, {where}: p99 time per file (mget, mput)", ", ".join(f"{n} {v:.2f}× {base}'s"
+                                                                             for n, v in zs),
+                f"≤ 1.3× {base}'s each", all(v <= 1.3 for _, v in zs))
+    return targets_table("Targets: office workloads", rows)
+
+
 def targets(r):
     """The issue's targets, each as measured ratio and met/missed."""
     rows = []
@@ -354,10 +555,7 @@ def targets(r):
                 "≤ 0.5× haproxy's", x <= 0.5)
     if r.get("scale"):
         scale_targets(r["scale"], row)
-    if not rows:
-        return ""
-    return "\n".join(["**Targets** (ratios of medians from this run)", "",
-                      "| Measure | Measured | Target | |", "|---|---|---|---|"] + rows) + "\n"
+    return targets_table("Targets", rows)
 
 
 def gnuplot(script, out):
@@ -426,6 +624,44 @@ plot {plots}
     return ok
 
 
+def failed_runs(r):
+    """Every failed run, by workload and contestant, with why: each is
+    left out of its contestant's medians, and its table says how many."""
+    titles = {k: t.split(" (")[0] for k, _, t in THROUGHPUT + NS_THROUGHPUT + PARALLEL}
+    titles.update(rr="Round trips", ns_rr="Namespace topology: round trips", echo="smb2.bench.echo")
+    out = []
+
+    def scan(where, res):
+        for front, runs in res.items():
+            for i, run in enumerate(runs if isinstance(runs, list) else []):
+                if isinstance(run, dict) and "failed" in run:
+                    out.append(f"- {where}, {front}, run {i + 1}: {run['failed']}")
+    for k, v in r.items():
+        if k == "sweep":
+            for size, res in v.items():
+                scan(f"READ-size sweep, {int(size) >> 10} KiB", res)
+        elif k == "office":
+            for topo in TOPO_NAME:
+                for wk, name, _ in OFFICE:
+                    scan(f"office, {TOPO_NAME[topo]}, {name}", (v.get(topo) or {}).get(wk) or {})
+        elif k in titles and isinstance(v, dict):
+            scan(titles[k].format(**r.get("par", PAR_DEFAULT)), v)
+    if not out:
+        return ""
+    return "\n".join(["**Failed runs** (each left out of its contestant's medians)", ""] + out) + "\n"
+
+
+def timing_line(r):
+    """How long each part of the run took, from bench.py's timers."""
+    t = dict(r.get("timing") or {})
+    if not t:
+        return ""
+    total = t.pop("total", None)
+    parts = [f"{label} {secs / 60:.1f} min" for label, secs in t.items()]
+    return (" Time taken: " + "; ".join(parts) + (f"; {total / 60:.1f} min in all" if total else "") +
+            " (set-up included).")
+
+
 def write(r, outdir):
     mi = r.get("machine", {})
     # the transfer size of bulk, get and put; the parallel titles give theirs
@@ -434,10 +670,14 @@ def write(r, outdir):
              f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
              f"{r.get('runs')} interleaved runs per figure" + (f", {r.get('mib')} MiB transfers" if sized else "") +
              ". Loopback: client, server and proxy share the cores." +
+             (" Namespace topology: smbd and the loadgen server run inside a network namespace the harness "
+              "makes, on its loopback, reached from the host through pasta -t, smbsplice --backend-netns "
+              "and haproxy's `namespace` option; direct-ns runs the client inside the namespace."
+              if any(r.get(k) for k, _, _ in NS_THROUGHPUT) or (r.get("office") or {}).get("ns") else "") +
              (" Load average (1 min) {:.1f} at the start, {:.1f} at the end (the end counts this run's own "
               "clients and servers; other work on the machine counts in its busy time and slows every "
               "contestant).".format(*r["loadavg"])
-              if r.get("loadavg") else "") + "\n"]
+              if r.get("loadavg") else "") + timing_line(r) + "\n"]
     for key, unit, title in THROUGHPUT:
         if r.get(key):
             parts.append(throughput_table(r[key], unit_key(unit), unit, title))
@@ -446,15 +686,27 @@ def write(r, outdir):
             parts.append(parallel_table(r[key], unit_key(unit), unit, title.format(**r.get("par", PAR_DEFAULT))))
     parts.append(baseline_table(r))
     if r.get("rr"):
-        parts.append(rr_table(r["rr"]))
+        parts.append(rr_table(r["rr"], trips=r.get("rr_trips", 200)))
     if r.get("echo"):
         parts.append(echo_table(r["echo"]))
+    if (r.get("office") or {}).get("loopback"):
+        parts.append(office_table(r["office"], "loopback"))
+    for key, unit, title in NS_THROUGHPUT:
+        if r.get(key):
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title, "direct-ns", "pasta"))
+    if r.get("ns_rr"):
+        parts.append(rr_table(r["ns_rr"], "Namespace topology: round trips", r.get("rr_trips", 200)))
+    if (r.get("office") or {}).get("ns"):
+        parts.append(office_table(r["office"], "ns"))
     if r.get("sweep"):
         parts.append(sweep_table(r["sweep"]))
     parts.append(syscall_table(r.get("syscalls")))
     if r.get("scale"):
         parts.append(scale_table(r["scale"]))
+    parts.append(failed_runs(r))
     parts.append(targets(r))
+    parts.append(ns_targets(r))
+    parts.append(office_targets(r))
     if r.get("sweep") and plot_sweep(r["sweep"], outdir):
         parts.append("![READ throughput vs READ size](sweep.png)\n")
     if r.get("rr") and plot_rr(r["rr"], outdir):
