@@ -24,6 +24,11 @@
  * says so: READ response data, WRITE request data, and the opaque rest of
  * encrypted, compressed and other large messages.
  *
+ * An observer (smb_framer_observe()) is told of each message once it is
+ * planned: where it lies in the stream, its header's fields and the bytes
+ * held. The proxy times requests and traces headers with it, and the
+ * advisor builds its histograms; the framer does not care which.
+ *
  * Every length read from the wire is checked against the frame that must
  * hold it. A frame that fails a check moves the framer to FR_OPAQUE for
  * good: the connection still forwards every byte, by the flow policy, and
@@ -53,6 +58,50 @@ void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
 }
 
 /**
+ * smb_framer_observe() - be told of every message from now on
+ * @f:		the framer
+ * @fn:		called once per message; NULL to stop
+ * @ctx:	passed to @fn
+ */
+void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx)
+{
+	f->observe = fn;
+	f->observer = ctx;
+}
+
+/**
+ * tell_observer() - describe the message just planned to the observer
+ * @f:		the framer, in FR_SKIP for the message
+ * @kind:	what it is
+ */
+static void tell_observer(struct smb_framer *f, enum smb_msg_kind kind)
+{
+	struct smb_msg m = {
+		.kind = kind,
+		.frame_off = f->frame_off,
+		.frame_len = f->frame_len,
+		.start = f->elem_start,
+		.end = f->elem_end,
+		.pay_start = f->pay_start,
+		.pay_end = f->pay_end,
+		.pay_class = f->pay_class,
+		.pay_splice = f->pay_splice,
+		.hdr = f->hold,
+		.hdr_len = kind == SMB_MSG_NETBIOS ? 0 : f->held,
+	};
+
+	if (kind == SMB_MSG_SMB2) {
+		m.command = get_le16(f->hold + SMB2_HDR_COMMAND);
+		m.flags = get_le32(f->hold + SMB2_HDR_FLAGS);
+		m.status = get_le32(f->hold + SMB2_HDR_STATUS);
+		m.message_id = get_le64(f->hold + SMB2_HDR_MESSAGE_ID);
+		if (m.flags & SMB2_FLAG_ASYNC)
+			m.async_id = get_le64(f->hold + SMB2_HDR_ASYNC_ID);
+	}
+	f->observe(f->observer, &m);
+}
+
+/**
  * go_opaque() - give up parsing this stream
  * @f:		the framer
  * @why:	what failed, for the log
@@ -75,6 +124,16 @@ static void expect_prefix(struct smb_framer *f)
 }
 
 /**
+ * next_frame() - the current frame is done: wait for the next one's prefix
+ * @f:	the framer, at the frame's last byte
+ */
+static void next_frame(struct smb_framer *f)
+{
+	f->frame_off += SMB_PREFIX_LEN + (uint64_t)f->frame_len;
+	expect_prefix(f);
+}
+
+/**
  * expect_element() - wait for the start of a message at @start
  * @f:		the framer
  * @start:	its offset in the frame
@@ -86,6 +145,28 @@ static void expect_element(struct smb_framer *f, uint32_t start)
 	f->want = 4; /* the protocol id decides what comes next */
 	f->elem_start = start;
 	f->elem_end = f->frame_len;
+}
+
+/**
+ * msg_kind() - what the element being planned is
+ * @f:	the framer, before plan_skip() leaves FR_PREFIX or FR_HEADER
+ *
+ * Return: its kind, from the state and the protocol id held.
+ */
+static enum smb_msg_kind msg_kind(const struct smb_framer *f)
+{
+	if (f->state == FR_PREFIX)
+		return SMB_MSG_NETBIOS;
+	switch (get_le32(f->hold)) {
+	case SMB_TRANSFORM_MAGIC:
+		return SMB_MSG_ENCRYPTED;
+	case SMB_COMPRESS_MAGIC:
+		return SMB_MSG_COMPRESSED;
+	case SMB1_MAGIC:
+		return SMB_MSG_SMB1;
+	default:
+		return SMB_MSG_SMB2;
+	}
 }
 
 /**
@@ -101,6 +182,8 @@ static void expect_element(struct smb_framer *f, uint32_t start)
 static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 		      enum smb_class cls)
 {
+	enum smb_msg_kind kind = msg_kind(f);
+
 	f->state = FR_SKIP;
 	f->pay_start = len ? f->elem_start + off : f->pos;
 	f->pay_end = f->pay_start + len;
@@ -112,6 +195,8 @@ static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 		f->keep_lead = true;
 		f->lead = SMB_PREFIX_LEN + f->pay_start;
 	}
+	if (f->observe)
+		tell_observer(f, kind);
 }
 
 /**
@@ -157,7 +242,7 @@ static const char *parse_prefix(struct smb_framer *f)
 	if (type != NBT_MESSAGE)
 		counter_add(&f->st->netbios, 1);
 	if (f->frame_len == 0) {
-		expect_prefix(f);
+		next_frame(f);
 		return NULL;
 	}
 	if (type != NBT_MESSAGE) {
@@ -503,7 +588,7 @@ static void skip_done(struct smb_framer *f)
 	if (f->elem_end == f->frame_len) {
 		if (!f->keep_lead)
 			f->lead = 0;
-		expect_prefix(f);
+		next_frame(f);
 	} else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)
 		go_opaque(f, "NextCommand leaves no room for a header");
 	else

@@ -72,6 +72,64 @@ struct smb_stream_facts {
 	bool multichannel, interface_list;
 };
 
+/* What kind of message an observer is told of (struct smb_msg). */
+enum smb_msg_kind {
+	SMB_MSG_SMB2,	    /* an SMB2 message (one compound element) */
+	SMB_MSG_ENCRYPTED,  /* an encryption transform frame */
+	SMB_MSG_COMPRESSED, /* a compression transform frame */
+	SMB_MSG_SMB1,	    /* an SMB1 frame */
+	SMB_MSG_NETBIOS,    /* a NetBIOS session service control frame */
+};
+
+/**
+ * struct smb_msg - one message, as the framer has just planned it
+ * @kind:	see enum smb_msg_kind
+ * @frame_off:	stream offset of its frame's transport prefix: bytes fed
+ *		and advanced over before it
+ * @frame_len:	the frame's length, after the prefix
+ * @start:	where the message starts, from the frame's first byte after
+ *		the prefix
+ * @end:	where it ends: its NextCommand, or the frame's end
+ * @pay_start:	where its payload starts, likewise; equal to @pay_end when
+ *		there is none
+ * @pay_end:	where it ends
+ * @pay_class:	the payload's class
+ * @pay_splice:	the payload is at or above its class's threshold
+ * @command:	SMB2 only: the command
+ * @flags:	SMB2 only: the header's Flags
+ * @status:	SMB2 only: the header's Status
+ * @message_id:	SMB2 only: MessageId
+ * @async_id:	SMB2 only: AsyncId when SMB2_FLAG_ASYNC is set, else 0
+ * @hdr:	the message's first bytes, as the framer holds them (valid
+ *		during the call only)
+ * @hdr_len:	how many: the SMB2 header and the body fields it parsed,
+ *		4 (the protocol id) for other kinds, 0 for NetBIOS frames
+ */
+struct smb_msg {
+	enum smb_msg_kind kind;
+	uint64_t frame_off;
+	uint32_t frame_len;
+	uint32_t start, end;
+	uint32_t pay_start, pay_end;
+	enum smb_class pay_class;
+	bool pay_splice;
+	uint16_t command;
+	uint32_t flags, status;
+	uint64_t message_id, async_id;
+	const uint8_t *hdr;
+	uint32_t hdr_len;
+};
+
+/**
+ * typedef smb_msg_fn - what an observer is called with, once per message
+ * @ctx:	the observer's context
+ * @m:		the message
+ *
+ * Called from inside smb_framer_feed() as soon as the message's header
+ * (and the body fields the framer reads) are in, before its payload.
+ */
+typedef void smb_msg_fn(void *ctx, const struct smb_msg *m);
+
 enum smb_framer_state {
 	FR_PREFIX, /* collecting the 4-byte transport prefix */
 	FR_HEADER, /* collecting the start of a message (element) to parse */
@@ -102,6 +160,9 @@ enum smb_framer_state {
  * @why:	after the switch to FR_OPAQUE: why, for the log
  * @st:		the direction's shared counters
  * @facts:	this stream's facts, for the connection's log line
+ * @frame_off:	stream offset of the current frame's transport prefix
+ * @observe:	called once per message, or NULL
+ * @observer:	its context
  *
  * Offsets count from the first byte after the transport prefix. Every
  * length read from the wire is checked against the frame before it is
@@ -121,10 +182,14 @@ struct smb_framer {
 	const char *why;
 	struct smb_dir_stats *st;
 	struct smb_stream_facts facts;
+	uint64_t frame_off;
+	smb_msg_fn *observe;
+	void *observer;
 };
 
 void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
 		     struct smb_dir_stats *st);
+void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx);
 void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
 void smb_framer_advance(struct smb_framer *f, size_t n);
 

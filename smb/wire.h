@@ -37,6 +37,8 @@
 #define SMB2_HDR_COMMAND     12 /* u16 */
 #define SMB2_HDR_FLAGS	     16 /* u32 */
 #define SMB2_HDR_NEXT	     20 /* u32 NextCommand */
+#define SMB2_HDR_MESSAGE_ID  24 /* u64 */
+#define SMB2_HDR_ASYNC_ID    32 /* u64, with SMB2_FLAG_ASYNC */
 
 #define SMB2_FLAG_RESPONSE 0x1u
 #define SMB2_FLAG_ASYNC	   0x2u
@@ -105,6 +107,11 @@ static inline uint32_t get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
 #endif /* SMBSPLICE_WIRE_H */

@@ -7,8 +7,10 @@
  * checks, besides what ASan and UBSan catch:
  *   - the framer's offsets stay inside the frame and its hold buffer;
  *   - a splice span never runs past the current element;
- *   - split and whole feeds agree on every message count and on the state
- *     they end in.
+ *   - every message the observer is told of lies inside its frame, after
+ *     the frames before it, and its held bytes are the input's own;
+ *   - split and whole feeds agree on every message count, on the
+ *     messages the observer saw, and on the state they end in.
  */
 #include "config.h"
 
@@ -43,6 +45,37 @@ static void check_invariants(const struct smb_framer *f)
 	}
 }
 
+/**
+ * struct watch - what an observer saw of one run
+ * @data:	the input, to compare held bytes with
+ * @size:	its length
+ * @next_off:	the least a frame's offset may be
+ * @count:	messages seen
+ * @hash:	a digest of their fields, to compare split and whole runs
+ */
+struct watch {
+	const uint8_t *data;
+	size_t size;
+	uint64_t next_off;
+	uint64_t count, hash;
+};
+
+static void observe(void *ctx, const struct smb_msg *m)
+{
+	struct watch *w = ctx;
+	uint64_t at = m->frame_off + SMB_PREFIX_LEN + m->start;
+
+	if (m->frame_off < w->next_off || m->start > m->end ||
+	    m->end > m->frame_len || m->pay_start > m->pay_end ||
+	    m->pay_end > m->end || m->hdr_len > SMB_HOLD_MAX ||
+	    at + m->hdr_len > w->size || memcmp(m->hdr, w->data + at, m->hdr_len))
+		abort();
+	w->next_off = m->frame_off;
+	w->count++;
+	w->hash = w->hash * 1000003u ^ m->frame_off ^ (uint64_t)m->start << 20 ^
+		  m->end ^ (uint64_t)m->command << 40 ^ m->message_id ^ m->kind;
+}
+
 static uint32_t rng_next(uint32_t *s)
 {
 	*s = *s * 1103515245u + 12345u;
@@ -53,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct smb_dir_stats split_st, whole_st;
 	struct smb_framer split, whole;
+	struct watch ws = { 0 }, ww = { 0 };
 	uint32_t seed;
 	size_t off = 0, k, span;
 
@@ -64,11 +98,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&whole_st, 0, sizeof(whole_st));
 	memset(&split_st, 0, sizeof(split_st));
+	ws.data = ww.data = data;
+	ws.size = ww.size = size;
 	smb_framer_init(&whole, &th, &whole_st);
+	smb_framer_observe(&whole, observe, &ww);
 	smb_framer_feed(&whole, data, size);
 	check_invariants(&whole);
 
 	smb_framer_init(&split, &th, &split_st);
+	smb_framer_observe(&split, observe, &ws);
 	while (off < size) {
 		span = smb_framer_splice_span(&split);
 		if (span && rng_next(&seed) % 2) {
@@ -86,7 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_invariants(&split);
 	}
 
-	if (split.state != whole.state ||
+	if (split.state != whole.state || ws.count != ww.count ||
+	    ws.hash != ww.hash ||
 	    memcmp(split_st.commands, whole_st.commands,
 		   sizeof(whole_st.commands)) ||
 	    split.facts.reads != whole.facts.reads ||

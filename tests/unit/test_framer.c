@@ -186,13 +186,55 @@ static void ioctl_rsp_frame(uint32_t ctl_code, uint32_t out)
 
 static struct smb_thresholds th_64k = { { 65536, 65536, 65536 } };
 
+/* What an observer saw of one message (struct smb_msg without @hdr). */
+struct seen {
+	enum smb_msg_kind kind;
+	uint64_t frame_off;
+	uint32_t frame_len, start, end, pay_start, pay_end;
+	uint16_t command;
+	uint32_t flags, status, hdr_len;
+	uint64_t message_id, async_id;
+};
+
+#define MAX_SEEN 64
+
 struct outcome {
+	struct seen seen[MAX_SEEN];
+	unsigned nseen;
 	struct smb_dir_stats st;
 	struct smb_stream_facts facts;
 	enum smb_framer_state state;
 	const char *why;
 	size_t first_splice; /* stream offset of the first spliced byte */
 };
+
+/* The observer: note each message, and check that its header bytes are
+ * the stream's own. */
+static void observe(void *ctx, const struct smb_msg *m)
+{
+	struct outcome *o = ctx;
+	size_t at = m->frame_off + SMB_PREFIX_LEN + m->start;
+	struct seen *sn;
+
+	if (m->hdr_len)
+		assert_memory_equal(m->hdr, vec + at, m->hdr_len);
+	if (o->nseen == MAX_SEEN)
+		return;
+	sn = &o->seen[o->nseen++]; /* zeroed, padding too: compared whole */
+	sn->kind = m->kind;
+	sn->frame_off = m->frame_off;
+	sn->frame_len = m->frame_len;
+	sn->start = m->start;
+	sn->end = m->end;
+	sn->pay_start = m->pay_start;
+	sn->pay_end = m->pay_end;
+	sn->command = m->command;
+	sn->flags = m->flags;
+	sn->status = m->status;
+	sn->hdr_len = m->hdr_len;
+	sn->message_id = m->message_id;
+	sn->async_id = m->async_id;
+}
 
 /* mode: 0 whole, 1 one byte at a time (splicing whenever allowed),
  * 2 random splits and random advances. */
@@ -201,11 +243,15 @@ static struct outcome drive(const struct smb_thresholds *th, int mode,
 {
 	struct smb_framer f;
 	struct smb_dir_stats st = { 0 };
-	struct outcome o = { .first_splice = SIZE_MAX };
+	static struct outcome o;
+
+	memset(&o, 0, sizeof(o));
+	o.first_splice = SIZE_MAX;
 	size_t off = 0, span, k;
 
 	srand(seed);
 	smb_framer_init(&f, th, &st);
+	smb_framer_observe(&f, observe, &o);
 	while (off < vlen) {
 		span = smb_framer_splice_span(&f);
 		if (mode && span) {
@@ -257,6 +303,9 @@ static void assert_same_counts(const struct outcome *x, const struct outcome *y)
 	assert_int_equal(a->smb1, b->smb1);
 	assert_int_equal(a->netbios, b->netbios);
 	assert_int_equal(fa->dialect, fb->dialect);
+	/* However the bytes came, the observer saw the same messages. */
+	assert_int_equal(x->nseen, y->nseen);
+	assert_memory_equal(x->seen, y->seen, x->nseen * sizeof(x->seen[0]));
 }
 
 /* Run the current vector every way; return the one-byte outcome. */
@@ -572,6 +621,56 @@ static void test_netbios(void **state)
 	assert_int_not_equal(o.state, FR_OPAQUE);
 }
 
+/* The observer is told of every message once, with where it lies in the
+ * stream and its header's fields: a compound response, an interim and a
+ * final async response, a NetBIOS keepalive and an encrypted frame. */
+static void test_observer(void **state)
+{
+	struct outcome o;
+	size_t start, second, interim, enc;
+
+	reset();
+	prefix(0, 0); /* length patched below */
+	start = vlen;
+	smb2_hdr(SMB2_CREATE, SMB2_FLAG_RESPONSE, 0, 64 + 96);
+	putn(0x33, 96);
+	second = vlen;
+	read_rsp(80, 70000, 0);
+	vec[1] = (uint8_t)((vlen - start) >> 16);
+	vec[2] = (uint8_t)((vlen - start) >> 8);
+	vec[3] = (uint8_t)(vlen - start);
+	prefix(NBT_KEEPALIVE, 0);
+	interim = vlen;
+	prefix(0, 64 + 9);
+	error_rsp(SMB2_READ, SMB2_FLAG_ASYNC, SMB2_STATUS_PENDING, 0);
+	set_le32(interim + 4 + 32, 0xabc); /* AsyncId */
+	enc = vlen;
+	prefix(0, 52 + 100);
+	put32(SMB_TRANSFORM_MAGIC);
+	putn(0xcc, 48 + 100);
+	o = run_all(&th_64k);
+	assert_int_equal(o.nseen, 4);
+	assert_int_equal(o.seen[0].kind, SMB_MSG_SMB2);
+	assert_int_equal(o.seen[0].command, SMB2_CREATE);
+	assert_int_equal(o.seen[0].frame_off, 0);
+	assert_int_equal(o.seen[0].start, 0);
+	assert_int_equal(o.seen[0].end, 160);
+	assert_int_equal(o.seen[0].message_id, 7);
+	assert_int_equal(o.seen[1].command, SMB2_READ);
+	assert_int_equal(o.seen[1].start, second - start);
+	assert_int_equal(o.seen[1].pay_start, second - start + 80);
+	assert_int_equal(o.seen[1].pay_end, second - start + 80 + 70000);
+	assert_int_equal(o.seen[1].hdr_len, SMB2_READ_RSP_DATA_LENGTH + 4);
+	/* The keepalive has no length, so nothing is planned for it. */
+	assert_int_equal(o.seen[2].frame_off, interim);
+	assert_int_equal(o.seen[2].status, SMB2_STATUS_PENDING);
+	assert_int_equal(o.seen[2].flags, SMB2_FLAG_RESPONSE | SMB2_FLAG_ASYNC);
+	assert_int_equal(o.seen[2].async_id, 0xabc);
+	assert_int_equal(o.seen[3].kind, SMB_MSG_ENCRYPTED);
+	assert_int_equal(o.seen[3].frame_off, enc);
+	assert_int_equal(o.seen[3].hdr_len, 4);
+}
+
 static void test_zero_length_frames_and_many_messages(void **state)
 {
 	struct outcome o;
@@ -783,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_transforms),
 		cmocka_unit_test(test_smb1_negotiate_then_smb2),
 		cmocka_unit_test(test_netbios),
+		cmocka_unit_test(test_observer),
 		cmocka_unit_test(test_zero_length_frames_and_many_messages),
 		cmocka_unit_test(test_signed_flag),
 		cmocka_unit_test(test_bad_type_byte),
