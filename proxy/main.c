@@ -685,6 +685,20 @@ static int start(struct proxy *px, struct options *opt)
 }
 
 /**
+ * exit_early() - leave before anything but the configuration was made
+ * @px:		the process
+ * @status:	the exit status
+ *
+ * Return: @status.
+ */
+static int exit_early(struct proxy *px, int status)
+{
+	free(px->cfg);
+	free(px->inherited);
+	return status;
+}
+
+/**
  * main() - read the configuration, run the proxy until told to stop
  * @argc:	argument count
  * @argv:	arguments
@@ -713,10 +727,10 @@ int main(int argc, char **argv)
 	switch (options_parse(px.cfg, argc, argv, px.ninherited > 0, err,
 			      sizeof(err))) {
 	case OPT_EXIT:
-		return 0;
+		return exit_early(&px, 0);
 	case OPT_BAD:
 		fprintf(stderr, "smbsplice: %s\n", err);
-		return 2;
+		return exit_early(&px, 2);
 	case OPT_OK:
 		break;
 	}
@@ -726,7 +740,7 @@ int main(int argc, char **argv)
 	px.argv = argv;
 	netns_home();
 	if (opt.check)
-		return check_config(&px);
+		return exit_early(&px, check_config(&px));
 	log_verbosity = opt.verbose;
 	if (opt.syslog)
 		log_use_syslog();
@@ -736,7 +750,7 @@ int main(int argc, char **argv)
 	px.loop = ev_default_loop(EVBACKEND_EPOLL);
 	if (!px.loop) {
 		log_err("cannot create the event loop (epoll)");
-		return 1;
+		return exit_early(&px, 1);
 	}
 	watch_signals(&px);
 	if (start(&px, &opt)) {
