@@ -152,6 +152,8 @@ def out(line):
 
 def serve_one(c):
     sent = 0
+    halt = []  # SIGUSR1: stop in the middle of a frame (see kill_child)
+    signal.signal(signal.SIGUSR1, lambda *_: halt.append(True))
     try:
         req = bytearray()
         while len(req) < REQUEST_LEN:
@@ -167,6 +169,9 @@ def serve_one(c):
             # the frames go out as fast as the kernel takes them, so a
             # kill almost never falls between two frames.
             parts = [memoryview(st.header(i)), st.data(i)]
+            cut = bool(halt)
+            if cut:  # told to stop at a frame's start: half of it first
+                parts[1] = parts[1][:len(parts[1]) // 2]
             while parts:
                 n = c.sendmsg(parts)
                 sent += n
@@ -175,6 +180,9 @@ def serve_one(c):
                     parts.pop(0)
                 if parts:
                     parts[0] = parts[0][n:]
+                if halt and (parts or cut):  # in the middle of a frame
+                    out(f"halted {os.getpid()} {sent}")
+                    time.sleep(3600)  # until the SIGKILL
             i += 1
         c.close()
         out(f"end {os.getpid()} done {time.monotonic():.6f} {sent}")
@@ -407,6 +415,12 @@ class Backend(Proc):
         return w[2], float(w[3]), int(w[4])
 
     def kill_child(self, pid):
+        """SIGKILL the child in the middle of a frame; returns when the kill
+        was sent. A kill at full speed falls between two frames now and
+        then (the kernel took a whole one), which is no cut: so the child
+        is first told (SIGUSR1) to stop sending in the middle of one."""
+        os.kill(pid, signal.SIGUSR1)
+        self.wait(lambda w: w[0] == "halted" and int(w[1]) == pid, 10, f"server child {pid} halting mid-frame")
         t = time.monotonic()
         os.kill(pid, signal.SIGKILL)
         return t
