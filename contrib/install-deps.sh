@@ -9,8 +9,8 @@ set -euo pipefail
 pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev libinih-dev libsystemd-dev scdoc
 	systemd iproute2 nftables
-	samba smbclient samba-testsuite python3-impacket
-	clang libclang-rt-14-dev iproute2 nftables)
+	samba smbclient samba-testsuite python3-impacket tshark
+	clang libclang-rt-14-dev)
 bench=(haproxy socat passt iperf3 gnuplot-nox strace libsmbclient-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 

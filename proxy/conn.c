@@ -43,6 +43,7 @@
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "timing.h"
 #include "proxy.h"
 #include "pump.h"
 #include "sock.h"
@@ -137,6 +138,7 @@ struct dir {
  *		@lo's backends
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
+ * @tm:		smb mode: the clocks of its messages in flight
  *
  * This is all an idle connection costs smbsplice: copy buffers and pipes
  * are lent only while bytes are in flight.
@@ -158,6 +160,7 @@ struct conn {
 	unsigned be;
 	char cli_text[64];
 	struct source_key source;
+	struct timing tm;
 };
 
 /**
@@ -337,6 +340,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	ev_timer_stop(loop, &c->timer);
 	half_release(&c->up.h);
 	half_release(&c->down.h);
+	timing_end(&c->tm);
 	if (end != END_FIN) {
 		sock_set_linger0(c->cli.fd);
 		if (c->srv.fd >= 0)
@@ -605,6 +609,41 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /**
+ * dir_index() - which way a direction goes
+ * @d:	&c->up or &c->down
+ *
+ * Return: DIR_TO_SERVER or DIR_TO_CLIENT.
+ */
+static enum dir_index dir_index(const struct dir *d)
+{
+	return d == &d->c->up ? DIR_TO_SERVER : DIR_TO_CLIENT;
+}
+
+/**
+ * dir_saw_message() - the framer parsed a message's header
+ * @ctx:	the direction
+ * @m:		the message
+ */
+static void dir_saw_message(void *ctx, const struct smb_msg *m)
+{
+	struct dir *d = ctx;
+
+	timing_message(&d->c->tm, dir_index(d), m);
+}
+
+/**
+ * dir_flushed() - the direction wrote everything it read
+ * @ctx:	the direction
+ * @written:	bytes it has written so far
+ */
+static void dir_flushed(void *ctx, uint64_t written)
+{
+	struct dir *d = ctx;
+
+	timing_flushed(&d->c->tm, dir_index(d), written);
+}
+
+/**
  * dir_init() - set up a direction and its watchers
  * @c:		the connection
  * @d:		&c->up or &c->down
@@ -621,6 +660,10 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 	smb_framer_init(&d->fr, &o->th, &tot->smb);
 	half_init(&d->h, src, dst, &w->pipes, &w->bufs, o->splice,
 		  o->mode == MODE_SMB ? &d->fr : NULL, &tot->pump);
+	if (o->mode == MODE_SMB && o->latency) {
+		smb_framer_observe(&d->fr, dir_saw_message, d);
+		half_watch_flush(&d->h, dir_flushed, d);
+	}
 	d->c = c;
 	d->done = false;
 	d->opaque_logged = false;
@@ -645,6 +688,7 @@ static void conn_start_forwarding(struct conn *c)
 	c->state = CS_OPEN;
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
+	timing_init(&c->tm, &c->w->timing, &c->st->tot);
 	dir_init(c, &c->up, &c->cli, &c->srv, &c->st->tot.dir[DIR_TO_SERVER]);
 	dir_init(c, &c->down, &c->srv, &c->cli, &c->st->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);

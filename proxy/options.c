@@ -146,6 +146,13 @@ static enum opt_result set_no_splice(struct options *o, struct listen_opts *l,
 	return OPT_OK;
 }
 
+static enum opt_result set_no_latency(struct options *o, struct listen_opts *l,
+				      const char *arg, char *err, size_t errlen)
+{
+	l->latency = false;
+	return OPT_OK;
+}
+
 /**
  * set_threshold() - one of the three splice thresholds
  * @l:		the listener
@@ -472,6 +479,10 @@ static const struct opt_def opt_table[] = {
 	  L, false, set_other_th, false },
 	{ "no-splice", 0, NULL, "copy everything (baseline for comparisons)", L,
 	  false, set_no_splice, false },
+	{ "no-latency", 0, NULL,
+	  "smb mode: do not time requests and frames (the\n"
+	  "latency histograms stay empty)",
+	  L, false, set_no_latency, false },
 	{ "handshake-timeout", 0, "SEC",
 	  "smb mode: time a client has to send its first\n"
 	  "byte; the backend is dialled only then (default 30)",
@@ -596,6 +607,7 @@ void listen_opts_defaults(struct listen_opts *l, const char *name)
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->mode = MODE_SMB;
 	l->splice = true;
+	l->latency = true;
 	l->handshake_timeout = OPT_DEFAULT_HANDSHAKE_TMO;
 	l->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	l->idle_timeout = OPT_DEFAULT_IDLE_TMO;

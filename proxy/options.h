@@ -35,6 +35,7 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @nbackends:		how many
  * @mode:		MODE_SMB or MODE_TCP
  * @splice:		false to force the copy pump everywhere
+ * @latency:		smb mode: time requests and frames for the histograms
  * @th:			smb mode: smallest payload per class to splice
  * @handshake_timeout:	smb mode: seconds a client has to send its first byte
  * @connect_timeout:	seconds each backend has to accept
@@ -58,6 +59,7 @@ struct listen_opts {
 	unsigned nbackends;
 	enum fwd_mode mode;
 	bool splice;
+	bool latency;
 	struct smb_thresholds th;
 	double handshake_timeout;
 	double connect_timeout;

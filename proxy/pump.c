@@ -363,6 +363,21 @@ static enum pump_status wait_read(struct half *h)
 }
 
 /**
+ * half_watch_flush() - be told whenever the direction has written all it read
+ * @h:		the direction
+ * @fn:		called with the bytes written so far; NULL to stop
+ * @ctx:	passed to @fn
+ *
+ * Nothing new is read while anything is pending, so at that moment every
+ * byte of every read so far is in the destination socket.
+ */
+void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t), void *ctx)
+{
+	h->flushed = fn;
+	h->flushed_ctx = ctx;
+}
+
+/**
  * half_run() - move bytes from source to destination until something blocks
  * @h:	the direction
  *
@@ -377,11 +392,15 @@ enum pump_status half_run(struct half *h)
 	if (h->dst_shut)
 		return PUMP_FIN;
 	for (budget = PUMP_BUDGET;; budget--) {
+		bool pending = h->flushed && half_pending(h);
+
 		r = h->in_pipe ? flush_pipe(h) : flush_buf(h);
 		if (r == IO_BLOCKED)
 			return PUMP_WAIT_WRITE;
 		if (r == IO_ERR)
 			return PUMP_DST_ERR;
+		if (pending)
+			h->flushed(h->flushed_ctx, h->spliced + h->copied);
 		if (h->src_eof)
 			return framed(h) && smb_framer_mid_message(h->fr)
 				       ? PUMP_CUT

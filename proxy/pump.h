@@ -54,6 +54,8 @@ struct half_stats {
  * @spliced:	bytes this direction spliced, for the connection's log line
  * @copied:	bytes this direction copied, likewise
  * @tot:	the thread's counters for this direction
+ * @flushed:	called when everything read has been written, or NULL
+ * @flushed_ctx: its context
  *
  * At most one of @in_pipe and @buf_len - @buf_off is non-zero: pending bytes
  * are written before anything new is read, which keeps order across the two
@@ -76,6 +78,8 @@ struct half {
 	struct flow_policy policy;
 	uint64_t spliced, copied;
 	struct half_stats *tot;
+	void (*flushed)(void *ctx, uint64_t written);
+	void *flushed_ctx;
 };
 
 enum pump_status {
@@ -95,6 +99,7 @@ enum pump_status {
 void half_init(struct half *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
 	       struct smb_framer *fr, struct half_stats *tot);
+void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t), void *ctx);
 enum pump_status half_run(struct half *h);
 void half_release(struct half *h);
 bool half_pending(const struct half *h);

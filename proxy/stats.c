@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "counter.h"
 #include "stats.h"
@@ -358,6 +359,80 @@ static void write_process(FILE *out, const struct gauges *g)
 }
 
 /**
+ * write_hist() - one histogram's series: buckets, sum and count
+ * @out:	where to write
+ * @name:	metric name, without _bucket, _sum or _count
+ * @labels:	its labels, without le
+ * @h:		the histogram, summed over the workers
+ *
+ * Prometheus buckets are cumulative: each counts every observation at or
+ * below its bound, and +Inf all of them.
+ */
+static void write_hist(FILE *out, const char *name, const char *labels,
+		       const struct hist *h)
+{
+	unsigned long long cum = 0;
+
+	for (unsigned i = 0; i < HIST_NBOUNDS; i++) {
+		cum += h->bucket[i];
+		fprintf(out, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels,
+			(double)hist_bounds_ns[i] / 1e9, cum);
+	}
+	cum += h->bucket[HIST_NBOUNDS];
+	fprintf(out,
+		"%s_bucket{%s,le=\"+Inf\"} %llu\n%s_sum{%s} %.9f\n%s_count{%s} %llu\n",
+		name, labels, cum, name, labels, (double)h->sum_ns / 1e9, name,
+		labels, cum);
+}
+
+/**
+ * write_latency() - the server's time per command, smbsplice's per frame
+ * @out:	where to write
+ * @ls:		the listeners
+ * @n:		how many
+ *
+ * A command appears once it has been timed, so that a listener's page is
+ * not 19 empty histograms long.
+ */
+static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
+{
+	char labels[160];
+
+	metric_head(
+		out, "smbsplice_request_seconds", "histogram",
+		"Server time per SMB2 command: from the request's last byte written to the backend to its final response's first byte read.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned c = 0; c <= SMB2_NCOMMANDS; c++) {
+			if (!hist_count(&ls[i].tot.request[c]))
+				continue;
+			snprintf(labels, sizeof(labels),
+				 "listener=\"%s\",command=\"%s\"", ls[i].name,
+				 smb_command_name(c));
+			write_hist(out, "smbsplice_request_seconds", labels,
+				   &ls[i].tot.request[c]);
+		}
+	metric_head(
+		out, "smbsplice_forward_seconds", "histogram",
+		"smbsplice's own time per SMB frame: from its header read to its last byte written.");
+	for (unsigned i = 0; i < n; i++)
+		for (int d = 0; d < DIR_COUNT; d++) {
+			snprintf(labels, sizeof(labels),
+				 "listener=\"%s\",direction=\"%s\"", ls[i].name,
+				 dir_label[d]);
+			write_hist(out, "smbsplice_forward_seconds", labels,
+				   &ls[i].tot.dir[d].forward);
+		}
+	metric_head(
+		out, "smbsplice_requests_untimed_total", "counter",
+		"Requests not timed: past 1024 outstanding on one connection.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_requests_untimed_total{listener=\"%s\"} %llu\n",
+			ls[i].name,
+			(unsigned long long)ls[i].tot.untimed_requests);
+}
+
+/**
  * metrics_write() - the /metrics page
  * @out:	where to write
  * @ls:		each listener's counters, summed over the workers
@@ -375,6 +450,7 @@ void metrics_write(FILE *out, const struct lreport *ls, unsigned nls,
 	write_messages(out, ls, nls);
 	write_frames(out, ls, nls);
 	write_payloads(out, ls, nls);
+	write_latency(out, ls, nls);
 	write_listeners(out, ls, nls);
 	write_process(out, g);
 	metric_head(

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "framer.h"
+#include "hist.h"
 #include "pump.h"
 
 enum dir_index {
@@ -18,16 +19,23 @@ enum dir_index {
  * struct dir_totals - counters of one direction, summed over connections
  * @pump:	bytes and calls per pump
  * @smb:	what the framer saw (smb mode)
+ * @forward:	smb mode: per frame, first byte read to last byte written
  */
 struct dir_totals {
 	struct half_stats pump;
 	struct smb_dir_stats smb;
+	struct hist forward;
 };
 
 /**
  * struct totals - the counters one worker adds to and /metrics sums
  * @dir:		per direction
  * @opaque_conns:	connections on which a framer gave up parsing
+ * @request:		smb mode: the server's time per command, request's
+ *			last byte sent to response's first byte read; the
+ *			last slot for commands past SMB2_OPLOCK_BREAK
+ * @untimed_requests:	requests not timed: too many outstanding on their
+ *			connection
  *
  * Only uint64_t counters, each written by one thread alone (counter.h):
  * totals_add() relies on both.
@@ -35,6 +43,8 @@ struct dir_totals {
 struct totals {
 	struct dir_totals dir[DIR_COUNT];
 	uint64_t opaque_conns;
+	struct hist request[SMB2_NCOMMANDS + 1];
+	uint64_t untimed_requests;
 };
 
 /**

@@ -238,7 +238,7 @@ void workers_sync(struct proxy *px)
 }
 
 /**
- * on_trim() - give back the pipes and buffers that sat unused
+ * on_trim() - give back the pipes, buffers and timing blocks that sat unused
  * @loop:	the worker's loop
  * @t:		&worker.trim
  * @revents:	unused
@@ -250,6 +250,7 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)loop;
 	(void)revents;
 	pool_trim(&w->pipes);
+	timing_pool_trim(&w->timing);
 	if (bufpool_trim(&w->bufs))
 		alloc_release_free_memory();
 }
@@ -367,6 +368,8 @@ void worker_destroy(struct worker *w)
 	}
 	pool_destroy(&w->pipes);
 	bufpool_destroy(&w->bufs);
+	w->timing.used = false;
+	timing_pool_trim(&w->timing);
 	if (w->loop) {
 		ev_loop_destroy(w->loop);
 		pthread_mutex_destroy(&w->lock);

@@ -11,6 +11,7 @@
 #include "limits.h"
 #include "options.h"
 #include "pipepool.h"
+#include "timing.h"
 #include "stats.h"
 
 struct conn;
@@ -55,6 +56,7 @@ struct worker_cmd {
  * @loop:	this worker's libev loop
  * @pipes:	its splice pipes (drawing on the process-wide budget)
  * @bufs:	its copy buffers
+ * @timing:	spare blocks for timing messages (timing.c)
  * @listeners:	the listening sockets it accepts on (accept.c)
  * @accept_warned: when the last pause for descriptors was logged
  * @wake:	the main thread's way to reach this loop (see @cmds)
@@ -85,6 +87,7 @@ struct worker {
 	struct ev_loop *loop;
 	struct pipe_pool pipes;
 	struct buf_pool bufs;
+	struct timing_pool timing;
 	struct wlistener *listeners;
 	ev_tstamp accept_warned;
 	ev_async wake;

@@ -121,6 +121,17 @@ struct smb_msg {
 };
 
 /**
+ * smb_msg_frame_end() - stream offset just past a message's frame
+ * @m:	the message
+ *
+ * Return: the offset; once that many bytes are written, the frame is.
+ */
+static inline uint64_t smb_msg_frame_end(const struct smb_msg *m)
+{
+	return m->frame_off + SMB_PREFIX_LEN + m->frame_len;
+}
+
+/**
  * typedef smb_msg_fn - what an observer is called with, once per message
  * @ctx:	the observer's context
  * @m:		the message

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* timing.c - how long the server takes per SMB2 command, and how long
+ *	      smbsplice holds each frame
+ *
+ * Theory of operation: the framer tells this file of every message as its
+ * header is parsed (timing_message()), and the pump tells it whenever a
+ * direction has written everything it had read (timing_flushed()). The
+ * pump reads nothing new until what it read is written, so that moment is
+ * when every frame that ended in the read is fully handed to the kernel.
+ *
+ *   forward: a frame's clock starts when its header is parsed, in the read
+ *	that brought its first bytes (headers are read whole unless a read
+ *	ends inside one), and stops at the flush that writes its last byte.
+ *	A direction's frames in flight wait in a small ring, oldest first;
+ *	when one read brings more frames than the ring holds (a client
+ *	pipelining 64 READs), neighbours from that read share a slot and
+ *	the clock of the first of them, started nanoseconds before theirs.
+ *   request: a request waits in a table keyed by MessageId (srt.c) from
+ *	its parse; the flush that writes its last byte to the server stamps
+ *	it sent, and the parse of its final response takes it out and
+ *	counts the difference into its command's histogram.
+ *
+ * The clocks and the table live in one block, lent from the worker's pool
+ * while any frame or request is in flight and given back as soon as none
+ * is, so an idle SMB session, the common case, holds nothing. Past the
+ * table's cap, requests are not timed and are counted as such rather than
+ * making the block grow without bound. The clock is
+ * CLOCK_MONOTONIC through the vDSO: no system call.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "counter.h"
+#include "srt.h"
+#include "timing.h"
+
+/* Frames in flight one direction may time at once. */
+#define FWD_SLOTS 16
+/* Requests in flight: the table's first size in slots, and the most a
+ * connection times at once (servers grant up to 8192 credits; a pipeline
+ * that deep is timed in part). */
+#define SRT_FIRST	 32u
+#define SRT_MAX_REQUESTS 1024u
+/* Spare blocks a worker keeps between trims. */
+#define POOL_KEEP 32
+
+/**
+ * struct fwd_ring - frames of one direction not yet fully written
+ * @t0:		when the first frame of each slot was parsed (ns)
+ * @end:	stream offset just past the last frame of each slot
+ * @n:		frames in each slot
+ * @head:	oldest slot
+ * @len:	slots in use
+ */
+struct fwd_ring {
+	uint64_t t0[FWD_SLOTS], end[FWD_SLOTS];
+	uint32_t n[FWD_SLOTS];
+	unsigned head, len;
+};
+
+/**
+ * struct timing_block - a connection's clocks while messages are in flight
+ * @next:	the pool's free list
+ * @fwd:	frames in flight, per direction
+ * @frame_t0:	when the current frame of each direction was parsed
+ * @srt:	requests in flight: @first, or a larger table of its own
+ * @first:	the table's first @SRT_FIRST slots
+ */
+struct timing_block {
+	struct timing_block *next;
+	struct fwd_ring fwd[DIR_COUNT];
+	uint64_t frame_t0[DIR_COUNT];
+	struct srt_table *srt;
+	union {
+		struct srt_table t;
+		char mem[sizeof(struct srt_table) +
+			 SRT_FIRST * sizeof(struct srt_entry)];
+	} first;
+};
+
+/**
+ * now_ns() - the monotonic clock
+ *
+ * Return: nanoseconds, never 0.
+ */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
+}
+
+/**
+ * timing_init() - a connection starts with nothing in flight
+ * @tm:		its timing
+ * @pool:	the worker's pool
+ * @tot:	the listener's counters in this worker
+ */
+void timing_init(struct timing *tm, struct timing_pool *pool,
+		 struct totals *tot)
+{
+	tm->b = NULL;
+	tm->pool = pool;
+	tm->tot = tot;
+}
+
+/**
+ * lend() - the connection's block, lent from the pool if it has none
+ * @tm:	the timing
+ *
+ * Return: the block, or NULL if memory ran out.
+ */
+static struct timing_block *lend(struct timing *tm)
+{
+	struct timing_pool *p = tm->pool;
+	struct timing_block *b = tm->b;
+
+	if (b)
+		return b;
+	b = p->free;
+	if (b) {
+		p->free = b->next;
+		p->nfree--;
+		p->used = true;
+	} else {
+		b = malloc(sizeof(*b));
+		if (!b)
+			return NULL;
+	}
+	for (int d = 0; d < DIR_COUNT; d++)
+		b->fwd[d].head = b->fwd[d].len = 0;
+	b->srt = &b->first.t;
+	srt_init(b->srt, SRT_FIRST);
+	tm->b = b;
+	return b;
+}
+
+/**
+ * give_back() - return the block to the pool once nothing is in flight
+ * @tm:		the timing
+ * @force:	return it whatever it holds (the connection ends)
+ */
+static void give_back(struct timing *tm, bool force)
+{
+	struct timing_block *b = tm->b;
+	struct timing_pool *p = tm->pool;
+
+	if (!b || (!force && (b->fwd[DIR_TO_SERVER].len ||
+			      b->fwd[DIR_TO_CLIENT].len || b->srt->count)))
+		return;
+	if (b->srt != &b->first.t)
+		free(b->srt);
+	tm->b = NULL;
+	if (p->nfree >= POOL_KEEP) {
+		free(b);
+		return;
+	}
+	b->next = p->free;
+	p->free = b;
+	p->nfree++;
+}
+
+/**
+ * fwd_push() - a frame's clock starts
+ * @r:		its direction's ring
+ * @t0:		now
+ * @end:	stream offset just past the frame
+ *
+ * A full ring means this read brought many frames: the two newest slots,
+ * filled in this same read, become one, and this frame takes the last.
+ * The newest frame stays alone, for it may be a header whose payload is
+ * still to come, and the others must not wait for that.
+ */
+static void fwd_push(struct fwd_ring *r, uint64_t t0, uint64_t end)
+{
+	unsigned i, a, b;
+
+	if (r->len == FWD_SLOTS) {
+		a = (r->head + r->len - 2) % FWD_SLOTS;
+		b = (r->head + r->len - 1) % FWD_SLOTS;
+		r->end[a] = r->end[b];
+		r->n[a] += r->n[b];
+		r->len--;
+	}
+	i = (r->head + r->len) % FWD_SLOTS;
+	r->t0[i] = t0;
+	r->end[i] = end;
+	r->n[i] = 1;
+	r->len++;
+}
+
+/**
+ * room_for_request() - make sure the table can take one more request
+ * @tm:	the timing
+ * @b:	its block
+ *
+ * Return: true if it can, having grown it if need be.
+ */
+static bool room_for_request(struct timing *tm, struct timing_block *b)
+{
+	struct srt_table *t = b->srt, *bigger;
+
+	if (t->count >= SRT_MAX_REQUESTS) {
+		counter_add(&tm->tot->untimed_requests, 1);
+		return false;
+	}
+	if (!srt_full(t))
+		return true;
+	bigger = malloc(srt_size(t->cap * 2));
+	if (!bigger) {
+		counter_add(&tm->tot->untimed_requests, 1);
+		return false;
+	}
+	srt_init(bigger, t->cap * 2);
+	srt_move(bigger, t);
+	if (t != &b->first.t)
+		free(t);
+	b->srt = bigger;
+	return true;
+}
+
+/**
+ * count_response() - a final response: its request's time goes in
+ * @tm:		the timing
+ * @b:		its block
+ * @m:		the response
+ * @t:		when its frame's header was parsed
+ */
+static void count_response(struct timing *tm, struct timing_block *b,
+			   const struct smb_msg *m, uint64_t t)
+{
+	uint64_t sent;
+	uint16_t cmd;
+
+	if (!srt_take(b->srt, m->message_id, &cmd, &sent) || !sent || t < sent)
+		return;
+	hist_observe(
+		&tm->tot->request[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS],
+		t - sent, 1);
+}
+
+/**
+ * timing_message() - the framer has parsed a message's header
+ * @tm:	the connection's timing
+ * @d:	the direction it travels
+ * @m:	the message
+ */
+void timing_message(struct timing *tm, enum dir_index d,
+		    const struct smb_msg *m)
+{
+	struct timing_block *b = lend(tm);
+
+	if (!b)
+		return;
+	if (m->start == 0) { /* a frame's first message: its clock starts */
+		b->frame_t0[d] = now_ns();
+		fwd_push(&b->fwd[d], b->frame_t0[d], smb_msg_frame_end(m));
+	}
+	switch (srt_role_of(m)) {
+	case SRT_REQUEST:
+		if (d == DIR_TO_SERVER && room_for_request(tm, b))
+			srt_add(b->srt, m->message_id, m->command,
+				smb_msg_frame_end(m));
+		break;
+	case SRT_RESPONSE:
+		if (d == DIR_TO_CLIENT)
+			count_response(tm, b, m, b->frame_t0[d]);
+		break;
+	case SRT_NONE:
+		break;
+	}
+	give_back(tm, false);
+}
+
+/**
+ * timing_flushed() - a direction has written all it read
+ * @tm:		the connection's timing
+ * @d:		the direction
+ * @written:	bytes it has written so far
+ */
+void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written)
+{
+	struct timing_block *b = tm->b;
+	struct fwd_ring *r;
+	uint64_t now = 0;
+
+	if (!b)
+		return;
+	r = &b->fwd[d];
+	while (r->len && r->end[r->head] <= written) {
+		if (!now)
+			now = now_ns();
+		hist_observe(&tm->tot->dir[d].forward, now - r->t0[r->head],
+			     r->n[r->head]);
+		r->head = (r->head + 1) % FWD_SLOTS;
+		r->len--;
+	}
+	if (d == DIR_TO_SERVER && b->srt->unsent)
+		srt_sent(b->srt, written, now ? now : now_ns());
+	give_back(tm, false);
+}
+
+/**
+ * timing_end() - the connection ends: what is in flight is not timed
+ * @tm:	its timing
+ */
+void timing_end(struct timing *tm)
+{
+	give_back(tm, true);
+}
+
+/**
+ * timing_pool_trim() - free the spare blocks if none was needed lately
+ * @pool:	the worker's pool
+ *
+ * Called every few seconds, so that a burst of connections leaves no
+ * memory behind, while a busy worker keeps its spares.
+ */
+void timing_pool_trim(struct timing_pool *pool)
+{
+	struct timing_block *b;
+
+	if (pool->used) {
+		pool->used = false;
+		return;
+	}
+	while ((b = pool->free)) {
+		pool->free = b->next;
+		free(b);
+	}
+	pool->nfree = 0;
+}

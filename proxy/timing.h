@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_TIMING_H
+#define SMBSPLICE_TIMING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "framer.h"
+#include "stats.h"
+
+struct timing_block;
+
+/**
+ * struct timing_pool - a worker's spare timing blocks
+ * @free:	blocks kept for reuse, linked through their @next
+ * @nfree:	how many
+ * @used:	a spare was lent since the last trim
+ */
+struct timing_pool {
+	struct timing_block *free;
+	unsigned nfree;
+	bool used;
+};
+
+/**
+ * struct timing - what a connection keeps to time its messages
+ * @b:		the block with the clocks and the requests in flight, lent
+ *		from @pool while any are, NULL otherwise
+ * @pool:	the worker's pool
+ * @tot:	the listener's counters in this worker
+ */
+struct timing {
+	struct timing_block *b;
+	struct timing_pool *pool;
+	struct totals *tot;
+};
+
+void timing_init(struct timing *tm, struct timing_pool *pool,
+		 struct totals *tot);
+void timing_message(struct timing *tm, enum dir_index d,
+		    const struct smb_msg *m);
+void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written);
+void timing_end(struct timing *tm);
+void timing_pool_trim(struct timing_pool *pool);
+
+#endif /* SMBSPLICE_TIMING_H */

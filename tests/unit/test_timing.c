@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* test_timing.c - per-command and per-frame timing: a request is timed
+ * from the flush that wrote its last byte to its final response, never
+ * from an interim one; frames are timed from parse to flush; the block is
+ * lent only while something is in flight; the cap counts what it drops; frames
+ * beyond the ring share a slot */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "timing.h"
+#include "wire.h"
+
+static struct totals tot;
+static struct timing_pool pool;
+
+/* A one-message frame of @len bytes after its prefix at stream @off. */
+static struct smb_msg msg(uint64_t off, uint32_t len, uint16_t cmd,
+			  uint32_t flags, uint32_t status, uint64_t id)
+{
+	return (struct smb_msg){ .kind = SMB_MSG_SMB2,
+				 .frame_off = off,
+				 .frame_len = len,
+				 .end = len,
+				 .command = cmd,
+				 .flags = flags,
+				 .status = status,
+				 .message_id = id };
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void setup_all(void)
+{
+	memset(&tot, 0, sizeof(tot));
+	timing_pool_trim(&pool);
+	pool.used = false;
+	timing_pool_trim(&pool);
+}
+
+static void test_request_timed_to_final_response(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+	struct hist *h = &tot.request[SMB2_READ];
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	m = msg(0, 100, SMB2_READ, 0, 0, 42);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	assert_non_null(tm.b);
+	timing_flushed(&tm, DIR_TO_SERVER, 104); /* its last byte written */
+	sleep_ms(20);
+	m = msg(0, 72, SMB2_READ, SMB2_FLAG_RESPONSE | SMB2_FLAG_ASYNC,
+		SMB2_STATUS_PENDING, 42);
+	timing_message(&tm, DIR_TO_CLIENT, &m); /* interim: not the end */
+	assert_int_equal(hist_count(h), 0);
+	timing_flushed(&tm, DIR_TO_CLIENT, 76);
+	assert_non_null(tm.b); /* the request is still out */
+	sleep_ms(20);
+	m = msg(76, 1000, SMB2_READ, SMB2_FLAG_RESPONSE | SMB2_FLAG_ASYNC, 0,
+		42);
+	timing_message(&tm, DIR_TO_CLIENT, &m);
+	assert_int_equal(hist_count(h), 1);
+	assert_true(h->sum_ns >= 40000000 && h->sum_ns < 1000000000);
+	timing_flushed(&tm, DIR_TO_CLIENT, 1080);
+	assert_null(tm.b); /* nothing in flight: given back */
+	assert_int_equal(pool.nfree, 1);
+	/* Three frames to the client, three timed from parse to flush. */
+	assert_int_equal(hist_count(&tot.dir[DIR_TO_CLIENT].forward), 2);
+	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 1);
+	timing_end(&tm);
+}
+
+static void test_not_yet_sent_is_not_timed(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	m = msg(0, 1 << 20, SMB2_WRITE, 0, 0, 7);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	timing_flushed(&tm, DIR_TO_SERVER, 65536); /* part of it only */
+	m = msg(0, 9, SMB2_WRITE, SMB2_FLAG_RESPONSE, 0xc000007f, 7);
+	timing_message(&tm, DIR_TO_CLIENT, &m); /* an early error */
+	assert_int_equal(hist_count(&tot.request[SMB2_WRITE]), 0);
+	timing_end(&tm);
+	assert_null(tm.b);
+}
+
+static void test_cancel_and_unsolicited(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	m = msg(0, 64, SMB2_CANCEL, 0, 0, 3);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	timing_flushed(&tm, DIR_TO_SERVER, 68);
+	assert_null(tm.b); /* a CANCEL is never answered: not waited for */
+	m = msg(0, 88, SMB2_OPLOCK_BREAK, SMB2_FLAG_RESPONSE, 0,
+		0xffffffffffffffffull);
+	timing_message(&tm, DIR_TO_CLIENT, &m);
+	timing_flushed(&tm, DIR_TO_CLIENT, 92);
+	assert_int_equal(hist_count(&tot.request[SMB2_OPLOCK_BREAK]), 0);
+	assert_null(tm.b);
+	timing_end(&tm);
+}
+
+static void test_caps_count_what_they_drop(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+	uint64_t off = 0;
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	/* 2000 requests in 2000 frames in flight, as one read would bring
+	 * them: every frame is timed, and 1024 requests. */
+	for (uint64_t id = 0; id < 2000; id++) {
+		m = msg(off, 64, SMB2_READ, 0, 0, id);
+		timing_message(&tm, DIR_TO_SERVER, &m);
+		off += 68;
+	}
+	assert_int_equal(tot.untimed_requests, 2000 - 1024);
+	timing_flushed(&tm, DIR_TO_SERVER, off - 68); /* all but the last */
+	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 1999);
+	timing_flushed(&tm, DIR_TO_SERVER, off);
+	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 2000);
+	for (uint64_t id = 0; id < 2000; id++) {
+		m = msg(id * 76, 72, SMB2_READ, SMB2_FLAG_RESPONSE, 0, id);
+		timing_message(&tm, DIR_TO_CLIENT, &m);
+	}
+	assert_int_equal(hist_count(&tot.request[SMB2_READ]), 1024);
+	timing_end(&tm);
+	assert_null(tm.b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request_timed_to_final_response),
+		cmocka_unit_test(test_not_yet_sent_is_not_timed),
+		cmocka_unit_test(test_cancel_and_unsolicited),
+		cmocka_unit_test(test_caps_count_what_they_drop),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
