@@ -44,6 +44,8 @@
 #include "log.h"
 #include "netns.h"
 #include "timing.h"
+#include "trace.h"
+#include "tracefile.h"
 #include "proxy.h"
 #include "pump.h"
 #include "sock.h"
@@ -139,6 +141,7 @@ struct dir {
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
  * @tm:		smb mode: the clocks of its messages in flight
+ * @trace:	its capture, with --trace
  *
  * This is all an idle connection costs smbsplice: copy buffers and pipes
  * are lent only while bytes are in flight.
@@ -161,6 +164,7 @@ struct conn {
 	char cli_text[64];
 	struct source_key source;
 	struct timing tm;
+	struct trace_conn *trace;
 };
 
 /**
@@ -341,6 +345,8 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	half_release(&c->up.h);
 	half_release(&c->down.h);
 	timing_end(&c->tm);
+	trace_conn_end(c->trace, end == END_FIN);
+	c->trace = NULL;
 	if (end != END_FIN) {
 		sock_set_linger0(c->cli.fd);
 		if (c->srv.fd >= 0)
@@ -628,7 +634,27 @@ static void dir_saw_message(void *ctx, const struct smb_msg *m)
 {
 	struct dir *d = ctx;
 
-	timing_message(&d->c->tm, dir_index(d), m);
+	if (d->c->lo->latency)
+		timing_message(&d->c->tm, dir_index(d), m);
+	trace_message(d->c->trace, dir_index(d), m);
+}
+
+/**
+ * dir_tap() - a read, before and after the framer walks it: for the trace
+ * @ctx:	the direction
+ * @p:		its bytes, NULL if spliced
+ * @n:		how many
+ * @walked:	the framer has walked them
+ */
+static void dir_tap(void *ctx, const void *p, size_t n, bool walked)
+{
+	struct dir *d = ctx;
+
+	if (!walked)
+		trace_chunk(d->c->trace, dir_index(d), p, n);
+	else
+		trace_chunk_done(d->c->trace, dir_index(d),
+				 !d->h.fr || smb_framer_opaque(&d->fr));
 }
 
 /**
@@ -660,16 +686,38 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 	smb_framer_init(&d->fr, &o->th, &tot->smb);
 	half_init(&d->h, src, dst, &w->pipes, &w->bufs, o->splice,
 		  o->mode == MODE_SMB ? &d->fr : NULL, &tot->pump);
-	if (o->mode == MODE_SMB && o->latency) {
+	if (o->mode == MODE_SMB && (o->latency || c->trace))
 		smb_framer_observe(&d->fr, dir_saw_message, d);
+	if (o->mode == MODE_SMB && o->latency)
 		half_watch_flush(&d->h, dir_flushed, d);
-	}
+	if (c->trace)
+		half_tap(&d->h, dir_tap, d);
 	d->c = c;
 	d->done = false;
 	d->opaque_logged = false;
 	ev_io_init(&d->rd, on_io, src->fd, EV_READ);
 	ev_io_init(&d->wr, on_io, dst->fd, EV_WRITE);
 	d->rd.data = d->wr.data = d;
+}
+
+/**
+ * conn_trace_begin() - with --trace, start the connection's capture
+ * @c:	the connection, about to forward
+ *
+ * The addresses are the client's and the listener's as the client sees
+ * them: two system calls per connection, and only when tracing.
+ */
+static void conn_trace_begin(struct conn *c)
+{
+	struct sockaddr_storage peer, local;
+	socklen_t plen = sizeof(peer), llen = sizeof(local);
+
+	if (!tracefile_enabled() ||
+	    getpeername(c->cli.fd, (struct sockaddr *)&peer, &plen) ||
+	    getsockname(c->cli.fd, (struct sockaddr *)&local, &llen))
+		return;
+	c->trace = trace_conn_new(&peer, &local, c->cli_text);
+	trace_conn_start(c->trace);
 }
 
 /**
@@ -689,6 +737,7 @@ static void conn_start_forwarding(struct conn *c)
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
 	timing_init(&c->tm, &c->w->timing, &c->st->tot);
+	conn_trace_begin(c);
 	dir_init(c, &c->up, &c->cli, &c->srv, &c->st->tot.dir[DIR_TO_SERVER]);
 	dir_init(c, &c->down, &c->srv, &c->cli, &c->st->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);

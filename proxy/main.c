@@ -54,6 +54,7 @@
 #include "privs.h"
 #include "proxy.h"
 #include "reload.h"
+#include "tracefile.h"
 #include "worker.h"
 
 /* Descriptors kept back, beyond those open at start and the scrapes, for
@@ -274,7 +275,7 @@ static void apply_globals(struct proxy *px, const struct options *now)
 }
 
 /**
- * on_sighup() - SIGHUP: re-read the config file and apply it
+ * on_sighup() - SIGHUP: reopen the trace, re-read the config file and apply it
  * @loop:	the main loop
  * @w:		the signal watcher
  * @revents:	unused
@@ -287,12 +288,14 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	tracefile_reopen();
 	if (px->draining)
 		return;
 	if (!*px->opt->config) {
-		log_warn(
-			"signal %d: nothing to reload: smbsplice was started without --config",
-			w->signum);
+		if (!tracefile_enabled())
+			log_warn(
+				"signal %d: nothing to reload: smbsplice was started without --config",
+				w->signum);
 		return;
 	}
 	notify_reloading();
@@ -317,7 +320,7 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 }
 
 /**
- * on_sigusr1() - SIGUSR1: reopen the logs
+ * on_sigusr1() - SIGUSR1: reopen the logs and the trace
  * @loop:	the main loop
  * @w:		the signal watcher
  * @revents:	unused
@@ -328,6 +331,7 @@ static void on_sigusr1(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)w;
 	(void)revents;
 	log_reopen();
+	tracefile_reopen();
 }
 
 /**
@@ -665,6 +669,11 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	choose_worker_netns(px);
+	if (*opt->trace &&
+	    tracefile_open(opt->trace, opt->trace_max, err, sizeof(err))) {
+		log_err("%s", err);
+		return -1;
+	}
 	if (metrics_start(px) || become_user(px))
 		return -1;
 	if (px->cfg->ls[0].splice) {
@@ -679,7 +688,8 @@ static int start(struct proxy *px, struct options *opt)
 	if (init_workers(px))
 		return -1;
 	listeners_hand_out(px);
-	if (init_limits(px) || log_start() || run_workers(px))
+	if (init_limits(px) || log_start() || tracefile_start() ||
+	    run_workers(px))
 		return -1;
 	return 0;
 }
@@ -756,6 +766,7 @@ int main(int argc, char **argv)
 	if (start(&px, &opt)) {
 		metrics_stop(&px);
 		destroy_all(&px);
+		tracefile_close();
 		log_stop();
 		return 1;
 	}
@@ -772,6 +783,7 @@ int main(int argc, char **argv)
 	ev_run(px.loop, 0);
 
 	total = destroy_all(&px);
+	tracefile_close();
 	log_stop();
 	limits_destroy(&px.limits);
 	ev_loop_destroy(px.loop);

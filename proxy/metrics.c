@@ -27,6 +27,7 @@
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
+#include "tracefile.h"
 #include "proxy.h"
 #include "sock.h"
 #include "worker.h"
@@ -147,6 +148,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 					       __ATOMIC_RELAXED);
 	g.fds_limit = (uint64_t)px->limits.fds.limit;
 	g.log_dropped = log_dropped();
+	tracefile_counts(&g.trace_records, &g.trace_dropped);
 	g.draining = px->draining;
 	out = open_memstream(&body, len);
 	if (out) {

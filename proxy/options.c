@@ -415,6 +415,32 @@ static enum opt_result set_user(struct options *o, struct listen_opts *l,
 	return OPT_OK;
 }
 
+static enum opt_result set_trace(struct options *o, struct listen_opts *l,
+				 const char *arg, char *err, size_t errlen)
+{
+	if (!*arg || strlen(arg) >= sizeof(o->trace))
+		return bad(err, errlen, "trace", arg,
+			   "expected a file name shorter than 256 bytes");
+	strcpy(o->trace, arg);
+	return OPT_OK;
+}
+
+static enum opt_result set_trace_max(struct options *o, struct listen_opts *l,
+				     const char *arg, char *err, size_t errlen)
+{
+	size_t sz;
+
+	if (!strcmp(arg, "off")) {
+		o->trace_max = 0;
+		return OPT_OK;
+	}
+	if (parse_size(arg, &sz) || sz < (64u << 10))
+		return bad(err, errlen, "trace-max", arg,
+			   "expected a size of 64K or more, or off");
+	o->trace_max = sz;
+	return OPT_OK;
+}
+
 static enum opt_result set_syslog(struct options *o, struct listen_opts *l,
 				  const char *arg, char *err, size_t errlen)
 {
@@ -550,6 +576,14 @@ static const struct opt_def opt_table[] = {
 	  "once every socket is open, run as this user, with\n"
 	  "its group and no other privilege than needed",
 	  P, false, set_user, false },
+	{ "trace", 0, "FILE",
+	  "write a headers-only capture of every client\n"
+	  "connection to FILE (pcap, for tshark)",
+	  P, false, set_trace, false },
+	{ "trace-max", 0, "SIZE",
+	  "rotate the trace past SIZE: FILE.1 ... FILE.9\n"
+	  "(default 100M; off never)",
+	  P, false, set_trace_max, false },
 	{ "syslog", 0, NULL, "log to syslog instead of standard error", P,
 	  false, set_syslog, false },
 	{ "verbose", 'v', NULL, "log debug lines too", P, true, set_verbose,
@@ -631,6 +665,7 @@ void options_defaults(struct options *o)
 	o->max_pipes = OPT_DEFAULT_MAX_PIPES;
 	o->buf_size = OPT_DEFAULT_BUF_SIZE;
 	o->drain_timeout = OPT_DEFAULT_DRAIN_TMO;
+	o->trace_max = OPT_DEFAULT_TRACE_MAX;
 }
 
 /**
@@ -995,6 +1030,8 @@ void options_restart_only(const struct options *was, const struct options *now,
 		  was->max_per_source != now->max_per_source },
 		{ "user", strcmp(was->user, now->user) != 0 },
 		{ "syslog", was->syslog != now->syslog },
+		{ "trace", strcmp(was->trace, now->trace) != 0 },
+		{ "trace-max", was->trace_max != now->trace_max },
 	};
 	size_t n = 0;
 

@@ -87,6 +87,8 @@ struct listen_opts {
  * @user:		user to run as once the sockets are open; empty for
  *			no change
  * @syslog:		log to syslog instead of standard error
+ * @trace:		headers-only capture file; empty for none
+ * @trace_max:		rotate it past this many bytes; 0 for never
  * @drain_timeout:	seconds SIGTERM lets open connections run; 0 for
  *			as long as they last
  * @config:		the config file; empty for none
@@ -102,6 +104,8 @@ struct options {
 	int verbose;
 	char user[OPT_NAME_LEN];
 	bool syslog;
+	char trace[OPT_PATH_LEN];
+	uint64_t trace_max;
 	double drain_timeout;
 	char config[OPT_PATH_LEN];
 	bool check;
@@ -133,6 +137,7 @@ struct config {
 #define OPT_DEFAULT_KA_CNT	  6u
 #define OPT_MAX_WORKERS		  1024u
 #define OPT_DEFAULT_DRAIN_TMO	  60.0
+#define OPT_DEFAULT_TRACE_MAX	  (100u << 20)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

@@ -143,19 +143,26 @@ static enum pump_kind next_pump(const struct half *h, size_t *limit)
 static void note_read(struct half *h, enum pump_kind k, size_t got,
 		      size_t asked)
 {
+	const void *p = k == PUMP_COPY ? h->buf : NULL;
+
+	if (h->tap)
+		h->tap(h->tap_ctx, p, got, false);
 	if (framed(h)) {
 		if (k == PUMP_SPLICE)
 			smb_framer_advance(h->fr, got);
 		else
-			smb_framer_feed(h->fr, (const uint8_t *)h->buf, got);
+			smb_framer_feed(h->fr, p, got);
 		if (framed(h)) {
 			h->more = got == asked && smb_framer_mid_message(h->fr);
-			return;
+			goto out;
 		}
 		/* The framer just gave up: the flow policy takes over. */
 	}
 	h->more = flow_more_due(got, asked);
 	flow_after_read(&h->policy, k, got, asked);
+out:
+	if (h->tap)
+		h->tap(h->tap_ctx, p, got, true);
 }
 
 /**
@@ -360,6 +367,20 @@ static enum pump_status wait_read(struct half *h)
 		return PUMP_DST_ERR;
 	}
 	return PUMP_WAIT_READ;
+}
+
+/**
+ * half_tap() - be shown every read, before and after the framer walks it
+ * @h:		the direction
+ * @fn:		called with the bytes (NULL when spliced), their count, and
+ *		whether the framer has walked them yet; NULL to stop
+ * @ctx:	passed to @fn
+ */
+void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
+	      void *ctx)
+{
+	h->tap = fn;
+	h->tap_ctx = ctx;
 }
 
 /**

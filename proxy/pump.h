@@ -56,6 +56,8 @@ struct half_stats {
  * @tot:	the thread's counters for this direction
  * @flushed:	called when everything read has been written, or NULL
  * @flushed_ctx: its context
+ * @tap:	called around each read's walk by the framer, or NULL
+ * @tap_ctx:	its context
  *
  * At most one of @in_pipe and @buf_len - @buf_off is non-zero: pending bytes
  * are written before anything new is read, which keeps order across the two
@@ -80,6 +82,8 @@ struct half {
 	struct half_stats *tot;
 	void (*flushed)(void *ctx, uint64_t written);
 	void *flushed_ctx;
+	void (*tap)(void *ctx, const void *p, size_t n, bool walked);
+	void *tap_ctx;
 };
 
 enum pump_status {
@@ -100,6 +104,8 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
 	       struct smb_framer *fr, struct half_stats *tot);
 void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t), void *ctx);
+void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
+	      void *ctx);
 enum pump_status half_run(struct half *h);
 void half_release(struct half *h);
 bool half_pending(const struct half *h);

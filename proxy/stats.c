@@ -356,6 +356,12 @@ static void write_process(FILE *out, const struct gauges *g)
 		out, "smbsplice_log_dropped_total", "counter",
 		"Log lines dropped because standard error was not read fast enough.",
 		g->log_dropped);
+	write_scalar(out, "smbsplice_trace_records_total", "counter",
+		     "Records written to the --trace file.", g->trace_records);
+	write_scalar(
+		out, "smbsplice_trace_dropped_total", "counter",
+		"--trace records dropped because the writer could not keep up, or the file could not be reopened.",
+		g->trace_dropped);
 }
 
 /**

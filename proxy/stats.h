@@ -83,6 +83,8 @@ struct lreport {
  * @fds_used:		descriptors connections and pipes hold
  * @fds_limit:		descriptors they may hold
  * @log_dropped:	log lines dropped because standard error lagged
+ * @trace_records:	--trace records written
+ * @trace_dropped:	--trace records dropped: the writer lagged
  * @draining:		SIGTERM came and the process is draining
  */
 struct gauges {
@@ -92,6 +94,7 @@ struct gauges {
 	uint64_t bufs_lent, bufs_free, buf_bytes_lent;
 	uint64_t fds_used, fds_limit;
 	uint64_t log_dropped;
+	uint64_t trace_records, trace_dropped;
 	uint64_t draining;
 };
 

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* tracefile.c - the --trace capture file: one writer, many workers
+ *
+ * Theory of operation: workers make small records (a synthesized IP and
+ * TCP header and a frame's first bytes, trace.c) and must never wait for
+ * a disk. So a record is copied into a ring under a mutex held for the
+ * copy alone, and a writer thread of its own takes records out and hands
+ * them to libpcap (pcap_dump(), to a file opened with pcap_open_dead() for
+ * raw IP, LINKTYPE_RAW). A record that does not fit in the ring is
+ * dropped and counted, never waited for.
+ *
+ * The writer flushes the file once a second, so that a capture read while
+ * smbsplice runs is at most a second behind. Past --trace-max bytes it
+ * rotates: FILE.8 becomes FILE.9 (the tenth file is deleted), ..., FILE
+ * becomes FILE.1, and a new FILE is begun. tracefile_reopen() (SIGHUP,
+ * SIGUSR1) makes it reopen FILE after the next record, appending when
+ * FILE still exists and starting it afresh when logrotate moved it away.
+ * The file is opened at start, before smbsplice gives up root; rotating
+ * and reopening happen as --user, which must be able to write the
+ * directory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <pcap/pcap.h>
+
+#include "log.h"
+#include "tracefile.h"
+
+/* Bytes of records the ring holds: a second of a busy gateway's headers. */
+#define RING_BYTES (4u << 20)
+/* Older files kept when rotating: FILE.1 to FILE.9. */
+#define KEEP_FILES 9
+/* The snapshot length the file header declares; no record is longer. */
+#define FILE_SNAPLEN 65535
+
+/**
+ * struct rec_hdr - a record's header in the ring
+ * @sec:	timestamp, seconds
+ * @usec:	and microseconds
+ * @caplen:	bytes that follow
+ * @len:	bytes the packet had (the file's orig_len)
+ */
+struct rec_hdr {
+	uint32_t sec, usec, caplen, len;
+};
+
+/**
+ * struct trace_file - the process's capture file and its writer
+ * @lock:	guards the ring, @stop and @reopen
+ * @more:	signalled when records come, or the writer must stop
+ * @ring:	records, @RING_BYTES long
+ * @head:	where the next record goes
+ * @tail:	where the writer reads next
+ * @used:	bytes in the ring
+ * @stop:	the writer must drain and exit
+ * @reopen:	the writer must reopen the file
+ * @written:	records written (counter any thread reads)
+ * @dropped:	records dropped, the ring being full (likewise)
+ * @pcap:	the dead handle the dumper belongs to
+ * @dumper:	the open file, NULL when it could not be reopened
+ * @path:	FILE
+ * @max:	--trace-max bytes, 0 for no rotation
+ * @thread:	the writer
+ * @running:	@thread was started
+ */
+static struct trace_file {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	uint8_t *ring;
+	size_t head, tail, used;
+	bool stop, reopen;
+	uint64_t written, dropped;
+	pcap_t *pcap;
+	pcap_dumper_t *dumper;
+	char path[256];
+	uint64_t max;
+	pthread_t thread;
+	bool running;
+} tf = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+
+/**
+ * tracefile_enabled() - is --trace on
+ *
+ * Return: true once tracefile_open() succeeded.
+ */
+bool tracefile_enabled(void)
+{
+	return tf.ring != NULL;
+}
+
+/**
+ * open_dumper() - open FILE for records, appending to it if it exists
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int open_dumper(char *err, size_t errlen)
+{
+	tf.dumper = pcap_dump_open_append(tf.pcap, tf.path);
+	if (!tf.dumper) {
+		snprintf(err, errlen, "--trace %s: %s", tf.path,
+			 pcap_geterr(tf.pcap));
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * tracefile_open() - open the capture file, at start
+ * @path:	FILE
+ * @max:	rotate past this many bytes; 0 never
+ * @err:	buffer for one line saying why it cannot be
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
+{
+	snprintf(tf.path, sizeof(tf.path), "%s", path);
+	tf.max = max;
+	tf.pcap = pcap_open_dead(DLT_RAW, FILE_SNAPLEN);
+	tf.ring = malloc(RING_BYTES);
+	if (!tf.pcap || !tf.ring) {
+		snprintf(err, errlen, "--trace: out of memory");
+		goto fail;
+	}
+	if (open_dumper(err, errlen))
+		goto fail;
+	return 0;
+fail:
+	if (tf.pcap)
+		pcap_close(tf.pcap);
+	free(tf.ring);
+	tf.pcap = NULL;
+	tf.ring = NULL;
+	return -1;
+}
+
+/**
+ * tracefile_put() - queue a record for the file
+ * @ts:		when
+ * @data:	the packet's first bytes
+ * @caplen:	how many
+ * @len:	how long the packet was
+ *
+ * Called by workers; never blocks on the file.
+ */
+void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
+		   uint32_t len)
+{
+	struct rec_hdr h = { (uint32_t)ts->tv_sec,
+			     (uint32_t)(ts->tv_nsec / 1000), caplen, len };
+	size_t need = sizeof(h) + caplen, first;
+	const uint8_t *parts[2] = { (const uint8_t *)&h, data };
+	size_t lens[2] = { sizeof(h), caplen };
+
+	pthread_mutex_lock(&tf.lock);
+	if (RING_BYTES - tf.used < need || tf.stop) {
+		pthread_mutex_unlock(&tf.lock);
+		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		first = RING_BYTES - tf.head < lens[i] ? RING_BYTES - tf.head
+						       : lens[i];
+		memcpy(tf.ring + tf.head, parts[i], first);
+		memcpy(tf.ring, parts[i] + first, lens[i] - first);
+		tf.head = (tf.head + lens[i]) % RING_BYTES;
+	}
+	tf.used += need;
+	pthread_cond_signal(&tf.more);
+	pthread_mutex_unlock(&tf.lock);
+}
+
+/**
+ * ring_take() - copy bytes out of the ring
+ * @to:		where
+ * @n:		how many; the ring holds them
+ *
+ * Called with the lock held.
+ */
+static void ring_take(void *to, size_t n)
+{
+	size_t first = RING_BYTES - tf.tail < n ? RING_BYTES - tf.tail : n;
+
+	memcpy(to, tf.ring + tf.tail, first);
+	memcpy((uint8_t *)to + first, tf.ring, n - first);
+	tf.tail = (tf.tail + n) % RING_BYTES;
+	tf.used -= n;
+}
+
+/**
+ * rotate() - FILE becomes FILE.1, and so on; a new FILE is begun
+ *
+ * A rename that fails (the directory is not writable by --user) is
+ * logged; the writer then keeps appending to FILE rather than lose
+ * records.
+ */
+static void rotate(void)
+{
+	char from[sizeof(tf.path) + 8], to[sizeof(tf.path) + 8], err[512];
+
+	pcap_dump_close(tf.dumper);
+	tf.dumper = NULL;
+	for (int i = KEEP_FILES; i >= 1; i--) {
+		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.path,
+			 i - 1);
+		snprintf(to, sizeof(to), "%s.%d", tf.path, i);
+		if (rename(from, to) && errno != ENOENT)
+			log_warn(
+				"--trace: cannot rename %s to %s: %s; the file grows past --trace-max",
+				from, to, strerror(errno));
+	}
+	if (open_dumper(err, sizeof(err)))
+		log_err("%s; records are dropped until a reopen (SIGHUP, SIGUSR1) succeeds",
+			err);
+}
+
+/**
+ * write_one() - hand one record to libpcap
+ * @h:		its header
+ * @data:	its bytes
+ */
+static void write_one(const struct rec_hdr *h, const uint8_t *data)
+{
+	struct pcap_pkthdr ph = { .caplen = h->caplen, .len = h->len };
+
+	ph.ts.tv_sec = h->sec;
+	ph.ts.tv_usec = h->usec;
+	if (!tf.dumper) {
+		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	pcap_dump((u_char *)tf.dumper, &ph, data);
+	__atomic_add_fetch(&tf.written, 1, __ATOMIC_RELAXED);
+	if (tf.max && (uint64_t)pcap_dump_ftell64(tf.dumper) >= tf.max)
+		rotate();
+}
+
+/**
+ * reopen() - close FILE and open it again (it may have been moved away)
+ */
+static void reopen(void)
+{
+	char err[512];
+
+	if (tf.dumper)
+		pcap_dump_close(tf.dumper);
+	tf.dumper = NULL;
+	if (open_dumper(err, sizeof(err)))
+		log_err("%s; records are dropped until a reopen succeeds", err);
+}
+
+/**
+ * writer_main() - the writer thread
+ * @arg:	unused
+ *
+ * Return: NULL, once told to stop and the ring is empty.
+ */
+static void *writer_main(void *arg)
+{
+	static uint8_t data[FILE_SNAPLEN];
+	struct rec_hdr h = { 0 };
+	struct timespec until;
+	bool reopen_now;
+
+	(void)arg;
+	pthread_mutex_lock(&tf.lock);
+	for (;;) {
+		while (!tf.used && !tf.stop && !tf.reopen) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			if (pthread_cond_timedwait(&tf.more, &tf.lock,
+						   &until) == ETIMEDOUT &&
+			    tf.dumper) {
+				pthread_mutex_unlock(&tf.lock);
+				pcap_dump_flush(tf.dumper);
+				pthread_mutex_lock(&tf.lock);
+			}
+		}
+		reopen_now = tf.reopen;
+		tf.reopen = false;
+		if (!tf.used && tf.stop)
+			break;
+		if (tf.used) {
+			ring_take(&h, sizeof(h));
+			ring_take(data, h.caplen);
+		}
+		pthread_mutex_unlock(&tf.lock);
+		if (reopen_now)
+			reopen();
+		if (h.caplen || h.len)
+			write_one(&h, data);
+		h.caplen = h.len = 0;
+		pthread_mutex_lock(&tf.lock);
+	}
+	pthread_mutex_unlock(&tf.lock);
+	return NULL;
+}
+
+/**
+ * tracefile_start() - start the writer thread
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int tracefile_start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!tracefile_enabled())
+		return 0;
+	/* Signals are the main thread's business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&tf.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		log_err("--trace: cannot start its writer thread: %s",
+			strerror(err));
+		return -1;
+	}
+	tf.running = true;
+	return 0;
+}
+
+/**
+ * tracefile_reopen() - reopen FILE once the writer next runs
+ */
+void tracefile_reopen(void)
+{
+	if (!tracefile_enabled())
+		return;
+	pthread_mutex_lock(&tf.lock);
+	tf.reopen = true;
+	pthread_cond_signal(&tf.more);
+	pthread_mutex_unlock(&tf.lock);
+}
+
+/**
+ * tracefile_counts() - records written and dropped, for /metrics
+ * @written:	set to the records written
+ * @dropped:	set to the records dropped
+ */
+void tracefile_counts(uint64_t *written, uint64_t *dropped)
+{
+	*written = __atomic_load_n(&tf.written, __ATOMIC_RELAXED);
+	*dropped = __atomic_load_n(&tf.dropped, __ATOMIC_RELAXED);
+}
+
+/**
+ * tracefile_close() - write what is queued, close the file, stop the writer
+ */
+void tracefile_close(void)
+{
+	if (!tracefile_enabled())
+		return;
+	if (tf.running) {
+		pthread_mutex_lock(&tf.lock);
+		tf.stop = true;
+		pthread_cond_signal(&tf.more);
+		pthread_mutex_unlock(&tf.lock);
+		pthread_join(tf.thread, NULL);
+		tf.running = false;
+	}
+	if (tf.dumper)
+		pcap_dump_close(tf.dumper);
+	pcap_close(tf.pcap);
+	free(tf.ring);
+	tf.dumper = NULL;
+	tf.pcap = NULL;
+	tf.ring = NULL;
+}

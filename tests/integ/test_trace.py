@@ -1,0 +1,208 @@
+"""--trace FILE: a headers-only capture of the client side, read by tshark.
+
+Through smbsplice in front of a throwaway Samba, smbclient gets 32 MiB
+(8 MiB READs, spliced), puts 16 MiB and lists the share, with --trace:
+
+- tshark decodes every SMB2 message in the trace: per direction and
+  command, as many as smbsplice_messages_total counted;
+- the same session against a Samba limited to 64 KiB READs and WRITEs,
+  captured in full by dumpcap on the client side at the same time: tshark
+  decodes the same messages from both files;
+- the trace's first segments are a SYN from the client's own address and
+  port to the listener's, and its last a FIN each way; tshark's TCP
+  analysis finds no missing, overlapping or out-of-order segment;
+- READ responses are recorded short (captured length below the frame's),
+  and not one 64-byte stretch of the file's data is anywhere in the trace;
+- --trace-max 64K rotates: FILE, FILE.1, ... each a capture tshark reads,
+  holding between them the records smbsplice_trace_records_total counts;
+- SIGUSR1 after the file was moved away begins a new FILE, and the moved
+  one stays whole;
+- a client that is not SMB is traced by its first bytes only, with a log
+  line saying so; tcp mode likewise;
+- an IPv6 listener gives IPv6 records;
+- a trace file that cannot be created is one line and exit status 1.
+"""
+import collections
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check, file_sha256, free_port, need,
+                     random_file, recv_exact, run, scrape_text)
+
+SAMBA_64K = "[global]\nsmb2 max read = 65536\nsmb2 max write = 65536\nsmb2 max trans = 65536\n"
+
+
+def tshark(path, port, *args):
+    r = subprocess.run(["tshark", "-r", path, "-d", f"tcp.port=={port},nbss", *args],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        raise TestFailure(f"tshark -r {path} {' '.join(args)} failed: {r.stderr[-500:]}")
+    return r.stdout
+
+
+def messages(path, port, two_pass=False):
+    """{(direction, command code): count} of the SMB2 messages tshark
+    decodes, direction by the TCP port."""
+    out = collections.Counter()
+    args = ["-2"] if two_pass else []
+    for line in tshark(path, port, *args, "-T", "fields", "-e", "tcp.dstport", "-e", "smb2.cmd",
+                       "-e", "smb2.flags.response").splitlines():
+        dport, cmds, resps = (line.split("\t") + ["", ""])[:3]
+        for c, r in zip(cmds.split(","), resps.split(",")):
+            if c:
+                d = "to_server" if int(dport) == port else "to_client"
+                out[(d, int(c))] += 1
+    return dict(out)
+
+
+def counted(text):
+    """{(direction, command code): count} from smbsplice_messages_total."""
+    names = ["negotiate", "session_setup", "logoff", "tree_connect", "tree_disconnect", "create", "close",
+             "flush", "read", "write", "lock", "ioctl", "cancel", "echo", "query_directory", "change_notify",
+             "query_info", "set_info", "oplock_break"]
+    out = {}
+    for d, c, n in re.findall(r'smbsplice_messages_total\{[^}]*direction="(\w+)",command="(\w+)"\} (\d+)', text):
+        if int(n) and c in names:
+            out[(d, names.index(c))] = int(n)
+    return out
+
+
+def records(path):
+    """Records in a capture file, as tshark reads it."""
+    r = subprocess.run(["tshark", "-r", path, "-T", "fields", "-e", "frame.number"], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode:
+        raise TestFailure(f"tshark cannot read {path}: {r.stderr[-300:]}")
+    return len(r.stdout.split())
+
+
+def session(smb, port, work):
+    src = os.path.join(smb.share, "f.bin")
+    up = os.path.join(work, "up.bin")
+    random_file(up, 16)
+    smb.smbclient(port, cmd=f"get f.bin {work}/got.bin; put {up} put.bin; ls")
+    check(file_sha256(os.path.join(work, "got.bin")) == file_sha256(src), "smbclient get: byte-exact")
+
+
+def main():
+    need("tshark", "tshark")
+    need("dumpcap", "tshark")
+    work = tempfile.mkdtemp(prefix="trace-", dir=TMPDIR)
+    smb = Samba()
+    random_file(os.path.join(smb.share, "f.bin"), 32)
+    data = open(os.path.join(smb.share, "f.bin"), "rb").read()
+
+    # 1. Every SMB2 message decodes; addresses, handshake, sequence numbers.
+    tr = os.path.join(work, "t.pcap")
+    px = Proxy(smb.addr, "--trace", tr, stats=True)
+    session(smb, px.port, work)
+    text = scrape_text(px.stats_port)
+    px.stop()
+    mine, theirs = counted(text), messages(tr, px.port)
+    check(mine and mine == theirs, f"tshark decodes every SMB2 message of the trace, as many per direction and "
+          f"command as smbsplice counted ({sum(mine.values())} messages)")
+    segs = tshark(tr, px.port, "-T", "fields", "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst",
+                  "-e", "tcp.dstport", "-e", "tcp.flags.str").splitlines()
+    first, last = segs[0].split("\t"), segs[-2:]
+    check(first[2:4] == ["127.0.0.1", str(px.port)] and first[0] == "127.0.0.1" and "S" in first[4],
+          f"the first record is the client's SYN to the listener ({' '.join(first)})")
+    check(all("F" in s.split("\t")[4] for s in last), "the last two are FINs, one each way")
+    expert = tshark(tr, px.port, "-q", "-z", "expert,warn")
+    check(not re.search(r"not captured|Out-Of-Order|Retransmission|overlap", expert, re.I),
+          "tshark's TCP analysis finds no missing, overlapping or out-of-order segment")
+    short = tshark(tr, px.port, "-Y", "smb2.cmd == 8 && smb2.flags.response == 1 && smb2.nt_status == 0",
+                   "-T", "fields", "-e", "frame.cap_len", "-e", "frame.len").split()
+    check(len(short) >= 2 and all(int(c) < int(l) for c, l in zip(short[::2], short[1::2])),
+          f"READ responses are recorded short: captured {short[:2]} bytes of the frame")
+    raw = open(tr, "rb").read()
+    leaked = [o for o in range(0, len(data) - 64, len(data) // 512) if data[o:o + 64] in raw]
+    check(not leaked, f"no 64-byte stretch of the file's data is in the trace (512 looked for; "
+          f"trace {len(raw)} bytes for 48 MiB moved)")
+
+    # 2. Against a full capture of the same session (64 KiB READs).
+    smb64 = Samba(conf_extra=SAMBA_64K)
+    random_file(os.path.join(smb64.share, "f.bin"), 4)
+    tr64, full = os.path.join(work, "t64.pcap"), os.path.join(work, "full.pcapng")
+    px = Proxy(smb64.addr, "--trace", tr64)
+    dc = subprocess.Popen(["dumpcap", "-q", "-B", "256", "-i", "lo", "-f", f"tcp port {px.port}", "-w", full],
+                          stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 10
+    while not os.path.exists(full) and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    session(smb64, px.port, work)
+    time.sleep(0.5)
+    dc.terminate()
+    dc.wait(10)
+    px.stop()
+    a, b = messages(tr64, px.port), messages(full, px.port, two_pass=True)
+    check(a == b, f"the trace and a full dumpcap capture of the client side decode to the same "
+          f"{sum(a.values())} SMB2 messages")
+    smb64.stop()
+
+    # 3. Rotation, and reopening after the file was moved.
+    tr = os.path.join(work, "rot.pcap")
+    px = Proxy(smb.addr, "--trace", tr, "--trace-max", "64K", stats=True)
+    for _ in range(3):  # 54 KB of trace each
+        session(smb, px.port, work)
+    time.sleep(1.5)  # the writer flushes once a second
+    files = sorted(f for f in os.listdir(work) if f.startswith("rot.pcap"))
+    n = sum(records(os.path.join(work, f)) for f in files)
+    total = int(re.search(r"^smbsplice_trace_records_total (\d+)", scrape_text(px.stats_port), re.M).group(1))
+    check(len(files) >= 3 and n == total and all(os.path.getsize(os.path.join(work, f)) < 80 << 10 for f in files),
+          f"--trace-max 64K: {files}, each read by tshark, {n} records between them "
+          f"(smbsplice_trace_records_total {total})")
+    os.rename(tr, tr + ".moved")
+    px.proc.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    smb.smbclient(px.port, cmd="ls")
+    time.sleep(1.5)  # the writer flushes once a second
+    check(os.path.exists(tr) and records(tr) > 0 and records(tr + ".moved") > 0,
+          f"SIGUSR1 after the file was moved: a new file ({records(tr)} records); the moved one reads whole")
+    px.stop()
+
+    # 4. Not SMB: the first bytes only; tcp mode; IPv6.
+    def echo(c):
+        while (b := c.recv(65536)):
+            c.sendall(b)
+    srv = Server(echo)
+    for mode in ("smb", "tcp"):
+        tr = os.path.join(work, f"raw-{mode}.pcap")
+        px = Proxy(srv.addr, "--mode", mode, "--trace", tr)
+        c = px.connect()
+        c.sendall(b"hello, not SMB" * 100)
+        recv_exact(c, 1400)
+        c.close()
+        px.wait_log(r" end=fin ")
+        line = px.wait_log(r"^.*only its first \d+ bytes are in the trace.*$")[0]
+        px.stop()
+        cap = tshark(tr, 1, "-T", "fields", "-e", "frame.cap_len", "-e", "tcp.len").split("\n")
+        check(b"hello, not SMB" in open(tr, "rb").read() and "client to server" in line,
+              f"--mode {mode}, a client that is not SMB: its first bytes are traced, and said so: {line.strip()}")
+    tr = os.path.join(work, "v6.pcap")
+    px = Proxy(smb.addr, "--trace", tr, listen_host="::1")
+    c = socket.create_connection(("::1", px.port), timeout=10)
+    c.sendall(b"\0\0\0\0")  # a NetBIOS keepalive: SMB framing, nothing to answer
+    c.close()
+    px.wait_log(r" end=")
+    px.stop()
+    v6 = tshark(tr, px.port, "-T", "fields", "-e", "ipv6.src").split()
+    check(v6 and set(v6) == {"::1"}, f"an IPv6 listener gives IPv6 records ({len(v6)})")
+    srv.close()
+
+    # 5. A file that cannot be made.
+    r = subprocess.run([SMBSPLICE, "--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:1",
+                        "--trace", "/nonexistent/dir/t.pcap"], capture_output=True, text=True, timeout=10)
+    lines = r.stderr.splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "--trace /nonexistent/dir/t.pcap" in lines[0],
+          f"--trace to a directory that does not exist: exit {r.returncode}, {lines}")
+    smb.stop()
+
+
+if __name__ == "__main__":
+    run(main, alarm=400)
