@@ -208,7 +208,8 @@ static void put_segment(const struct trace_conn *t, enum dir_index d,
 	tcp[12] = (TCP_HDR / 4) << 4;
 	tcp[13] = flags;
 	*(uint16_t *)(tcp + 14) = htons(65535);
-	memcpy(tcp + TCP_HDR, data, have);
+	if (have) /* memcpy() may not be given NULL, even for 0 bytes */
+		memcpy(tcp + TCP_HDR, data, have);
 	tracefile_put(ts, pkt, ip + TCP_HDR + have, ip + TCP_HDR + len);
 }
 

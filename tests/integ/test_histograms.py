@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, need, random_file, run,
+from harness import (SANITIZED, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, need, random_file, run,
                      scrape_text)
 
 SAMBA_64K = "[global]\nsmb2 max read = 65536\nsmb2 max write = 65536\nsmb2 max trans = 65536\n"
@@ -152,7 +152,7 @@ def main():
           f"request histograms: one observation per request tshark decodes, per command ({ours})")
     paired = 0
     for c, (n, s) in sorted(srt.items()):
-        if n != ours.get(c):
+        if n != ours.get(c) or SANITIZED:
             continue
         paired += 1
         mine = req[c]["sum"]
@@ -162,7 +162,8 @@ def main():
         slack = 0.02 if c == "write" else 0.005
         check(0.8 * s - 0.001 <= mine <= s + n * slack,
               f"  {c}: {n} calls, sum {mine * 1e3:.2f} ms here, {s * 1e3:.2f} ms by tshark's SRT")
-    check(paired >= 8, f"... sums compared for {paired} commands tshark paired in full")
+    check(paired >= 8 or SANITIZED, f"... sums compared for {paired} commands tshark paired in full"
+          + (" (not in a sanitizer build, whose timings are its own)" if SANITIZED else ""))
     check_cumulative(req["read"], "smbsplice_request_seconds{command=read}")
     frames = cap.frames()
     msgs = sum(int(v) for v in re.findall(
