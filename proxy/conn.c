@@ -661,12 +661,13 @@ static void dir_tap(void *ctx, const void *p, size_t n, bool walked)
  * dir_flushed() - the direction wrote everything it read
  * @ctx:	the direction
  * @written:	bytes it has written so far
+ * @began:	when the write that completed them began
  */
-static void dir_flushed(void *ctx, uint64_t written)
+static void dir_flushed(void *ctx, uint64_t written, uint64_t began)
 {
 	struct dir *d = ctx;
 
-	timing_flushed(&d->c->tm, dir_index(d), written);
+	timing_flushed(&d->c->tm, dir_index(d), written, began);
 }
 
 /**

@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 
 #include "counter.h"
+#include "monotime.h"
 #include "pump.h"
 
 enum io_res {
@@ -386,13 +387,19 @@ void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
 /**
  * half_watch_flush() - be told whenever the direction has written all it read
  * @h:		the direction
- * @fn:		called with the bytes written so far; NULL to stop
+ * @fn:		called with the bytes written so far, and the time
+ *		(mono_ns()) the write that completed them began; NULL to stop
  * @ctx:	passed to @fn
  *
  * Nothing new is read while anything is pending, so at that moment every
- * byte of every read so far is in the destination socket.
+ * byte of every read so far is in the destination socket. The time is
+ * taken before the write, not after: on a loaded machine the peer the
+ * write wakes may run first, do its work and answer before this thread
+ * gets the CPU back, and a clock read after the write would miss all of
+ * that.
  */
-void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t), void *ctx)
+void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
+		      void *ctx)
 {
 	h->flushed = fn;
 	h->flushed_ctx = ctx;
@@ -413,15 +420,16 @@ enum pump_status half_run(struct half *h)
 	if (h->dst_shut)
 		return PUMP_FIN;
 	for (budget = PUMP_BUDGET;; budget--) {
-		bool pending = h->flushed && half_pending(h);
+		uint64_t began = h->flushed && half_pending(h) ? mono_ns() : 0;
 
 		r = h->in_pipe ? flush_pipe(h) : flush_buf(h);
 		if (r == IO_BLOCKED)
 			return PUMP_WAIT_WRITE;
 		if (r == IO_ERR)
 			return PUMP_DST_ERR;
-		if (pending)
-			h->flushed(h->flushed_ctx, h->spliced + h->copied);
+		if (began)
+			h->flushed(h->flushed_ctx, h->spliced + h->copied,
+				   began);
 		if (h->src_eof)
 			return framed(h) && smb_framer_mid_message(h->fr)
 				       ? PUMP_CUT

@@ -20,19 +20,22 @@
  *	it sent, and the parse of its final response takes it out and
  *	counts the difference into its command's histogram.
  *
- * The clocks and the table live in one block, lent from the worker's pool
- * while any frame or request is in flight and given back as soon as none
- * is, so an idle SMB session, the common case, holds nothing. Past the
- * table's cap, requests are not timed and are counted as such rather than
- * making the block grow without bound. The clock is
- * CLOCK_MONOTONIC through the vDSO: no system call.
+ * The frame clocks live in a block lent from the worker's pool while a
+ * frame is in flight, and given back as soon as none is: an idle SMB
+ * session, the common case, holds none. The request table is lent apart,
+ * smallest first, for a request can wait for hours (a CHANGE_NOTIFY is
+ * answered when something changes) and should not keep the rest: such a
+ * session holds a table of 8 slots, 280 bytes. Past the table's cap,
+ * requests are not timed and are counted as such rather than making it
+ * grow without bound. The clock is CLOCK_MONOTONIC through the vDSO: no
+ * system call.
  */
 #include "config.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include "counter.h"
+#include "monotime.h"
 #include "srt.h"
 #include "timing.h"
 
@@ -41,7 +44,7 @@
 /* Requests in flight: the table's first size in slots, and the most a
  * connection times at once (servers grant up to 8192 credits; a pipeline
  * that deep is timed in part). */
-#define SRT_FIRST	 32u
+#define SRT_FIRST	 8u
 #define SRT_MAX_REQUESTS 1024u
 /* Spare blocks a worker keeps between trims. */
 #define POOL_KEEP 32
@@ -61,37 +64,17 @@ struct fwd_ring {
 };
 
 /**
- * struct timing_block - a connection's clocks while messages are in flight
+ * struct timing_block - a connection's frame clocks while frames are in
+ *			 flight
  * @next:	the pool's free list
  * @fwd:	frames in flight, per direction
  * @frame_t0:	when the current frame of each direction was parsed
- * @srt:	requests in flight: @first, or a larger table of its own
- * @first:	the table's first @SRT_FIRST slots
  */
 struct timing_block {
 	struct timing_block *next;
 	struct fwd_ring fwd[DIR_COUNT];
 	uint64_t frame_t0[DIR_COUNT];
-	struct srt_table *srt;
-	union {
-		struct srt_table t;
-		char mem[sizeof(struct srt_table) +
-			 SRT_FIRST * sizeof(struct srt_entry)];
-	} first;
 };
-
-/**
- * now_ns() - the monotonic clock
- *
- * Return: nanoseconds, never 0.
- */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1;
-}
 
 /**
  * timing_init() - a connection starts with nothing in flight
@@ -103,17 +86,18 @@ void timing_init(struct timing *tm, struct timing_pool *pool,
 		 struct totals *tot)
 {
 	tm->b = NULL;
+	tm->srt = NULL;
 	tm->pool = pool;
 	tm->tot = tot;
 }
 
 /**
- * lend() - the connection's block, lent from the pool if it has none
+ * lend_block() - the connection's frame clocks, lent if it has none
  * @tm:	the timing
  *
  * Return: the block, or NULL if memory ran out.
  */
-static struct timing_block *lend(struct timing *tm)
+static struct timing_block *lend_block(struct timing *tm)
 {
 	struct timing_pool *p = tm->pool;
 	struct timing_block *b = tm->b;
@@ -125,34 +109,74 @@ static struct timing_block *lend(struct timing *tm)
 		p->free = b->next;
 		p->nfree--;
 		p->used = true;
-	} else {
-		b = malloc(sizeof(*b));
-		if (!b)
-			return NULL;
+	} else if (!(b = malloc(sizeof(*b)))) {
+		return NULL;
 	}
 	for (int d = 0; d < DIR_COUNT; d++)
 		b->fwd[d].head = b->fwd[d].len = 0;
-	b->srt = &b->first.t;
-	srt_init(b->srt, SRT_FIRST);
 	tm->b = b;
 	return b;
 }
 
 /**
- * give_back() - return the block to the pool once nothing is in flight
+ * lend_table() - the connection's request table, lent if it has none
+ * @tm:	the timing
+ *
+ * Return: the table, or NULL if memory ran out.
+ */
+static struct srt_table *lend_table(struct timing *tm)
+{
+	struct timing_pool *p = tm->pool;
+	struct srt_table *t = tm->srt;
+
+	if (t)
+		return t;
+	t = p->tables;
+	if (t) {
+		p->tables = t->next;
+		p->ntables--;
+		p->used = true;
+	} else if (!(t = malloc(srt_size(SRT_FIRST)))) {
+		return NULL;
+	}
+	srt_init(t, SRT_FIRST);
+	tm->srt = t;
+	return t;
+}
+
+/**
+ * keep_table() - put a table of the first size in the pool, or free it
+ * @p:	the pool
+ * @t:	the table
+ */
+static void keep_table(struct timing_pool *p, struct srt_table *t)
+{
+	if (t->cap != SRT_FIRST || p->ntables >= POOL_KEEP) {
+		free(t);
+		return;
+	}
+	t->next = p->tables;
+	p->tables = t;
+	p->ntables++;
+}
+
+/**
+ * give_back() - return what no longer holds anything in flight
  * @tm:		the timing
- * @force:	return it whatever it holds (the connection ends)
+ * @force:	return everything (the connection ends)
  */
 static void give_back(struct timing *tm, bool force)
 {
 	struct timing_block *b = tm->b;
 	struct timing_pool *p = tm->pool;
 
-	if (!b || (!force && (b->fwd[DIR_TO_SERVER].len ||
-			      b->fwd[DIR_TO_CLIENT].len || b->srt->count)))
+	if (tm->srt && (force || !tm->srt->count)) {
+		keep_table(p, tm->srt);
+		tm->srt = NULL;
+	}
+	if (!b || (!force &&
+		   (b->fwd[DIR_TO_SERVER].len || b->fwd[DIR_TO_CLIENT].len)))
 		return;
-	if (b->srt != &b->first.t)
-		free(b->srt);
 	tm->b = NULL;
 	if (p->nfree >= POOL_KEEP) {
 		free(b);
@@ -195,47 +219,44 @@ static void fwd_push(struct fwd_ring *r, uint64_t t0, uint64_t end)
 /**
  * room_for_request() - make sure the table can take one more request
  * @tm:	the timing
- * @b:	its block
  *
- * Return: true if it can, having grown it if need be.
+ * Return: true if it can, having lent or grown it if need be.
  */
-static bool room_for_request(struct timing *tm, struct timing_block *b)
+static bool room_for_request(struct timing *tm)
 {
-	struct srt_table *t = b->srt, *bigger;
+	struct srt_table *t = lend_table(tm), *bigger;
 
-	if (t->count >= SRT_MAX_REQUESTS) {
-		counter_add(&tm->tot->untimed_requests, 1);
-		return false;
+	if (t && t->count >= SRT_MAX_REQUESTS)
+		t = NULL;
+	else if (t && srt_full(t)) {
+		bigger = malloc(srt_size(t->cap * 2));
+		if (bigger) {
+			srt_init(bigger, t->cap * 2);
+			srt_move(bigger, t);
+			keep_table(tm->pool, t);
+			tm->srt = bigger;
+		}
+		t = bigger;
 	}
-	if (!srt_full(t))
-		return true;
-	bigger = malloc(srt_size(t->cap * 2));
-	if (!bigger) {
+	if (!t)
 		counter_add(&tm->tot->untimed_requests, 1);
-		return false;
-	}
-	srt_init(bigger, t->cap * 2);
-	srt_move(bigger, t);
-	if (t != &b->first.t)
-		free(t);
-	b->srt = bigger;
-	return true;
+	return t != NULL;
 }
 
 /**
  * count_response() - a final response: its request's time goes in
  * @tm:		the timing
- * @b:		its block
  * @m:		the response
  * @t:		when its frame's header was parsed
  */
-static void count_response(struct timing *tm, struct timing_block *b,
-			   const struct smb_msg *m, uint64_t t)
+static void count_response(struct timing *tm, const struct smb_msg *m,
+			   uint64_t t)
 {
 	uint64_t sent;
 	uint16_t cmd;
 
-	if (!srt_take(b->srt, m->message_id, &cmd, &sent) || !sent || t < sent)
+	if (!tm->srt || !srt_take(tm->srt, m->message_id, &cmd, &sent) ||
+	    !sent || t < sent)
 		return;
 	hist_observe(
 		&tm->tot->request[cmd < SMB2_NCOMMANDS ? cmd : SMB2_NCOMMANDS],
@@ -251,23 +272,23 @@ static void count_response(struct timing *tm, struct timing_block *b,
 void timing_message(struct timing *tm, enum dir_index d,
 		    const struct smb_msg *m)
 {
-	struct timing_block *b = lend(tm);
+	struct timing_block *b = lend_block(tm);
 
 	if (!b)
 		return;
 	if (m->start == 0) { /* a frame's first message: its clock starts */
-		b->frame_t0[d] = now_ns();
+		b->frame_t0[d] = mono_ns();
 		fwd_push(&b->fwd[d], b->frame_t0[d], smb_msg_frame_end(m));
 	}
 	switch (srt_role_of(m)) {
 	case SRT_REQUEST:
-		if (d == DIR_TO_SERVER && room_for_request(tm, b))
-			srt_add(b->srt, m->message_id, m->command,
+		if (d == DIR_TO_SERVER && room_for_request(tm))
+			srt_add(tm->srt, m->message_id, m->command,
 				smb_msg_frame_end(m));
 		break;
 	case SRT_RESPONSE:
 		if (d == DIR_TO_CLIENT)
-			count_response(tm, b, m, b->frame_t0[d]);
+			count_response(tm, m, b->frame_t0[d]);
 		break;
 	case SRT_NONE:
 		break;
@@ -280,26 +301,27 @@ void timing_message(struct timing *tm, enum dir_index d,
  * @tm:		the connection's timing
  * @d:		the direction
  * @written:	bytes it has written so far
+ * @at:		when the write that completed them began (mono_ns()): the
+ *		moment the last bytes were handed to the kernel, give or
+ *		take the system call
  */
-void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written)
+void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written,
+		    uint64_t at)
 {
 	struct timing_block *b = tm->b;
 	struct fwd_ring *r;
-	uint64_t now = 0;
 
-	if (!b)
-		return;
-	r = &b->fwd[d];
-	while (r->len && r->end[r->head] <= written) {
-		if (!now)
-			now = now_ns();
-		hist_observe(&tm->tot->dir[d].forward, now - r->t0[r->head],
-			     r->n[r->head]);
-		r->head = (r->head + 1) % FWD_SLOTS;
-		r->len--;
+	if (b) {
+		r = &b->fwd[d];
+		while (r->len && r->end[r->head] <= written) {
+			hist_observe(&tm->tot->dir[d].forward,
+				     at - r->t0[r->head], r->n[r->head]);
+			r->head = (r->head + 1) % FWD_SLOTS;
+			r->len--;
+		}
 	}
-	if (d == DIR_TO_SERVER && b->srt->unsent)
-		srt_sent(b->srt, written, now ? now : now_ns());
+	if (d == DIR_TO_SERVER && tm->srt && tm->srt->unsent)
+		srt_sent(tm->srt, written, at);
 	give_back(tm, false);
 }
 
@@ -322,6 +344,7 @@ void timing_end(struct timing *tm)
 void timing_pool_trim(struct timing_pool *pool)
 {
 	struct timing_block *b;
+	struct srt_table *t;
 
 	if (pool->used) {
 		pool->used = false;
@@ -331,5 +354,9 @@ void timing_pool_trim(struct timing_pool *pool)
 		pool->free = b->next;
 		free(b);
 	}
-	pool->nfree = 0;
+	while ((t = pool->tables)) {
+		pool->tables = t->next;
+		free(t);
+	}
+	pool->nfree = pool->ntables = 0;
 }

@@ -8,29 +8,36 @@
 #include "framer.h"
 #include "stats.h"
 
+struct srt_table;
 struct timing_block;
 
 /**
  * struct timing_pool - a worker's spare timing blocks
- * @free:	blocks kept for reuse, linked through their @next
+ * @free:	frame blocks kept for reuse, linked through their @next
  * @nfree:	how many
+ * @tables:	request tables of the first size kept for reuse
+ * @ntables:	how many
  * @used:	a spare was lent since the last trim
  */
 struct timing_pool {
 	struct timing_block *free;
 	unsigned nfree;
+	struct srt_table *tables;
+	unsigned ntables;
 	bool used;
 };
 
 /**
  * struct timing - what a connection keeps to time its messages
- * @b:		the block with the clocks and the requests in flight, lent
- *		from @pool while any are, NULL otherwise
+ * @b:		the frame clocks, lent from @pool while a frame is in
+ *		flight, NULL otherwise
+ * @srt:	the requests waiting for a response, lent likewise
  * @pool:	the worker's pool
  * @tot:	the listener's counters in this worker
  */
 struct timing {
 	struct timing_block *b;
+	struct srt_table *srt;
 	struct timing_pool *pool;
 	struct totals *tot;
 };
@@ -39,7 +46,8 @@ void timing_init(struct timing *tm, struct timing_pool *pool,
 		 struct totals *tot);
 void timing_message(struct timing *tm, enum dir_index d,
 		    const struct smb_msg *m);
-void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written);
+void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written,
+		    uint64_t at);
 void timing_end(struct timing *tm);
 void timing_pool_trim(struct timing_pool *pool);
 

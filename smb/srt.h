@@ -36,12 +36,14 @@ struct srt_entry {
 
 /**
  * struct srt_table - requests in flight, by MessageId
+ * @next:	for the owner's list of spare tables
  * @cap:	slots, a power of two
  * @count:	requests held
  * @unsent:	of them, not yet sent
  * @e:		the slots
  */
 struct srt_table {
+	struct srt_table *next;
 	uint32_t cap, count, unsent;
 	struct srt_entry e[];
 };

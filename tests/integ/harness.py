@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import traceback
 import threading
 import time
 
@@ -53,8 +54,10 @@ def run(main, alarm=600):
         main()
         Proxy.stop_all()
         Proxy.remove_logs()  # kept only when the test fails
-    except TestFailure as e:
-        print(f"FAIL: {e}", flush=True)
+    except Exception as e:  # an unexpected error too: the logs say why
+        print(f"FAIL: {e if isinstance(e, TestFailure) else repr(e)}", flush=True)
+        if not isinstance(e, TestFailure):
+            traceback.print_exc()
         # Stopped first, so that what they report at exit is in the logs.
         Proxy.stop_all(check=False, dump=True)
         sys.exit(1)

@@ -23,6 +23,7 @@
 #include <netinet/tcp.h>
 #include <cmocka.h>
 
+#include "monotime.h"
 #include "pump.h"
 
 #define SRC 1000
@@ -50,6 +51,9 @@ static struct {
 	int uncork_calls, shutdowns, sends_with_more, sends_without_more;
 	int recvs, splices_in, splices_out;
 	unsigned last_splice_flags;
+	uint64_t send_began; /* mono_ns() as the last accepting send began */
+	int flushes;	     /* flush watcher: calls, and its last arguments */
+	uint64_t flush_written, flush_began;
 } w;
 
 static void script_reset(void)
@@ -149,9 +153,13 @@ ssize_t __wrap_send(int fd, const void *buf, size_t len, int flags)
 {
 	ssize_t n;
 
+	uint64_t began = mono_ns();
+
 	assert_int_equal(fd, DST);
 	assert_true(flags & MSG_NOSIGNAL);
 	n = dst_take(len);
+	if (n > 0)
+		w.send_began = began;
 	for (ssize_t i = 0; i < n; i++)
 		assert_int_equal(((const unsigned char *)buf)[i],
 				 pattern(w.consumed++));
@@ -342,6 +350,40 @@ static void test_backpressure_on_short_send(void **state)
 	assert_int_equal(w.recvs, 1);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 1000);
+	teardown_half();
+}
+
+static void on_flushed(void *ctx, uint64_t written, uint64_t began)
+{
+	(void)ctx;
+	w.flushes++;
+	w.flush_written = written;
+	w.flush_began = began;
+}
+
+/* The flush watcher hears of a flush only once everything read is written,
+ * with the bytes written so far and a time taken before the write that
+ * completed them: never after it, or a peer that the write wakes and that
+ * answers before this thread runs again would be timed as instant. */
+static void test_flush_watch_times_completing_write(void **state)
+{
+	uint64_t before;
+
+	setup_half(0, true);
+	half_watch_flush(&fx.h, on_flushed, NULL);
+	src_add(A_BYTES, 500, 0);
+	dst_add(A_BYTES, 10, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(w.flushes, 0);
+
+	before = mono_ns();
+	dst_add(A_BYTES, 1 << 20, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(w.flushes, 1);
+	assert_int_equal(w.flush_written, 500);
+	assert_true(before <= w.flush_began);
+	assert_true(w.flush_began <= w.send_began);
 	teardown_half();
 }
 
@@ -679,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_small_pipe_tail_is_pushed),
 		cmocka_unit_test(test_eintr_is_retried),
 		cmocka_unit_test(test_backpressure_on_short_send),
+		cmocka_unit_test(test_flush_watch_times_completing_write),
 		cmocka_unit_test(test_short_splices),
 		cmocka_unit_test(test_fin_after_pending_bytes),
 		cmocka_unit_test(test_fin_through_splice),
