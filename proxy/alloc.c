@@ -8,6 +8,14 @@
  * good. After the pools are trimmed, this asks the allocator to return
  * what is free now: every jemalloc arena is purged, or glibc's heap is
  * trimmed.
+ *
+ * Under AddressSanitizer it does nothing. ASan replaces malloc() but not
+ * malloc_trim(), so the call would reach glibc's allocator, which nothing
+ * else uses in such a build and which is therefore not yet set up: the
+ * first malloc_trim() sets it up, binding the calling thread to glibc's
+ * main arena without counting it, and two workers trimming at once did
+ * so twice. A worker then failed glibc's own check at exit ("malloc
+ * assertion failure in __malloc_arena_thread_freeres"), or worse.
  */
 #include "config.h"
 
@@ -15,6 +23,14 @@
 #include <jemalloc/jemalloc.h>
 #else
 #include <malloc.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+#define UNDER_ASAN 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
 #endif
 
 #include "alloc.h"
@@ -27,9 +43,9 @@
  */
 void alloc_release_free_memory(void)
 {
-#ifdef HAVE_JEMALLOC
+#if defined(HAVE_JEMALLOC)
 	mallctl("arena." STR(MALLCTL_ARENAS_ALL) ".purge", NULL, NULL, NULL, 0);
-#else
+#elif !defined(UNDER_ASAN)
 	malloc_trim(0);
 #endif
 }
