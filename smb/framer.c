@@ -670,7 +670,8 @@ void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n)
 /**
  * smb_framer_advance() - account for bytes the splice pump moved
  * @f:	the framer
- * @n:	bytes, at most smb_framer_splice_span()
+ * @n:	bytes, at most smb_framer_splice_span(), or smb_framer_skip_span()
+ *	for bytes that were never seen
  */
 void smb_framer_advance(struct smb_framer *f, size_t n)
 {

@@ -221,6 +221,23 @@ static inline size_t smb_framer_splice_span(const struct smb_framer *f)
 }
 
 /**
+ * smb_framer_skip_span() - bytes from here the framer need not see
+ * @f:	the framer
+ *
+ * Past a message's header the framer only counts bytes to the message's
+ * end (a gap, the payload, a tail): smb_framer_advance() may account for
+ * any of them unseen, whatever the threshold. The capture advisor does so
+ * for bytes a capture lacks. A spliced payload is a part of this span.
+ *
+ * Return: bytes to the end of the current message, or 0 when the next
+ * bytes must be fed (a prefix or a header) or the framer is opaque.
+ */
+static inline size_t smb_framer_skip_span(const struct smb_framer *f)
+{
+	return f->state == FR_SKIP ? f->elem_end - f->pos : 0;
+}
+
+/**
  * smb_framer_copy_limit() - the most the next copy read should take
  * @f:	the framer, not opaque
  *
