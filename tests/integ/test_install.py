@@ -1,11 +1,12 @@
 """make install DESTDIR=...: from the build tree (BUILDDIR, set by `make
-check`), into a scratch directory. Checks that it installs the binary, both
-man pages (which groff renders without a warning), the two systemd units
-(the service naming this build's binary and config file) and the example
-config, which the installed smbsplice --check accepts; that it leaves a
-smbsplice.conf already there alone; that systemd-analyze, when there is
-one, verifies the units and rates the service "OK" or better; and that make
-uninstall takes every file away again."""
+check`), into a scratch directory. Checks that it installs the binary and
+smbsplice-advise, the three man pages (which groff renders without a
+warning), the two systemd units (the service naming this build's binary
+and config file) and the example config, which the installed smbsplice
+--check accepts; that it leaves a smbsplice.conf already there alone; that
+systemd-analyze, when there is one, verifies the units and rates the
+service "OK" or better; and that make uninstall takes every file away
+again."""
 import os
 import re
 import shutil
@@ -117,17 +118,23 @@ def main():
     binary = dest + d["bindir"] + "/smbsplice"
     man8 = dest + d["mandir"] + "/man8/smbsplice.8"
     man5 = dest + d["mandir"] + "/man5/smbsplice.conf.5"
+    advise = dest + d["bindir"] + "/smbsplice-advise"
+    man1 = dest + d["mandir"] + "/man1/smbsplice-advise.1"
     units = bool(d["systemdsystemunitdir"])
     service = dest + d["systemdsystemunitdir"] + "/smbsplice.service"
     socket_unit = dest + d["systemdsystemunitdir"] + "/smbsplice.socket"
     example = dest + d["sysconfdir"] + "/smbsplice.conf.example"
-    for path in (binary, man8, man5, example) + ((service, socket_unit) if units else ()):
+    for path in (binary, man8, man5, advise, man1, example) + ((service, socket_unit) if units else ()):
         check(os.path.isfile(path), f"installed {path[len(dest):]}")
     check(os.access(binary, os.X_OK), "the binary is executable")
     r = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     check(r.returncode == 0 and r.stdout.startswith("smbsplice "), f"installed smbsplice --version: {r.stdout.strip()}")
 
-    for page in (man8, man5):
+    r = subprocess.run([advise, "--version"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.startswith("smbsplice-advise "),
+          f"installed smbsplice-advise --version: {r.stdout.strip()}")
+
+    for page in (man8, man5, man1):
         groff_check(page)
 
     if units:

@@ -12,6 +12,8 @@
 - Every metric the /metrics page declares (its `# TYPE` lines, from a
   smbsplice started with --stats) has an entry in smbsplice(8)'s METRICS,
   with the page's type (Counter, Gauge) and its label names.
+- Every long option `smbsplice-advise --help` lists has an entry in
+  smbsplice-advise(1)'s OPTIONS, with its short form when it has one.
 """
 import os
 import re
@@ -24,6 +26,8 @@ from harness import SMBSPLICE, SRCDIR, TMPDIR, Proxy, TestFailure, check, note_s
 
 MAN8 = os.path.join(SRCDIR, "contrib/man/smbsplice.8.scd")
 MAN5 = os.path.join(SRCDIR, "contrib/man/smbsplice.conf.5.scd")
+MAN1_ADVISE = os.path.join(SRCDIR, "contrib/man/smbsplice-advise.1.scd")
+ADVISE = os.environ.get("SMBSPLICE_ADVISE", os.path.join(SRCDIR, "advise/smbsplice-advise"))
 CLI_ONLY = {"config", "check", "help", "version"}
 
 
@@ -42,13 +46,13 @@ def sections(path):
     return out
 
 
-def help_options():
-    """[(short letter or None, long name)] from `smbsplice --help`."""
-    r = subprocess.run([SMBSPLICE, "--help"], capture_output=True, text=True, timeout=10)
+def help_options(program=SMBSPLICE, at_least=30):
+    """[(short letter or None, long name)] from `program --help`."""
+    r = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=10)
     if r.returncode:
-        raise TestFailure(f"smbsplice --help exited {r.returncode}: {r.stderr}")
+        raise TestFailure(f"{program} --help exited {r.returncode}: {r.stderr}")
     opts = re.findall(r"^  (?:-(\w), |    )--([a-z0-9-]+)", r.stdout, re.M)
-    check(len(opts) >= 30, f"--help lists {len(opts)} long options")
+    check(len(opts) >= at_least, f"{os.path.basename(program)} --help lists {len(opts)} long options")
     return [(s or None, name) for s, name in opts]
 
 
@@ -66,15 +70,15 @@ def key_scope(name, scratch):
     return "listener"
 
 
-def check_options(opts):
-    options = sections(MAN8).get("OPTIONS", "")
-    check(options, "smbsplice.8.scd has an OPTIONS section")
+def check_options(opts, page=MAN8, title="smbsplice(8)"):
+    options = sections(page).get("OPTIONS", "")
+    check(options, f"{os.path.basename(page)} has an OPTIONS section")
     missing = []
     for short, name in opts:
         entry = rf"^\*-{short}\*, \*--{name}\*(?: |$)" if short else rf"^\*--{name}\*(?: |$)"
         if not re.search(entry, options, re.M):
             missing.append(f"-{short}, --{name}" if short else f"--{name}")
-    check(not missing, f"smbsplice(8) OPTIONS has an entry for each of the {len(opts)} long options"
+    check(not missing, f"{title} OPTIONS has an entry for each of the {len(opts)} long options"
           + (f"; missing: {', '.join(missing)}" if missing else ""))
 
 
@@ -153,6 +157,7 @@ def main():
     check_options(opts)
     check_keys(opts)
     check_metrics()
+    check_options(help_options(ADVISE, at_least=5), MAN1_ADVISE, "smbsplice-advise(1)")
 
 
 if __name__ == "__main__":
