@@ -24,4 +24,6 @@ sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 echo "install-deps: installing ${missing[*]}" >&2
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+# Through env, so that sudo (which resets the environment) passes it on:
+# wireshark-common, which tshark pulls in, asks a debconf question.
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
