@@ -145,6 +145,20 @@ static unsigned largest_bin(const struct size_hist *h)
 }
 
 /**
+ * encrypted() - encryption transform frames, both ways
+ * @r:	the report
+ *
+ * Return: how many: their READs and WRITEs cannot be seen.
+ */
+static uint64_t encrypted(const struct report *r)
+{
+	const struct tally *t = &r->w->tally;
+
+	return t->frames[RS_TO_SERVER][TALLY_ENCRYPTED].count +
+	       t->frames[RS_TO_CLIENT][TALLY_ENCRYPTED].count;
+}
+
+/**
  * reason_text() - why a class's threshold is what it is, in words
  * @r:		the report
  * @name:	"READ" or "WRITE"
@@ -176,8 +190,15 @@ static void reason_text(const struct report *r, const char *name,
 			bin_text(largest_bin(h), range));
 		break;
 	case ADVICE_NO_DATA:
-		snprintf(out, outlen,
-			 "no %s data in this capture: keep the default", name);
+		if (encrypted(r))
+			snprintf(
+				out, outlen,
+				"no %s data to be seen: %s frames are encrypted (smbsplice copies them unless --other-threshold); keep the default",
+				name, commas(encrypted(r), n1));
+		else
+			snprintf(out, outlen,
+				 "no %s data in this capture: keep the default",
+				 name);
 		break;
 	case ADVICE_NEVER_CHEAPER:
 		snprintf(

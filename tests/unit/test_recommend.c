@@ -194,6 +194,17 @@ static void test_report_basis(void **state)
 		strstr(text, "SMB on TCP port 445 or 139: 1 connection\n"));
 	free(text);
 
+	/* An encrypted session: nothing to be seen, and it says why. */
+	w.tally.frames[RS_TO_CLIENT][TALLY_ENCRYPTED].count = 1200;
+	f = open_memstream(&text, &len);
+	report_text(f, &r);
+	fclose(f);
+	assert_non_null(strstr(
+		text, "no WRITE data to be seen: 1,200 frames are encrypted"));
+	assert_non_null(strstr(text, "(encrypted)"));
+	free(text);
+	w.tally.frames[RS_TO_CLIENT][TALLY_ENCRYPTED].count = 0;
+
 	cal.n = 1;
 	cal.pt[0].size = 4096;
 	cal.crossover = 256u << 10;
