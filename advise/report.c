@@ -92,6 +92,23 @@ static double span_seconds(const struct capture_stats *cs)
 }
 
 /**
+ * dialect_label() - the name of a dialect tally slot
+ * @i:		the slot; TALLY_NDIALECTS counts every other dialect
+ * @out:	buffer
+ * @outlen:	its size
+ *
+ * Return: @out, holding "3.1.1" and the like, or "other".
+ */
+static const char *dialect_label(unsigned i, char *out, size_t outlen)
+{
+	if (i < TALLY_NDIALECTS)
+		smb_dialect_text(tally_dialects[i], out, outlen);
+	else
+		snprintf(out, outlen, "other");
+	return out;
+}
+
+/**
  * report_ports() - the ports looked at, for a sentence: "445 or 139"
  * @ports:	the ports
  * @n:		how many
@@ -230,11 +247,8 @@ static void text_header(FILE *f, const struct report *r)
 	for (unsigned i = 0; i <= TALLY_NDIALECTS; i++) {
 		if (!t->dialects[i])
 			continue;
-		if (i < TALLY_NDIALECTS)
-			smb_dialect_text(tally_dialects[i], d, sizeof(d));
-		else
-			strcpy(d, "other");
-		fprintf(f, "%s %s (%" PRIu64 ")", sep, d, t->dialects[i]);
+		fprintf(f, "%s %s (%" PRIu64 ")", sep,
+			dialect_label(i, d, sizeof(d)), t->dialects[i]);
 		sep = ",";
 	}
 	if (t->max_read)
@@ -572,11 +586,8 @@ static void json_server(FILE *f, const struct report *r)
 	for (unsigned i = 0; i <= TALLY_NDIALECTS; i++) {
 		if (!t->dialects[i])
 			continue;
-		if (i < TALLY_NDIALECTS)
-			smb_dialect_text(tally_dialects[i], d, sizeof(d));
-		else
-			strcpy(d, "other");
-		fprintf(f, "%s\"%s\": %" PRIu64, sep, d, t->dialects[i]);
+		fprintf(f, "%s\"%s\": %" PRIu64, sep,
+			dialect_label(i, d, sizeof(d)), t->dialects[i]);
 		sep = ", ";
 	}
 	fprintf(f, "},\n  \"max_read_size\": %u, \"max_write_size\": %u,\n",
