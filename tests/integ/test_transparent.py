@@ -273,8 +273,7 @@ def test_peer_address(fam, echo):
     check(echo.accepted == 2, f"IPv{fam}: ... and never reaches the server")
     m = scrape(pt.stats_port)
     check(metric(m, "smbsplice_denied_total") == 1, f"IPv{fam}: counted in smbsplice_denied_total")
-    lines = re.findall(rf"warning: conn {re.escape(fmt_addr(out, ''))}\d+ refused by listener main: not in --allow$",
-                       pt.log(), re.M)
+    lines = logged(pt, rf"warning: conn {re.escape(fmt_addr(out, ''))}\d+ refused by listener main: not in --allow$")
     check(len(lines) == 1, f"IPv{fam}: logged: {lines[0] if lines else '(no line)'}")
     check(ask(pc, PEER_T, src=c) == c, f"IPv{fam}: a client inside the allowed network is still served")
     return pt
@@ -311,6 +310,16 @@ def test_recipe_needed(pt4, pt6):
           "with the recipe back, both are served again")
 
 
+def logged(p, pattern, count=1, timeout=2.0):
+    """logged() - the log lines of @p matching @pattern, waiting up to
+    @timeout for @count of them: a refusal is counted before it is logged, so
+    a scrape can see it first. Return: every match (maybe fewer than @count)."""
+    try:
+        return p.wait_log(pattern, timeout, count)
+    except TestFailure:
+        return re.findall(pattern, p.log(), re.M)
+
+
 def test_denied_flood(pt4):
     """FLOOD refusals on one worker: at most 10 log lines in a 10 s window."""
     for _ in range(FLOOD - 1):
@@ -320,7 +329,7 @@ def test_denied_flood(pt4):
     took = time.monotonic() - pt4.first_denied
     m = scrape(pt4.stats_port)
     check(metric(m, "smbsplice_denied_total") == FLOOD, f"{FLOOD} refusals counted in smbsplice_denied_total")
-    lines = pt4.log().count(" refused by listener main: not in --allow")
+    lines = len(logged(pt4, " refused by listener main: not in --allow", count=10))
     # The window is counted in whole seconds from the first line: it can
     # turn a little before 10 s have passed.
     if took < 8.5:
