@@ -129,8 +129,9 @@ def main():
     random_file(os.path.join(smb64.share, "f.bin"), 4)
     tr64, full = os.path.join(work, "t64.pcap"), os.path.join(work, "full.pcapng")
     px = Proxy(smb64.addr, "--trace", tr64)
-    dc = subprocess.Popen(["dumpcap", "-q", "-B", "256", "-i", "lo", "-f", f"tcp port {px.port}", "-w", full],
-                          stderr=subprocess.DEVNULL)
+    dc_err = open(os.path.join(work, "dumpcap.err"), "w+")
+    dc = subprocess.Popen(["dumpcap", "-B", "256", "-i", "lo", "-f", f"tcp port {px.port}", "-w", full],
+                          stderr=dc_err)
     end = time.monotonic() + 10
     while not os.path.exists(full) and time.monotonic() < end:
         time.sleep(0.05)
@@ -141,8 +142,11 @@ def main():
     dc.wait(10)
     px.stop()
     a, b = messages(tr64, px.port), messages(full, px.port, two_pass=True)
+    dc_err.seek(0)
+    diff = {k: (a.get(k, 0), b.get(k, 0)) for k in a.keys() | b.keys() if a.get(k, 0) != b.get(k, 0)}
     check(a == b, f"the trace and a full dumpcap capture of the client side decode to the same "
-          f"{sum(a.values())} SMB2 messages")
+          f"{sum(a.values())} SMB2 messages" + (f"; (direction, command): (trace, capture) differ: {diff}; "
+                                               f"dumpcap: {dc_err.read()[-300:]!r}" if diff else ""))
     smb64.stop()
 
     # 3. Rotation, and reopening after the file was moved.
