@@ -64,6 +64,8 @@
 #define BATCH_BYTES (64u << 10)
 /* On disk, each record is a pcap record header and the bytes. */
 #define PCAP_REC_HDR 16u
+/* The file's stdio buffer: one write() per this many bytes of records. */
+#define FILE_BUF_BYTES (64u << 10)
 
 /**
  * struct rec_hdr - a record's header in the ring
@@ -94,6 +96,7 @@ struct rec_hdr {
  * @dumper:	the open file, NULL when it could not be reopened
  * @size:	its length in bytes, counted by the writer
  * @flushed:	when the writer last flushed it (CLOCK_MONOTONIC_COARSE, s)
+ * @iobuf:	its stdio buffer; one file is open at a time
  * @path:	FILE
  * @max:	--trace-max bytes, 0 for no rotation
  * @thread:	the writer
@@ -110,6 +113,7 @@ static struct trace_file {
 	pcap_dumper_t *dumper;
 	uint64_t size;
 	time_t flushed;
+	char iobuf[FILE_BUF_BYTES];
 	char path[256];
 	uint64_t max;
 	pthread_t thread;
@@ -146,6 +150,13 @@ static int open_dumper(char *err, size_t errlen)
 	/* The one ftell(): from here on the writer counts. */
 	at = pcap_dump_ftell64(tf.dumper);
 	tf.size = at > 0 ? (uint64_t)at : 0;
+	/* stdio would write() every st_blksize (4 KiB) of records, each a
+	 * trip through the filesystem; a larger buffer makes that one per
+	 * 64 KiB. The flush first: the header was written or read, and a
+	 * buffer is best changed on an empty stream (glibc's setvbuf()
+	 * would flush, but C leaves it undefined after I/O). */
+	pcap_dump_flush(tf.dumper);
+	setvbuf(pcap_dump_file(tf.dumper), tf.iobuf, _IOFBF, sizeof(tf.iobuf));
 	return 0;
 }
 
