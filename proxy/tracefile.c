@@ -9,8 +9,22 @@
  * raw IP, LINKTYPE_RAW). A record that does not fit in the ring is
  * dropped and counted, never waited for.
  *
- * The writer flushes the file once a second, so that a capture read while
- * smbsplice runs is at most a second behind. Past --trace-max bytes it
+ * The writer wakes once per batch, not per record, since a wake-up is a
+ * futex() call on each side and a record is only a few hundred bytes: a
+ * worker signals only when the ring was empty (the writer may be asleep
+ * on it) or has just passed a quarter full (the writer may be gathering),
+ * and a writer woken from an empty ring lets records gather for GATHER_MS
+ * before it takes them out, up to BATCH_BYTES per hold of the lock. A
+ * writer with a backlog takes the next batch at once. No wake-up can be
+ * lost: the writer tests the ring under the lock before each wait, the
+ * sleep on an empty ring ends with the first record's signal, and the
+ * gathering sleep is bounded by GATHER_MS whatever happens. On stop the
+ * writer takes every record left; workers queue no more once @stop is set.
+ *
+ * The writer counts the file's length itself rather than asking stdio (an
+ * ftell() per record is an lseek() per record). It flushes the file about
+ * once a second, while busy and after a second idle, so that a capture read
+ * while smbsplice runs is about a second behind. Past --trace-max bytes it
  * rotates: FILE.8 becomes FILE.9 (the tenth file is deleted), ..., FILE
  * becomes FILE.1, and a new FILE is begun. tracefile_reopen() (SIGHUP,
  * SIGUSR1) makes it reopen FILE after the next record, appending when
@@ -39,6 +53,19 @@
 #define KEEP_FILES 9
 /* The snapshot length the file header declares; no record is longer. */
 #define FILE_SNAPLEN 65535
+/* Woken from an empty ring, the writer lets records gather this long
+ * before taking them: one wake-up per batch. The ring cannot overflow
+ * meanwhile for want of a writer, since a worker that takes it past a
+ * quarter full ends the gathering at once. */
+#define GATHER_MS 20
+/* Bytes of records the writer takes out of the ring per hold of the lock:
+ * a copy of a few microseconds, so that a worker queueing a record waits
+ * no longer than that for the lock. */
+#define BATCH_BYTES (64u << 10)
+/* On disk, each record is a pcap record header and the bytes. */
+#define PCAP_REC_HDR 16u
+/* The file's stdio buffer: one write() per this many bytes of records. */
+#define FILE_BUF_BYTES (64u << 10)
 
 /**
  * struct rec_hdr - a record's header in the ring
@@ -54,7 +81,9 @@ struct rec_hdr {
 /**
  * struct trace_file - the process's capture file and its writer
  * @lock:	guards the ring, @stop and @reopen
- * @more:	signalled when records come, or the writer must stop
+ * @more:	signalled when the first record comes into an empty ring, when
+ *		the ring passes a quarter full, and when the writer must stop
+ *		or reopen; waits on it are timed on CLOCK_MONOTONIC
  * @ring:	records, @RING_BYTES long
  * @head:	where the next record goes
  * @tail:	where the writer reads next
@@ -65,6 +94,9 @@ struct rec_hdr {
  * @dropped:	records dropped, the ring being full (likewise)
  * @pcap:	the dead handle the dumper belongs to
  * @dumper:	the open file, NULL when it could not be reopened
+ * @size:	its length in bytes, counted by the writer
+ * @flushed:	when the writer last flushed it (CLOCK_MONOTONIC_COARSE, s)
+ * @iobuf:	its stdio buffer; one file is open at a time
  * @path:	FILE
  * @max:	--trace-max bytes, 0 for no rotation
  * @thread:	the writer
@@ -79,6 +111,9 @@ static struct trace_file {
 	uint64_t written, dropped;
 	pcap_t *pcap;
 	pcap_dumper_t *dumper;
+	uint64_t size;
+	time_t flushed;
+	char iobuf[FILE_BUF_BYTES];
 	char path[256];
 	uint64_t max;
 	pthread_t thread;
@@ -104,12 +139,24 @@ bool tracefile_enabled(void)
  */
 static int open_dumper(char *err, size_t errlen)
 {
+	int64_t at;
+
 	tf.dumper = pcap_dump_open_append(tf.pcap, tf.path);
 	if (!tf.dumper) {
 		snprintf(err, errlen, "--trace %s: %s", tf.path,
 			 pcap_geterr(tf.pcap));
 		return -1;
 	}
+	/* The one ftell(): from here on the writer counts. */
+	at = pcap_dump_ftell64(tf.dumper);
+	tf.size = at > 0 ? (uint64_t)at : 0;
+	/* stdio would write() every st_blksize (4 KiB) of records, each a
+	 * trip through the filesystem; a larger buffer makes that one per
+	 * 64 KiB. The flush first: the header was written or read, and a
+	 * buffer is best changed on an empty stream (glibc's setvbuf()
+	 * would flush, but C leaves it undefined after I/O). */
+	pcap_dump_flush(tf.dumper);
+	setvbuf(pcap_dump_file(tf.dumper), tf.iobuf, _IOFBF, sizeof(tf.iobuf));
 	return 0;
 }
 
@@ -124,6 +171,14 @@ static int open_dumper(char *err, size_t errlen)
  */
 int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 {
+	pthread_condattr_t ca;
+
+	/* The writer's timed waits on the monotonic clock: a step of the
+	 * wall clock must not stretch a GATHER_MS wait into minutes. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&tf.more, &ca);
+	pthread_condattr_destroy(&ca);
 	snprintf(tf.path, sizeof(tf.path), "%s", path);
 	tf.max = max;
 	tf.pcap = pcap_open_dead(DLT_RAW, FILE_SNAPLEN);
@@ -151,19 +206,23 @@ fail:
  * @caplen:	how many
  * @len:	how long the packet was
  *
- * Called by workers; never blocks on the file.
+ * Called by workers; never blocks on the file. Once the file is closed
+ * a record is dropped (counted) rather than queued. A record longer than
+ * FILE_SNAPLEN (none is, trace.c) is dropped: the writer's batches must
+ * always have room for the next record.
  */
 void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
 		   uint32_t len)
 {
 	struct rec_hdr h = { (uint32_t)ts->tv_sec,
 			     (uint32_t)(ts->tv_nsec / 1000), caplen, len };
-	size_t need = sizeof(h) + caplen, first;
+	size_t need = sizeof(h) + caplen, first, was;
 	const uint8_t *parts[2] = { (const uint8_t *)&h, data };
 	size_t lens[2] = { sizeof(h), caplen };
 
 	pthread_mutex_lock(&tf.lock);
-	if (RING_BYTES - tf.used < need || tf.stop) {
+	if (!tf.ring || tf.stop || RING_BYTES - tf.used < need ||
+	    caplen > FILE_SNAPLEN) {
 		pthread_mutex_unlock(&tf.lock);
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
 		return;
@@ -175,8 +234,13 @@ void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
 		memcpy(tf.ring, parts[i] + first, lens[i] - first);
 		tf.head = (tf.head + lens[i]) % RING_BYTES;
 	}
+	was = tf.used;
 	tf.used += need;
-	pthread_cond_signal(&tf.more);
+	/* The writer sleeps only on an empty ring, or while it lets a batch
+	 * gather: wake it for the first record and when the batch is
+	 * large, not for each record (a futex call each). */
+	if (!was || (was < RING_BYTES / 4 && tf.used >= RING_BYTES / 4))
+		pthread_cond_signal(&tf.more);
 	pthread_mutex_unlock(&tf.lock);
 }
 
@@ -241,7 +305,8 @@ static void write_one(const struct rec_hdr *h, const uint8_t *data)
 	}
 	pcap_dump((u_char *)tf.dumper, &ph, data);
 	__atomic_add_fetch(&tf.written, 1, __ATOMIC_RELAXED);
-	if (tf.max && (uint64_t)pcap_dump_ftell64(tf.dumper) >= tf.max)
+	tf.size += PCAP_REC_HDR + h->caplen;
+	if (tf.max && tf.size >= tf.max)
 		rotate();
 }
 
@@ -260,6 +325,83 @@ static void reopen(void)
 }
 
 /**
+ * deadline() - a time this far ahead on the condition variable's clock
+ * @ms:	milliseconds
+ *
+ * Return: the time, on CLOCK_MONOTONIC (tracefile_open()).
+ */
+static struct timespec deadline(long ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += ms % 1000 * 1000000;
+	t.tv_sec += ms / 1000 + t.tv_nsec / 1000000000;
+	t.tv_nsec %= 1000000000;
+	return t;
+}
+
+/**
+ * coarse_secs() - seconds on a cheap monotonic clock
+ *
+ * The coarse clock is read from the vDSO without a system call, and a
+ * second's resolution is all the flush needs.
+ *
+ * Return: CLOCK_MONOTONIC_COARSE, in whole seconds.
+ */
+static time_t coarse_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
+/**
+ * take_batch() - take whole records out of the ring
+ * @to:		where, BATCH_BYTES long
+ *
+ * Called with the lock held. Takes records while the next one fits in
+ * @to; a record is never longer than FILE_SNAPLEN (tracefile_put()), so
+ * a ring that holds records always gives at least one.
+ *
+ * Return: bytes taken.
+ */
+static size_t take_batch(uint8_t *to)
+{
+	struct rec_hdr h;
+	size_t n = 0, first;
+
+	while (tf.used) {
+		/* Peek at the header: take the record only if it fits. */
+		first = RING_BYTES - tf.tail < sizeof(h) ? RING_BYTES - tf.tail
+							 : sizeof(h);
+		memcpy(&h, tf.ring + tf.tail, first);
+		memcpy((uint8_t *)&h + first, tf.ring, sizeof(h) - first);
+		if (n + sizeof(h) + h.caplen > BATCH_BYTES)
+			break;
+		ring_take(to + n, sizeof(h) + h.caplen);
+		n += sizeof(h) + h.caplen;
+	}
+	return n;
+}
+
+/**
+ * write_batch() - hand a batch of records to libpcap
+ * @p:	the records, as take_batch() left them
+ * @n:	their bytes
+ */
+static void write_batch(const uint8_t *p, size_t n)
+{
+	struct rec_hdr h;
+
+	for (size_t off = 0; off < n; off += sizeof(h) + h.caplen) {
+		memcpy(&h, p + off, sizeof(h));
+		write_one(&h, p + off + sizeof(h));
+	}
+}
+
+/**
  * writer_main() - the writer thread
  * @arg:	unused
  *
@@ -267,39 +409,53 @@ static void reopen(void)
  */
 static void *writer_main(void *arg)
 {
-	static uint8_t data[FILE_SNAPLEN];
-	struct rec_hdr h = { 0 };
+	static uint8_t batch[BATCH_BYTES];
 	struct timespec until;
-	bool reopen_now;
+	bool reopen_now, slept;
+	size_t n;
 
 	(void)arg;
+	/* So that top -H and perf name it. */
+	pthread_setname_np(pthread_self(), "trace-writer");
 	pthread_mutex_lock(&tf.lock);
 	for (;;) {
+		slept = false;
 		while (!tf.used && !tf.stop && !tf.reopen) {
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
+			slept = true;
+			until = deadline(1000);
 			if (pthread_cond_timedwait(&tf.more, &tf.lock,
 						   &until) == ETIMEDOUT &&
 			    tf.dumper) {
 				pthread_mutex_unlock(&tf.lock);
 				pcap_dump_flush(tf.dumper);
+				tf.flushed = coarse_secs();
 				pthread_mutex_lock(&tf.lock);
 			}
+		}
+		/* Woken by a first record: let the batch gather. The workers
+		 * signal again only if it passes a quarter of the ring; with
+		 * a backlog (!slept) there is nothing to wait for. */
+		if (slept && tf.used < RING_BYTES / 4 && !tf.stop &&
+		    !tf.reopen) {
+			until = deadline(GATHER_MS);
+			pthread_cond_timedwait(&tf.more, &tf.lock, &until);
 		}
 		reopen_now = tf.reopen;
 		tf.reopen = false;
 		if (!tf.used && tf.stop)
 			break;
-		if (tf.used) {
-			ring_take(&h, sizeof(h));
-			ring_take(data, h.caplen);
-		}
+		n = take_batch(batch);
 		pthread_mutex_unlock(&tf.lock);
 		if (reopen_now)
 			reopen();
-		if (h.caplen || h.len)
-			write_one(&h, data);
-		h.caplen = h.len = 0;
+		write_batch(batch, n);
+		/* A writer that never runs dry never times out: flush here
+		 * too, once per second of the coarse clock, so the file is
+		 * about a second behind at most. */
+		if (n && tf.dumper && coarse_secs() != tf.flushed) {
+			pcap_dump_flush(tf.dumper);
+			tf.flushed = coarse_secs();
+		}
 		pthread_mutex_lock(&tf.lock);
 	}
 	pthread_mutex_unlock(&tf.lock);
@@ -358,9 +514,15 @@ void tracefile_counts(uint64_t *written, uint64_t *dropped)
 
 /**
  * tracefile_close() - write what is queued, close the file, stop the writer
+ *
+ * Every record tracefile_put() accepted is in the file when this returns:
+ * the writer drains the ring before it exits, and records put after
+ * @stop are refused and counted as dropped.
  */
 void tracefile_close(void)
 {
+	uint8_t *ring = tf.ring;
+
 	if (!tracefile_enabled())
 		return;
 	if (tf.running) {
@@ -374,8 +536,18 @@ void tracefile_close(void)
 	if (tf.dumper)
 		pcap_dump_close(tf.dumper);
 	pcap_close(tf.pcap);
-	free(tf.ring);
 	tf.dumper = NULL;
 	tf.pcap = NULL;
+	/* As before tracefile_open(), so that it may be called again (the
+	 * unit test does): a late tracefile_put() finds no ring, under the
+	 * lock, and drops its record. The counters are kept for a last
+	 * scrape. */
+	pthread_mutex_lock(&tf.lock);
 	tf.ring = NULL;
+	tf.head = tf.tail = tf.used = 0;
+	tf.stop = tf.reopen = false;
+	pthread_mutex_unlock(&tf.lock);
+	free(ring);
+	tf.size = 0;
+	tf.flushed = 0;
 }

@@ -44,6 +44,12 @@ Workloads:
          gives a time per file and its p99); smbtorture gives its own mean
          and worst latency. On loopback the echo figures are the echo
          workload's when it ran too.
+  obs    what the observability features cost, each beside plain
+         smbsplice, interleaved, at least 5 runs: --trace FILE (a file
+         on disk, not tmpfs, with the default rotation) on the 1 GiB
+         smbclient get and on smb2.bench.echo, and --no-latency (the
+         per-command histograms off) on echo: throughput and proxy CPU
+         per GiB, echoes per second, and their ratios.
   ns     the namespace topology (--topology ns): a throwaway smbd and a
          loadgen server inside a network namespace the harness makes,
          listening on its loopback, reached from the host through pasta
@@ -62,7 +68,7 @@ Contestants: each workload has its own list (direct, smbsplice and its
 modes, haproxy, socat, pasta; scale and parallel name smbsplice with
 --workers). --fronts N1,N2 keeps only the named ones, in each workload's
 order. --baseline PATH adds, right after each smbsplice contestant of bulk,
-rr, get, echo and parallel, a twin "base:NAME" that runs the binary at PATH
+rr, get, echo, obs and parallel, a twin "base:NAME" that runs the binary at PATH
 with NAME's arguments: an older build, for a before/after comparison in the
 same run. A twin is made only for contestants without --workers, which an
 older build may not know; the report puts each base: twin beside its
@@ -229,6 +235,8 @@ class Front:
         self.port = backend_port
         self.wrap = ()                  # argv prefix for the client
         self.worker_conns = {}
+        self.trace_dir = None           # smbsplice-trace: where its file goes
+        self.trace_bytes = None         # and how large it grew, once stopped
 
     def tool(self):
         """The program this front runs, to check it is installed; None for direct."""
@@ -256,6 +264,13 @@ class Front:
             return sp + ["--mode", "tcp"]
         if self.name == "smbsplice-copy":
             return sp + ["--no-splice"]
+        if self.name == "smbsplice-trace":
+            # on disk, as a trace would be kept: /dev/shm would hide the
+            # writer's cost
+            self.trace_dir = tempfile.mkdtemp(prefix="smbsplice-trace-", dir=TRACE_DIR)
+            return sp + ["--trace", os.path.join(self.trace_dir, "smb.pcap")]
+        if self.name == "smbsplice-nolat":
+            return sp + ["--no-latency"]
         if self.name.startswith("smbsplice+"):
             return sp + self.name.split("+", 1)[1].split()
         if self.name == "haproxy":
@@ -333,6 +348,11 @@ backend b
         if self.cfg:
             os.unlink(self.cfg.name)
             self.cfg = None
+        if self.trace_dir:
+            self.trace_bytes = sum(os.path.getsize(os.path.join(self.trace_dir, n))
+                                   for n in os.listdir(self.trace_dir))
+            shutil.rmtree(self.trace_dir, ignore_errors=True)
+            self.trace_dir = None
         if self.err:
             self.worker_conns = self.count_workers()
             self.err.close()
@@ -363,6 +383,9 @@ def measure(front, fn):
     r.update(proxy_cpu=r_cpu, busy=busy, secs=secs, rss_mib=r_hwm)
     if front.worker_conns:
         r["worker_conns"] = front.worker_conns
+    if front.trace_bytes is not None:
+        r["trace_bytes"] = front.trace_bytes
+        front.trace_bytes = None
     return r
 
 
@@ -572,7 +595,8 @@ def echo_bench(secs=5):
         out = torture(port, "smb2.bench.echo", secs, wrap)
         _, avg, worst = torture_summary(out, "echo")
         ops = echo_rate(out)
-        return {"ops_s": ops, "rate": ops, "mean_us": avg * 1e6, "worst_us": worst * 1e6}
+        # "ops": echoes in the run, for the proxy's CPU per echo
+        return {"ops_s": ops, "rate": ops, "ops": ops * secs, "mean_us": avg * 1e6, "worst_us": worst * 1e6}
     return fn
 
 
@@ -865,8 +889,20 @@ NS_SMB_PORT = 445       # smbd's port inside the namespace
 OFFICE_FILES = 1000     # --office-files: files of mget and mput
 OFFICE_ENTRIES = 20000  # --office-entries: entries of the listed directory
 OFFICE_SECONDS = 5      # --office-seconds: smbtorture's time limit
+# obs: each feature's contestant beside plain smbsplice, on the workloads
+# where it costs most: the trace copies and queues a record per frame
+# (echo) and runs a writer thread (get); the histograms read the clock
+# twice per message (echo). At least OBS_RUNS runs each: the targets are
+# a few per cent, under the noise of three.
+OBS_GET_FRONTS = ("smbsplice", "smbsplice-trace")
+OBS_ECHO_FRONTS = ("smbsplice", "smbsplice-nolat", "smbsplice-trace")
+OBS_RUNS = 5
+# Where smbsplice-trace writes: a disk, as in use (the work directory is
+# in /dev/shm).
+TRACE_DIR = "/var/tmp"
 TOPOLOGIES = ("loopback", "ns")
-WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "scale", "parallel", "ns", "office")
+WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
+             "office")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
@@ -1043,7 +1079,7 @@ def main():
                 for d in ("up", "down"):
                     results[f"par_bulk_{d}"] = interleaved(fronts, par_bulk(PAR_STREAMS, par_mib, d), runs,
                                                            f"parallel bulk {d}")
-        if lo_only & {"get", "echo", "sweep", "parallel", "office"}:
+        if lo_only & {"get", "echo", "sweep", "parallel", "office", "obs"}:
             sp = be.smbd()
             share = os.path.join(be.smbd_dir, "share")
             if "parallel" in lo_only:
@@ -1074,6 +1110,19 @@ def main():
                     results["sweep"] = sweep(sp, 1 if args.quick else 2, runs,
                                              [int(x) for x in args.sweep_sizes.split(",")],
                                              args.sweep_thresholds.split(","))
+        if "obs" in lo_only:
+            with part("loopback: obs"):
+                obs_runs = max(runs, 1 if args.quick else OBS_RUNS)
+                get = os.path.join(share, "get.bin")
+                if not (os.path.exists(get) and os.path.getsize(get) == mib << 20):
+                    make_file(get, mib)
+                results["obs"] = {"runs": obs_runs, "trace_dir": TRACE_DIR}
+                results["obs_get"] = interleaved(pick(with_twins(OBS_GET_FRONTS), sp),
+                                                 smbclient("get get.bin /dev/null", mib), obs_runs,
+                                                 "obs: smbclient get")
+                if shutil.which("smbtorture"):
+                    results["obs_echo"] = interleaved(pick(with_twins(OBS_ECHO_FRONTS), sp), echo, obs_runs,
+                                                      "obs: echo")
         if "office" in lo_only:
             with part("loopback: office"):
                 share_office(share, spec)

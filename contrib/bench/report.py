@@ -9,7 +9,8 @@ slowest and the fastest) and how smbsplice's workers shared the
 connections; with a baseline binary, a before/after table sets each
 `base:` contestant beside its namesake. The namespace topology's tables
 take direct-ns (the client inside the namespace) as the reference and
-compare with pasta; the office tables give each workload's rate against
+compare with pasta; the obs table sets --trace and --no-latency beside
+plain smbsplice; the office tables give each workload's rate against
 the reference, haproxy (and pasta) with the latency per operation. Each
 has its own targets table. The header says how long each part took. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
@@ -301,6 +302,67 @@ def office_table(o, topo):
     return "\n".join(lines + [""] + notes) + "\n"
 
 
+def obs_table(r):
+    """What --trace and the latency histograms cost: each feature's
+    contestant beside plain smbsplice (a base: twin beside
+    base:smbsplice), as ratios of medians; for echo, the proxy's CPU per
+    echo (a request and its response)."""
+    g, e = r.get("obs_get") or {}, r.get("obs_echo") or {}
+    if not g and not e:
+        return ""
+    o = r.get("obs") or {}
+    lines = [f"**What the observability features cost** (each beside plain smbsplice, {o.get('runs', '?')} "
+             f"interleaved runs; smbsplice-trace: `--trace` to a file in {o.get('trace_dir', '?')}, on disk, "
+             "default rotation; smbsplice-nolat: `--no-latency`, the histograms off; median (min–max); "
+             "proxy CPU per GiB for the get, per echo for echo)", "",
+             "| Workload | Contestant | rate | × smbsplice | proxy CPU | × smbsplice | trace file |",
+             "|---|---|---|---|---|---|---|"]
+
+    def cpu_of(rs, key):
+        if key == "gbyte_s":
+            return cpu_per_gib(rs), cpu_spread(rs), "s/GiB"
+        vals = [{"c": x["proxy_cpu"] / x["ops"] * 1e6} for x in rs if x.get("ops")]
+        return (med(vals, "c"), spread(vals, "c", "{:.1f}"), "µs/echo") if vals else (None, "–", "")
+
+    for title, res, key, unit, fmt in (("smbclient get, 1 GiB", g, "gbyte_s", "GB/s", "{:.2f}"),
+                                       ("smb2.bench.echo", e, "ops_s", "ops/s", "{:.0f}")):
+        for name, all_rs in res.items():
+            rs = ok_runs(all_rs)
+            if not rs:
+                if all_rs:
+                    lines.append(f"| {title} | {failed_row(name, all_rs, 5)[2:]}")
+                continue
+            ref = "base:smbsplice" if name.startswith("base:") else "smbsplice"
+            base = ok_runs(res.get(ref, []))
+            cpu, cpu_s, cpu_u = cpu_of(rs, key)
+            bcpu = cpu_of(base, key)[0] if base else None
+            tb = med(rs, "trace_bytes")
+            x = fmt_ratio(ratio(med(rs, key), med(base, key))) if name != ref else ""
+            cx = fmt_ratio(ratio(cpu, bcpu)) if name != ref else ""
+            lines.append(f"| {title} | {with_failures(name, all_rs)} | {spread(rs, key, fmt)} {unit} | {x} | "
+                         f"{cpu_s} {cpu_u} | {cx} | {f'{tb / 1e6:.1f} MB' if tb is not None else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def obs_targets(r, row):
+    """The targets: the trace costs under 5% of the get's
+    throughput and proxy CPU, the histograms under 3% of the echo rate."""
+    g, e = r.get("obs_get") or {}, r.get("obs_echo") or {}
+    sp, tr = ok_runs(g.get("smbsplice", [])), ok_runs(g.get("smbsplice-trace", []))
+    if sp and tr:
+        x = ratio(med(tr, "gbyte_s"), med(sp, "gbyte_s"))
+        c = ratio(cpu_per_gib(tr), cpu_per_gib(sp))
+        if x and c:
+            row("--trace: smbclient 1 GiB get", f"{x:.2f}× the throughput, {c:.2f}× the proxy CPU per GiB",
+                "≥ 0.95× and ≤ 1.05×", x >= 0.95 and c <= 1.05)
+    on, off = ok_runs(e.get("smbsplice", [])), ok_runs(e.get("smbsplice-nolat", []))
+    if on and off:
+        x = ratio(med(on, "ops_s"), med(off, "ops_s"))
+        if x:
+            row("latency histograms: smb2.bench.echo", f"{x:.2f}× the rate with --no-latency", "≥ 0.97×",
+                x >= 0.97)
+
+
 def sweep_table(sweep):
     """Per READ size: bandwidth, mean and p99 latency as ratios to copy-only
     (threshold off), like the matrix of the ksmbd splice RFC."""
@@ -555,6 +617,7 @@ def targets(r):
                 "≤ 0.5× haproxy's", x <= 0.5)
     if r.get("scale"):
         scale_targets(r["scale"], row)
+    obs_targets(r, row)
     return targets_table("Targets", rows)
 
 
@@ -628,7 +691,8 @@ def failed_runs(r):
     """Every failed run, by workload and contestant, with why: each is
     left out of its contestant's medians, and its table says how many."""
     titles = {k: t.split(" (")[0] for k, _, t in THROUGHPUT + NS_THROUGHPUT + PARALLEL}
-    titles.update(rr="Round trips", ns_rr="Namespace topology: round trips", echo="smb2.bench.echo")
+    titles.update(rr="Round trips", ns_rr="Namespace topology: round trips", echo="smb2.bench.echo",
+                  obs_get="Observability costs: smbclient get", obs_echo="Observability costs: echo")
     out = []
 
     def scan(where, res):
@@ -689,6 +753,7 @@ def write(r, outdir):
         parts.append(rr_table(r["rr"], trips=r.get("rr_trips", 200)))
     if r.get("echo"):
         parts.append(echo_table(r["echo"]))
+    parts.append(obs_table(r))
     if (r.get("office") or {}).get("loopback"):
         parts.append(office_table(r["office"], "loopback"))
     for key, unit, title in NS_THROUGHPUT:

@@ -697,6 +697,53 @@ static void test_smb_below_threshold_copied(void **state)
 	teardown_half();
 }
 
+/* An SMB2 ECHO frame as smb2.bench.echo sends them: 4-byte prefix, 64-byte
+ * header, 4-byte body; 72 bytes in all. */
+static size_t build_echo(uint8_t *p)
+{
+	memset(p, 0, 72);
+	p[3] = 68;
+	memcpy(p + 4, "\xfeSMB", 4);
+	p[4 + 4] = 64; /* StructureSize */
+	p[4 + 12] = SMB2_ECHO;
+	p[4 + 64] = 4; /* body StructureSize */
+	return 72;
+}
+
+/* smb mode, one small message at a time (the echo workload): each costs
+ * one recv() and one send() without MORE, with neither a second recv() to
+ * see EAGAIN nor a setsockopt(). That is what strace found per echo
+ * message (README, "Small messages"), and it is a floor worth keeping. It
+ * holds right after a spliced READ too, when the framer bounds the next
+ * read to a READ response's 84-byte header. */
+static void test_smb_small_messages_one_recv_one_send(void **state)
+{
+	size_t n, e1, e2;
+	int recvs, sends;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, PIPES_PAYLOAD);
+	e1 = build_echo(smbbuf + n);
+	e2 = build_echo(smbbuf + n + e1);
+	setup_smb(&th64k, n);
+	run_until(n);
+	assert_int_equal(fr.lead, 84);
+	for (size_t e = e1, i = 0; i < 2; e = e2, i++) {
+		recvs = w.recvs;
+		sends = w.sends_without_more;
+		src_add(A_BYTES, e, 0);
+		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+		assert_int_equal(w.recvs - recvs, 1);
+		assert_int_equal(w.sends_without_more - sends, 1);
+		assert_int_equal(fr.lead, 0); /* a small frame drops the hint */
+	}
+	assert_int_equal(w.consumed, n + e1 + e2);
+	assert_int_equal(w.sends_with_more, 1); /* the READ's header only */
+	assert_int_equal(w.uncork_calls, 0);
+	assert_false(fx.dst.corked);
+	teardown_half();
+}
+
 /* smb mode, bytes that are not SMB: the framer gives up and the flow
  * policy forwards the rest, byte-exact, splicing bulk as in tcp mode. */
 static void test_smb_garbage_goes_opaque(void **state)
@@ -738,6 +785,7 @@ int main(void)
 		cmocka_unit_test(test_smb_message_end_is_pushed),
 		cmocka_unit_test(test_smb_small_tail_copied),
 		cmocka_unit_test(test_smb_below_threshold_copied),
+		cmocka_unit_test(test_smb_small_messages_one_recv_one_send),
 		cmocka_unit_test(test_smb_garbage_goes_opaque),
 	};
 

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* test_tracefile.c - the --trace writer: every record that workers queue
+ * at once from several threads is in the file after tracefile_close(), in
+ * each thread's order, or counted as dropped; a lone record (the writer
+ * asleep on an empty ring) and a steady trickle (the writer never idle)
+ * both reach the disk within about a second, without a close; --trace-max
+ * rotates into files that hold every record between them; a reopen after
+ * the file was moved away begins a new one */
+#include "config.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <pcap/pcap.h>
+
+#include "tracefile.h"
+
+#define THREADS	   4
+#define PER_THREAD 50000
+
+static char dir[64], path[128];
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A record of @len bytes saying who put it and its number. */
+static void put(uint32_t who, uint32_t seq, uint32_t len)
+{
+	uint8_t b[512] = { 0 };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memcpy(b, &who, 4);
+	memcpy(b + 4, &seq, 4);
+	tracefile_put(&ts, b, len, len + 1000);
+}
+
+/* Records in @file, each checked against what put() wrote; -1 if it does
+ * not open. @last, when given, gets each thread's numbers, which must rise. */
+static long count(const char *file, long *last)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	pcap_t *p = pcap_open_offline(file, err);
+	long n = 0;
+	uint32_t who, seq;
+
+	if (!p)
+		return -1;
+	while (pcap_next_ex(p, &h, &d) == 1) {
+		assert_int_equal(h->len, h->caplen + 1000);
+		memcpy(&who, d, 4);
+		memcpy(&seq, d + 4, 4);
+		if (last) {
+			assert_true(who < THREADS);
+			assert_true((long)seq > last[who]);
+			last[who] = seq;
+		}
+		n++;
+	}
+	pcap_close(p);
+	return n;
+}
+
+static off_t size_of(const char *file)
+{
+	struct stat st;
+
+	return stat(file, &st) ? -1 : st.st_size;
+}
+
+/* Waits up to @ms for @file to grow past @than bytes. */
+static bool grows(const char *file, off_t than, long ms)
+{
+	for (long t = 0; t < ms; t += 10) {
+		if (size_of(file) > than)
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+static int setup(void **state)
+{
+	char err[256];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_tracefile-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.pcap", dir);
+	return tracefile_open(path, *state ? 64 << 10 : 0, err, sizeof(err)) ||
+	       tracefile_start();
+}
+
+static int teardown(void **state)
+{
+	char cmd[96];
+
+	(void)state;
+	tracefile_close();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+static void *worker(void *arg)
+{
+	uint32_t who = (uint32_t)(uintptr_t)arg;
+
+	for (uint32_t i = 0; i < PER_THREAD; i++) {
+		put(who, i, 40 + i % 200);
+		/* bursts and gaps, so the writer both sleeps and gathers */
+		if (i % 5000 == 4999)
+			sleep_ms(3);
+	}
+	return NULL;
+}
+
+static void test_concurrent_puts_all_written(void **state)
+{
+	pthread_t t[THREADS];
+	uint64_t w0, d0, w, d;
+	long last[THREADS];
+
+	(void)state;
+	tracefile_counts(&w0, &d0);
+	for (uintptr_t i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)i),
+				 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	tracefile_close();
+	tracefile_counts(&w, &d);
+	w -= w0;
+	d -= d0;
+	assert_int_equal(w + d, THREADS * PER_THREAD);
+	assert_true(w > PER_THREAD);
+	for (int i = 0; i < THREADS; i++)
+		last[i] = -1;
+	assert_int_equal(count(path, last), (long)w);
+	/* put after the close: nothing queued, nothing crashes */
+	put(0, 0, 40);
+}
+
+static void test_lone_and_trickling_records_reach_disk(void **state)
+{
+	off_t at;
+
+	(void)state;
+	at = size_of(path);
+	put(0, 0, 40);
+	assert_true(grows(path, at, 2500));
+	/* the writer has gone back to sleep on an empty ring */
+	sleep_ms(1200);
+	at = size_of(path);
+	put(0, 1, 40);
+	assert_true(grows(path, at, 2500));
+	/* a record every 25 ms for 2.5 s: the writer never idles a second,
+	 * and 1.5 s of records (3.4 KB) do not fill stdio's buffer, yet the
+	 * file grows while it runs */
+	at = size_of(path);
+	for (uint32_t i = 2; i < 102; i++) {
+		put(0, i, 40);
+		sleep_ms(25);
+		if (i == 62)
+			assert_true(size_of(path) > at);
+	}
+	tracefile_close();
+	assert_int_equal(count(path, NULL), 102);
+}
+
+static void test_rotation_keeps_every_record(void **state)
+{
+	char f[160];
+	uint64_t w0, d0, w, d;
+	long n = 0, c;
+	int files = 0;
+
+	(void)state;
+	tracefile_counts(&w0, &d0);
+	for (uint32_t i = 0; i < 2000; i++)
+		put(0, i, 100);
+	tracefile_close();
+	tracefile_counts(&w, &d);
+	assert_int_equal(d - d0, 0);
+	for (int i = 0; i < 10; i++) {
+		snprintf(f, sizeof(f), i ? "%s.%d" : "%s", path, i);
+		if ((c = count(f, NULL)) < 0)
+			continue;
+		/* a file ends with the record that took it past --trace-max */
+		assert_true(size_of(f) < (64 << 10) + 16 + 100);
+		n += c;
+		files++;
+	}
+	assert_int_equal(n, (long)(w - w0));
+	assert_int_equal(n, 2000);
+	assert_true(files >= 3);
+}
+
+static void test_reopen_after_move(void **state)
+{
+	char moved[160];
+
+	(void)state;
+	for (uint32_t i = 0; i < 10; i++)
+		put(0, i, 40);
+	assert_true(grows(path, 24 + 9 * 56, 2500));
+	snprintf(moved, sizeof(moved), "%s.moved", path);
+	assert_int_equal(rename(path, moved), 0);
+	tracefile_reopen();
+	for (uint32_t i = 10; i < 15; i++)
+		put(0, i, 40);
+	tracefile_close();
+	assert_int_equal(count(moved, NULL), 10);
+	assert_int_equal(count(path, NULL), 5);
+}
+
+int main(void)
+{
+	static const int rotating = 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_concurrent_puts_all_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lone_and_trickling_records_reach_disk, setup,
+			teardown),
+		cmocka_unit_test_prestate_setup_teardown(
+			test_rotation_keeps_every_record, setup, teardown,
+			(void *)&rotating),
+		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
