@@ -15,8 +15,9 @@ Through smbsplice in front of a throwaway Samba, smbclient gets 32 MiB
   and not one 64-byte stretch of the file's data is anywhere in the trace;
 - the writer makes no system call per record: under strace, a get of
   32 MiB (some 600 records) costs its thread no lseek() (it counts the
-  file's length itself) and fewer futex() calls than a tenth of the
-  records (workers wake it per batch, not per record);
+  file's length itself) and fewer futex() calls than a third of the
+  records (workers wake it per batch, not per record; per record it was
+  two each, and a loaded machine makes batches smaller, not fewer);
 - --trace-max 64K rotates: FILE, FILE.1, ... each a capture tshark reads,
   holding between them the records smbsplice_trace_records_total counts;
 - SIGUSR1 after the file was moved away begins a new FILE, and the moved
@@ -90,6 +91,21 @@ def trace_records(stats_port):
     return int(re.search(r"^smbsplice_trace_records_total (\d+)", scrape_text(stats_port), re.M).group(1))
 
 
+def wait_captured_fins(path, timeout=15.0):
+    """wait_captured_fins() - wait until the capture dumpcap is writing to
+    @path holds both FINs of the session, or @timeout passes: on a loaded
+    machine dumpcap can be seconds behind, and one stopped early loses the
+    session's last messages. A file caught mid-record may not parse yet;
+    that is retried."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = subprocess.run(["tshark", "-r", path, "-Y", "tcp.flags.fin == 1", "-T", "fields", "-e", "frame.number"],
+                           capture_output=True, text=True, timeout=60)
+        if len(r.stdout.split()) >= 2:
+            return
+        time.sleep(0.2)
+
+
 def session(smb, port, work):
     src = os.path.join(smb.share, "f.bin")
     up = os.path.join(work, "up.bin")
@@ -150,7 +166,7 @@ def main():
     px.stop()
     calls = {m.group(2): int(m.group(1)) for m in
              re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)$", open(out).read(), re.M)}
-    check(n > 400 and calls.get("lseek", 0) == 0 and calls.get("futex", 0) < n / 10,
+    check(n > 400 and calls.get("lseek", 0) == 0 and calls.get("futex", 0) < n / 3,
           f"a 32 MiB get: {n} trace records, {calls.get('lseek', 0)} lseek() and {calls.get('futex', 0)} futex() "
           "calls in the whole daemon")
 
@@ -167,7 +183,7 @@ def main():
         time.sleep(0.05)
     time.sleep(0.3)
     session(smb64, px.port, work)
-    time.sleep(0.5)
+    wait_captured_fins(full)
     dc.terminate()
     dc.wait(10)
     px.stop()
