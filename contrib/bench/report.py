@@ -55,9 +55,11 @@ def with_failures(name, rs):
     return f"{name} ({n} of {len(rs)} runs failed)" if n else name
 
 
-def failed_row(name, rs, cols):
-    """A row for a contestant none of whose runs succeeded."""
-    return f"| {with_failures(name, rs)} | " + " | ".join(["–"] * cols) + " |"
+def failed_row(name, rs, cols, lead=None):
+    """A row for a contestant none of whose runs succeeded, after a first
+    cell `lead` (the workload) in tables that have one."""
+    first = f"| {lead} " if lead else ""
+    return f"{first}| {with_failures(name, rs)} | " + " | ".join(["–"] * cols) + " |"
 
 
 def ratio(a, b):
@@ -282,7 +284,7 @@ def office_table(o, topo):
             rs = ok_runs(all_rs)
             if not rs:
                 if all_rs:
-                    lines.append(f"| {name} | {failed_row(front, all_rs, 5 + len(others))[2:]}")
+                    lines.append(failed_row(front, all_rs, 5 + len(others), lead=name))
                 continue
             m = med(rs, "rate")
             mean = med(rs, "per_op_us") if key in ("mget", "mput", "list") else med(rs, "mean_us")
@@ -330,7 +332,7 @@ def obs_table(r):
             rs = ok_runs(all_rs)
             if not rs:
                 if all_rs:
-                    lines.append(f"| {title} | {failed_row(name, all_rs, 5)[2:]}")
+                    lines.append(failed_row(name, all_rs, 5, lead=title))
                 continue
             ref = "base:smbsplice" if name.startswith("base:") else "smbsplice"
             base = ok_runs(res.get(ref, []))
