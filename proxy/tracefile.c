@@ -78,6 +78,10 @@ struct rec_hdr {
 	uint32_t sec, usec, caplen, len;
 };
 
+/* A record that fits in a batch is within the file's declared snaplen. */
+_Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
+	       "a batch could hold a record longer than the snaplen");
+
 /**
  * struct trace_file - the process's capture file and its writer
  * @lock:	guards the ring, @stop and @reopen
@@ -207,9 +211,10 @@ fail:
  * @len:	how long the packet was
  *
  * Called by workers; never blocks on the file. Once the file is closed
- * a record is dropped (counted) rather than queued. A record longer than
- * FILE_SNAPLEN (none is, trace.c) is dropped: the writer's batches must
- * always have room for the next record.
+ * a record is dropped (counted) rather than queued. So is a record that,
+ * with its header, would not fit in one of the writer's batches (none
+ * does, trace.c keeps them under 600 bytes): the writer takes whole
+ * records only, and one it could never take would stop it for good.
  */
 void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
 		   uint32_t len)
@@ -222,7 +227,7 @@ void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
 
 	pthread_mutex_lock(&tf.lock);
 	if (!tf.ring || tf.stop || RING_BYTES - tf.used < need ||
-	    caplen > FILE_SNAPLEN) {
+	    need > BATCH_BYTES) {
 		pthread_mutex_unlock(&tf.lock);
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
 		return;
@@ -362,8 +367,9 @@ static time_t coarse_secs(void)
  * @to:		where, BATCH_BYTES long
  *
  * Called with the lock held. Takes records while the next one fits in
- * @to; a record is never longer than FILE_SNAPLEN (tracefile_put()), so
- * a ring that holds records always gives at least one.
+ * @to; no record with its header is longer than BATCH_BYTES
+ * (tracefile_put()), so a ring that holds records always gives at least
+ * one.
  *
  * Return: bytes taken.
  */

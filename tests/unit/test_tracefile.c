@@ -5,7 +5,8 @@
  * asleep on an empty ring) and a steady trickle (the writer never idle)
  * both reach the disk within about a second, without a close; --trace-max
  * rotates into files that hold every record between them; a reopen after
- * the file was moved away begins a new one */
+ * the file was moved away begins a new one; a record too long for the
+ * writer's batches is dropped, not left to stop it */
 #include "config.h"
 
 #include <pthread.h>
@@ -228,6 +229,31 @@ static void test_reopen_after_move(void **state)
 	assert_int_equal(count(path, NULL), 5);
 }
 
+/* A record too long for one of the writer's batches is dropped and
+ * counted at once; before, it was queued, and the writer, which takes
+ * whole records only, spun on it for good (the alarm turns that into a
+ * failure rather than a hang). The records after it are written. */
+static void test_record_longer_than_a_batch_dropped(void **state)
+{
+	static uint8_t big[65535];
+	struct timespec ts;
+	uint64_t w0, d0, w, d;
+
+	(void)state;
+	alarm(10);
+	tracefile_counts(&w0, &d0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	tracefile_put(&ts, big, 65530, 65530);
+	tracefile_counts(&w, &d);
+	assert_int_equal(d - d0, 1);
+	put(0, 0, 40);
+	tracefile_close();
+	tracefile_counts(&w, &d);
+	assert_int_equal(w - w0, 1);
+	assert_int_equal(count(path, NULL), 1);
+	alarm(0);
+}
+
 int main(void)
 {
 	static const int rotating = 1;
@@ -242,6 +268,9 @@ int main(void)
 			(void *)&rotating),
 		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_record_longer_than_a_batch_dropped, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
