@@ -658,16 +658,16 @@ static void dir_tap(void *ctx, const void *p, size_t n, bool walked)
 }
 
 /**
- * dir_flushed() - the direction wrote everything it read
+ * dir_wrote() - the direction handed bytes to its destination
  * @ctx:	the direction
  * @written:	bytes it has written so far
- * @began:	when the write that completed them began
+ * @began:	when the writes that moved the last of them began
  */
-static void dir_flushed(void *ctx, uint64_t written, uint64_t began)
+static void dir_wrote(void *ctx, uint64_t written, uint64_t began)
 {
 	struct dir *d = ctx;
 
-	timing_flushed(&d->c->tm, dir_index(d), written, began);
+	timing_wrote(&d->c->tm, dir_index(d), written, began);
 }
 
 /**
@@ -690,7 +690,7 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 	if (o->mode == MODE_SMB && (o->latency || c->trace))
 		smb_framer_observe(&d->fr, dir_saw_message, d);
 	if (o->mode == MODE_SMB && o->latency)
-		half_watch_flush(&d->h, dir_flushed, d);
+		half_watch_writes(&d->h, dir_wrote, d);
 	if (c->trace)
 		half_tap(&d->h, dir_tap, d);
 	d->c = c;

@@ -385,24 +385,25 @@ void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
 }
 
 /**
- * half_watch_flush() - be told whenever the direction has written all it read
+ * half_watch_writes() - be told of every write that handed bytes on
  * @h:		the direction
  * @fn:		called with the bytes written so far, and the time
- *		(mono_ns()) the write that completed them began; NULL to stop
+ *		(mono_ns()) the writes that moved them began; NULL to stop
  * @ctx:	passed to @fn
  *
- * Nothing new is read while anything is pending, so at that moment every
- * byte of every read so far is in the destination socket. The time is
- * taken before the write, not after: on a loaded machine the peer the
- * write wakes may run first, do its work and answer before this thread
- * gets the CPU back, and a clock read after the write would miss all of
- * that.
+ * Called after each flush of the buffer or the pipe that moved bytes,
+ * whether it emptied it or the destination filled up first: a message
+ * whose last byte went out in a write that ended blocked is sent, and its
+ * peer may answer it before the rest is written. The time is taken before
+ * the write, not after: on a loaded machine the peer the write wakes may
+ * run first, do its work and answer before this thread gets the CPU back,
+ * and a clock read after the write would miss all of that.
  */
-void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
-		      void *ctx)
+void half_watch_writes(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
+		       void *ctx)
 {
-	h->flushed = fn;
-	h->flushed_ctx = ctx;
+	h->wrote = fn;
+	h->wrote_ctx = ctx;
 }
 
 /**
@@ -420,16 +421,16 @@ enum pump_status half_run(struct half *h)
 	if (h->dst_shut)
 		return PUMP_FIN;
 	for (budget = PUMP_BUDGET;; budget--) {
-		uint64_t began = h->flushed && half_pending(h) ? mono_ns() : 0;
+		uint64_t was = h->spliced + h->copied;
+		uint64_t began = h->wrote && half_pending(h) ? mono_ns() : 0;
 
 		r = h->in_pipe ? flush_pipe(h) : flush_buf(h);
-		if (r == IO_BLOCKED)
-			return PUMP_WAIT_WRITE;
 		if (r == IO_ERR)
 			return PUMP_DST_ERR;
-		if (began)
-			h->flushed(h->flushed_ctx, h->spliced + h->copied,
-				   began);
+		if (began && h->spliced + h->copied != was)
+			h->wrote(h->wrote_ctx, h->spliced + h->copied, began);
+		if (r == IO_BLOCKED)
+			return PUMP_WAIT_WRITE;
 		if (h->src_eof)
 			return framed(h) && smb_framer_mid_message(h->fr)
 				       ? PUMP_CUT

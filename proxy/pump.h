@@ -54,8 +54,8 @@ struct half_stats {
  * @spliced:	bytes this direction spliced, for the connection's log line
  * @copied:	bytes this direction copied, likewise
  * @tot:	the thread's counters for this direction
- * @flushed:	called when everything read has been written, or NULL
- * @flushed_ctx: its context
+ * @wrote:	called after each write that moved bytes, or NULL
+ * @wrote_ctx:	its context
  * @tap:	called around each read's walk by the framer, or NULL
  * @tap_ctx:	its context
  *
@@ -80,8 +80,8 @@ struct half {
 	struct flow_policy policy;
 	uint64_t spliced, copied;
 	struct half_stats *tot;
-	void (*flushed)(void *ctx, uint64_t written, uint64_t began_ns);
-	void *flushed_ctx;
+	void (*wrote)(void *ctx, uint64_t written, uint64_t began_ns);
+	void *wrote_ctx;
 	void (*tap)(void *ctx, const void *p, size_t n, bool walked);
 	void *tap_ctx;
 };
@@ -103,8 +103,8 @@ enum pump_status {
 void half_init(struct half *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
 	       struct smb_framer *fr, struct half_stats *tot);
-void half_watch_flush(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
-		      void *ctx);
+void half_watch_writes(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
+		       void *ctx);
 void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
 	      void *ctx);
 enum pump_status half_run(struct half *h);

@@ -3,20 +3,21 @@
  *	      smbsplice holds each frame
  *
  * Theory of operation: the framer tells this file of every message as its
- * header is parsed (timing_message()), and the pump tells it whenever a
- * direction has written everything it had read (timing_flushed()). The
- * pump reads nothing new until what it read is written, so that moment is
- * when every frame that ended in the read is fully handed to the kernel.
+ * header is parsed (timing_message()), and the pump tells it after every
+ * write that moved bytes, with how many a direction has written in all
+ * (timing_wrote()): every frame that ends at or before that count is
+ * fully handed to the kernel, even when the write ended blocked midway
+ * through the next one.
  *
  *   forward: a frame's clock starts when its header is parsed, in the read
  *	that brought its first bytes (headers are read whole unless a read
- *	ends inside one), and stops at the flush that writes its last byte.
+ *	ends inside one), and stops at the write that hands its last byte on.
  *	A direction's frames in flight wait in a small ring, oldest first;
  *	when one read brings more frames than the ring holds (a client
  *	pipelining 64 READs), neighbours from that read share a slot and
  *	the clock of the first of them, started nanoseconds before theirs.
  *   request: a request waits in a table keyed by MessageId (srt.c) from
- *	its parse; the flush that writes its last byte to the server stamps
+ *	its parse; the write that hands its last byte to the server stamps
  *	it sent, and the parse of its final response takes it out and
  *	counts the difference into its command's histogram.
  *
@@ -297,16 +298,19 @@ void timing_message(struct timing *tm, enum dir_index d,
 }
 
 /**
- * timing_flushed() - a direction has written all it read
+ * timing_wrote() - a direction handed bytes to the kernel
  * @tm:		the connection's timing
  * @d:		the direction
  * @written:	bytes it has written so far
- * @at:		when the write that completed them began (mono_ns()): the
- *		moment the last bytes were handed to the kernel, give or
- *		take the system call
+ * @at:		when the writes that moved the last of them began
+ *		(mono_ns()): the moment they were handed to the kernel, give
+ *		or take the system call
+ *
+ * Frames and requests that end at or before @written are out; the rest
+ * wait for a later call.
  */
-void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written,
-		    uint64_t at)
+void timing_wrote(struct timing *tm, enum dir_index d, uint64_t written,
+		  uint64_t at)
 {
 	struct timing_block *b = tm->b;
 	struct fwd_ring *r;

@@ -46,8 +46,8 @@ void timing_init(struct timing *tm, struct timing_pool *pool,
 		 struct totals *tot);
 void timing_message(struct timing *tm, enum dir_index d,
 		    const struct smb_msg *m);
-void timing_flushed(struct timing *tm, enum dir_index d, uint64_t written,
-		    uint64_t at);
+void timing_wrote(struct timing *tm, enum dir_index d, uint64_t written,
+		  uint64_t at);
 void timing_end(struct timing *tm);
 void timing_pool_trim(struct timing_pool *pool);
 

@@ -52,8 +52,8 @@ static struct {
 	int recvs, splices_in, splices_out;
 	unsigned last_splice_flags;
 	uint64_t send_began; /* mono_ns() as the last accepting send began */
-	int flushes;	     /* flush watcher: calls, and its last arguments */
-	uint64_t flush_written, flush_began;
+	int heard;	     /* write watcher: calls, and its last arguments */
+	uint64_t heard_written, heard_began;
 } w;
 
 static void script_reset(void)
@@ -353,37 +353,47 @@ static void test_backpressure_on_short_send(void **state)
 	teardown_half();
 }
 
-static void on_flushed(void *ctx, uint64_t written, uint64_t began)
+static void on_wrote(void *ctx, uint64_t written, uint64_t began)
 {
 	(void)ctx;
-	w.flushes++;
-	w.flush_written = written;
-	w.flush_began = began;
+	w.heard++;
+	w.heard_written = written;
+	w.heard_began = began;
 }
 
-/* The flush watcher hears of a flush only once everything read is written,
- * with the bytes written so far and a time taken before the write that
- * completed them: never after it, or a peer that the write wakes and that
- * answers before this thread runs again would be timed as instant. */
-static void test_flush_watch_times_completing_write(void **state)
+/* The write watcher hears of every flush that moved bytes, with the bytes
+ * written so far and a time taken before the write: never after it, or a
+ * peer that the write wakes and that answers before this thread runs
+ * again would be timed as instant. A flush that ends blocked after moving
+ * some bytes is heard too, since a message that ended in them is out and
+ * may be answered before the rest goes; one that moved nothing is not. */
+static void test_write_watch_hears_each_write_that_moved_bytes(void **state)
 {
 	uint64_t before;
 
 	setup_half(0, true);
-	half_watch_flush(&fx.h, on_flushed, NULL);
+	half_watch_writes(&fx.h, on_wrote, NULL);
 	src_add(A_BYTES, 500, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(w.heard, 0);
+
+	before = mono_ns();
 	dst_add(A_BYTES, 10, 0);
 	dst_add(A_ERR, 0, EAGAIN);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
-	assert_int_equal(w.flushes, 0);
+	assert_int_equal(w.heard, 1);
+	assert_int_equal(w.heard_written, 10);
+	assert_true(before <= w.heard_began);
+	assert_true(w.heard_began <= w.send_began);
 
 	before = mono_ns();
 	dst_add(A_BYTES, 1 << 20, 0);
 	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
-	assert_int_equal(w.flushes, 1);
-	assert_int_equal(w.flush_written, 500);
-	assert_true(before <= w.flush_began);
-	assert_true(w.flush_began <= w.send_began);
+	assert_int_equal(w.heard, 2);
+	assert_int_equal(w.heard_written, 500);
+	assert_true(before <= w.heard_began);
+	assert_true(w.heard_began <= w.send_began);
 	teardown_half();
 }
 
@@ -768,7 +778,8 @@ int main(void)
 		cmocka_unit_test(test_small_pipe_tail_is_pushed),
 		cmocka_unit_test(test_eintr_is_retried),
 		cmocka_unit_test(test_backpressure_on_short_send),
-		cmocka_unit_test(test_flush_watch_times_completing_write),
+		cmocka_unit_test(
+			test_write_watch_hears_each_write_that_moved_bytes),
 		cmocka_unit_test(test_short_splices),
 		cmocka_unit_test(test_fin_after_pending_bytes),
 		cmocka_unit_test(test_fin_through_splice),

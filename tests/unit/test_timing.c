@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* test_timing.c - per-command and per-frame timing: a request is timed
- * from the flush that wrote its last byte to its final response, never
+ * from the write that handed its last byte on to its final response, never
  * from an interim one; frames are timed from parse to flush; the block is
  * lent only while something is in flight; the cap counts what it drops; frames
  * beyond the ring share a slot */
@@ -63,14 +63,14 @@ static void test_request_timed_to_final_response(void **state)
 	m = msg(0, 100, SMB2_READ, 0, 0, 42);
 	timing_message(&tm, DIR_TO_SERVER, &m);
 	assert_non_null(tm.b);
-	timing_flushed(&tm, DIR_TO_SERVER, 104,
-		       mono_ns()); /* its last byte written */
+	timing_wrote(&tm, DIR_TO_SERVER, 104,
+		     mono_ns()); /* its last byte written */
 	sleep_ms(20);
 	m = msg(0, 72, SMB2_READ, SMB2_FLAG_RESPONSE | SMB2_FLAG_ASYNC,
 		SMB2_STATUS_PENDING, 42);
 	timing_message(&tm, DIR_TO_CLIENT, &m); /* interim: not the end */
 	assert_int_equal(hist_count(h), 0);
-	timing_flushed(&tm, DIR_TO_CLIENT, 76, mono_ns());
+	timing_wrote(&tm, DIR_TO_CLIENT, 76, mono_ns());
 	/* The request is still out: its table stays, the frame clocks go. */
 	assert_null(tm.b);
 	assert_non_null(tm.srt);
@@ -81,7 +81,7 @@ static void test_request_timed_to_final_response(void **state)
 	timing_message(&tm, DIR_TO_CLIENT, &m);
 	assert_int_equal(hist_count(h), 1);
 	assert_true(h->sum_ns >= 40000000 && h->sum_ns < 1000000000);
-	timing_flushed(&tm, DIR_TO_CLIENT, 1080, mono_ns());
+	timing_wrote(&tm, DIR_TO_CLIENT, 1080, mono_ns());
 	assert_null(tm.b); /* nothing in flight: given back */
 	assert_null(tm.srt);
 	assert_int_equal(pool.nfree, 1);
@@ -101,8 +101,8 @@ static void test_not_yet_sent_is_not_timed(void **state)
 	timing_init(&tm, &pool, &tot);
 	m = msg(0, 1 << 20, SMB2_WRITE, 0, 0, 7);
 	timing_message(&tm, DIR_TO_SERVER, &m);
-	timing_flushed(&tm, DIR_TO_SERVER, 65536,
-		       mono_ns()); /* part of it only */
+	timing_wrote(&tm, DIR_TO_SERVER, 65536,
+		     mono_ns()); /* part of it only */
 	m = msg(0, 9, SMB2_WRITE, SMB2_FLAG_RESPONSE, 0xc000007f, 7);
 	timing_message(&tm, DIR_TO_CLIENT, &m); /* an early error */
 	assert_int_equal(hist_count(&tot.request[SMB2_WRITE]), 0);
@@ -119,12 +119,12 @@ static void test_cancel_and_unsolicited(void **state)
 	timing_init(&tm, &pool, &tot);
 	m = msg(0, 64, SMB2_CANCEL, 0, 0, 3);
 	timing_message(&tm, DIR_TO_SERVER, &m);
-	timing_flushed(&tm, DIR_TO_SERVER, 68, mono_ns());
+	timing_wrote(&tm, DIR_TO_SERVER, 68, mono_ns());
 	assert_null(tm.b); /* a CANCEL is never answered: not waited for */
 	m = msg(0, 88, SMB2_OPLOCK_BREAK, SMB2_FLAG_RESPONSE, 0,
 		0xffffffffffffffffull);
 	timing_message(&tm, DIR_TO_CLIENT, &m);
-	timing_flushed(&tm, DIR_TO_CLIENT, 92, mono_ns());
+	timing_wrote(&tm, DIR_TO_CLIENT, 92, mono_ns());
 	assert_int_equal(hist_count(&tot.request[SMB2_OPLOCK_BREAK]), 0);
 	assert_null(tm.b);
 	timing_end(&tm);
@@ -146,10 +146,10 @@ static void test_caps_count_what_they_drop(void **state)
 		off += 68;
 	}
 	assert_int_equal(tot.untimed_requests, 2000 - 1024);
-	timing_flushed(&tm, DIR_TO_SERVER, off - 68,
-		       mono_ns()); /* all but the last */
+	timing_wrote(&tm, DIR_TO_SERVER, off - 68,
+		     mono_ns()); /* all but the last */
 	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 1999);
-	timing_flushed(&tm, DIR_TO_SERVER, off, mono_ns());
+	timing_wrote(&tm, DIR_TO_SERVER, off, mono_ns());
 	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 2000);
 	for (uint64_t id = 0; id < 2000; id++) {
 		m = msg(id * 76, 72, SMB2_READ, SMB2_FLAG_RESPONSE, 0, id);
