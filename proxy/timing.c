@@ -220,14 +220,22 @@ static void fwd_push(struct fwd_ring *r, uint64_t t0, uint64_t end)
 /**
  * room_for_request() - make sure the table can take one more request
  * @tm:	the timing
+ * @id:	its MessageId
+ *
+ * At the cap, a request that reuses the MessageId of one still held
+ * (against the protocol) takes its slot, as srt_add() does below the cap:
+ * left in place, the old request would be paired with the new one's
+ * response.
  *
  * Return: true if it can, having lent or grown it if need be.
  */
-static bool room_for_request(struct timing *tm)
+static bool room_for_request(struct timing *tm, uint64_t id)
 {
 	struct srt_table *t = lend_table(tm), *bigger;
+	uint64_t sent;
+	uint16_t cmd;
 
-	if (t && t->count >= SRT_MAX_REQUESTS)
+	if (t && t->count >= SRT_MAX_REQUESTS && !srt_take(t, id, &cmd, &sent))
 		t = NULL;
 	else if (t && srt_full(t)) {
 		bigger = malloc(srt_size(t->cap * 2));
@@ -283,7 +291,7 @@ void timing_message(struct timing *tm, enum dir_index d,
 	}
 	switch (srt_role_of(m)) {
 	case SRT_REQUEST:
-		if (d == DIR_TO_SERVER && room_for_request(tm))
+		if (d == DIR_TO_SERVER && room_for_request(tm, m->message_id))
 			srt_add(tm->srt, m->message_id, m->command,
 				smb_msg_frame_end(m));
 		break;

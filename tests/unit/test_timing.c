@@ -163,6 +163,39 @@ static void test_caps_count_what_they_drop(void **state)
 	assert_true(pool.ntables <= 1);
 }
 
+/* At the cap, a request that reuses a held MessageId replaces the old
+ * one, as below the cap: its response is counted as its own command. */
+static void test_reused_id_at_the_cap_is_its_own(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+	uint64_t off = 0;
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	for (uint64_t id = 0; id < 1024; id++, off += 68) {
+		m = msg(off, 64, SMB2_CHANGE_NOTIFY, 0, 0, id);
+		timing_message(&tm, DIR_TO_SERVER, &m);
+	}
+	m = msg(off, 64, SMB2_READ, 0, 0, 7);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	off += 68;
+	assert_int_equal(tot.untimed_requests, 0);
+	timing_wrote(&tm, DIR_TO_SERVER, off, mono_ns());
+	m = msg(0, 72, SMB2_READ, SMB2_FLAG_RESPONSE, 0, 7);
+	timing_message(&tm, DIR_TO_CLIENT, &m);
+	assert_int_equal(hist_count(&tot.request[SMB2_READ]), 1);
+	assert_int_equal(hist_count(&tot.request[SMB2_CHANGE_NOTIFY]), 0);
+	/* back at the cap, a new MessageId is refused and counted */
+	m = msg(off, 64, SMB2_READ, 0, 0, 5000);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	assert_int_equal(tot.untimed_requests, 0);
+	m = msg(off + 68, 64, SMB2_READ, 0, 0, 5001);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	assert_int_equal(tot.untimed_requests, 1);
+	timing_end(&tm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_not_yet_sent_is_not_timed),
 		cmocka_unit_test(test_cancel_and_unsolicited),
 		cmocka_unit_test(test_caps_count_what_they_drop),
+		cmocka_unit_test(test_reused_id_at_the_cap_is_its_own),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
