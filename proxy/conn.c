@@ -385,10 +385,13 @@ static enum conn_end end_for_errno(int err)
 }
 
 /**
- * dir_log_opaque() - say, once, that a direction stopped parsing SMB
+ * dir_went_opaque() - a direction stopped parsing SMB: say so, once
  * @d:	the direction
+ *
+ * Responses forwarded opaque can no longer be paired with requests, so the
+ * connection stops timing them.
  */
-static void dir_log_opaque(struct dir *d)
+static void dir_went_opaque(struct dir *d)
 {
 	struct conn *c = d->c;
 
@@ -396,6 +399,8 @@ static void dir_log_opaque(struct dir *d)
 	if (!c->up.opaque_logged && !c->down.opaque_logged)
 		counter_add(&c->st->tot.opaque_conns, 1);
 	d->opaque_logged = true;
+	if (d == &c->down)
+		timing_responses_hidden(&c->tm);
 	log_rate(
 		LOG_LVL_WARN,
 		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
@@ -506,7 +511,7 @@ static void dir_run(struct dir *d)
 	if (progress)
 		c->last_active = ev_now(loop);
 	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
-		dir_log_opaque(d);
+		dir_went_opaque(d);
 	if (d->h.fr)
 		dir_log_multichannel(d);
 	switch (st) {

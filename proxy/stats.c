@@ -430,7 +430,7 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
 		}
 	metric_head(
 		out, "smbsplice_requests_untimed_total", "counter",
-		"Requests not timed: past 1024 outstanding on one connection.");
+		"Requests not timed: past 1024 outstanding on one connection, or once the server's responses are compressed or forwarded opaque.");
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out,
 			"smbsplice_requests_untimed_total{listener=\"%s\"} %llu\n",

@@ -90,6 +90,7 @@ void timing_init(struct timing *tm, struct timing_pool *pool,
 	tm->srt = NULL;
 	tm->pool = pool;
 	tm->tot = tot;
+	tm->hidden = false;
 }
 
 /**
@@ -225,13 +226,14 @@ static void fwd_push(struct fwd_ring *r, uint64_t t0, uint64_t end)
  * At the cap, a request that reuses the MessageId of one still held
  * (against the protocol) takes its slot, as srt_add() does below the cap:
  * left in place, the old request would be paired with the new one's
- * response.
+ * response. Once the responses are hidden (timing_responses_hidden()),
+ * no request is taken.
  *
  * Return: true if it can, having lent or grown it if need be.
  */
 static bool room_for_request(struct timing *tm, uint64_t id)
 {
-	struct srt_table *t = lend_table(tm), *bigger;
+	struct srt_table *t = tm->hidden ? NULL : lend_table(tm), *bigger;
 	uint64_t sent;
 	uint16_t cmd;
 
@@ -300,9 +302,35 @@ void timing_message(struct timing *tm, enum dir_index d,
 			count_response(tm, m, b->frame_t0[d]);
 		break;
 	case SRT_NONE:
+		/* A compressed response hides its header, and so which
+		 * request it answers. */
+		if (d == DIR_TO_CLIENT && m->kind == SMB_MSG_COMPRESSED)
+			timing_responses_hidden(tm);
 		break;
 	}
 	give_back(tm, false);
+}
+
+/**
+ * timing_responses_hidden() - the server's responses can no longer be read
+ * @tm:	the connection's timing
+ *
+ * Once the server compresses its responses, or their direction is
+ * forwarded opaque, no request in the table would ever be taken out: it
+ * would fill to the cap and hold it for the connection's life. So the
+ * requests waiting, and every request from now on, are counted as not
+ * timed, and the table goes back. Frames are still timed.
+ */
+void timing_responses_hidden(struct timing *tm)
+{
+	if (tm->hidden)
+		return;
+	tm->hidden = true;
+	if (tm->srt) {
+		counter_add(&tm->tot->untimed_requests, tm->srt->count);
+		keep_table(tm->pool, tm->srt);
+		tm->srt = NULL;
+	}
 }
 
 /**

@@ -34,12 +34,16 @@ struct timing_pool {
  * @srt:	the requests waiting for a response, lent likewise
  * @pool:	the worker's pool
  * @tot:	the listener's counters in this worker
+ * @hidden:	the server's responses can no longer be read (compressed, or
+ *		their direction forwarded opaque): requests are not timed,
+ *		for none would ever leave the table
  */
 struct timing {
 	struct timing_block *b;
 	struct srt_table *srt;
 	struct timing_pool *pool;
 	struct totals *tot;
+	bool hidden;
 };
 
 void timing_init(struct timing *tm, struct timing_pool *pool,
@@ -48,6 +52,7 @@ void timing_message(struct timing *tm, enum dir_index d,
 		    const struct smb_msg *m);
 void timing_wrote(struct timing *tm, enum dir_index d, uint64_t written,
 		  uint64_t at);
+void timing_responses_hidden(struct timing *tm);
 void timing_end(struct timing *tm);
 void timing_pool_trim(struct timing_pool *pool);
 

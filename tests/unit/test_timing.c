@@ -3,7 +3,8 @@
  * from the write that handed its last byte on to its final response, never
  * from an interim one; frames are timed from parse to flush; the block is
  * lent only while something is in flight; the cap counts what it drops; frames
- * beyond the ring share a slot */
+ * beyond the ring share a slot; responses the framer cannot read stop the
+ * timing of requests */
 #include "config.h"
 
 #include <setjmp.h>
@@ -196,6 +197,39 @@ static void test_reused_id_at_the_cap_is_its_own(void **state)
 	timing_end(&tm);
 }
 
+/* Once the server compresses its responses, no request could be paired:
+ * those waiting and those to come are counted as untimed, and the table
+ * goes back, rather than filling to the cap for the connection's life.
+ * Frames are still timed. */
+static void test_compressed_responses_stop_request_timing(void **state)
+{
+	struct timing tm;
+	struct smb_msg m;
+
+	setup_all();
+	timing_init(&tm, &pool, &tot);
+	for (uint64_t id = 0; id < 3; id++) {
+		m = msg(id * 68, 64, SMB2_READ, 0, 0, id);
+		timing_message(&tm, DIR_TO_SERVER, &m);
+	}
+	timing_wrote(&tm, DIR_TO_SERVER, 3 * 68, mono_ns());
+	assert_non_null(tm.srt);
+	m = msg(0, 200, 0, 0, 0, 0);
+	m.kind = SMB_MSG_COMPRESSED;
+	timing_message(&tm, DIR_TO_CLIENT, &m);
+	assert_null(tm.srt);
+	assert_int_equal(tot.untimed_requests, 3);
+	m = msg(3 * 68, 64, SMB2_READ, 0, 0, 3);
+	timing_message(&tm, DIR_TO_SERVER, &m);
+	assert_null(tm.srt);
+	assert_int_equal(tot.untimed_requests, 4);
+	timing_wrote(&tm, DIR_TO_SERVER, 4 * 68, mono_ns());
+	assert_int_equal(hist_count(&tot.dir[DIR_TO_SERVER].forward), 4);
+	timing_responses_hidden(&tm); /* again, as opaque: no double count */
+	assert_int_equal(tot.untimed_requests, 4);
+	timing_end(&tm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_and_unsolicited),
 		cmocka_unit_test(test_caps_count_what_they_drop),
 		cmocka_unit_test(test_reused_id_at_the_cap_is_its_own),
+		cmocka_unit_test(test_compressed_responses_stop_request_timing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
