@@ -114,8 +114,12 @@ static struct timing_block *lend_block(struct timing *tm)
 	} else if (!(b = malloc(sizeof(*b)))) {
 		return NULL;
 	}
-	for (int d = 0; d < DIR_COUNT; d++)
+	/* A zero clock times nothing (count_response()), should a frame's
+	 * later element ever come without its first having been seen. */
+	for (int d = 0; d < DIR_COUNT; d++) {
 		b->fwd[d].head = b->fwd[d].len = 0;
+		b->frame_t0[d] = 0;
+	}
 	tm->b = b;
 	return b;
 }
