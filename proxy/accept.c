@@ -38,6 +38,7 @@
 #include "accept.h"
 #include "conn.h"
 #include "counter.h"
+#include "dial.h"
 #include "limits.h"
 #include "listener.h"
 #include "log.h"
@@ -294,9 +295,19 @@ struct wlistener *accept_add(struct worker *w, struct listener *l, int fd)
  * accept_set_cfg() - new connections start with new settings
  * @wl:		the worker's listener
  * @cfg:	the settings, whose reference the worker now holds
+ *
+ * The client side's socket options (keepalive, congestion control) are
+ * set on the listening socket, which accepted sockets inherit. Only the
+ * worker holds that socket once it runs, so it sets them here; the reload
+ * tried them on a scratch socket first, so a failure is unlikely, and
+ * then the old ones stay.
  */
 void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg)
 {
+	char err[256];
+
+	if (dial_client_side(wl->fd, &cfg->o, err, sizeof(err)))
+		log_warn("%s; new clients keep the old settings", err);
 	lcfg_put(wl->cfg);
 	wl->cfg = cfg;
 }

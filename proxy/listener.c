@@ -289,7 +289,8 @@ fail:
  * @errlen:	its size
  *
  * The client side's socket options are set again on the listening
- * sockets, for the connections accepted from now on.
+ * sockets this thread still holds; those a worker has taken, the worker
+ * sets when it is handed the settings (accept_set_cfg()).
  *
  * Return: 0, or -1 with @err set (the old settings stay).
  */

@@ -1,5 +1,6 @@
 """The WAN gateway options, on loopback: keepalive and congestion control
-on each side (read back from the kernel with ss), --source, backends
+on each side (read back from the kernel with ss), and again for new clients
+after a SIGHUP changed them, --source, backends
 tried in order when one refuses or stays silent (each failure counted per
 backend), and Multipath TCP on both sides, byte-exact, with the legs shown
 as MPTCP by `ss -M`."""
@@ -7,12 +8,14 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
-from harness import Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
+from harness import TMPDIR, Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 
@@ -41,6 +44,19 @@ def sock_info(port_filter):
     return lines
 
 
+def client_side(px):
+    """(seconds to the first keepalive probe, congestion control) of a new
+    client connection's socket in smbsplice, read with ss."""
+    c = px.connect()
+    c.sendall(b"\0ping")
+    recv_exact(c, 5)
+    cli = sock_info(f"( sport = :{px.port} )")
+    c.close()
+    m = re.search(r"timer:\(keepalive,(\d+)", cli[0] if cli else "")
+    cc = re.search(r" (reno|cubic) ", cli[0] + " " if cli else "")
+    return (int(m.group(1)) if m else None, cc.group(1) if cc else None)
+
+
 def test_keepalive_and_congestion():
     srv = Server(echo)
     px = Proxy(srv.addr, "--keepalive", "7:3:2", "--congestion", "client:reno", "--congestion", "backend:cubic")
@@ -57,6 +73,34 @@ def test_keepalive_and_congestion():
     m = re.search(r"timer:\(keepalive,(\d+)", cli[0])
     check(m and int(m.group(1)) <= 7, f"the first probe is due within --keepalive's 7 s ({m and m.group(1)} s)")
     c.close()
+    px.stop()
+
+    # A reload that keeps the listener's socket gives new clients the new
+    # keepalive and congestion control: the workers hold the listening
+    # sockets, and must set them there.
+    conf = os.path.join(tempfile.mkdtemp(prefix="wan-", dir=TMPDIR), "smbsplice.conf")
+
+    def write(keepalive, cc):
+        with open(conf + ".new", "w") as f:
+            f.write(f"[global]\nworkers = 2\n\n[main]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\n"
+                    f"mode = tcp\nkeepalive = {keepalive}\ncongestion = client:{cc}\n")
+        os.replace(conf + ".new", conf)
+
+    port = free_port()
+    write("50:3:2", "reno")
+    px = Proxy(srv.addr, "-c", conf, listen=False)
+    px.port = port
+    before = [client_side(px) for _ in range(4)]
+    write("7:3:2", "cubic")
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read, 1 listener")
+    after = [client_side(px) for _ in range(8)]
+    px.wait_log(r" conn \S+ -> .* end=", count=12)
+    workers = sorted({l["worker"] for l in px.conn_lines()[4:]})
+    check(all(k is not None and 10 < k <= 50 and cc == "reno" for k, cc in before) and
+          all(k is not None and k <= 7 and cc == "cubic" for k, cc in after),
+          f"SIGHUP: new clients get the new keepalive and congestion control, on workers {workers} "
+          f"(before {before}, after {after})")
     px.stop()
 
     px = Proxy(srv.addr, "--keepalive", "off")
