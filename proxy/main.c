@@ -112,9 +112,17 @@ static unsigned long open_conns(const struct proxy *px)
 /**
  * stop_now() - end every connection, stop every worker, leave the loop
  * @px:	the process
+ *
+ * libev still runs the callbacks that were pending when the loop was told
+ * to break: a drain's last connection ending and a SIGINT in the same
+ * iteration both call this, and a second join of the same threads is
+ * undefined. The second call does nothing.
  */
 static void stop_now(struct proxy *px)
 {
+	if (px->stopped)
+		return;
+	px->stopped = true;
 	ev_timer_stop(px->loop, &px->drain_timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_STOP, NULL, NULL, -1);

@@ -56,6 +56,7 @@ struct worker;
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then
  * @draining:		SIGTERM came: no listener, connections running out
+ * @stopped:		stop_now() ran: the workers are joined
  * @metrics_fd:		the --stats listening socket, -1 if none
  * @metrics_w:		readable watcher on @metrics_fd
  * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
@@ -92,7 +93,7 @@ struct proxy {
 	ev_async drained_w;
 	ev_timer drain_timer;
 	ev_timer reaper;
-	bool draining;
+	bool draining, stopped;
 	int metrics_fd;
 	ev_io metrics_w;
 	ev_timer metrics_pause;
