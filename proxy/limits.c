@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 
 #include "limits.h"
+#include "log.h"
 
 /**
  * struct source - one client address with connections open
@@ -150,8 +151,9 @@ static struct source **source_slot(struct limits *l, const struct source_key *k)
  * @l:	the limits
  * @k:	the address
  *
- * Return: true if it fits (memory running out counts as fitting: the
- * address is then simply not capped).
+ * Return: true if it fits. A client whose address cannot be counted, for
+ * want of memory, does not fit: admitted uncounted, it would at its end
+ * take a count from another client of the same address.
  */
 static bool source_take(struct limits *l, const struct source_key *k)
 {
@@ -165,10 +167,16 @@ static bool source_take(struct limits *l, const struct source_key *k)
 		s->key = *k;
 		*link = s;
 	}
-	if (s && s->count >= l->max_per_source)
+	if (!s) {
+		log_rate(
+			LOG_LVL_ERR,
+			"out of memory counting clients per address (--max-conns-per-source): refusing new clients until memory is freed");
 		ok = false;
-	else if (s)
+	} else if (s->count >= l->max_per_source) {
+		ok = false;
+	} else {
 		s->count++;
+	}
 	pthread_mutex_unlock(&l->lock);
 	return ok;
 }
