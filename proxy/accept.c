@@ -73,6 +73,10 @@ bool accept_out_of_resources(int err)
 void accept_backoff(struct ev_loop *loop, ev_timer *t)
 {
 	ev_io_stop(loop, t->data);
+	/* It may be running already (a second pause within one accept
+	 * batch, or from a backend connect's EMFILE): libev forbids
+	 * setting a running timer. */
+	ev_timer_stop(loop, t);
 	ev_timer_set(t, ACCEPT_PAUSE, 0.);
 	ev_timer_start(loop, t);
 }
