@@ -102,18 +102,42 @@ void bufpool_put(struct buf_pool *p, void *buf)
  * For the bytes of a stalled pipe (see half_unpipe()): rare, so it comes
  * straight from the allocator and goes straight back; but it is counted,
  * so the metrics show every byte smbsplice holds for a slow receiver.
+ * Past the bound set by bufpool_bound_large(), none is lent.
  *
- * Return: the buffer, or NULL if memory ran out.
+ * Return: the buffer, or NULL if memory ran out or the bound is reached.
  */
 void *bufpool_get_large(struct buf_pool *p, size_t size)
 {
-	void *b = malloc(size);
+	void *b;
 
-	if (b) {
-		counter_add(&p->lent, 1);
-		counter_add(&p->lent_bytes, size);
+	/* Taken first and given back on failure, so that workers racing
+	 * for the last bytes can never pass the bound together. */
+	if (p->large_left && __atomic_sub_fetch(p->large_left, (int64_t)size,
+						__ATOMIC_RELAXED) < 0) {
+		__atomic_add_fetch(p->large_left, (int64_t)size,
+				   __ATOMIC_RELAXED);
+		return NULL;
 	}
+	b = malloc(size);
+	if (!b) {
+		if (p->large_left)
+			__atomic_add_fetch(p->large_left, (int64_t)size,
+					   __ATOMIC_RELAXED);
+		return NULL;
+	}
+	counter_add(&p->lent, 1);
+	counter_add(&p->lent_bytes, size);
 	return b;
+}
+
+/**
+ * bufpool_bound_large() - bound the bytes of large buffers lent at once
+ * @p:		the pool
+ * @left:	the bytes they may take, shared by the pools it bounds
+ */
+void bufpool_bound_large(struct buf_pool *p, int64_t *left)
+{
+	p->large_left = left;
 }
 
 /**
@@ -125,6 +149,9 @@ void *bufpool_get_large(struct buf_pool *p, size_t size)
 void bufpool_put_large(struct buf_pool *p, void *buf, size_t size)
 {
 	free(buf);
+	if (p->large_left)
+		__atomic_add_fetch(p->large_left, (int64_t)size,
+				   __ATOMIC_RELAXED);
 	counter_sub(&p->lent, 1);
 	counter_sub(&p->lent_bytes, size);
 }

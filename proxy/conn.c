@@ -302,7 +302,7 @@ static void on_stall_check(struct ev_loop *loop, ev_timer *t, int revents)
 		r = half_unpipe(&d->h);
 		if (r == 0)
 			counter_add(&w->pipe_stalls, 1);
-		else if (r > 0) /* no memory: the pipe stays; try again later */
+		else if (r > 0) /* no buffer: the pipe stays; try again later */
 			stall_note(d);
 		else
 			conn_end(d->c, END_ERROR, strerror(d->h.err));

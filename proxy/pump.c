@@ -494,9 +494,11 @@ bool half_holds_pipe(const struct half *h)
  * pool. The bytes are already past the framer, so nothing else changes;
  * they count as copied when they are written.
  *
- * Return: 0 once moved, 1 if memory ran out (the pipe is kept, try again
- * later), or -1 if the pipe could not be read (@err is set: bytes are
- * lost, so the connection must end).
+ * Return: 0 once moved, 1 if no buffer could be had (memory ran out, or
+ * the bytes moved out of pipes in the whole process reached their bound,
+ * bufpool_get_large(): the pipe is kept, try again later), or -1 if the
+ * pipe could not be read (@err is set: bytes are lost, so the connection
+ * must end).
  */
 int half_unpipe(struct half *h)
 {

@@ -35,6 +35,13 @@ never read. They take every pipe at first (smbsplice_pipe_denied_total >
 smbsplice_buffers_lent 20, smbsplice_pipe_stalls_total >= 1), and a new
 client that reads 32 READ responses gets them spliced: smbsplice_bytes_total
 {direction="to_client",path="splice"} grows by at least 90% of its bytes.
+
+Moved bytes are bounded. With --max-pipes 1 and 16K buffers (so that a
+256K pipe's bytes go to a buffer of their own), the bytes moved out of
+stalled pipes may take 256K in all: a stalled client's full pipe is
+moved; a second stalled client then keeps the pipe, since its bytes
+would pass the bound; once the first client goes, the second's pipe is
+moved too.
 """
 import socket
 import statistics
@@ -162,6 +169,47 @@ def stalled_crowd(be):
     px.stop()
 
 
+def stall_one(port):
+    """A client that sends its READ request and never reads."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(request())
+    return s
+
+
+def moved_bytes_bounded(be):
+    label = "moved bytes bounded, 1 pipe of 256K, 16K buffers"
+    px = Proxy(be.addr, *ARGS[:-1], "16K", "--max-pipes", "1", stats=True)
+
+    def gauges():
+        m = scrape(px.stats_port)
+        return (metric(m, "smbsplice_pipes_lent"), metric(m, "smbsplice_pipe_stalls_total"),
+                metric(m, "smbsplice_buffer_bytes_lent"))
+
+    a = stall_one(px.port)
+    time.sleep(2.5)
+    lent, stalls, held = gauges()
+    check(lent == 0 and stalls == 1 and held > 128 << 10,
+          f"{label}: a stalled client's full pipe is moved to a buffer (pipes lent {lent:.0f}, "
+          f"stalls {stalls:.0f}, {held:.0f} bytes in buffers)")
+    b = stall_one(px.port)
+    time.sleep(2.5)
+    lent, stalls, held2 = gauges()
+    check(lent == 1 and stalls == 1,
+          f"{label}: a second one keeps its pipe, the moved bytes being at their bound "
+          f"(pipes lent {lent:.0f}, stalls {stalls:.0f}, {held2:.0f} bytes in buffers)")
+    a.close()
+    end = time.monotonic() + 5
+    while time.monotonic() < end and (lent, stalls) != (0, 2):
+        time.sleep(1.05)
+        lent, stalls, _ = gauges()
+    check((lent, stalls) == (0, 2), f"{label}: once the first goes, the second's pipe is moved "
+          f"(pipes lent {lent:.0f}, stalls {stalls:.0f})")
+    b.close()
+    px.stop()
+
+
 def main():
     try:
         be = Backend()
@@ -169,6 +217,7 @@ def main():
         slow_reader(px)
         px.stop()
         stalled_crowd(be)
+        moved_bytes_bounded(be)
         be.stop()
     finally:
         Proc.stop_all()

@@ -120,6 +120,39 @@ static void test_large_counted(void **state)
 	bufpool_destroy(&p);
 }
 
+/* Large buffers are bounded across pools: two pools sharing 3 MiB lend
+ * 2 MiB and 1 MiB, refuse more (uncounted), and lend again once one is
+ * given back. */
+static void test_large_bound_shared(void **state)
+{
+	struct buf_pool p, q;
+	int64_t left = 3 << 20;
+	void *a, *b, *c;
+
+	bufpool_init(&p, 4096, 1 << 20);
+	bufpool_init(&q, 4096, 1 << 20);
+	bufpool_bound_large(&p, &left);
+	bufpool_bound_large(&q, &left);
+	a = bufpool_get_large(&p, 2 << 20);
+	b = bufpool_get_large(&q, 1 << 20);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(left, 0);
+	assert_null(bufpool_get_large(&q, 1));
+	assert_int_equal(left, 0);
+	assert_int_equal(q.lent, 1);
+	bufpool_put_large(&p, a, 2 << 20);
+	assert_int_equal(left, 2 << 20);
+	c = bufpool_get_large(&q, 2 << 20);
+	assert_non_null(c);
+	bufpool_put_large(&q, b, 1 << 20);
+	bufpool_put_large(&q, c, 2 << 20);
+	assert_int_equal(left, 3 << 20);
+	assert_int_equal(p.lent_bytes + q.lent_bytes, 0);
+	bufpool_destroy(&p);
+	bufpool_destroy(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +161,7 @@ int main(void)
 		cmocka_unit_test(test_keep_at_least_two),
 		cmocka_unit_test(test_trim_shrinks),
 		cmocka_unit_test(test_large_counted),
+		cmocka_unit_test(test_large_bound_shared),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
