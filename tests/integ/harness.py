@@ -460,7 +460,12 @@ class Proxy:
             time.sleep(0.02)
 
     def conn_lines(self):
-        return [parse_conn_line(l) for l in self.log().splitlines() if " conn " in l and " end=" in l]
+        """The connection lines logged so far, parsed. Only whole lines: the
+        log writer's write() of a batch can be caught half done, and a line
+        cut short would not parse."""
+        text = self.log()
+        text = text[:text.rfind("\n") + 1]
+        return [parse_conn_line(l) for l in text.splitlines() if " conn " in l and " end=" in l]
 
     def cpu_seconds(self):
         with open(f"/proc/{self.proc.pid}/stat") as f:
