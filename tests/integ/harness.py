@@ -446,11 +446,18 @@ class Proxy:
         with open(self.logf.name, errors="replace") as f:
             return f.read()
 
+    def whole_lines(self):
+        """The log up to its last newline: the log writer's write() of a
+        batch can be caught half done, and a line cut short must not be
+        parsed or matched."""
+        text = self.log()
+        return text[:text.rfind("\n") + 1]
+
     def wait_log(self, pattern, timeout=10.0, count=1):
         """Wait until `pattern` matches `count` log lines; return the matches."""
         end = time.monotonic() + timeout
         while True:
-            found = re.findall(pattern, self.log(), re.M)
+            found = re.findall(pattern, self.whole_lines(), re.M)
             if len(found) >= count:
                 return found
             if self.proc.poll() is not None and not found:
@@ -460,12 +467,8 @@ class Proxy:
             time.sleep(0.02)
 
     def conn_lines(self):
-        """The connection lines logged so far, parsed. Only whole lines: the
-        log writer's write() of a batch can be caught half done, and a line
-        cut short would not parse."""
-        text = self.log()
-        text = text[:text.rfind("\n") + 1]
-        return [parse_conn_line(l) for l in text.splitlines() if " conn " in l and " end=" in l]
+        """The connection lines logged so far, parsed (whole lines only)."""
+        return [parse_conn_line(l) for l in self.whole_lines().splitlines() if " conn " in l and " end=" in l]
 
     def cpu_seconds(self):
         with open(f"/proc/{self.proc.pid}/stat") as f:
