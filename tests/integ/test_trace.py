@@ -106,6 +106,37 @@ def wait_captured_fins(path, timeout=15.0):
         time.sleep(0.2)
 
 
+def full_capture(smb, work):
+    """full_capture() - one session through a --trace smbsplice while
+    dumpcap captures the client side in full. Return: the messages tshark
+    decodes from the trace and from the capture, dumpcap's report, and
+    what tshark's TCP analysis flags in the capture that can cost it
+    messages (retransmissions, segments out of order or not captured),
+    or "" for a clean capture."""
+    tr, full = os.path.join(work, "t64.pcap"), os.path.join(work, "full.pcapng")
+    for f in (tr, full):
+        if os.path.exists(f):
+            os.unlink(f)
+    px = Proxy(smb.addr, "--trace", tr)
+    with open(os.path.join(work, "dumpcap.err"), "w+") as dc_err:
+        dc = subprocess.Popen(["dumpcap", "-B", "256", "-i", "lo", "-f", f"tcp port {px.port}", "-w", full],
+                              stderr=dc_err)
+        end = time.monotonic() + 10
+        while not os.path.exists(full) and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        session(smb, px.port, work)
+        wait_captured_fins(full)
+        dc.terminate()
+        dc.wait(10)
+        dc_err.seek(0)
+        dc_text = dc_err.read()
+    px.stop()
+    expert = tshark(full, px.port, "-q", "-z", "expert,note")
+    flagged = sorted(set(re.findall(r"not captured|out-of-order|retransmission", expert, re.I)))
+    return messages(tr, px.port), messages(full, px.port, two_pass=True), dc_text, ", ".join(flagged)
+
+
 def session(smb, port, work):
     src = os.path.join(smb.share, "f.bin")
     up = os.path.join(work, "up.bin")
@@ -170,29 +201,24 @@ def main():
           f"a 32 MiB get: {n} trace records, {calls.get('lseek', 0)} lseek() and {calls.get('futex', 0)} futex() "
           "calls in the whole daemon")
 
-    # 2. Against a full capture of the same session (64 KiB READs).
+    # 2. Against a full capture of the same session (64 KiB READs). On a
+    # loaded machine loopback TCP retransmits now and then, and a capture
+    # with retransmitted or out-of-order segments is one tshark cannot
+    # always reassemble (it then decodes fewer messages than were sent):
+    # such a capture is taken again, up to three times, as test_advise
+    # does; the comparison is made on the last one whatever it holds.
     smb64 = Samba(conf_extra=SAMBA_64K)
     random_file(os.path.join(smb64.share, "f.bin"), 4)
-    tr64, full = os.path.join(work, "t64.pcap"), os.path.join(work, "full.pcapng")
-    px = Proxy(smb64.addr, "--trace", tr64)
-    dc_err = open(os.path.join(work, "dumpcap.err"), "w+")
-    dc = subprocess.Popen(["dumpcap", "-B", "256", "-i", "lo", "-f", f"tcp port {px.port}", "-w", full],
-                          stderr=dc_err)
-    end = time.monotonic() + 10
-    while not os.path.exists(full) and time.monotonic() < end:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    session(smb64, px.port, work)
-    wait_captured_fins(full)
-    dc.terminate()
-    dc.wait(10)
-    px.stop()
-    a, b = messages(tr64, px.port), messages(full, px.port, two_pass=True)
-    dc_err.seek(0)
+    for attempt in range(3):
+        a, b, dc_text, flagged = full_capture(smb64, work)
+        if not flagged:
+            break
+        print(f"capture {attempt + 1}: tshark flags {flagged}; taken again", flush=True)
     diff = {k: (a.get(k, 0), b.get(k, 0)) for k in a.keys() | b.keys() if a.get(k, 0) != b.get(k, 0)}
     check(a == b, f"the trace and a full dumpcap capture of the client side decode to the same "
           f"{sum(a.values())} SMB2 messages" + (f"; (direction, command): (trace, capture) differ: {diff}; "
-                                               f"dumpcap: {dc_err.read()[-300:]!r}" if diff else ""))
+                                               f"dumpcap: {dc_text[-300:]!r}; tshark flags: {flagged}"
+                                               if diff else ""))
     smb64.stop()
 
     # 3. Rotation, and reopening after the file was moved.
