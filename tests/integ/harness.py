@@ -217,6 +217,19 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
     return port
 
 
+def free_ports(n, family=socket.AF_INET, host="127.0.0.1"):
+    """n different free ports. Calls of free_port() one after another can
+    return the same port twice (each socket is closed before the next
+    bind); these are all held until all are chosen."""
+    socks = [socket.socket(family, socket.SOCK_STREAM) for _ in range(n)]
+    for s in socks:
+        s.bind((host, 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 def reserve_port(family=socket.AF_INET, host="127.0.0.1"):
     """A free port for smbsplice to listen on, and a socket that holds it
     until smbsplice does: bound with SO_REUSEPORT but not listening, it

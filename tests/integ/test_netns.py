@@ -41,8 +41,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, free_port, in_netns, need,
-                     parse_conn_line, random_file, run, sanitizer_report, user_copy)
+from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, free_port, free_ports,
+                     in_netns, need, parse_conn_line, random_file, run, sanitizer_report, user_copy)
 
 MIB = 64
 NS = f"smbsp-netns{os.getpid()}"
@@ -359,7 +359,7 @@ def reloads(procs):
     work = tempfile.mkdtemp(prefix="netns-reload-", dir=TMPDIR)
     os.chmod(work, 0o755)
     conf = os.path.join(work, "smbsplice.conf")
-    p_in, p_out, p_out2 = free_port(), free_port(), free_port()
+    p_in, p_out, p_out2 = free_ports(3)
     into = f"[into]\nlisten = 127.0.0.1:{p_in}\nbackend = 127.0.0.1:{in_ns}\nbackend-netns = {NS}\n"
     out = f"[out]\nlisten-netns = {NS}\nlisten = 127.0.0.1:{p_out}\nbackend = 127.0.0.1:{host}\n"
     with open(conf, "w") as f:

@@ -20,7 +20,8 @@ import tempfile
 import threading
 import time
 
-from harness import (Proxy, Samba, TMPDIR, check, file_sha256, free_port, metric, random_file, run, scrape)
+from harness import (Proxy, Samba, TMPDIR, check, file_sha256, free_port, free_ports, metric, random_file, run,
+                     scrape)
 
 
 def write_conf(path, text):
@@ -71,8 +72,7 @@ def main():
     small = random_file(os.path.join(smb.share, "small.bin"), 8)
     work = tempfile.mkdtemp(prefix="reload-", dir=TMPDIR)
     conf = os.path.join(work, "smbsplice.conf")
-    pa, pb, pc = free_port(), free_port(), free_port()
-    stats = free_port()
+    pa, pb, pc, stats = free_ports(4)
     glob = f"[global]\nstats = 127.0.0.1:{stats}\nworkers = 2\n\n"
     write_conf(conf, glob + section("office", pa, smb.addr, "read-threshold = 64K")
                + section("plain", pb, smb.addr, "mode = tcp"))

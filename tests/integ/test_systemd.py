@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import SMBSPLICE, TMPDIR, Proxy, Server, check, free_port, need, recv_exact, run
+from harness import SMBSPLICE, TMPDIR, Proxy, Server, check, free_port, free_ports, need, recv_exact, run
 
 
 def echo(c):
@@ -81,7 +81,7 @@ def main():
 
     # A config file: the listener with no address takes the passed socket,
     # the other binds its own; SIGHUP tells systemd it reloads.
-    port, other = free_port(), free_port()
+    port, other = free_ports(2)
     conf = os.path.join(notify.dir, "smbsplice.conf")
     sections = (f"[activated]\nbackend = {srv.addr}\n"
                 f"[own]\nlisten = 127.0.0.1:{other}\nbackend = {srv.addr}\n")
