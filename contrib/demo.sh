@@ -30,13 +30,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-smb_port=$(free_port)
-proxy_port=$(free_port)
+# Two free ports, both held until both are chosen: one bind(0) after
+# another's close can return the same port.
+read -r smb_port proxy_port < <(python3 -c '
+import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
 
-contrib/throwaway-smbd.sh start "$work/smbd" "$smb_port"
+# As the README advises for a Samba behind smbsplice: no multichannel, so
+# that clients are not invited to go around it.
+SMB_CONF_EXTRA=$'[global]\n\tserver multi channel support = no' \
+	contrib/throwaway-smbd.sh start "$work/smbd" "$smb_port"
 echo "demo: smbd on 127.0.0.1:$smb_port; writing a ${size_mib} MiB random file"
 head -c $((size_mib << 20)) /dev/urandom >"$work/smbd/share/demo.bin"
 
