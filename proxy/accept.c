@@ -179,7 +179,7 @@ static void take_client(struct wlistener *wl, int fd,
 	enum admit a;
 
 	if (!allowed(&wl->cfg->o, peer)) {
-		fd_budget_give(&lim->fds, 2);
+		budget_give(&lim->fds, 2);
 		counter_add(&st->denied, 1);
 		turn_away(fd, peer, wl->l->name, "not in --allow");
 		return;
@@ -187,7 +187,7 @@ static void take_client(struct wlistener *wl, int fd,
 	source_key_of(peer, &key);
 	a = limits_admit(lim, &key);
 	if (a != ADMIT_OK) {
-		fd_budget_give(&lim->fds, 2);
+		budget_give(&lim->fds, 2);
 		counter_add(&st->refused[a], 1);
 		snprintf(why, sizeof(why), "%s (--%s %u)",
 			 a == ADMIT_MAX_CONNS
@@ -214,14 +214,14 @@ static void take_client(struct wlistener *wl, int fd,
 static bool accept_batch(struct wlistener *wl, int max)
 {
 	struct worker *w = wl->w;
-	struct fd_budget *fds = &w->px->limits.fds;
+	struct budget *fds = &w->px->limits.fds;
 	struct sockaddr_storage peer;
 	char why[96];
 	socklen_t len;
 	int fd;
 
 	for (int i = 0; i < max; i++) {
-		if (!fd_budget_take(fds, 2)) {
+		if (!budget_take(fds, 2)) {
 			snprintf(why, sizeof(why),
 				 "budget of %ld spent by connections and pipes",
 				 fds->limit);
@@ -235,7 +235,7 @@ static bool accept_batch(struct wlistener *wl, int max)
 			take_client(wl, fd, (struct sockaddr *)&peer);
 			continue;
 		}
-		fd_budget_give(fds, 2);
+		budget_give(fds, 2);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (accept_out_of_resources(errno))

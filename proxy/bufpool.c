@@ -110,19 +110,12 @@ void *bufpool_get_large(struct buf_pool *p, size_t size)
 {
 	void *b;
 
-	/* Taken first and given back on failure, so that workers racing
-	 * for the last bytes can never pass the bound together. */
-	if (p->large_left && __atomic_sub_fetch(p->large_left, (int64_t)size,
-						__ATOMIC_RELAXED) < 0) {
-		__atomic_add_fetch(p->large_left, (int64_t)size,
-				   __ATOMIC_RELAXED);
+	if (p->large && !budget_take(p->large, (long)size))
 		return NULL;
-	}
 	b = malloc(size);
 	if (!b) {
-		if (p->large_left)
-			__atomic_add_fetch(p->large_left, (int64_t)size,
-					   __ATOMIC_RELAXED);
+		if (p->large)
+			budget_give(p->large, (long)size);
 		return NULL;
 	}
 	counter_add(&p->lent, 1);
@@ -133,11 +126,11 @@ void *bufpool_get_large(struct buf_pool *p, size_t size)
 /**
  * bufpool_bound_large() - bound the bytes of large buffers lent at once
  * @p:		the pool
- * @left:	the bytes they may take, shared by the pools it bounds
+ * @b:		the bytes they may take, shared by the pools it bounds
  */
-void bufpool_bound_large(struct buf_pool *p, int64_t *left)
+void bufpool_bound_large(struct buf_pool *p, struct budget *b)
 {
-	p->large_left = left;
+	p->large = b;
 }
 
 /**
@@ -149,9 +142,8 @@ void bufpool_bound_large(struct buf_pool *p, int64_t *left)
 void bufpool_put_large(struct buf_pool *p, void *buf, size_t size)
 {
 	free(buf);
-	if (p->large_left)
-		__atomic_add_fetch(p->large_left, (int64_t)size,
-				   __ATOMIC_RELAXED);
+	if (p->large)
+		budget_give(p->large, (long)size);
 	counter_sub(&p->lent, 1);
 	counter_sub(&p->lent_bytes, size);
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
+
 struct buf_node;
 
 /**
@@ -17,8 +19,8 @@ struct buf_node;
  * @lent:	buffers lent now, of every size (a gauge any thread may read)
  * @lent_bytes:	their bytes (a gauge any thread may read)
  * @allocs:	buffers ever allocated (a counter any thread may read)
- * @large_left:	bytes that large buffers may still take, shared by every
- *		worker's pool and changed atomically; NULL for no bound
+ * @large:	the bytes large buffers may take, shared by every worker's
+ *		pool; NULL for no bound
  *
  * One pool per worker thread; only that thread lends and returns.
  */
@@ -28,13 +30,13 @@ struct buf_pool {
 	unsigned keep;
 	uint64_t low;
 	uint64_t nfree, lent, lent_bytes, allocs;
-	int64_t *large_left;
+	struct budget *large;
 };
 
 void bufpool_init(struct buf_pool *p, size_t size, size_t keep_bytes);
 void *bufpool_get(struct buf_pool *p);
 void bufpool_put(struct buf_pool *p, void *buf);
-void bufpool_bound_large(struct buf_pool *p, int64_t *left);
+void bufpool_bound_large(struct buf_pool *p, struct budget *b);
 void *bufpool_get_large(struct buf_pool *p, size_t size);
 void bufpool_put_large(struct buf_pool *p, void *buf, size_t size);
 unsigned bufpool_trim(struct buf_pool *p);

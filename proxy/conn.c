@@ -366,7 +366,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 		c->next->prev = c->prev;
 	counter_sub(&w->active, 1);
 	limits_release(&w->px->limits, &c->source);
-	fd_budget_give(&w->px->limits.fds, 2);
+	budget_give(&w->px->limits.fds, 2);
 	lcfg_put(c->cfg);
 	listener_put(c->l);
 	free(c);
@@ -972,7 +972,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 		sock_addr_text(peer, text, sizeof(text));
 		log_rate(LOG_LVL_ERR, "conn %s rejected: out of memory", text);
 		limits_release(&w->px->limits, source);
-		fd_budget_give(&w->px->limits.fds, 2);
+		budget_give(&w->px->limits.fds, 2);
 		sock_set_linger0(cli_fd);
 		close(cli_fd);
 		return;

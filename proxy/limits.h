@@ -7,41 +7,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/**
- * struct fd_budget - the descriptors connections and pipes may hold
- * @limit:	how many: the open-files limit less what the process keeps
- *		for itself
- * @used:	how many they hold now (atomic)
- */
-struct fd_budget {
-	long limit;
-	long used;
-};
-
-/**
- * fd_budget_take() - reserve @n descriptors
- * @b:	the budget
- * @n:	how many
- *
- * Return: true if they fit; false leaves the budget as it was.
- */
-static inline bool fd_budget_take(struct fd_budget *b, long n)
-{
-	if (__atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED) <= b->limit)
-		return true;
-	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
-	return false;
-}
-
-/**
- * fd_budget_give() - @n descriptors were closed
- * @b:	the budget
- * @n:	how many
- */
-static inline void fd_budget_give(struct fd_budget *b, long n)
-{
-	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
-}
+#include "budget.h"
 
 /**
  * struct source_key - a client's address, as the per-source cap counts it
@@ -64,7 +30,7 @@ struct source;
  * @nbuckets:		how many buckets (a power of two)
  */
 struct limits {
-	struct fd_budget fds;
+	struct budget fds;
 	unsigned max_conns, max_per_source;
 	unsigned conns;
 	pthread_mutex_t lock;

@@ -693,7 +693,7 @@ static int start(struct proxy *px, struct options *opt)
 			log_warn("%s", err);
 	}
 	px->pipe_budget.max = opt->max_pipes;
-	px->unpipe_left = (int64_t)opt->max_pipes * (int64_t)opt->pipe_size;
+	px->unpipe.limit = (long)opt->max_pipes * (long)opt->pipe_size;
 	if (init_workers(px))
 		return -1;
 	listeners_hand_out(px);

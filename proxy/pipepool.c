@@ -67,7 +67,7 @@ void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
 }
 
 /**
- * budget_take() - reserve room for one more pipe
+ * pipe_budget_take() - reserve room for one more pipe
  * @b:	the budget
  *
  * A pipe needs room under --max-pipes and two descriptors that
@@ -75,11 +75,11 @@ void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
  *
  * Return: true if the pipe may be created.
  */
-static bool budget_take(struct pipe_budget *b)
+static bool pipe_budget_take(struct pipe_budget *b)
 {
 	if (__atomic_add_fetch(&b->open, 1, __ATOMIC_RELAXED) > b->max)
 		goto full;
-	if (b->fds && !fd_budget_take(b->fds, 2))
+	if (b->fds && !budget_take(b->fds, 2))
 		goto full;
 	return true;
 full:
@@ -88,14 +88,14 @@ full:
 }
 
 /**
- * budget_give() - a pipe was closed
+ * pipe_budget_give() - a pipe was closed
  * @b:	the budget
  */
-static void budget_give(struct pipe_budget *b)
+static void pipe_budget_give(struct pipe_budget *b)
 {
 	__atomic_sub_fetch(&b->open, 1, __ATOMIC_RELAXED);
 	if (b->fds)
-		fd_budget_give(b->fds, 2);
+		budget_give(b->fds, 2);
 }
 
 /**
@@ -182,11 +182,11 @@ struct pipe_slot *pool_get(struct pipe_pool *p)
 		counter_sub(&p->nfree, 1);
 		if (p->nfree < p->low)
 			p->low = p->nfree;
-	} else if (!budget_take(p->budget)) {
+	} else if (!pipe_budget_take(p->budget)) {
 		counter_add(&p->denied, 1);
 		return NULL;
 	} else if (!(s = pool_new_slot(p))) {
-		budget_give(p->budget);
+		pipe_budget_give(p->budget);
 		counter_add(&p->denied, 1);
 		return NULL;
 	}
@@ -217,7 +217,7 @@ static void slot_close(struct pipe_pool *p, struct pipe_slot *s)
 	close(s->rd);
 	close(s->wr);
 	free(s);
-	budget_give(p->budget);
+	pipe_budget_give(p->budget);
 }
 
 /**

@@ -32,7 +32,7 @@ struct pipe_slot {
 struct pipe_budget {
 	unsigned max;
 	unsigned open;
-	struct fd_budget *fds;
+	struct budget *fds;
 };
 
 /**

@@ -28,7 +28,7 @@ struct worker;
  *			verbose and drain-timeout, which a reload changes
  * @limits:		caps on connections and descriptors, for all workers
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
- * @unpipe_left:	bytes that stalled pipes may still be moved into
+ * @unpipe:		bytes that stalled pipes may be moved into
  *			(half_unpipe()), --max-pipes × --pipe-size in all, so
  *			that moved bytes are bounded as pipes are
  * @listeners:		every listener, retired ones included until their
@@ -81,7 +81,7 @@ struct proxy {
 	struct options *opt;
 	struct limits limits;
 	struct pipe_budget pipe_budget;
-	int64_t unpipe_left;
+	struct budget unpipe;
 	struct listener *listeners;
 	struct worker *workers;
 	unsigned nworkers;

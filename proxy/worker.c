@@ -279,7 +279,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 	pthread_mutex_init(&w->lock, NULL);
 	pool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
 	bufpool_init(&w->bufs, o->buf_size, BUF_KEEP_BYTES);
-	bufpool_bound_large(&w->bufs, &px->unpipe_left);
+	bufpool_bound_large(&w->bufs, &px->unpipe);
 	/* Started now, before the thread runs, so that a command sent at
 	 * once is not lost. */
 	ev_async_init(&w->wake, on_wake);

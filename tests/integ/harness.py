@@ -210,11 +210,7 @@ def metric(m, name, **labels):
 
 
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    s = socket.socket(family, socket.SOCK_STREAM)
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1, family, host)[0]
 
 
 def free_ports(n, family=socket.AF_INET, host="127.0.0.1"):

@@ -126,28 +126,28 @@ static void test_large_counted(void **state)
 static void test_large_bound_shared(void **state)
 {
 	struct buf_pool p, q;
-	int64_t left = 3 << 20;
+	struct budget bound = { .limit = 3 << 20 };
 	void *a, *b, *c;
 
 	bufpool_init(&p, 4096, 1 << 20);
 	bufpool_init(&q, 4096, 1 << 20);
-	bufpool_bound_large(&p, &left);
-	bufpool_bound_large(&q, &left);
+	bufpool_bound_large(&p, &bound);
+	bufpool_bound_large(&q, &bound);
 	a = bufpool_get_large(&p, 2 << 20);
 	b = bufpool_get_large(&q, 1 << 20);
 	assert_non_null(a);
 	assert_non_null(b);
-	assert_int_equal(left, 0);
+	assert_int_equal(bound.used, bound.limit);
 	assert_null(bufpool_get_large(&q, 1));
-	assert_int_equal(left, 0);
+	assert_int_equal(bound.used, bound.limit);
 	assert_int_equal(q.lent, 1);
 	bufpool_put_large(&p, a, 2 << 20);
-	assert_int_equal(left, 2 << 20);
+	assert_int_equal(bound.limit - bound.used, 2 << 20);
 	c = bufpool_get_large(&q, 2 << 20);
 	assert_non_null(c);
 	bufpool_put_large(&q, b, 1 << 20);
 	bufpool_put_large(&q, c, 2 << 20);
-	assert_int_equal(left, 3 << 20);
+	assert_int_equal(bound.used, 0);
 	assert_int_equal(p.lent_bytes + q.lent_bytes, 0);
 	bufpool_destroy(&p);
 	bufpool_destroy(&q);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_BUDGET_H
+#define SMBSPLICE_BUDGET_H
+
+/* budget.h - a process-wide amount that workers take from and give back
+ *
+ * Theory of operation: a take adds first and checks after, undoing itself
+ * when it went past the limit, so workers racing for the last units can
+ * never pass it together, and no lock is held. Used for the descriptors
+ * connections and pipes may hold (limits.h) and for the bytes moved out
+ * of stalled pipes into buffers (bufpool.c).
+ */
+
+#include <stdbool.h>
+
+/**
+ * struct budget - an amount with a limit, shared by threads
+ * @limit:	how much may be held at once
+ * @used:	how much is held now (atomic)
+ */
+struct budget {
+	long limit;
+	long used;
+};
+
+/**
+ * budget_take() - reserve @n
+ * @b:	the budget
+ * @n:	how much
+ *
+ * Return: true if it fits; false leaves the budget as it was.
+ */
+static inline bool budget_take(struct budget *b, long n)
+{
+	if (__atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED) <= b->limit)
+		return true;
+	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+	return false;
+}
+
+/**
+ * budget_give() - @n reserved by budget_take() is free again
+ * @b:	the budget
+ * @n:	how much
+ */
+static inline void budget_give(struct budget *b, long n)
+{
+	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+#endif /* SMBSPLICE_BUDGET_H */
