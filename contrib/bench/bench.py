@@ -543,7 +543,9 @@ def rr(iters):
     def fn(port, wrap=()):
         out = run_checked([*wrap, os.path.join(work_bin(), "loadgen"), "rr", str(port), str(iters)])
         sizes = [parse_kv(l) for l in out.splitlines() if l.startswith("rr kind=")]
-        return {"mean_us": statistics.mean(s["mean_us"] for s in sizes),
+        setup = parse_kv([l for l in out.splitlines() if l.startswith("rr setup_us=")][-1])
+        return {"setup_us": setup["setup_us"],
+                "mean_us": statistics.mean(s["mean_us"] for s in sizes),
                 "p99_us": max(s["p99_us"] for s in sizes),
                 "worst_us": max(s["max_us"] for s in sizes),
                 "sizes": sizes}
