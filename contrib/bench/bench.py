@@ -66,7 +66,9 @@ says how long each part took.
 
 Contestants: each workload has its own list (direct, smbsplice and its
 modes, haproxy, socat, pasta; scale and parallel name smbsplice with
---workers). --fronts N1,N2 keeps only the named ones, in each workload's
+--workers; sockfloor, an in-kernel BPF sockmap forwarder that shows what
+no forwarder can beat, runs in rr, get, put, echo, office and the
+namespace's get, put and rr). --fronts N1,N2 keeps only the named ones, in each workload's
 order. --baseline PATH adds, right after each smbsplice contestant of bulk,
 rr, get, echo, obs and parallel, a twin "base:NAME" that runs the binary at PATH
 with NAME's arguments: an older build, for a before/after comparison in the
@@ -212,6 +214,11 @@ def in_netns(netns):
 
 
 DIRECT = ("direct", "direct-ns")    # the references: no front at all
+# The in-kernel floor (contrib/bench/sockfloor.c): what no forwarder can
+# beat here. In the SMB and round-trip workloads only: loadgen's bulk
+# upload streams from its first byte, which races with sockfloor's one
+# copy of the bytes that came before the pair was linked.
+FLOOR = "sockfloor"
 
 
 class Front:
@@ -244,6 +251,8 @@ class Front:
             return None
         if self.name.startswith("base:"):
             return BASELINE
+        if self.name == FLOOR:
+            return os.path.join(work_bin(), "sockfloor")
         return {"haproxy": "haproxy", "socat": "socat", "pasta": "pasta"}.get(self.name, SMBSPLICE)
 
     def argv(self, port):
@@ -292,6 +301,9 @@ backend b
 """)
             self.cfg.close()
             return ["haproxy", "-db", "-f", self.cfg.name]
+        if self.name == FLOOR:
+            return [self.tool(), str(port), str(self.backend_port)] + \
+                ([f"/run/netns/{self.netns}"] if self.netns else [])
         if self.name == "socat":
             return ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr", f"TCP:{b}"]
         if self.name == "pasta":
@@ -380,7 +392,8 @@ def measure(front, fn):
         r_cpu, r_hwm = front.cpu(), front.hwm_mib()
         busy, secs = machine_busy() - busy0, time.monotonic() - t0
         front.stop()
-    r.update(proxy_cpu=r_cpu, busy=busy, secs=secs, rss_mib=r_hwm)
+    # the floor's work is the kernel's, in no process of its own to count
+    r.update(proxy_cpu=None if front.name == FLOOR else r_cpu, busy=busy, secs=secs, rss_mib=r_hwm)
     if front.worker_conns:
         r["worker_conns"] = front.worker_conns
     if front.trace_bytes is not None:
@@ -504,6 +517,8 @@ def build_tools(bindir):
                     os.path.join(BENCH, "loadgen.c"), "-lm", "-lpthread"], check=True)
     subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "connstorm"),
                     os.path.join(BENCH, "connstorm.c")], check=True)
+    subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "sockfloor"),
+                    os.path.join(BENCH, "sockfloor.c"), "-lpthread"], check=True)
     subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", os.path.join(bindir, "filetimes.so"),
                     os.path.join(BENCH, "filetimes.c"), "-ldl"], check=True)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbclient"], capture_output=True,
@@ -885,8 +900,8 @@ PAR_MIB = 256           # MiB per client
 # its `namespace` server option, so the office targets can name it).
 NS_FRONTS = ("direct-ns", "pasta", "smbsplice", "smbsplice-tcp")
 NS_RR_EXTRA = ("smbsplice+--pipe-size 8K", "smbsplice+--mode tcp --pipe-size 8K")
-OFFICE_FRONTS = {"loopback": ("direct", "smbsplice", "haproxy"),
-                 "ns": ("direct-ns", "pasta", "smbsplice", "haproxy")}
+OFFICE_FRONTS = {"loopback": ("direct", "smbsplice", "haproxy", FLOOR),
+                 "ns": ("direct-ns", "pasta", "smbsplice", "haproxy", FLOOR)}
 NS_SMB_PORT = 445       # smbd's port inside the namespace
 OFFICE_FILES = 1000     # --office-files: files of mget and mput
 OFFICE_ENTRIES = 20000  # --office-entries: entries of the listed directory
@@ -1067,7 +1082,7 @@ def main():
                         results[f"bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"bulk {d}")
                 if "rr" in lo_only:
                     rr_fronts = fronts + pick(with_twins(("smbsplice+--pipe-size 8K",
-                                                          "smbsplice+--mode tcp --pipe-size 8K")), lg)
+                                                          "smbsplice+--mode tcp --pipe-size 8K")) + [FLOOR], lg)
                     results["rr"] = interleaved(rr_fronts, rr(trips), runs, "rr")
                 if "tune" in lo_only:
                     results["tune_bulk"] = interleaved([Front(n, lg) for n in TUNE_TCP], bulk("down", mib),
@@ -1093,7 +1108,7 @@ def main():
             with part("loopback: get, put, echo, tune, sweep"):
                 make_file(os.path.join(share, "get.bin"), mib)
                 make_file(os.path.join(work, "put.bin"), mib)
-                fronts = pick(with_twins(STD_FRONTS), sp)
+                fronts = pick(with_twins(STD_FRONTS) + [FLOOR], sp)
                 if "get" in lo_only:
                     results["get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs,
                                                  "smbclient get")
@@ -1155,7 +1170,7 @@ def main():
                     put = os.path.join(work, "put.bin")
                     if not (os.path.exists(put) and os.path.getsize(put) == mib << 20):
                         make_file(put, mib)
-                    fronts = pick(NS_FRONTS, ns_sp, netns=NETNS)
+                    fronts = pick(NS_FRONTS + (FLOOR,), ns_sp, netns=NETNS)
                     results["ns_get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs,
                                                     "namespace: smbclient get")
                     results["ns_put"] = interleaved(fronts, smbclient(f"put {put} put.bin", mib), runs,
@@ -1163,7 +1178,7 @@ def main():
                     fronts = pick(NS_FRONTS, ns_lg, netns=NETNS)
                     for d in ("up", "down"):
                         results[f"ns_bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"namespace: bulk {d}")
-                    results["ns_rr"] = interleaved(fronts + pick(NS_RR_EXTRA, ns_lg, netns=NETNS),
+                    results["ns_rr"] = interleaved(fronts + pick(NS_RR_EXTRA + (FLOOR,), ns_lg, netns=NETNS),
                                                    rr(trips), runs, "namespace: rr")
             if "office" in ns_only:
                 with part("namespace: office"):
