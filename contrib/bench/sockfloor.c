@@ -5,15 +5,14 @@
  *   sockfloor LISTEN_PORT BACKEND_PORT [NETNS_PATH]
  *
  * Theory of operation: a benchmark contestant, not a product. It accepts
- * on 127.0.0.1:LISTEN_PORT, connects to 127.0.0.1:BACKEND_PORT (inside
- * the network namespace at NETNS_PATH, if given) and puts
- * both sockets in a BPF sockhash whose verdict program (no stream parser)
- * redirects every arriving skb to the other socket's send side. Bytes
- * never reach user space and no user-space thread wakes per message; what
- * remains is the kernel's work for the second TCP connection and the
- * sockmap worker that transmits redirected skbs. That is the floor for any
- * forwarder on this machine, against which smbsplice's small-message cost
- * can be judged.
+ * on 127.0.0.1:LISTEN_PORT, connects to 127.0.0.1:BACKEND_PORT (inside the
+ * network namespace at NETNS_PATH, if given) and puts both sockets in a
+ * BPF sockhash whose verdict program (no stream parser) redirects every
+ * arriving skb to the other socket's send side. Bytes never reach user
+ * space and no user-space thread wakes per message; what remains is the
+ * kernel's work for the second TCP connection and the sockmap worker that
+ * transmits redirected skbs. That is the floor for any forwarder of small
+ * messages on this machine, against which smbsplice's cost can be judged.
  *
  * The verdict program finds the peer through a hash map from the arriving
  * socket's (remote port, local port) to the peer's: ports alone identify
@@ -26,9 +25,9 @@
  * map (the client's first message may) are copied once by the pair's
  * thread (forward_early()), which would race with a sender that streams
  * on. An end of stream is passed on by shutdown() from that thread once
- * the bytes before it have gone out.
- * The redirect queue has no bound: a fast sender's bytes pile up in the
- * kernel in front of a slow receiver, which no real forwarder may allow.
+ * the bytes before it have been handed on, a reset at once. The redirect
+ * queue has no bound: a fast sender's bytes pile up in the kernel in
+ * front of a slow receiver, which no real forwarder may allow.
  *
  * Bounds: one thread per connection pair, at most MAX_PAIRS in the maps;
  * the process exits after MAX_ACCEPTS connections.
@@ -37,20 +36,20 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <linux/bpf.h>
-#include <netinet/in.h>
+#include <linux/sockios.h>
 #include <linux/tcp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -396,8 +395,7 @@ static void *pair_run(void *arg)
 		perror("sockfloor: sockhash");
 		goto out;
 	}
-	/* the server speaks only once the client has: its socket holds nothing
-	 */
+	/* the server speaks only after the client: its socket holds nothing */
 	forward_early(fd[0], fd[1]);
 	p[0].fd = fd[0];
 	p[1].fd = fd[1];
@@ -406,11 +404,13 @@ static void *pair_run(void *arg)
 			if (!(p[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
 			    (ended & (1 << i)))
 				continue;
-			drain_wait(fd[i], fd[!i], base[!i]);
+			/* a reset has nothing more to hand on */
+			if (!(p[i].revents & POLLERR))
+				drain_wait(fd[i], fd[!i], base[!i]);
 			shutdown(fd[!i], SHUT_WR);
 			ended |= 1 << i;
-			p[i].fd =
-				-1; /* poll() would report HUP or ERR forever */
+			/* poll() would report HUP or ERR for ever */
+			p[i].fd = -1;
 		}
 	}
 	map_set(socks_fd, &k[0], NULL);
