@@ -173,14 +173,14 @@ def parallel_table(res, key, unit, title):
 THROUGHPUT = (("bulk_up", "Gbit/s", "Bulk TCP up (loadgen, client to server)"),
               ("bulk_down", "Gbit/s", "Bulk TCP down"),
               ("tune_bulk", "Gbit/s", "Tuning: bulk TCP down through smbsplice, by pipe and buffer size"),
-              ("get", "GB/s", "smbclient get of a 1 GiB file"),
-              ("put", "GB/s", "smbclient put of a 1 GiB file"),
+              ("get", "GB/s", "smbclient get of a {size} file"),
+              ("put", "GB/s", "smbclient put of a {size} file"),
               ("get_encrypted", "GB/s", "smbclient get, SMB3 encryption"),
               ("tune_get", "GB/s", "Tuning: smbclient get through smbsplice, by pipe and buffer size"))
 # The namespace topology's throughput workloads: ratios to direct-ns (the
 # client inside the namespace) and to pasta.
-NS_THROUGHPUT = (("ns_get", "GB/s", "Namespace topology: smbclient get of a 1 GiB file"),
-                 ("ns_put", "GB/s", "Namespace topology: smbclient put of a 1 GiB file"),
+NS_THROUGHPUT = (("ns_get", "GB/s", "Namespace topology: smbclient get of a {size} file"),
+                 ("ns_put", "GB/s", "Namespace topology: smbclient put of a {size} file"),
                  ("ns_bulk_up", "Gbit/s", "Namespace topology: bulk TCP up (loadgen, client to server)"),
                  ("ns_bulk_down", "Gbit/s", "Namespace topology: bulk TCP down"))
 PARALLEL = (("par_get", "GB/s", "Parallel: {gets} smbclient gets of a {mib} MiB file at once"),
@@ -219,9 +219,12 @@ def baseline_table(r):
 
 
 def rr_table(res, title="Round trips", trips=200):
-    lines = [f"**{title}** (rr: 12 message sizes from the pasta cork bug, {trips} trips each, after one untimed "
-             "first trip that carries the connection's set-up, shown apart; µs, median (min–max) of runs)",
-             "", "| Contestant | mean | p99 | worst | first trip (set-up) |", "|---|---|---|---|---|"]
+    # results from before loadgen timed the first trip apart have no setup_us
+    apart = any("setup_us" in x for rs in res.values() for x in rs)
+    how = ", after one untimed first trip that carries the connection's set-up, shown apart" if apart else ""
+    lines = [f"**{title}** (rr: 12 message sizes from the pasta cork bug, {trips} trips each{how}; µs, median "
+             "(min–max) of runs)", "", "| Contestant | mean | p99 | worst | first trip (set-up) |",
+             "|---|---|---|---|---|"]
     for name, all_rs in res.items():
         rs = ok_runs(all_rs)
         if rs:
@@ -256,6 +259,7 @@ OFFICE = (("mget", "mget", "files/s"),
           ("echo", "echo", "ops/s"))
 TOPO_NAME = {"loopback": "loopback", "ns": "namespace topology"}
 FLOOR = "sockfloor"     # bench.py's in-kernel forwarder: the floor
+SIZE = "1 GiB"          # get, put and bulk transfers: --mib, set by write()
 
 
 def reference(topo):
@@ -332,7 +336,7 @@ def obs_table(r):
         vals = [{"c": x["proxy_cpu"] / x["ops"] * 1e6} for x in rs if x.get("ops")]
         return (med(vals, "c"), spread(vals, "c", "{:.1f}"), "µs/echo") if vals else (None, "–", "")
 
-    for title, res, key, unit, fmt in (("smbclient get, 1 GiB", g, "gbyte_s", "GB/s", "{:.2f}"),
+    for title, res, key, unit, fmt in ((f"smbclient get, {SIZE}", g, "gbyte_s", "GB/s", "{:.2f}"),
                                        ("smb2.bench.echo", e, "ops_s", "ops/s", "{:.0f}")):
         for name, all_rs in res.items():
             rs = ok_runs(all_rs)
@@ -361,7 +365,7 @@ def obs_targets(r, row):
         x = ratio(med(tr, "gbyte_s"), med(sp, "gbyte_s"))
         c = ratio(cpu_per_gib(tr), cpu_per_gib(sp))
         if x and c:
-            row("--trace: smbclient 1 GiB get", f"{x:.2f}× the throughput, {c:.2f}× the proxy CPU per GiB",
+            row(f"--trace: smbclient {SIZE} get", f"{x:.2f}× the throughput, {c:.2f}× the proxy CPU per GiB",
                 "≥ 0.95× and ≤ 1.05×", x >= 0.95 and c <= 1.05)
     on, off = ok_runs(e.get("smbsplice", [])), ok_runs(e.get("smbsplice-nolat", []))
     if on and off:
@@ -402,7 +406,7 @@ def parse_size(t):
 def syscall_table(sc):
     if not sc:
         return ""
-    lines = ["**System calls per MiB moved** (strace -c on smbsplice --mode tcp, 1 GiB up and down)", "",
+    lines = [f"**System calls per MiB moved** (strace -c on smbsplice --mode tcp, {SIZE} up and down)", "",
              "| Path | calls/MiB | top calls per MiB |", "|---|---|---|"]
     for name, v in sc.items():
         top = ", ".join(f"{k} {n:.1f}" for k, n in v["calls"].items())
@@ -498,7 +502,7 @@ def ns_targets(r):
     get_target = "≥ 1.1× pasta's throughput, ≤ 0.8× its added machine CPU per GiB (over direct-ns)"
     if g.get("smbsplice") and g.get("pasta") and not (sp and pa):
         who = "smbsplice" if not sp else "pasta"
-        row("smbclient 1 GiB get through smbsplice", f"{who} failed every run", get_target,
+        row(f"smbclient {SIZE} get through smbsplice", f"{who} failed every run", get_target,
             False if who == "smbsplice" else "unclear")
     if sp and pa:
         x = ratio(med(sp, "gbyte_s"), med(pa, "gbyte_s"))
@@ -514,7 +518,7 @@ def ns_targets(r):
                 ok = "unclear"
         else:
             ok = "unclear"
-        row("smbclient 1 GiB get through smbsplice", val, get_target, ok)
+        row(f"smbclient {SIZE} get through smbsplice", val, get_target, ok)
     for dn in ("up", "down"):
         res = r.get(f"ns_bulk_{dn}") or {}
         a, b = med(res.get("smbsplice-tcp", []), "gbit"), med(res.get("pasta", []), "gbit")
@@ -602,7 +606,7 @@ def targets(r):
 
     g_sp, g_d, g_h = m("get", "smbsplice", "gbyte_s"), m("get", "direct", "gbyte_s"), m("get", "haproxy", "gbyte_s")
     if g_sp and g_d and g_h:
-        row("smbclient 1 GiB get", f"{g_sp / g_d:.2f}× direct, {g_sp / g_h:.2f}× haproxy",
+        row(f"smbclient {SIZE} get", f"{g_sp / g_d:.2f}× direct, {g_sp / g_h:.2f}× haproxy",
             "≥ 0.95× direct and ≥ 1.15× haproxy", g_sp / g_d >= 0.95 and g_sp / g_h >= 1.15)
     for d in ("up", "down"):
         a, b = m(f"bulk_{d}", "smbsplice-tcp", "gbit"), m(f"bulk_{d}", "haproxy", "gbit")
@@ -708,7 +712,8 @@ plot {plots}
 def failed_runs(r):
     """Every failed run, by workload and contestant, with why: each is
     left out of its contestant's medians, and its table says how many."""
-    titles = {k: t.split(" (")[0] for k, _, t in THROUGHPUT + NS_THROUGHPUT + PARALLEL}
+    titles = {k: t.split(" (")[0].format(size=SIZE, **r.get("par", PAR_DEFAULT))
+              for k, _, t in THROUGHPUT + NS_THROUGHPUT + PARALLEL}
     titles.update(rr="Round trips", ns_rr="Namespace topology: round trips", echo="smb2.bench.echo",
                   obs_get="Observability costs: smbclient get", obs_echo="Observability costs: echo")
     out = []
@@ -744,10 +749,17 @@ def timing_line(r):
             " (set-up included).")
 
 
+def size_str(mib):
+    """A transfer size for titles: "1 GiB", or "256 MiB"."""
+    return f"{mib >> 10} GiB" if mib >= 1024 and mib % 1024 == 0 else f"{mib} MiB"
+
+
 def write(r, outdir):
+    global SIZE
+    SIZE = size_str(r.get("mib", 1024))
     mi = r.get("machine", {})
     # the transfer size of bulk, get and put; the parallel titles give theirs
-    sized = any(r.get(k) for k, _, _ in THROUGHPUT)
+    sized = any(r.get(k) for k, _, _ in THROUGHPUT + NS_THROUGHPUT)
     parts = [f"Machine: {mi.get('cpus')} cores ({mi.get('model', '').strip()}), {mi.get('mem_gib')} GiB, "
              f"kernel {mi.get('kernel')}, {mi.get('samba')}, {mi.get('haproxy')}; {mi.get('date')}; "
              f"{r.get('runs')} interleaved runs per figure" + (f", {r.get('mib')} MiB transfers" if sized else "") +
@@ -762,7 +774,7 @@ def write(r, outdir):
               if r.get("loadavg") else "") + timing_line(r) + "\n"]
     for key, unit, title in THROUGHPUT:
         if r.get(key):
-            parts.append(throughput_table(r[key], unit_key(unit), unit, title))
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE)))
     for key, unit, title in PARALLEL:
         if r.get(key):
             parts.append(parallel_table(r[key], unit_key(unit), unit, title.format(**r.get("par", PAR_DEFAULT))))
@@ -776,7 +788,8 @@ def write(r, outdir):
         parts.append(office_table(r["office"], "loopback"))
     for key, unit, title in NS_THROUGHPUT:
         if r.get(key):
-            parts.append(throughput_table(r[key], unit_key(unit), unit, title, "direct-ns", "pasta"))
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE), "direct-ns",
+                                          "pasta"))
     if r.get("ns_rr"):
         parts.append(rr_table(r["ns_rr"], "Namespace topology: round trips", r.get("rr_trips", 200)))
     if (r.get("office") or {}).get("ns"):
