@@ -692,7 +692,7 @@ static int start(struct proxy *px, struct options *opt)
 		if (*err)
 			log_warn("%s", err);
 	}
-	px->pipe_budget.max = opt->max_pipes;
+	px->pipe_budget.pipes.limit = opt->max_pipes;
 	px->unpipe.limit = (long)opt->max_pipes * (long)opt->pipe_size;
 	if (init_workers(px))
 		return -1;

@@ -77,14 +77,13 @@ void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
  */
 static bool pipe_budget_take(struct pipe_budget *b)
 {
-	if (__atomic_add_fetch(&b->open, 1, __ATOMIC_RELAXED) > b->max)
-		goto full;
-	if (b->fds && !budget_take(b->fds, 2))
-		goto full;
+	if (!budget_take(&b->pipes, 1))
+		return false;
+	if (b->fds && !budget_take(b->fds, 2)) {
+		budget_give(&b->pipes, 1);
+		return false;
+	}
 	return true;
-full:
-	__atomic_sub_fetch(&b->open, 1, __ATOMIC_RELAXED);
-	return false;
 }
 
 /**
@@ -93,7 +92,7 @@ full:
  */
 static void pipe_budget_give(struct pipe_budget *b)
 {
-	__atomic_sub_fetch(&b->open, 1, __ATOMIC_RELAXED);
+	budget_give(&b->pipes, 1);
 	if (b->fds)
 		budget_give(b->fds, 2);
 }
@@ -106,7 +105,7 @@ static void pipe_budget_give(struct pipe_budget *b)
  */
 unsigned pool_budget_open(const struct pipe_budget *b)
 {
-	return __atomic_load_n(&b->open, __ATOMIC_RELAXED);
+	return (unsigned)__atomic_load_n(&b->pipes.used, __ATOMIC_RELAXED);
 }
 
 /**

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "budget.h"
 
 /**
  * struct pipe_slot - one pipe, either lent to a direction or free
@@ -22,16 +22,14 @@ struct pipe_slot {
 
 /**
  * struct pipe_budget - the process-wide cap on open pipes
- * @max:	--max-pipes
- * @open:	pipes open now, in every pool (atomic)
+ * @pipes:	--max-pipes as its limit, pipes open in every pool as used
  * @fds:	the descriptor budget a pipe's two ends come out of, or NULL
  *
  * Shared by the pools of all worker threads, so that --max-pipes holds
  * for the whole process.
  */
 struct pipe_budget {
-	unsigned max;
-	unsigned open;
+	struct budget pipes;
 	struct budget *fds;
 };
 

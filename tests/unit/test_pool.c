@@ -15,7 +15,7 @@
 
 static void test_cap_and_reuse(void **state)
 {
-	struct pipe_budget b = { .max = 2 };
+	struct pipe_budget b = { .pipes.limit = 2 };
 	struct pipe_pool p;
 	struct pipe_slot *x, *y, *z;
 
@@ -50,7 +50,7 @@ static void test_cap_and_reuse(void **state)
  * budget, and a pipe one closes is room for the other. */
 static void test_budget_shared(void **state)
 {
-	struct pipe_budget b = { .max = 3 };
+	struct pipe_budget b = { .pipes.limit = 3 };
 	struct pipe_pool p1, p2;
 	struct pipe_slot *a, *c, *d;
 
@@ -79,7 +79,7 @@ static void test_budget_shared(void **state)
 
 static void test_size_applied(void **state)
 {
-	struct pipe_budget b = { .max = 1 };
+	struct pipe_budget b = { .pipes.limit = 1 };
 	struct pipe_pool p;
 	struct pipe_slot *a;
 
@@ -94,7 +94,7 @@ static void test_size_applied(void **state)
 
 static void test_drop_closes(void **state)
 {
-	struct pipe_budget b = { .max = 4 };
+	struct pipe_budget b = { .pipes.limit = 4 };
 	struct pipe_pool p;
 	struct pipe_slot *a;
 	int rd;
@@ -112,7 +112,7 @@ static void test_drop_closes(void **state)
 
 static void test_zero_cap_never_lends(void **state)
 {
-	struct pipe_budget b = { .max = 0 };
+	struct pipe_budget b = { .pipes.limit = 0 };
 	struct pipe_pool p;
 
 	pool_init(&p, &b, 65536);
@@ -125,7 +125,7 @@ static void test_zero_cap_never_lends(void **state)
  * coldest first, and keeps the ones in use. */
 static void test_trim_closes_idle_pipes(void **state)
 {
-	struct pipe_budget b = { .max = 8 };
+	struct pipe_budget b = { .pipes.limit = 8 };
 	struct pipe_pool p;
 	struct pipe_slot *s[4];
 	int rd3;

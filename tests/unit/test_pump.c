@@ -239,7 +239,7 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
 	memset(&fx, 0, sizeof(fx));
 	fx.src.fd = SRC;
 	fx.dst.fd = DST;
-	fx.budget.max = max_pipes;
+	fx.budget.pipes.limit = max_pipes;
 	pool_init(&fx.pool, &fx.budget, 8192);
 	bufpool_init(&fx.bufs, BUF, 4 * BUF);
 	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, &fx.bufs, splice_ok, NULL,
