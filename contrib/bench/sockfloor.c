@@ -278,6 +278,23 @@ static void forward_early(int from, int to)
 }
 
 /**
+ * tcp_info_of() - a socket's TCP_INFO
+ * @fd:		the socket
+ * @ti:		filled in
+ *
+ * Return: 0, or -1 if getsockopt() failed (@ti is then zeroed)
+ */
+static int tcp_info_of(int fd, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+
+	if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len))
+		return 0;
+	memset(ti, 0, sizeof(*ti));
+	return -1;
+}
+
+/**
  * tcp_received() - sequence space a socket has received: its bytes and FIN
  * @fd:		the socket
  *
@@ -286,10 +303,8 @@ static void forward_early(int from, int to)
 static uint64_t tcp_received(int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
 
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return 0;
+	tcp_info_of(fd, &ti);
 	return ti.tcpi_bytes_received;
 }
 
@@ -305,11 +320,9 @@ static uint64_t tcp_received(int fd)
 static uint64_t tcp_queued(int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
 	int outq;
 
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
-	    ioctl(fd, SIOCOUTQ, &outq))
+	if (tcp_info_of(fd, &ti) || ioctl(fd, SIOCOUTQ, &outq))
 		return 0;
 	return ti.tcpi_bytes_acked + outq;
 }
@@ -323,10 +336,8 @@ static uint64_t tcp_queued(int fd)
 static int tcp_open(int fd)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
 
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return 0;
+	tcp_info_of(fd, &ti);
 	return ti.tcpi_state == BPF_TCP_ESTABLISHED ||
 	       ti.tcpi_state == BPF_TCP_CLOSE_WAIT;
 }
