@@ -28,6 +28,13 @@
  *               on any error, reset or timeout (abortive: both sockets are
  *               closed with SO_LINGER 0, so each peer sees a reset). One log
  *               line tells the story; then everything is freed.
+ *
+ * A stream that ends in the middle of an SMB message is no error: its end
+ * of file is forwarded after its last byte, as direct TCP would, and the
+ * other direction goes on to its own end. Resetting would destroy what the
+ * other direction still had in flight, and a length-framed receiver knows
+ * a message cut short when it reads end of file. The log line says
+ * midframe= and smbsplice_streams_ended_midframe_total counts it.
  */
 #include "config.h"
 
@@ -68,8 +75,6 @@ enum conn_state {
 	CS_CONNECTING, /* the backend connect is in flight, or waits for a
 			* descriptor */
 	CS_OPEN,       /* both directions forward */
-	CS_CUT,	       /* a stream ended mid-message: its last bytes are on
-			* their way, then both peers are reset */
 };
 
 /* After the backend socket could not be created for want of descriptors:
@@ -79,11 +84,6 @@ enum conn_state {
 /* A pipe whose destination has taken none of its bytes for this long is
  * moved to a buffer, so that stalled receivers cannot hold the pool. */
 #define PIPE_HOLD_MAX 1.0
-
-/* A stream cut mid-message: the reset waits this long at most, polling
- * every CUT_POLL, for the bytes before the cut to be acknowledged. */
-#define CUT_DRAIN_MAX 5.0
-#define CUT_POLL      0.01
 
 struct conn;
 
@@ -127,10 +127,8 @@ struct dir {
  *		watcher on @srv while the connect is in flight
  * @timer:	the timeout of the current stage (see enum conn_state)
  * @state:	the stage
- * @cut:	in CS_CUT: the direction whose source ended mid-message
  * @started:	when the client was accepted
- * @deadline:	when the handshake or the connect times out, or when a
- *		cut connection is reset whatever is left
+ * @deadline:	when the handshake or the connect times out
  * @last_active: last time either direction delivered a byte
  * @l:		the listener it came on (a reference)
  * @cfg:	the listener's settings it started with (a reference)
@@ -154,7 +152,6 @@ struct conn {
 	ev_io connect_w;
 	ev_timer timer;
 	enum conn_state state;
-	struct dir *cut;
 	ev_tstamp started, deadline, last_active;
 	struct listener *l;
 	struct lcfg *cfg;
@@ -166,6 +163,22 @@ struct conn {
 	struct timing tm;
 	struct trace_conn *trace;
 };
+
+/**
+ * midframe_word() - which streams ended in the middle of an SMB message
+ * @c:	the connection
+ *
+ * Return: " midframe=" and the direction (named as the metrics name it),
+ * or "" when both ended at a message boundary.
+ */
+static const char *midframe_word(const struct conn *c)
+{
+	static const char *const word[] = { "", " midframe=to_server",
+					    " midframe=to_client",
+					    " midframe=both" };
+
+	return word[c->up.h.midframe | c->down.h.midframe << 1];
+}
 
 /**
  * conn_smb_text() - the SMB part of a connection's log line
@@ -187,7 +200,7 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 	smb_dialect_text(d->dialect, dialect, sizeof(dialect));
 	snprintf(
 		out, outlen,
-		" smb dialect=%s reads=%llu/%lluB writes=%llu/%lluB signed=%s encrypted=%s%s",
+		" smb dialect=%s reads=%llu/%lluB writes=%llu/%lluB signed=%s encrypted=%s%s%s",
 		dialect, (unsigned long long)d->reads,
 		(unsigned long long)d->read_bytes,
 		(unsigned long long)u->writes,
@@ -195,7 +208,8 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 		u->signed_seen || d->signed_seen ? "yes" : "no",
 		u->encrypted_seen || d->encrypted_seen ? "yes" : "no",
 		c->up.opaque_logged || c->down.opaque_logged ? " opaque=yes"
-							     : "");
+							     : "",
+		midframe_word(c));
 	return out;
 }
 
@@ -209,7 +223,7 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 			 const char *why)
 {
 	const struct half *u = &c->up.h, *d = &c->down.h;
-	char smb[192];
+	char smb[256];
 
 	log_info(
 		"conn %s -> %s listener=%s worker=%u end=%s%s%s%s dur=%.3fs "
@@ -454,48 +468,6 @@ static void dir_log_multichannel(struct dir *d)
 }
 
 /**
- * cut_why() - the log's reason for a cut stream
- * @c:	the connection, in CS_CUT
- *
- * Return: a constant string.
- */
-static const char *cut_why(const struct conn *c)
-{
-	return c->cut == &c->up
-		       ? "the client's stream ended in the middle of an SMB message"
-		       : "the server's stream ended in the middle of an SMB message";
-}
-
-/**
- * conn_cut() - a stream ended mid-message: reset both peers once the
- *		bytes before the cut are delivered
- * @c:	the connection
- * @d:	the direction whose source ended, with nothing pending
- *
- * An SMB peer that stops in the middle of a message has died or broken
- * (a server killed during a READ stream sends a FIN all the same). Passing
- * the FIN on would make a cut-off stream look complete, so both peers are
- * reset instead; but only once the other peer has acknowledged the bytes
- * that came before the cut, since a reset discards whatever it has not
- * received. That wait is bounded by CUT_DRAIN_MAX.
- */
-static void conn_cut(struct conn *c, struct dir *d)
-{
-	struct ev_loop *loop = c->w->loop;
-
-	stall_forget(&c->up);
-	stall_forget(&c->down);
-	ev_io_stop(loop, &c->up.rd);
-	ev_io_stop(loop, &c->up.wr);
-	ev_io_stop(loop, &c->down.rd);
-	ev_io_stop(loop, &c->down.wr);
-	c->state = CS_CUT;
-	c->cut = d;
-	c->deadline = ev_now(loop) + CUT_DRAIN_MAX;
-	conn_rearm(c, 0.);
-}
-
-/**
  * dir_run() - run a direction and arm the watcher it asks for
  * @d:	the direction
  */
@@ -539,9 +511,6 @@ static void dir_run(struct dir *d)
 		d->done = true;
 		if (other->done)
 			conn_end(c, END_FIN, NULL);
-		return;
-	case PUMP_CUT:
-		conn_cut(c, d);
 		return;
 	case PUMP_SRC_ERR:
 	case PUMP_DST_ERR:
@@ -600,14 +569,6 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		snprintf(why, sizeof(why), "connect timed out after %gs",
 			 o->connect_timeout);
 		conn_backend_failed(c, END_TIMEOUT, why);
-		return;
-	case CS_CUT:
-		if (sock_unacked(c->cut->h.dst->fd) &&
-		    ev_now(loop) < c->deadline) {
-			conn_rearm(c, CUT_POLL);
-			return;
-		}
-		conn_end(c, END_ERROR, cut_why(c));
 		return;
 	case CS_OPEN:
 		left = c->last_active + o->idle_timeout - ev_now(loop);

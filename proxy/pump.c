@@ -29,9 +29,15 @@
  * carried MORE. When the source runs dry, sock_uncork() pushes whatever MORE
  * left waiting, so no tail waits for the kernel's 200 ms timer. End of
  * file is forwarded with shutdown(SHUT_WR) once nothing is pending; the
- * FIN pushes any held bytes with it. In smb mode a source that ends in the
- * middle of a message (a server killed mid-READ) is not a clean end: no
- * FIN is forwarded, and the caller resets the connection (PUMP_CUT).
+ * FIN pushes any held bytes with it (the kernel sends a FIN segment
+ * regardless of the cork), so no uncork is needed there.
+ *
+ * End of file is forwarded the same way when, in smb mode, it comes in the
+ * middle of a message (a server killed mid-READ, a frame whose length
+ * overstates its bytes): direct TCP would deliver every byte and the FIN,
+ * and a length-framed receiver knows a message cut short when it reads
+ * end of file. The direction only notes it (@midframe, counted), so that
+ * the log and the metrics can say so; the other direction goes on.
  *
  * No function here knows about the event loop: half_run() reports what it
  * waits for and the caller arms its watchers to match.
@@ -341,10 +347,16 @@ static enum io_res fill_splice(struct half *h, size_t limit, bool first)
  * half_finish() - forward end of file once nothing is pending
  * @h:	the direction
  *
+ * Called once: it sets @dst_shut, and half_run() goes no further after.
+ *
  * Return: PUMP_FIN, or PUMP_DST_ERR if the destination is already gone.
  */
 static enum pump_status half_finish(struct half *h)
 {
+	if (framed(h) && smb_framer_mid_message(h->fr)) {
+		h->midframe = true;
+		counter_add(&h->tot->midframe_ends, 1);
+	}
 	h->dst_shut = true;
 	h->dst->corked = false; /* the FIN pushes whatever MORE held back */
 	if (shutdown(h->dst->fd, SHUT_WR)) {
@@ -432,9 +444,7 @@ enum pump_status half_run(struct half *h)
 		if (r == IO_BLOCKED)
 			return PUMP_WAIT_WRITE;
 		if (h->src_eof)
-			return framed(h) && smb_framer_mid_message(h->fr)
-				       ? PUMP_CUT
-				       : half_finish(h);
+			return half_finish(h);
 		/* The last read may have emptied the socket, and then no
 		 * event would come to push what MORE held back. */
 		if (!budget)

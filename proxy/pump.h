@@ -21,12 +21,15 @@
  * @copy_calls:		recv() and send() calls made
  * @more_writes:	writes that carried MORE (MSG_MORE, SPLICE_F_MORE)
  * @uncorks:		setsockopt(TCP_CORK, 0) calls on the destination
+ * @midframe_ends:	smb mode: sources that ended in the middle of an SMB
+ *			message (their end of file was forwarded all the same)
  */
 struct half_stats {
 	uint64_t spliced, copied;
 	uint64_t splice_calls, copy_calls;
 	uint64_t more_writes;
 	uint64_t uncorks;
+	uint64_t midframe_ends;
 };
 
 /**
@@ -47,6 +50,7 @@ struct half_stats {
  *		was empty then
  * @src_eof:	@src returned end of file; nothing more will be read
  * @dst_shut:	end of file was forwarded with shutdown(SHUT_WR)
+ * @midframe:	smb mode: @src ended in the middle of an SMB message
  * @err:	errno of the failure, after PUMP_SRC_ERR or PUMP_DST_ERR
  * @fr:		SMB framer in smb mode, NULL in tcp mode; once it turns
  *		opaque, @policy chooses instead
@@ -74,7 +78,7 @@ struct half {
 	size_t buf_off, buf_len;
 	bool buf_own;
 	bool more, drained;
-	bool src_eof, dst_shut;
+	bool src_eof, dst_shut, midframe;
 	int err;
 	struct smb_framer *fr;
 	struct flow_policy policy;
@@ -89,9 +93,8 @@ struct half {
 enum pump_status {
 	PUMP_WAIT_READ,	 /* nothing pending, @src has no bytes: wait to read */
 	PUMP_WAIT_WRITE, /* bytes pending, @dst is full: wait to write */
-	PUMP_FIN,	 /* end of file forwarded: this direction is done */
-	PUMP_CUT,	 /* smb mode: @src ended in the middle of a message; all
-			  * before it is written, no end of file forwarded */
+	PUMP_FIN,	 /* end of file forwarded: this direction is done
+			  * (@midframe says whether it came mid-message) */
 	PUMP_SRC_ERR,	 /* reading @src failed, see @err */
 	PUMP_DST_ERR,	 /* writing @dst failed, see @err */
 };

@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ioctl.h>
 #include <arpa/inet.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -283,28 +281,4 @@ void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
 	} else {
 		snprintf(out, outlen, "?");
 	}
-}
-
-/**
- * sock_unacked() - bytes written to a socket that the peer has not
- *		    acknowledged yet
- * @fd:	a TCP socket
- *
- * A socket the peer reset counts none: they will never be acknowledged.
- *
- * Return: the count (SIOCOUTQ: unsent plus unacknowledged), or 0 if the
- * socket is closed or cannot tell, so that nobody waits on it for ever.
- */
-int sock_unacked(int fd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	int n = 0;
-
-	if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
-	    ti.tcpi_state == TCP_CLOSE)
-		return 0;
-	if (ioctl(fd, SIOCOUTQ, &n))
-		return 0;
-	return n;
 }

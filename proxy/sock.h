@@ -26,7 +26,6 @@ int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
-int sock_unacked(int fd);
 int sock_stream(int family, bool mptcp);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
 		bool mptcp);

@@ -633,15 +633,20 @@ class Proxy:
 CONN_RE = re.compile(r"conn (\S+) -> (\S+) listener=(\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "
                      r"c2s=(\d+) \(splice (\d+) copy (\d+)\) s2c=(\d+) \(splice (\d+) copy (\d+)\)")
 
+# smb mode: which streams ended in the middle of an SMB message.
+MIDFRAME_RE = re.compile(r" midframe=(\S+)")
+
 
 def parse_conn_line(line):
     m = CONN_RE.search(line)
     if not m:
         raise TestFailure(f"malformed connection log line: {line}")
     g = m.groups()
+    mid = MIDFRAME_RE.search(line)
     return {"client": g[0], "backend": g[1], "listener": g[2], "worker": int(g[3]), "end": g[4], "why": g[5],
             "dur": float(g[6]), "c2s": int(g[7]), "c2s_splice": int(g[8]), "c2s_copy": int(g[9]),
-            "s2c": int(g[10]), "s2c_splice": int(g[11]), "s2c_copy": int(g[12])}
+            "s2c": int(g[10]), "s2c_splice": int(g[11]), "s2c_copy": int(g[12]),
+            "midframe": mid.group(1) if mid else None}
 
 
 def recv_exact(s, n):

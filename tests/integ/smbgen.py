@@ -455,9 +455,10 @@ class Stream:
         self.sha256 = hashlib.sha256(self.data).hexdigest()
         self.expect = walk(self.data, thresholds)
         # In smb mode a stream that ends in the middle of a message, still
-        # framed, is a cut: smbsplice delivers every byte, then resets both
-        # peers instead of passing the FIN on. A truncated tail is one way;
-        # a frame length past the end of the stream is another.
+        # framed, is a cut: smbsplice delivers every byte and passes the
+        # FIN on, as TCP would, and counts it in
+        # smbsplice_streams_ended_midframe_total. A truncated tail is one
+        # way; a frame length past the end of the stream is another.
         self.cut = self.expect.opaque_at is None and self.expect.mid_message
 
     def frame_at(self, off):
@@ -621,10 +622,8 @@ def corrupt(rng, frames, b):
     return f"{kind}: frame {i} ({f.kind}) {name} {old if old is not None else ''} -> {new}"
 
 
-def make_stream(seed, direction, profile, thresholds, truncate=True, corrupt_ok=True):
-    """Build one direction's stream of the pair named by @seed (with
-    @truncate false, never with a truncated tail; with @corrupt_ok false,
-    never corrupted)."""
+def make_stream(seed, direction, profile, thresholds):
+    """Build one direction's stream of the pair named by @seed."""
     rng = random.Random(seed * 2 + (direction == "to_client"))
     b = Builder(rng)
     nframes = rng.randint(profile.frames_min, profile.frames_max)
@@ -645,8 +644,8 @@ def make_stream(seed, direction, profile, thresholds, truncate=True, corrupt_ok=
                 b.pending[b.pending.index(p)] = p[:3] + (p[3] - 1,)
     for p in b.pending:
         frames.append(final_for(b, p))
-    corruption = corrupt(rng, frames, b) if rng.random() < profile.corrupt and corrupt_ok else None
-    truncated = rng.random() < profile.truncate and truncate
+    corruption = corrupt(rng, frames, b) if rng.random() < profile.corrupt else None
+    truncated = rng.random() < profile.truncate
     if truncated:
         kind = rng.choice(("read_large", "compound_rsp", "encrypted") if direction == "to_client"
                           else ("write_large", "compound_req", "encrypted"))
@@ -668,17 +667,6 @@ class Pair:
         self.thresholds = thresholds or THRESHOLDS_4K
         self.up = make_stream(seed, "to_server", self.profile, self.thresholds)
         self.down = make_stream(seed, "to_client", self.profile, self.thresholds)
-        # Two cuts on one connection: the first resets it, so the other
-        # stream's tail could never arrive. Keep one: drop the client's
-        # truncated tail, then the server's, then the client's corruption
-        # (a frame length past the end cuts a stream too).
-        if self.up.cut and self.down.cut:
-            self.up = make_stream(seed, "to_server", self.profile, self.thresholds, truncate=False)
-        if self.up.cut and self.down.cut:
-            self.down = make_stream(seed, "to_client", self.profile, self.thresholds, truncate=False)
-        if self.up.cut and self.down.cut:
-            self.up = make_stream(seed, "to_server", self.profile, self.thresholds, truncate=False,
-                                  corrupt_ok=False)
 
     def opaque(self):
         """smbsplice counts a connection as one fallback if either
@@ -914,12 +902,9 @@ def connect(px, pace, timeout=60):
     return s
 
 
-def send_stream(s, stream, rng, pace, skip=0, before_eof=None):
+def send_stream(s, stream, rng, pace, skip=0):
     """Send @stream (from byte @skip) in random chunks, some cut at its
-    marks, with random pauses; then shut the write side, once
-    before_eof(), if given, has returned: for a cut stream the caller waits
-    there until the other direction has arrived whole, since the end of a
-    cut stream resets the connection."""
+    marks, with random pauses; then shut the write side."""
     data, marks = memoryview(stream.data), stream.marks
     off = skip
     while off < len(data):
@@ -943,8 +928,6 @@ def send_stream(s, stream, rng, pace, skip=0, before_eof=None):
         off += n
         if rng.random() < (pace.send_pause * (3 if at_mark else 1)):
             time.sleep(rng.uniform(0.0001, pace.short))
-    if before_eof:
-        before_eof()
     s.shutdown(socket.SHUT_WR)
 
 
@@ -974,7 +957,6 @@ class Result:
         self.up = None    # bytes the server received
         self.down = None  # bytes the client received
         self.errors = []
-        self.reset = {"to_server": False, "to_client": False}  # ended in a reset
         self.served = threading.Event()  # the server side is done
 
     def mismatches(self):
@@ -1007,18 +989,14 @@ def first_difference(a, b):
 class Batch:
     """Stream pairs shared between the test's clients and its server.
 
-    With @cuts (smb mode), a stream cut mid-message ends in a reset after
-    its last byte, and is sent last (see send_stream())."""
+    Every stream, cut mid-message or not, ends in a clean end of file after
+    its last byte, in both modes."""
 
-    def __init__(self, pairs, pace, cuts=True):
+    def __init__(self, pairs, pace):
         self.pairs = {p.seed: p for p in pairs}
         self.results = {p.seed: Result(p) for p in pairs}
         self.pace = pace
-        self.cuts = cuts
         self.stray = []
-
-    def _cut(self, stream):
-        return self.cuts and stream.cut
 
     def serve(self, c):
         """Server side of one connection: read the hello, then receive the
@@ -1034,32 +1012,22 @@ class Batch:
         res = self.results[seed]
         pair = res.pair
         got = bytearray(hello_b)
-        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0x5eed), got, res, pair.up),
-                             daemon=True)
+        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0x5eed), got, res), daemon=True)
         t.start()
         try:
-            send_stream(c, pair.down, random.Random(seed ^ 0xd0), self.pace,
-                        before_eof=t.join if self._cut(pair.down) else None)
+            send_stream(c, pair.down, random.Random(seed ^ 0xd0), self.pace)
         except OSError as e:
             res.errors.append(f"server send: {e!r}")
         t.join()
         res.up = bytes(got)
         res.served.set()
 
-    def _recv(self, c, rng, into, res, stream):
-        """Receive @stream: to EOF, or for a cut stream to its reset."""
-        cut = self._cut(stream)
+    def _recv(self, c, rng, into, res):
+        """Receive a stream to its end of file."""
         try:
             recv_stream(c, rng, self.pace, into)
-        except ConnectionResetError as e:
-            if not cut:
-                res.errors.append(f"recv: {e!r}")
-            res.reset[stream.direction] = True
         except OSError as e:
             res.errors.append(f"recv: {e!r}")
-        else:
-            if cut:
-                res.errors.append(f"recv {stream.direction}: a clean end where the cut should have reset")
 
     def client(self, connect, seed):
         """Client side: connect, send, receive, both at once."""
@@ -1071,12 +1039,10 @@ class Batch:
             return
         _nodelay(c)
         got = bytearray()
-        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0xc1), got, res, res.pair.down),
-                             daemon=True)
+        t = threading.Thread(target=self._recv, args=(c, random.Random(seed ^ 0xc1), got, res), daemon=True)
         t.start()
         try:
-            send_stream(c, res.pair.up, random.Random(seed ^ 0xc5), self.pace,
-                        before_eof=t.join if self._cut(res.pair.up) else None)
+            send_stream(c, res.pair.up, random.Random(seed ^ 0xc5), self.pace)
         except OSError as e:
             res.errors.append(f"client send: {e!r}")
         t.join()
@@ -1091,9 +1057,7 @@ def run_batch(px, srv_batch_holder, pairs, pace, timeout=120):
     current Batch from. Returns the Batch, with its results filled in,
     once both ends of every connection are done, or after @timeout.
     """
-    argv = getattr(px, "argv", [])
-    tcp = "--mode" in argv and argv[argv.index("--mode") + 1] == "tcp"
-    batch = Batch(pairs, pace, cuts=not tcp)
+    batch = Batch(pairs, pace)
     srv_batch_holder[0] = batch
     threads = [threading.Thread(target=batch.client, args=(lambda: connect(px, pace, timeout), p.seed), daemon=True)
                for p in pairs]
@@ -1132,6 +1096,7 @@ class Totals:
     def __init__(self):
         self.dir = {d: collections.Counter() for d in DIRECTIONS}
         self.bytes = collections.Counter()
+        self.midframe = collections.Counter()  # streams cut mid-message
         self.conns = 0
         self.opaque = 0
 
@@ -1141,6 +1106,7 @@ class Totals:
         for d, s in (("to_server", pair.up), ("to_client", pair.down)):
             self.dir[d].update(s.expect.counts)
             self.bytes[d] += len(s.data)
+            self.midframe[d] += s.cut
 
 
 def compare_metrics(m, tot):
@@ -1173,6 +1139,8 @@ def compare_metrics(m, tot):
                e[("payload_bytes", cls)])
         eq(f"{d} interim READ responses", metric(m, "smbsplice_read_interim_total", direction=d), e[("interim",)])
         eq(f"{d} READ error bodies", metric(m, "smbsplice_read_errors_total", direction=d), e[("read_errors",)])
+        eq(f"{d} streams ended mid-message", metric(m, "smbsplice_streams_ended_midframe_total", direction=d),
+           tot.midframe[d])
     eq("opaque fallbacks", metric(m, "smbsplice_opaque_fallbacks_total"), tot.opaque)
     eq("connections", metric(m, "smbsplice_connections_total"), tot.conns)
     return out

@@ -10,12 +10,12 @@ the payloads are spliced. Three faults, in smb mode and in tcp mode:
      speed, just after it stopped sending in the middle of a frame (told
      to with SIGUSR1: a kill at full speed alone falls between two frames
      now and then). Its kernel sends the bytes it holds, then a FIN in the
-     middle of a READ response. In smb mode that is a cut: the client gets every
-     byte up to it (as many as the log's s2c says smbsplice delivered),
-     then a reset, within 1 s of the kill, and the log says
-     end=error (the server's stream ended in the middle of an SMB
-     message). In tcp mode the FIN is forwarded as a clean end after
-     every byte: the client gets EOF within 1 s, and end=fin.
+     middle of a READ response. In both modes the FIN is forwarded after
+     every byte, as direct TCP would: the client gets every byte up to it
+     (as many as the log's s2c says smbsplice delivered), then EOF within
+     1 s of the kill, and the log says end=fin; in smb mode it adds
+     midframe=to_client, and smbsplice_streams_ended_midframe_total
+     counts it.
   b. the client process is SIGKILLed while it reads slowly (after 4 MiB
      at full speed, 16 KiB every 20 ms with a 64 KiB receive buffer), so
      that smbsplice holds a full pipe for it (smbsplice_pipes_lent >= 1,
@@ -116,15 +116,14 @@ def server_killed(px, be, mode):
           "bytes: the stream was cut in the middle of a READ response")
     check(ln["s2c"] == got, f"{label}: the client got every byte smbsplice delivered (log s2c={ln['s2c']})")
     check(ln["s2c_splice"] > got // 2, f"{label}: the stream was spliced ({ln['s2c_splice']} bytes)")
-    if mode == "smb":
-        check(e[1] == "reset", f"{label}: the client saw a reset after the bytes before the cut ({e[1]})")
-        check(t_end - t_kill < 1.0, f"{label}: the reset came {t_end - t_kill:.3f} s after the kill (< 1 s)")
-        check(ln["end"] == "error" and ln["why"] == "the server's stream ended in the middle of an SMB message",
-              f"{label}: logged end={ln['end']} ({ln['why']})")
-    else:
-        check(e[1] == "eof", f"{label}: tcp mode forwards the FIN: the client saw a clean end ({e[1]})")
-        check(t_end - t_kill < 1.0, f"{label}: the end came {t_end - t_kill:.3f} s after the kill (< 1 s)")
-        check(ln["end"] == "fin", f"{label}: logged end={ln['end']}")
+    check(e[1] == "eof", f"{label}: the FIN is forwarded: the client saw a clean end ({e[1]})")
+    check(t_end - t_kill < 1.0, f"{label}: the end came {t_end - t_kill:.3f} s after the kill (< 1 s)")
+    check(ln["end"] == "fin", f"{label}: logged end={ln['end']} ({ln['why']})")
+    want = "to_client" if mode == "smb" else None
+    check(ln["midframe"] == want, f"{label}: logged midframe={ln['midframe']} (expected {want})")
+    counted = metric(scrape(px.stats_port), "smbsplice_streams_ended_midframe_total", direction="to_client")
+    check(counted == (mode == "smb"), f"{label}: smbsplice_streams_ended_midframe_total{{direction=\"to_client\"}} "
+          f"{counted:.0f}")
     settled(px, label)
     fresh_round(px, be, label)
 

@@ -770,6 +770,76 @@ static void test_smb_garbage_goes_opaque(void **state)
 	teardown_half();
 }
 
+/* smb mode, a READ response cut short in the middle of its spliced payload,
+ * the cut coming while the pipe still holds bytes the destination has not
+ * taken: every byte up to the cut is delivered, then end of file is
+ * forwarded as direct TCP would (no reset), and the direction notes that
+ * it ended mid-message. */
+static void test_smb_midframe_eof_forwarded_after_pipe(void **state)
+{
+	size_t n, cut = BUF + 3 * 8192 + 1000;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, PIPES_PAYLOAD);
+	assert_true(cut < n);
+	stream = smbbuf;
+	memset(&frst, 0, sizeof(frst));
+	smb_framer_init(&fr, &th64k, &frst);
+	fx.h.fr = &fr;
+	src_add(A_BYTES, cut, 0);
+	src_add(A_EOF, 0, 0);
+	dst_add(A_BYTES, BUF + 500, 0);
+	dst_add(A_ERR, 0, EAGAIN);
+	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_true(half_holds_pipe(&fx.h));
+	assert_int_equal(w.shutdowns, 0);
+
+	dst_add(A_BYTES, 1 << 20, 0);
+	for (int i = 0; i < 10 && !w.shutdowns; i++)
+		assert_int_not_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(w.consumed, cut);
+	assert_int_equal(w.shutdowns, 1);
+	assert_true(fx.h.spliced > 0);
+	assert_true(fx.h.midframe);
+	assert_int_equal(fx.tot.midframe_ends, 1);
+	assert_false(fx.dst.corked);
+	teardown_half();
+}
+
+/* smb mode, a cut right after a pipe that was written with MORE: the FIN
+ * itself pushes what MORE held back (the kernel sends a FIN segment
+ * whatever the cork), so no setsockopt() is spent on it. A stream that
+ * ends at a message boundary is not counted. */
+static void test_smb_midframe_eof_after_more(void **state)
+{
+	size_t n, cut = BUF + 2 * 8192;
+
+	setup_half(4, true);
+	n = build_read_response(smbbuf, PIPES_PAYLOAD);
+	setup_smb(&th64k, cut);
+	src_add(A_EOF, 0, 0);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(w.consumed, cut);
+	assert_true(w.last_splice_flags & SPLICE_F_MORE);
+	assert_int_equal(w.uncork_calls, 0);
+	assert_int_equal(w.shutdowns, 1);
+	assert_false(fx.dst.corked);
+	assert_true(fx.h.midframe);
+	teardown_half();
+
+	setup_half(4, true);
+	setup_smb(&th64k, n);
+	src_add(A_EOF, 0, 0);
+	for (int i = 0; i < 10 && !w.shutdowns; i++)
+		half_run(&fx.h);
+	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(w.consumed, n);
+	assert_false(fx.h.midframe);
+	assert_int_equal(fx.tot.midframe_ends, 0);
+	teardown_half();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,6 +868,8 @@ int main(void)
 		cmocka_unit_test(test_smb_below_threshold_copied),
 		cmocka_unit_test(test_smb_small_messages_one_recv_one_send),
 		cmocka_unit_test(test_smb_garbage_goes_opaque),
+		cmocka_unit_test(test_smb_midframe_eof_forwarded_after_pipe),
+		cmocka_unit_test(test_smb_midframe_eof_after_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
