@@ -7,14 +7,16 @@
  * starts, then one TCP segment per SMB frame, each direction's sequence
  * numbers counting every byte the stream carried, and a FIN or RST at the
  * end. A segment's record holds the frame's first bytes only: up to the
- * first READ or WRITE data, or the first payload that is spliced, and at
- * most TRACE_SNAP bytes; its original length is the whole frame's, as a
- * capture with a snaplen would have it. A frame longer than an IP packet
- * is written as one segment with its first bytes and as many empty ones
- * as its length takes. So the trace reads like tcpdump -s 512 of the
- * client side, and tshark decodes every SMB2 header in it; yet nothing
- * spliced is ever copied, and the trace costs a copy of a few hundred
- * bytes per frame.
+ * first READ or WRITE data, the first payload that is spliced, or the
+ * first byte the framer says no record may keep (smb_msg_storable(): a
+ * SESSION_SETUP's security blob, from which a password can be cracked),
+ * and at most TRACE_SNAP bytes; its original length is the whole
+ * frame's, as a capture with a snaplen would have it. A frame longer
+ * than an IP packet is written as one segment with its first bytes and
+ * as many empty ones as its length takes. So the trace reads like
+ * tcpdump -s 512 of the client side, and tshark decodes every SMB2 header
+ * in it; yet nothing spliced is ever copied, and the trace costs a copy
+ * of a few hundred bytes per frame.
  *
  * The bytes come from the pump (trace_chunk(), around each read; spliced
  * bytes are only counted) and where frames start and what they hold from
@@ -22,7 +24,8 @@
  * the cut are in; only one frame per direction can be waiting for bytes,
  * the last one of a read, and it waits in @buf. A direction that is not
  * SMB (tcp mode, or the framer gave up) is written as one segment with
- * its first TRACE_SNAP bytes, with a log line saying so.
+ * its first TRACE_RAW_SNAP bytes, with a log line saying so: too few to
+ * hold an SMB session's second message (in tcp mode, its SESSION_SETUP).
  */
 #include "config.h"
 
@@ -38,6 +41,9 @@
 
 /* Bytes of a frame a trace record holds at most. */
 #define TRACE_SNAP 512u
+/* Bytes of a stream not framed as SMB that its one record holds: enough
+ * to tell what it is, too few to reach a second SMB message. */
+#define TRACE_RAW_SNAP 64u
 /* IP and TCP header bytes, and the most one segment can claim to carry. */
 #define IP4_HDR	   20u
 #define IP6_HDR	   40u
@@ -258,7 +264,8 @@ void trace_conn_start(struct trace_conn *t)
  */
 static void fill(struct trace_dir *td)
 {
-	uint64_t want = td->f_off + (td->f_known ? td->f_cut : TRACE_SNAP);
+	uint32_t snap = td->raw ? TRACE_RAW_SNAP : TRACE_SNAP;
+	uint64_t want = td->f_off + (td->f_known ? td->f_cut : snap);
 	uint64_t from = td->f_off + td->f_have, to = td->c_off + td->c_n;
 
 	if (!td->c_p || from < td->c_off || from >= to)
@@ -345,13 +352,14 @@ void trace_chunk(struct trace_conn *t, enum dir_index d, const uint8_t *p,
  *
  * A frame's first message begins its capture, and ends the one before,
  * whose bytes are all in by now. Any message may cut the record short:
- * READ and WRITE data, and whatever is spliced, stay out.
+ * READ and WRITE data, whatever is spliced, and what the framer says no
+ * record may keep (a SESSION_SETUP's security blob) stay out.
  */
 void trace_message(struct trace_conn *t, enum dir_index d,
 		   const struct smb_msg *m)
 {
 	struct trace_dir *td;
-	uint64_t len;
+	uint64_t len, keep;
 
 	if (!t || t->dir[d].raw)
 		return;
@@ -367,6 +375,9 @@ void trace_message(struct trace_conn *t, enum dir_index d,
 		td->f_done = false;
 		clock_gettime(CLOCK_REALTIME, &td->f_ts);
 	}
+	keep = SMB_PREFIX_LEN + (uint64_t)m->start + smb_msg_storable(m);
+	if (keep < td->f_cut)
+		td->f_cut = (uint32_t)keep;
 	if (m->pay_end > m->pay_start &&
 	    (m->pay_class != SMB_CLASS_OTHER || m->pay_splice) &&
 	    SMB_PREFIX_LEN + m->pay_start < td->f_cut)
@@ -421,7 +432,7 @@ void trace_chunk_done(struct trace_conn *t, enum dir_index d, bool opaque)
 	}
 	fill(td);
 	if (td->raw) {
-		if (td->f_have == TRACE_SNAP)
+		if (td->f_have >= TRACE_RAW_SNAP)
 			write_raw(t, d);
 	} else {
 		finish_frame(t, d);

@@ -1,5 +1,5 @@
-"""--trace is safe to run: the file is its owner's alone, and no link
-planted at its name is followed.
+"""--trace is safe to run: the file is its owner's alone, no link planted
+at its name is followed, and it holds no credentials.
 
 - with --user nobody, the trace is created owned by nobody, mode 0600
   (the umask would have made it 0644), in a directory nobody may write;
@@ -13,7 +13,11 @@ planted at its name is followed.
   --user and without, and no file appears at the link's target;
 - a hard link planted there, to an empty file of nobody's elsewhere or to
   one of root's, is refused likewise and that file is left as it was; a
-  trace left by root is refused under --user with a line naming its owner.
+  trace left by root is refused under --user with a line naming its owner;
+- a real smbclient session (NTLMSSP) through smbsplice: tshark finds its
+  SESSION_SETUP requests and responses in the trace, each record the SMB2
+  header and nothing after it, and "NTLMSSP\\0" is nowhere in the file; in
+  tcp mode (nothing framed), likewise.
 """
 import os
 import pwd
@@ -25,8 +29,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import SMBSPLICE, Proxy, Samba, check, free_port, random_file, run
-from test_trace import trace_records
+from harness import SMBSPLICE, Proxy, Samba, check, free_port, need, random_file, run
+from test_trace import trace_records, tshark
 
 def pcap_records(path):
     """[(caplen, orig_len, bytes)] of a pcap file this machine wrote."""
@@ -84,6 +88,7 @@ def signal_then_ls(px, smb, sig):
 
 
 def main():
+    need("tshark", "tshark")
     nobody = pwd.getpwnam("nobody")
     # Under /tmp, not the build tree: nobody must reach the directory, and
     # the build tree may sit under one only root can enter.
@@ -109,12 +114,21 @@ def body(nobody, base, traces, rootonly, theirs):
     smb = Samba()
     random_file(os.path.join(smb.share, "f.bin"), 1)
 
-    # 1. Owned by --user, 0600.
+    # 1. Owned by --user, 0600; no credentials in it.
     tr = os.path.join(traces, "t.pcap")
     px = Proxy(smb.addr, "--user", "nobody", "--trace", tr, stats=True)
     smb.smbclient(px.port, cmd="ls")
     n = flushed_records(tr, 3)
     check(owned_0600(tr, nobody), f"--user nobody: the trace is nobody's and 0600 ({describe(tr)}, {n} records)")
+    raw = open(tr, "rb").read()
+    setup = tshark(tr, px.port, "-Y", "smb2.cmd == 1", "-T", "fields", "-e", "smb2.flags.response",
+                   "-e", "frame.cap_len", "-e", "frame.len").split("\n")
+    setup = [line.split("\t") for line in setup if line]
+    kinds = {r for r, _, _ in setup}
+    check(len(kinds) == 2 and all(int(c) == 20 + 20 + 4 + 64 < int(l) for _, c, l in setup),
+          f"SESSION_SETUP requests and responses are in the trace as their SMB2 header alone "
+          f"(captured/frame lengths {[(c, l) for _, c, l in setup]})")
+    check(b"NTLMSSP\0" not in raw, f"no NTLMSSP message anywhere in the trace ({len(raw)} bytes)")
 
     # 2. Reopened in place, after a move, and rotated, all as nobody.
     for sig in (signal.SIGHUP, signal.SIGUSR1):
@@ -187,6 +201,15 @@ def body(nobody, base, traces, rootonly, theirs):
     check(rc == 1 and len(lines) == 1 and "owned by uid 0" in lines[0],
           f"a trace root left, under --user nobody: refused, naming its owner (exit {rc}, {lines})")
 
+    # 5. tcp mode: nothing framed, yet no NTLMSSP either.
+    tr = os.path.join(base, "tcp.pcap")
+    px = Proxy(smb.addr, "--mode", "tcp", "--trace", tr)
+    smb.smbclient(px.port, cmd="ls")
+    px.wait_log(r" end=")
+    px.stop()
+    raw = open(tr, "rb").read()
+    check(len(pcap_records(tr)) > 0 and b"NTLMSSP\0" not in raw,
+          f"--mode tcp: no NTLMSSP message in the trace ({len(raw)} bytes)")
     smb.stop()
 
 
