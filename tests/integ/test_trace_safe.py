@@ -1,5 +1,6 @@
 """--trace is safe to run: the file is its owner's alone, no link planted
-at its name is followed, and it holds no credentials.
+at its name is followed, it holds no credentials, and what a client claims
+costs no more records than what it sends.
 
 - with --user nobody, the trace is created owned by nobody, mode 0600
   (the umask would have made it 0644), in a directory nobody may write;
@@ -17,20 +18,32 @@ at its name is followed, and it holds no credentials.
 - a real smbclient session (NTLMSSP) through smbsplice: tshark finds its
   SESSION_SETUP requests and responses in the trace, each record the SMB2
   header and nothing after it, and "NTLMSSP\\0" is nowhere in the file; in
-  tcp mode (nothing framed), likewise.
+  tcp mode (nothing framed), likewise;
+- 50 connections that each send a WRITE header claiming a 16 MiB frame
+  and 100 bytes of it make at most 6 records each (handshake, the frame's
+  one, FINs), not 261; one that sends 200 000 bytes of it makes as many
+  data records as 65 495-byte segments those bytes fill (4), and tshark's
+  TCP analysis finds none missing.
 """
+import math
 import os
 import pwd
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import tempfile
 import time
 
-from harness import SMBSPLICE, Proxy, Samba, check, free_port, need, random_file, run
+from harness import SMBSPLICE, Proxy, Samba, Server, check, free_port, need, random_file, run
+from smbgen import prefix, smb2_header
 from test_trace import trace_records, tshark
+
+SMB2_WRITE = 9
+SEG_MAX = 65535 - 20 - 20  # the most one IPv4 segment's record stands for
+
 
 def pcap_records(path):
     """[(caplen, orig_len, bytes)] of a pcap file this machine wrote."""
@@ -85,6 +98,13 @@ def signal_then_ls(px, smb, sig):
     px.proc.send_signal(sig)
     time.sleep(0.3)
     smb.smbclient(px.port, cmd="ls")
+
+
+def write_claim(total, sent):
+    """A WRITE request whose frame claims @total bytes after its prefix,
+    with @sent bytes of its data: 116 bytes, then the data."""
+    body = struct.pack("<HHIQ16sIIHHI", 49, 64 + 48, total - 64 - 48, 0, bytes(16), 0, 0, 0, 0, 0)
+    return prefix(total) + smb2_header(SMB2_WRITE, msg_id=1) + body + bytes(sent)
 
 
 def main():
@@ -211,6 +231,40 @@ def body(nobody, base, traces, rootonly, theirs):
     check(len(pcap_records(tr)) > 0 and b"NTLMSSP\0" not in raw,
           f"--mode tcp: no NTLMSSP message in the trace ({len(raw)} bytes)")
     smb.stop()
+
+    # 6. Records follow the bytes, not the claim.
+    def drain(c):
+        while c.recv(65536):
+            pass
+    srv = Server(drain)
+    tr = os.path.join(base, "amp.pcap")
+    px = Proxy(srv.addr, "--trace", tr, stats=True)
+    conns = 50
+    for _ in range(conns):
+        c = socket.create_connection(("127.0.0.1", px.port), timeout=10)
+        c.sendall(write_claim(0xFFFFFF, 100))
+        c.close()
+    px.wait_log(r" end=", count=conns, timeout=30)
+    px.stop()
+    n, size = len(pcap_records(tr)), os.path.getsize(tr)
+    check(n <= conns * 6, f"{conns} connections, each a WRITE claiming a 16 MiB frame and 100 bytes of it "
+          f"({len(write_claim(0xFFFFFF, 100))} bytes sent): {n} records, {size} bytes of trace")
+
+    tr = os.path.join(base, "amp2.pcap")
+    px = Proxy(srv.addr, "--trace", tr)
+    msg = write_claim(0xFFFFFF, 200000)
+    c = socket.create_connection(("127.0.0.1", px.port), timeout=10)
+    c.sendall(msg)
+    c.close()
+    px.wait_log(r" end=")
+    px.stop()
+    data = [r for r in pcap_records(tr) if struct.unpack_from(">H", r[2], 22)[0] == px.port and r[1] > 40]
+    want = math.ceil(len(msg) / SEG_MAX)
+    expert = tshark(tr, px.port, "-q", "-z", "expert,warn")
+    check(len(data) == want and not re.search(r"not captured|overlap", expert, re.I),
+          f"a WRITE claiming 16 MiB, {len(msg)} bytes of it sent: {len(data)} data records "
+          f"(the bytes fill {want} segments), none missing for tshark")
+    srv.close()
 
 
 if __name__ == "__main__":
