@@ -11,7 +11,8 @@
  *	anything (reload.c; or taken from systemd's socket activation);
  *   2. the --stats socket;
  *   3. with --user, the switch to that user, keeping only the capabilities
- *	still needed (privs.c);
+ *	still needed (privs.c); then the --trace file, opened as that user
+ *	(tracefile.c);
  *   4. the pipe pool sized to what this user may have, the workers' loops
  *	and pools, the descriptor budget, the log's writer thread;
  *   5. the workers (worker.c), each a thread with its own loop, handed
@@ -677,13 +678,15 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	choose_worker_netns(px);
+	if (metrics_start(px) || become_user(px))
+		return -1;
+	/* As the user it will belong to, who rotates and reopens it: root
+	 * opening a name that user may plant would follow the user's links. */
 	if (*opt->trace &&
 	    tracefile_open(opt->trace, opt->trace_max, err, sizeof(err))) {
 		log_err("%s", err);
 		return -1;
 	}
-	if (metrics_start(px) || become_user(px))
-		return -1;
 	if (px->cfg->ls[0].splice) {
 		opt->max_pipes = pool_fit_kernel(
 			&opt->pipe_size, opt->max_pipes,

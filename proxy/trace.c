@@ -7,14 +7,18 @@
  * starts, then one TCP segment per SMB frame, each direction's sequence
  * numbers counting every byte the stream carried, and a FIN or RST at the
  * end. A segment's record holds the frame's first bytes only: up to the
- * first READ or WRITE data, or the first payload that is spliced, and at
- * most TRACE_SNAP bytes; its original length is the whole frame's, as a
- * capture with a snaplen would have it. A frame longer than an IP packet
- * is written as one segment with its first bytes and as many empty ones
- * as its length takes. So the trace reads like tcpdump -s 512 of the
- * client side, and tshark decodes every SMB2 header in it; yet nothing
- * spliced is ever copied, and the trace costs a copy of a few hundred
- * bytes per frame.
+ * first READ or WRITE data, the first payload that is spliced, or the
+ * first byte the framer says no record may keep (smb_msg_storable(): a
+ * SESSION_SETUP's security blob, from which a password can be cracked),
+ * and at most TRACE_SNAP bytes; its original length is the whole
+ * frame's, as a capture with a snaplen would have it. A frame longer
+ * than an IP packet is written as one segment with its first bytes and
+ * empty ones after it, each written once the bytes it stands for have
+ * passed: a header claiming 16 MiB makes one record, not 257, until the
+ * 16 MiB come. So the trace reads like tcpdump -s 512 of the client
+ * side, and tshark decodes every SMB2 header in it; yet nothing spliced
+ * is ever copied, and the trace costs a copy of a few hundred bytes per
+ * frame and one record per 64 KiB that passed.
  *
  * The bytes come from the pump (trace_chunk(), around each read; spliced
  * bytes are only counted) and where frames start and what they hold from
@@ -22,7 +26,8 @@
  * the cut are in; only one frame per direction can be waiting for bytes,
  * the last one of a read, and it waits in @buf. A direction that is not
  * SMB (tcp mode, or the framer gave up) is written as one segment with
- * its first TRACE_SNAP bytes, with a log line saying so.
+ * its first TRACE_RAW_SNAP bytes, with a log line saying so: too few to
+ * hold an SMB session's second message (in tcp mode, its SESSION_SETUP).
  */
 #include "config.h"
 
@@ -38,6 +43,9 @@
 
 /* Bytes of a frame a trace record holds at most. */
 #define TRACE_SNAP 512u
+/* Bytes of a stream not framed as SMB that its one record holds: enough
+ * to tell what it is, too few to reach a second SMB message. */
+#define TRACE_RAW_SNAP 64u
 /* IP and TCP header bytes, and the most one segment can claim to carry. */
 #define IP4_HDR	   20u
 #define IP6_HDR	   40u
@@ -56,7 +64,8 @@
  * @f_len:	its length, prefix included, once the framer reported it
  * @f_cut:	how much of it the record takes
  * @f_known:	the framer has reported it
- * @f_done:	its record is written
+ * @f_done:	its first record is written
+ * @f_sent:	bytes of it the records written so far stand for
  * @f_have:	bytes of it in @buf
  * @f_ts:	when it was reported
  * @c_p:	the read being walked: its bytes (NULL if spliced)
@@ -71,6 +80,7 @@ struct trace_dir {
 	uint64_t f_off;
 	uint32_t f_len, f_cut;
 	bool f_known, f_done;
+	uint32_t f_sent;
 	uint32_t f_have;
 	struct timespec f_ts;
 	const uint8_t *c_p;
@@ -214,25 +224,36 @@ static void put_segment(const struct trace_conn *t, enum dir_index d,
 }
 
 /**
- * put_frame() - write a frame's record, and the empty segments after it
+ * put_frame() - write a frame's records, as far as its bytes have passed
  * @t:		the connection
  * @d:		the direction
  * @off:	the frame's stream offset
  * @len:	its length
- * @data:	its first bytes
+ * @sent:	bytes of it already written (0: the first record is due),
+ *		updated
+ * @passed:	stream offset up to which bytes have passed
+ * @data:	its first bytes, for the first record
  * @have:	how many
  * @ts:		when
+ *
+ * The first record is written at once; the empty ones after it each
+ * once the bytes it stands for have passed, or the last, shorter one
+ * once the frame has. Records follow the bytes, so a header claiming a
+ * long frame costs one record, not one per 64 KiB of the claim.
  */
 static void put_frame(const struct trace_conn *t, enum dir_index d,
-		      uint64_t off, uint64_t len, const uint8_t *data,
-		      uint32_t have, const struct timespec *ts)
+		      uint64_t off, uint64_t len, uint32_t *sent,
+		      uint64_t passed, const uint8_t *data, uint32_t have,
+		      const struct timespec *ts)
 {
 	uint32_t max = IP_MAX_LEN - (t->v6 ? 0 : IP4_HDR) - TCP_HDR, n;
 
-	for (uint64_t done = 0; done < len; done += n) {
-		n = len - done < max ? (uint32_t)(len - done) : max;
-		put_segment(t, d, ts, TCP_PSH | TCP_ACK, off + done,
-			    done ? NULL : data, done ? 0 : have, n);
+	for (; *sent < len; *sent += n) {
+		n = len - *sent < max ? (uint32_t)(len - *sent) : max;
+		if (*sent && off + *sent + n > passed)
+			break;
+		put_segment(t, d, ts, TCP_PSH | TCP_ACK, off + *sent,
+			    *sent ? NULL : data, *sent ? 0 : have, n);
 	}
 }
 
@@ -258,7 +279,8 @@ void trace_conn_start(struct trace_conn *t)
  */
 static void fill(struct trace_dir *td)
 {
-	uint64_t want = td->f_off + (td->f_known ? td->f_cut : TRACE_SNAP);
+	uint32_t snap = td->raw ? TRACE_RAW_SNAP : TRACE_SNAP;
+	uint64_t want = td->f_off + (td->f_known ? td->f_cut : snap);
 	uint64_t from = td->f_off + td->f_have, to = td->c_off + td->c_n;
 
 	if (!td->c_p || from < td->c_off || from >= to)
@@ -272,18 +294,21 @@ static void fill(struct trace_dir *td)
 }
 
 /**
- * finish_frame() - write the frame's record if its bytes up to the cut
- *		    are in
- * @t:	the connection
- * @d:	the direction
+ * finish_frame() - write the frame's first record if its bytes up to the
+ *		    cut are in, and the records for the bytes since
+ * @t:		the connection
+ * @d:		the direction
+ * @passed:	stream offset up to which bytes have passed
  */
-static void finish_frame(struct trace_conn *t, enum dir_index d)
+static void finish_frame(struct trace_conn *t, enum dir_index d,
+			 uint64_t passed)
 {
 	struct trace_dir *td = &t->dir[d];
 
-	if (!td->f_known || td->f_done || td->f_have < td->f_cut)
+	if (!td->f_known || td->f_have < td->f_cut)
 		return;
-	put_frame(t, d, td->f_off, td->f_len, td->buf, td->f_have, &td->f_ts);
+	put_frame(t, d, td->f_off, td->f_len, &td->f_sent, passed, td->buf,
+		  td->f_have, &td->f_ts);
 	td->f_done = true;
 }
 
@@ -303,12 +328,13 @@ static void end_frame(struct trace_conn *t, enum dir_index d, uint64_t next)
 
 	fill(td);
 	if (td->f_known) {
-		finish_frame(t, d);
+		finish_frame(t, d, next);
 	} else if (next > td->f_off) {
 		uint64_t len = next - td->f_off;
 
 		clock_gettime(CLOCK_REALTIME, &td->f_ts);
-		put_frame(t, d, td->f_off, len, td->buf,
+		td->f_sent = 0;
+		put_frame(t, d, td->f_off, len, &td->f_sent, next, td->buf,
 			  td->f_have < len ? td->f_have : (uint32_t)len,
 			  &td->f_ts);
 	}
@@ -345,13 +371,14 @@ void trace_chunk(struct trace_conn *t, enum dir_index d, const uint8_t *p,
  *
  * A frame's first message begins its capture, and ends the one before,
  * whose bytes are all in by now. Any message may cut the record short:
- * READ and WRITE data, and whatever is spliced, stay out.
+ * READ and WRITE data, whatever is spliced, and what the framer says no
+ * record may keep (a SESSION_SETUP's security blob) stay out.
  */
 void trace_message(struct trace_conn *t, enum dir_index d,
 		   const struct smb_msg *m)
 {
 	struct trace_dir *td;
-	uint64_t len;
+	uint64_t len, keep;
 
 	if (!t || t->dir[d].raw)
 		return;
@@ -365,8 +392,12 @@ void trace_message(struct trace_conn *t, enum dir_index d,
 		td->f_cut = len < TRACE_SNAP ? (uint32_t)len : TRACE_SNAP;
 		td->f_known = true;
 		td->f_done = false;
+		td->f_sent = 0;
 		clock_gettime(CLOCK_REALTIME, &td->f_ts);
 	}
+	keep = SMB_PREFIX_LEN + (uint64_t)m->start + smb_msg_storable(m);
+	if (keep < td->f_cut)
+		td->f_cut = (uint32_t)keep;
 	if (m->pay_end > m->pay_start &&
 	    (m->pay_class != SMB_CLASS_OTHER || m->pay_splice) &&
 	    SMB_PREFIX_LEN + m->pay_start < td->f_cut)
@@ -386,7 +417,9 @@ static void write_raw(struct trace_conn *t, enum dir_index d)
 	if (td->raw_done || !td->f_have)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	put_frame(t, d, td->f_off, td->f_have, td->buf, td->f_have, &ts);
+	td->f_sent = 0;
+	put_frame(t, d, td->f_off, td->f_have, &td->f_sent,
+		  td->f_off + td->f_have, td->buf, td->f_have, &ts);
 	td->raw_done = true;
 	log_rate(
 		LOG_LVL_INFO,
@@ -412,6 +445,8 @@ void trace_chunk_done(struct trace_conn *t, enum dir_index d, bool opaque)
 	if (opaque && !td->raw) {
 		/* From the frame where it stopped being SMB, or the one after
 		 * the last written: its first bytes, and nothing after. */
+		if (td->f_known && td->f_done)
+			finish_frame(t, d, td->c_off + td->c_n);
 		td->raw = true;
 		if (td->f_known && td->f_done) {
 			td->f_off += td->f_len;
@@ -421,10 +456,10 @@ void trace_chunk_done(struct trace_conn *t, enum dir_index d, bool opaque)
 	}
 	fill(td);
 	if (td->raw) {
-		if (td->f_have == TRACE_SNAP)
+		if (td->f_have >= TRACE_RAW_SNAP)
 			write_raw(t, d);
 	} else {
-		finish_frame(t, d);
+		finish_frame(t, d, td->c_off + td->c_n);
 		/* The frame is over: what follows belongs to the next one. */
 		if (td->f_known &&
 		    td->c_off + td->c_n >= td->f_off + td->f_len) {
@@ -447,10 +482,21 @@ void trace_conn_end(struct trace_conn *t, bool clean)
 
 	if (!t)
 		return;
-	for (int d = 0; d < DIR_COUNT; d++)
-		if (t->dir[d].raw)
-			write_raw(t, d);
 	clock_gettime(CLOCK_REALTIME, &ts);
+	for (int d = 0; d < DIR_COUNT; d++) {
+		struct trace_dir *td = &t->dir[d];
+		uint64_t at = td->f_off + td->f_sent;
+
+		if (td->raw) {
+			write_raw(t, d);
+		} else if (td->f_known && td->f_done &&
+			   td->f_sent < td->f_len && td->seen > at) {
+			/* A frame cut off: a last segment for what came of it,
+			 * so that the FIN's sequence number follows on. */
+			put_segment(t, d, &ts, TCP_PSH | TCP_ACK, at, NULL, 0,
+				    (uint32_t)(td->seen - at));
+		}
+	}
 	if (clean) {
 		put_segment(t, DIR_TO_SERVER, &ts, TCP_FIN | TCP_ACK,
 			    t->dir[DIR_TO_SERVER].seen, NULL, 0, 0);

@@ -4,10 +4,13 @@
  * Theory of operation: workers make small records (a synthesized IP and
  * TCP header and a frame's first bytes, trace.c) and must never wait for
  * a disk. So a record is copied into a ring under a mutex held for the
- * copy alone, and a writer thread of its own takes records out and hands
- * them to libpcap (pcap_dump(), to a file opened with pcap_open_dead() for
- * raw IP, LINKTYPE_RAW). A record that does not fit in the ring is
- * dropped and counted, never waited for.
+ * copy alone, and a writer thread of its own takes records out and
+ * writes them to a pcap file of raw IP (LINKTYPE_RAW). A record that
+ * does not fit in the ring is dropped and counted, never waited for. The
+ * ring's records are laid out as the pcap format's are (struct rec_hdr),
+ * so the writer hands them to stdio as they are, after a file header of
+ * its own: libpcap opens files by name only, and this one must be opened
+ * as below.
  *
  * The writer wakes once per batch, not per record, since a wake-up is a
  * futex() call on each side and a record is only a few hundred bytes: a
@@ -29,19 +32,32 @@
  * becomes FILE.1, and a new FILE is begun. tracefile_reopen() (SIGHUP,
  * SIGUSR1) makes it reopen FILE after the next record, appending when
  * FILE still exists and starting it afresh when logrotate moved it away.
- * The file is opened at start, before smbsplice gives up root; rotating
- * and reopening happen as --user, which must be able to write the
- * directory.
+ *
+ * A trace holds every SMB2 header, with the names of shares and files,
+ * so it is readable by its owner only: created 0600, and made so if it
+ * was not. It is opened once smbsplice runs as --user (main.c), with that
+ * user's rights, so that starting, rotating and reopening are done by one
+ * identity, the one that owns the file. Rotation needs the directory
+ * writable by that user, and anyone who may write the directory may plant
+ * a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link
+ * to a file elsewhere (refused when the file has more than one link). A
+ * file that is not a regular one, or not owned by the user smbsplice runs
+ * as, is refused too, each with one line saying what to remove. Were the
+ * file opened as root, a link planted by --user would have root write
+ * (and chown) a file that user could not touch.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <pcap/pcap.h>
 
 #include "log.h"
@@ -64,6 +80,11 @@
 #define BATCH_BYTES (64u << 10)
 /* On disk, each record is a pcap record header and the bytes. */
 #define PCAP_REC_HDR 16u
+/* The pcap file format's magic for microsecond timestamps, in the
+ * writer's byte order, and its number for raw IPv4 and IPv6 (DLT_RAW,
+ * libpcap's name for it, has a different value on some systems). */
+#define PCAP_MAGIC_USEC 0xa1b2c3d4u
+#define LINKTYPE_RAW	101u
 /* The file's stdio buffer: one write() per this many bytes of records. */
 #define FILE_BUF_BYTES (64u << 10)
 
@@ -77,6 +98,14 @@
 struct rec_hdr {
 	uint32_t sec, usec, caplen, len;
 };
+
+/* The file header begin_file() writes is the format's 24 bytes. */
+_Static_assert(sizeof(struct pcap_file_header) == 24,
+	       "struct pcap_file_header is not the pcap format's");
+
+/* A record in the ring is a record on disk. */
+_Static_assert(sizeof(struct rec_hdr) == PCAP_REC_HDR,
+	       "the ring's record header is not the pcap format's");
 
 /* A record that fits in a batch is within the file's declared snaplen. */
 _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
@@ -96,8 +125,7 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
  * @reopen:	the writer must reopen the file
  * @written:	records written (counter any thread reads)
  * @dropped:	records dropped, the ring being full (likewise)
- * @pcap:	the dead handle the dumper belongs to
- * @dumper:	the open file, NULL when it could not be reopened
+ * @file:	the open file, NULL when it could not be reopened
  * @size:	its length in bytes, counted by the writer
  * @flushed:	when the writer last flushed it (CLOCK_MONOTONIC_COARSE, s)
  * @iobuf:	its stdio buffer; one file is open at a time
@@ -113,8 +141,7 @@ static struct trace_file {
 	size_t head, tail, used;
 	bool stop, reopen;
 	uint64_t written, dropped;
-	pcap_t *pcap;
-	pcap_dumper_t *dumper;
+	FILE *file;
 	uint64_t size;
 	time_t flushed;
 	char iobuf[FILE_BUF_BYTES];
@@ -135,32 +162,154 @@ bool tracefile_enabled(void)
 }
 
 /**
- * open_dumper() - open FILE for records, appending to it if it exists
+ * say_not_owner() - the file belongs to someone else: one line saying so
+ * @uid:	its owner
+ * @err:	buffer for the line
+ * @errlen:	its size
+ */
+static void say_not_owner(uid_t uid, char *err, size_t errlen)
+{
+	snprintf(
+		err, errlen,
+		"--trace %s: owned by uid %u, not by uid %u that smbsplice runs as (--user); remove it, or chown it",
+		tf.path, (unsigned)uid, (unsigned)geteuid());
+}
+
+/**
+ * check_file() - is the file just opened one the trace may go to
+ * @fd:		it
+ * @st:		filled in with its fstat()
  * @err:	buffer for one line saying why not
  * @errlen:	its size
  *
  * Return: 0, or -1 with @err set.
  */
-static int open_dumper(char *err, size_t errlen)
+static int check_file(int fd, struct stat *st, char *err, size_t errlen)
 {
-	int64_t at;
-
-	tf.dumper = pcap_dump_open_append(tf.pcap, tf.path);
-	if (!tf.dumper) {
+	if (fstat(fd, st)) {
 		snprintf(err, errlen, "--trace %s: %s", tf.path,
-			 pcap_geterr(tf.pcap));
+			 strerror(errno));
+	} else if (!S_ISREG(st->st_mode)) {
+		snprintf(
+			err, errlen,
+			"--trace %s: not a regular file; give --trace another name, or remove it",
+			tf.path);
+	} else if (st->st_nlink != 1) {
+		snprintf(
+			err, errlen,
+			"--trace %s: the file has %lu hard links, and a trace takes a file with one (another name could be any file of its owner's); remove it",
+			tf.path, (unsigned long)st->st_nlink);
+	} else if (st->st_uid != geteuid()) {
+		say_not_owner(st->st_uid, err, errlen);
+	} else if ((st->st_mode & 07777) != 0600 && fchmod(fd, 0600)) {
+		snprintf(err, errlen,
+			 "--trace %s: cannot make it mode 0600: %s", tf.path,
+			 strerror(errno));
+	} else {
+		return 0;
+	}
+	return -1;
+}
+
+/**
+ * begin_file() - write a new file's header, or check an old one's
+ * @fd:		the file, open for reading and appending
+ * @size:	its length
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * Records are appended only to a file that this writer could have begun:
+ * a pcap file of raw IP in this machine's byte order, with this snaplen.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int begin_file(int fd, off_t size, char *err, size_t errlen)
+{
+	struct pcap_file_header want = { .magic = PCAP_MAGIC_USEC,
+					 .version_major = PCAP_VERSION_MAJOR,
+					 .version_minor = PCAP_VERSION_MINOR,
+					 .snaplen = FILE_SNAPLEN,
+					 .linktype = LINKTYPE_RAW },
+				have;
+	ssize_t n;
+
+	if (!size) {
+		n = write(fd, &want, sizeof(want));
+		if (n == (ssize_t)sizeof(want))
+			return 0;
+		snprintf(err, errlen, "--trace %s: cannot write to it: %s",
+			 tf.path, n < 0 ? strerror(errno) : "short write");
 		return -1;
 	}
-	/* The one ftell(): from here on the writer counts. */
-	at = pcap_dump_ftell64(tf.dumper);
-	tf.size = at > 0 ? (uint64_t)at : 0;
+	n = pread(fd, &have, sizeof(have), 0);
+	if (n == (ssize_t)sizeof(have) && have.magic == want.magic &&
+	    have.version_major == want.version_major &&
+	    have.snaplen == want.snaplen && have.linktype == want.linktype)
+		return 0;
+	snprintf(
+		err, errlen,
+		"--trace %s: not a trace smbsplice could append to (pcap, raw IP, snaplen %u); move it away",
+		tf.path, FILE_SNAPLEN);
+	return -1;
+}
+
+/**
+ * open_file() - open FILE for records, appending to it if it exists
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * Opened with the rights of the user smbsplice runs as, never through a
+ * symbolic link, and kept only if check_file() accepts it. O_NONBLOCK so
+ * that a FIFO planted there cannot hold the writer in open(); it is then
+ * refused as not a regular file.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int open_file(char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, e;
+
+	fd = open(tf.path,
+		  O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+			  O_NOCTTY | O_NONBLOCK,
+		  0600);
+	if (fd < 0) {
+		e = errno;
+		/* lstat() only to say why: nothing is decided on it. */
+		if (e == ELOOP)
+			snprintf(
+				err, errlen,
+				"--trace %s: a symbolic link, which a trace is never written through (whoever may write the directory could point it anywhere); remove it",
+				tf.path);
+		else if (e == EACCES && !lstat(tf.path, &st) &&
+			 st.st_uid != geteuid())
+			say_not_owner(st.st_uid, err, errlen);
+		else
+			snprintf(
+				err, errlen, "--trace %s: %s%s", tf.path,
+				strerror(e),
+				e == EACCES
+					? " (it is opened as the user smbsplice runs as, --user, who must be able to write the directory)"
+					: "");
+		return -1;
+	}
+	*err = '\0';
+	if (check_file(fd, &st, err, errlen) ||
+	    begin_file(fd, st.st_size, err, errlen) ||
+	    !(tf.file = fdopen(fd, "a"))) {
+		if (!*err)
+			snprintf(err, errlen, "--trace %s: %s", tf.path,
+				 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	tf.size = st.st_size ? (uint64_t)st.st_size
+			     : sizeof(struct pcap_file_header);
 	/* stdio would write() every st_blksize (4 KiB) of records, each a
 	 * trip through the filesystem; a larger buffer makes that one per
-	 * 64 KiB. The flush first: the header was written or read, and a
-	 * buffer is best changed on an empty stream (glibc's setvbuf()
-	 * would flush, but C leaves it undefined after I/O). */
-	pcap_dump_flush(tf.dumper);
-	setvbuf(pcap_dump_file(tf.dumper), tf.iobuf, _IOFBF, sizeof(tf.iobuf));
+	 * 64 KiB. Set before the first I/O on the stream, as C asks. */
+	setvbuf(tf.file, tf.iobuf, _IOFBF, sizeof(tf.iobuf));
 	return 0;
 }
 
@@ -185,22 +334,17 @@ int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 	pthread_condattr_destroy(&ca);
 	snprintf(tf.path, sizeof(tf.path), "%s", path);
 	tf.max = max;
-	tf.pcap = pcap_open_dead(DLT_RAW, FILE_SNAPLEN);
 	tf.ring = malloc(RING_BYTES);
-	if (!tf.pcap || !tf.ring) {
+	if (!tf.ring) {
 		snprintf(err, errlen, "--trace: out of memory");
-		goto fail;
+		return -1;
 	}
-	if (open_dumper(err, errlen))
-		goto fail;
+	if (open_file(err, errlen)) {
+		free(tf.ring);
+		tf.ring = NULL;
+		return -1;
+	}
 	return 0;
-fail:
-	if (tf.pcap)
-		pcap_close(tf.pcap);
-	free(tf.ring);
-	tf.pcap = NULL;
-	tf.ring = NULL;
-	return -1;
 }
 
 /**
@@ -277,8 +421,8 @@ static void rotate(void)
 {
 	char from[sizeof(tf.path) + 8], to[sizeof(tf.path) + 8], err[512];
 
-	pcap_dump_close(tf.dumper);
-	tf.dumper = NULL;
+	fclose(tf.file);
+	tf.file = NULL;
 	for (int i = KEEP_FILES; i >= 1; i--) {
 		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.path,
 			 i - 1);
@@ -288,29 +432,25 @@ static void rotate(void)
 				"--trace: cannot rename %s to %s: %s; the file grows past --trace-max",
 				from, to, strerror(errno));
 	}
-	if (open_dumper(err, sizeof(err)))
+	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen (SIGHUP, SIGUSR1) succeeds",
 			err);
 }
 
 /**
- * write_one() - hand one record to libpcap
- * @h:		its header
- * @data:	its bytes
+ * write_one() - hand one record to stdio
+ * @rec:	its header and bytes, as on disk
+ * @caplen:	how many bytes follow the header
  */
-static void write_one(const struct rec_hdr *h, const uint8_t *data)
+static void write_one(const uint8_t *rec, uint32_t caplen)
 {
-	struct pcap_pkthdr ph = { .caplen = h->caplen, .len = h->len };
-
-	ph.ts.tv_sec = h->sec;
-	ph.ts.tv_usec = h->usec;
-	if (!tf.dumper) {
+	if (!tf.file) {
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	pcap_dump((u_char *)tf.dumper, &ph, data);
+	fwrite(rec, PCAP_REC_HDR + caplen, 1, tf.file);
 	__atomic_add_fetch(&tf.written, 1, __ATOMIC_RELAXED);
-	tf.size += PCAP_REC_HDR + h->caplen;
+	tf.size += PCAP_REC_HDR + caplen;
 	if (tf.max && tf.size >= tf.max)
 		rotate();
 }
@@ -322,10 +462,10 @@ static void reopen(void)
 {
 	char err[512];
 
-	if (tf.dumper)
-		pcap_dump_close(tf.dumper);
-	tf.dumper = NULL;
-	if (open_dumper(err, sizeof(err)))
+	if (tf.file)
+		fclose(tf.file);
+	tf.file = NULL;
+	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen succeeds", err);
 }
 
@@ -393,7 +533,7 @@ static size_t take_batch(uint8_t *to)
 }
 
 /**
- * write_batch() - hand a batch of records to libpcap
+ * write_batch() - hand a batch of records to stdio
  * @p:	the records, as take_batch() left them
  * @n:	their bytes
  */
@@ -403,7 +543,7 @@ static void write_batch(const uint8_t *p, size_t n)
 
 	for (size_t off = 0; off < n; off += sizeof(h) + h.caplen) {
 		memcpy(&h, p + off, sizeof(h));
-		write_one(&h, p + off + sizeof(h));
+		write_one(p + off, h.caplen);
 	}
 }
 
@@ -431,9 +571,9 @@ static void *writer_main(void *arg)
 			until = deadline(1000);
 			if (pthread_cond_timedwait(&tf.more, &tf.lock,
 						   &until) == ETIMEDOUT &&
-			    tf.dumper) {
+			    tf.file) {
 				pthread_mutex_unlock(&tf.lock);
-				pcap_dump_flush(tf.dumper);
+				fflush(tf.file);
 				tf.flushed = coarse_secs();
 				pthread_mutex_lock(&tf.lock);
 			}
@@ -458,8 +598,8 @@ static void *writer_main(void *arg)
 		/* A writer that never runs dry never times out: flush here
 		 * too, once per second of the coarse clock, so the file is
 		 * about a second behind at most. */
-		if (n && tf.dumper && coarse_secs() != tf.flushed) {
-			pcap_dump_flush(tf.dumper);
+		if (n && tf.file && coarse_secs() != tf.flushed) {
+			fflush(tf.file);
 			tf.flushed = coarse_secs();
 		}
 		pthread_mutex_lock(&tf.lock);
@@ -539,11 +679,9 @@ void tracefile_close(void)
 		pthread_join(tf.thread, NULL);
 		tf.running = false;
 	}
-	if (tf.dumper)
-		pcap_dump_close(tf.dumper);
-	pcap_close(tf.pcap);
-	tf.dumper = NULL;
-	tf.pcap = NULL;
+	if (tf.file)
+		fclose(tf.file);
+	tf.file = NULL;
 	/* As before tracefile_open(), so that it may be called again (the
 	 * unit test does): a late tracefile_put() finds no ring, under the
 	 * lock, and drops its record. The counters are kept for a last

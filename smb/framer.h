@@ -132,6 +132,40 @@ static inline uint64_t smb_msg_frame_end(const struct smb_msg *m)
 }
 
 /**
+ * smb_msg_storable() - bytes of a message a record of it may keep
+ * @m:	the message
+ *
+ * A SESSION_SETUP request or response carries a security blob after its
+ * header: NTLMSSP's server challenge and the client's NTLMv2 response,
+ * with user and domain, are all an offline cracker needs; a Kerberos
+ * ticket is no better. So SESSION_SETUP is kept to its header, both
+ * ways. An SMB1 frame may be SESSION_SETUP_ANDX, whose command byte the
+ * framer does not read: SMB1 is kept to its header. An IOCTL's buffers
+ * are a named pipe's RPC (which may bind with NTLMSSP of its own), and a
+ * compressed frame may hold any message uncompressed (the NONE
+ * algorithm): each is kept to its fixed part. What else a record may
+ * hold (names of shares and files, in TREE_CONNECT and CREATE) is not
+ * a secret the way these are.
+ *
+ * Return: bytes from @m->start; at most @m->end - @m->start.
+ */
+static inline uint32_t smb_msg_storable(const struct smb_msg *m)
+{
+	uint32_t len = m->end - m->start, keep = len;
+
+	if (m->kind == SMB_MSG_SMB1)
+		keep = SMB1_HDR_LEN;
+	else if (m->kind == SMB_MSG_COMPRESSED)
+		keep = SMB2_COMPRESS_HDR_LEN;
+	else if (m->kind == SMB_MSG_SMB2 && m->command == SMB2_SESSION_SETUP)
+		keep = SMB2_HDR_LEN;
+	else if (m->kind == SMB_MSG_SMB2 && m->command == SMB2_IOCTL)
+		keep = m->flags & SMB2_FLAG_RESPONSE ? SMB2_IOCTL_RSP_FIXED
+						     : SMB2_IOCTL_REQ_FIXED;
+	return keep < len ? keep : len;
+}
+
+/**
  * typedef smb_msg_fn - what an observer is called with, once per message
  * @ctx:	the observer's context
  * @m:		the message

@@ -32,6 +32,7 @@
 
 /* SMB2 header (64 bytes). */
 #define SMB2_HDR_LEN	     64
+#define SMB1_HDR_LEN	     32
 #define SMB2_HDR_STRUCT_SIZE 4	/* u16, always 64 */
 #define SMB2_HDR_STATUS	     8	/* u32 */
 #define SMB2_HDR_COMMAND     12 /* u16 */
@@ -92,6 +93,10 @@ enum smb2_command {
 #define SMB2_IOCTL_RSP_BODY_SIZE   49
 #define SMB2_IOCTL_RSP_CTL_CODE	   (SMB2_BODY + 4) /* u32 */
 #define SMB2_IOCTL_RSP_PARSED	   (SMB2_IOCTL_RSP_CTL_CODE + 4)
+/* Where an IOCTL's fixed fields end and its buffers (a named pipe's RPC,
+ * for one) begin. */
+#define SMB2_IOCTL_REQ_FIXED (SMB2_BODY + 56)
+#define SMB2_IOCTL_RSP_FIXED (SMB2_BODY + 48)
 
 /* A server that offers multichannel, and the IOCTL by which a client asks
  * it for its network interfaces (MS-SMB2 2.2.3.1, 3.3.5.15.11). */

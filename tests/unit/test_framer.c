@@ -865,6 +865,38 @@ static void test_mid_message(void **state)
 	assert_false(smb_framer_mid_message(&f));
 }
 
+/* What a trace record may keep of each message: SESSION_SETUP (both ways)
+ * and SMB1 to their header, IOCTL to its fixed fields, compressed frames
+ * to their transform header, the rest whole; never past the message. */
+static void test_storable(void **state)
+{
+	struct smb_msg m = { .kind = SMB_MSG_SMB2, .start = 0, .end = 600 };
+
+	(void)state;
+	m.command = SMB2_SESSION_SETUP;
+	assert_int_equal(smb_msg_storable(&m), SMB2_HDR_LEN);
+	m.flags = SMB2_FLAG_RESPONSE;
+	assert_int_equal(smb_msg_storable(&m), SMB2_HDR_LEN);
+	m.command = SMB2_IOCTL;
+	assert_int_equal(smb_msg_storable(&m), SMB2_HDR_LEN + 48);
+	m.flags = 0;
+	assert_int_equal(smb_msg_storable(&m), SMB2_HDR_LEN + 56);
+	m.command = SMB2_TREE_CONNECT;
+	assert_int_equal(smb_msg_storable(&m), 600);
+	m.start = 120; /* a compound's second element */
+	assert_int_equal(smb_msg_storable(&m), 480);
+	m.command = SMB2_SESSION_SETUP;
+	assert_int_equal(smb_msg_storable(&m), SMB2_HDR_LEN);
+	m.end = 150; /* shorter than the header: never past the message */
+	assert_int_equal(smb_msg_storable(&m), 30);
+	m = (struct smb_msg){ .kind = SMB_MSG_SMB1, .end = 200 };
+	assert_int_equal(smb_msg_storable(&m), SMB1_HDR_LEN);
+	m.kind = SMB_MSG_COMPRESSED;
+	assert_int_equal(smb_msg_storable(&m), SMB2_COMPRESS_HDR_LEN);
+	m.kind = SMB_MSG_ENCRYPTED;
+	assert_int_equal(smb_msg_storable(&m), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +933,7 @@ int main(void)
 		cmocka_unit_test(test_read_body_too_short),
 		cmocka_unit_test(test_opaque_is_final),
 		cmocka_unit_test(test_mid_message),
+		cmocka_unit_test(test_storable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

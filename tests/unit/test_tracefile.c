@@ -5,10 +5,16 @@
  * asleep on an empty ring) and a steady trickle (the writer never idle)
  * both reach the disk within about a second, without a close; --trace-max
  * rotates into files that hold every record between them; a reopen after
- * the file was moved away begins a new one; a record too long for the
- * writer's batches is dropped, not left to stop it */
+ * the file was moved away begins a new one, and one in place appends to
+ * it; a record too long for the writer's batches is dropped, not left to
+ * stop it; the file is made mode 0600 whatever the umask and whatever
+ * mode it had, and is refused when it is a symbolic link (the link's
+ * target is not created), a hard link (the other name's file is not
+ * written), owned by another user, not a regular file, or not a trace
+ * smbsplice wrote */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,14 +101,21 @@ static bool grows(const char *file, off_t than, long ms)
 	return false;
 }
 
-static int setup(void **state)
+/* A directory of the test's own, and @path in it; no trace open. */
+static int setup_dir(void **state)
 {
-	char err[256];
-
 	(void)state;
 	snprintf(dir, sizeof(dir), "/tmp/test_tracefile-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/t.pcap", dir);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	char err[256];
+
+	setup_dir(state);
 	return tracefile_open(path, *state ? 64 << 10 : 0, err, sizeof(err)) ||
 	       tracefile_start();
 }
@@ -229,6 +242,113 @@ static void test_reopen_after_move(void **state)
 	assert_int_equal(count(path, NULL), 5);
 }
 
+/* SIGHUP and SIGUSR1 with FILE in place: the records go on into it. */
+static void test_reopen_in_place_appends(void **state)
+{
+	(void)state;
+	for (uint32_t i = 0; i < 10; i++)
+		put(0, i, 40);
+	assert_true(grows(path, 24 + 9 * 56, 2500));
+	tracefile_reopen();
+	for (uint32_t i = 10; i < 15; i++)
+		put(0, i, 40);
+	tracefile_close();
+	assert_int_equal(count(path, NULL), 15);
+}
+
+/* Opens @file as the trace and closes it; returns what tracefile_open()
+ * did, with its complaint in @err. */
+static int open_close(const char *file, char *err, size_t errlen)
+{
+	int r;
+
+	*err = '\0';
+	r = tracefile_open(file, 0, err, errlen);
+	if (!r) {
+		assert_int_equal(tracefile_start(), 0);
+		put(0, 0, 40);
+		tracefile_close();
+	}
+	return r;
+}
+
+static mode_t mode_of(const char *file)
+{
+	struct stat st;
+
+	return stat(file, &st) ? (mode_t)-1 : st.st_mode & 07777;
+}
+
+static void write_file(const char *file, const char *text, mode_t mode)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	assert_int_equal(chmod(file, mode), 0);
+}
+
+static void test_file_is_its_owners_alone(void **state)
+{
+	char err[512], f[160];
+	mode_t old = umask(0);
+
+	(void)state;
+	/* created 0600 even with umask 0 */
+	assert_int_equal(open_close(path, err, sizeof(err)), 0);
+	umask(old);
+	assert_int_equal(mode_of(path), 0600);
+	assert_int_equal(count(path, NULL), 1);
+	/* a trace of its own left 0644: made 0600, and appended to */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(open_close(path, err, sizeof(err)), 0);
+	assert_int_equal(mode_of(path), 0600);
+	assert_int_equal(count(path, NULL), 2);
+	/* another user's: refused, and left as it was */
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(open_close(path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "owned by uid 65534"));
+	assert_int_equal(count(path, NULL), 2);
+	/* not a trace: refused, not appended to */
+	snprintf(f, sizeof(f), "%s/notes", dir);
+	write_file(f, "not a capture\n", 0600);
+	assert_int_equal(open_close(f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a trace smbsplice could append to"));
+	assert_int_equal(size_of(f), 14);
+	/* a directory: refused */
+	snprintf(f, sizeof(f), "%s/sub", dir);
+	assert_int_equal(mkdir(f, 0700), 0);
+	assert_int_equal(open_close(f, err, sizeof(err)), -1);
+}
+
+static void test_planted_links_refused(void **state)
+{
+	char err[512], target[160], other[160], lnk[160];
+
+	(void)state;
+	/* a symbolic link to where a file does not exist yet: not created */
+	snprintf(target, sizeof(target), "%s/created-through-link", dir);
+	snprintf(lnk, sizeof(lnk), "%s/sym.pcap", dir);
+	assert_int_equal(symlink(target, lnk), 0);
+	assert_int_equal(open_close(lnk, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "symbolic link"));
+	assert_int_equal(size_of(target), -1);
+	/* a symbolic link to a trace of its own: refused all the same */
+	assert_int_equal(open_close(target, err, sizeof(err)), 0);
+	assert_int_equal(open_close(lnk, err, sizeof(err)), -1);
+	assert_int_equal(count(target, NULL), 1);
+	/* a hard link to an empty file elsewhere: not written */
+	snprintf(other, sizeof(other), "%s/other", dir);
+	write_file(other, "", 0644);
+	snprintf(lnk, sizeof(lnk), "%s/hard.pcap", dir);
+	assert_int_equal(link(other, lnk), 0);
+	assert_int_equal(open_close(lnk, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "2 hard links"));
+	assert_int_equal(size_of(other), 0);
+	assert_int_equal(mode_of(other), 0644);
+}
+
 /* A record too long for one of the writer's batches is dropped and
  * counted at once; before, it was queued, and the writer, which takes
  * whole records only, spun on it for good (the alarm turns that into a
@@ -268,6 +388,12 @@ int main(void)
 			(void *)&rotating),
 		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_in_place_appends,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_is_its_owners_alone,
+						setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_planted_links_refused,
+						setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_record_longer_than_a_batch_dropped, setup,
 			teardown),
