@@ -14,7 +14,7 @@
 extern const uint32_t advise_candidates[ADVISE_NCANDIDATES];
 
 /* The daemon's default --read-threshold and --write-threshold, and the
- * crossover the README's benchmarks measured (see its Benchmarks: the
+ * crossover the README's benchmarks measured (docs/benchmarks.md: the
  * READ-size sweep found one synchronous reader no faster spliced at any
  * size up to 1 MiB; streams of 8 MiB READs spliced for half the CPU). */
 #define ADVISE_DEFAULT_THRESHOLD (1u << 20)

@@ -7,7 +7,7 @@ that drift in the machine's speed hits them all alike. Each measurement
 starts a fresh front (proxy) in front of the same backend, runs one
 workload through it, reads the front's CPU time and peak RSS from /proc,
 the machine's busy time from /proc/stat, and stops the front. The report
-gives medians with min and max, and the ratios the README quotes.
+gives medians with min and max, and the ratios docs/benchmarks.md quotes.
 
 Workloads:
   bulk   1 GiB up and 1 GiB down with contrib/bench/loadgen (checked);
@@ -82,7 +82,8 @@ Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2] [--mib N]
                 [--office-files N] [--office-entries N] [--office-seconds S]
                 [--scale-counts N1,N2] [--scale-idle SEC]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
-default DIR (contrib/bench/results) it also embeds results.md in README.md.
+default DIR (contrib/bench/results) it also embeds results.md in
+docs/benchmarks.md.
 """
 import argparse
 import contextlib
@@ -1203,8 +1204,8 @@ def main():
     report.write(results, args.out)
     log(f"wrote {args.out}/results.md")
     if os.path.abspath(args.out) == os.path.join(TOP, "contrib/bench/results"):
-        report.embed(os.path.join(TOP, "README.md"), args.out)
-        log("embedded it in README.md")
+        report.embed(os.path.join(TOP, "docs/benchmarks.md"), args.out)
+        log("embedded it in docs/benchmarks.md")
 
 
 def office(fronts, spec, share, secs, runs, label, echo_res=None):

@@ -15,8 +15,9 @@ the reference, haproxy (and pasta) with the latency per operation. Each
 has its own targets table. The header says how long each part took. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
 
-Usage: python3 report.py DIR [README]
-Re-renders DIR/results.json; with README, also embeds the result there.
+Usage: python3 report.py DIR [DOC]
+Re-renders DIR/results.json; with DOC (docs/benchmarks.md), also embeds the
+result there.
 """
 import json
 import os
@@ -814,21 +815,21 @@ def write(r, outdir):
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
-def embed(readme, outdir):
-    """Put results.md into README.md between the bench markers, with the
-    plots' paths made relative to the README."""
-    rel = os.path.relpath(outdir, os.path.dirname(os.path.abspath(readme)))
+def embed(doc, outdir):
+    """Put results.md into doc (docs/benchmarks.md) between the bench
+    markers, with the plots' paths made relative to doc's directory."""
+    rel = os.path.relpath(outdir, os.path.dirname(os.path.abspath(doc)))
     with open(os.path.join(outdir, "results.md")) as f:
         body = f.read().replace("](sweep.png)", f"]({rel}/sweep.png)").replace(
             "](latency.png)", f"]({rel}/latency.png)")
-    with open(readme) as f:
+    with open(doc) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
-        print(f"report: no {BEGIN} ... {END} in {readme}; not embedded", file=sys.stderr)
+        print(f"report: no {BEGIN} ... {END} in {doc}; not embedded", file=sys.stderr)
         return
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
-    with open(readme, "w") as f:
+    with open(doc, "w") as f:
         f.write(f"{head}{BEGIN}\n{body}\n{END}{tail}")
 
 

@@ -69,7 +69,7 @@ Reference framer
 ----------------
 
 walk() reads a whole stream the way smb/framer.c reads it as it arrives
-(README, "Bad input", and DESIGN.md, "SMB wire facts the framer needs")
+(docs/design.md, "Bad input", and smb/wire.h, the SMB wire facts it needs)
 and returns what smbsplice's counters must show for it: messages per
 command, transform, SMB1 and NetBIOS frames, payloads per class and
 threshold decision, payload bytes, interim responses, READ error bodies,

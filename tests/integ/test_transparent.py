@@ -11,8 +11,8 @@ Three network namespaces of this run, joined by veth pairs:
 
 smbsplice listens on P's C-side addresses and dials S. With --transparent
 it dials from the client's own address, so S answers that address, and
-its default route sends the answer to P: P carries the recipe from the
-README (a policy route and an nftables `socket transparent` rule) that
+its default route sends the answer to P: P carries the recipe from
+docs/deployment.md (a policy route and an nftables `socket transparent` rule) that
 delivers such packets to smbsplice's socket instead of forwarding them
 on to C. The test checks:
 

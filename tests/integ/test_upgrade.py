@@ -6,7 +6,7 @@ long connection to the old process runs on to its end, after which the
 old process exits 0.
 
 In a namespace of the test's own, with net.ipv4.tcp_migrate_req=1 there,
-as the README's upgrade recipe sets it: smbsplice accepts every client
+as the upgrade recipe in docs/operations.md sets it: smbsplice accepts every client
 fully queued on a socket before closing it, and the sysctl lets the
 kernel move the handshakes still half done to the new process's socket
 (without it they are reset; on loopback the window is too narrow for

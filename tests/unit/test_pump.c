@@ -723,7 +723,7 @@ static size_t build_echo(uint8_t *p)
 /* smb mode, one small message at a time (the echo workload): each costs
  * one recv() and one send() without MORE, with neither a second recv() to
  * see EAGAIN nor a setsockopt(). That is what strace found per echo
- * message (README, "Small messages"), and it is a floor worth keeping. It
+ * message (docs/design.md, "Small messages"), a floor worth keeping. It
  * holds right after a spliced READ too, when the framer bounds the next
  * read to a READ response's 84-byte header. */
 static void test_smb_small_messages_one_recv_one_send(void **state)

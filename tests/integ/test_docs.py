@@ -1,0 +1,152 @@
+"""README.md and docs/ keep their links and their shape.
+
+README.md is the front door and docs/ holds one subject per page, so the
+pages point at each other everywhere; this keeps those pointers true:
+
+- Every relative link and image in README.md and docs/*.md, outside code,
+  names a file that exists, and its #anchor, if any, names a heading of
+  that page, slugged as GitHub slugs them (lowercase, punctuation dropped,
+  spaces to hyphens, a repeated heading getting -1, -2, ...).
+- Every page in docs/ is linked from README.md, and listed in Makefile.am's
+  DOCS, so that `make dist` (and with it check-sanitizers) carries it.
+- README.md stays a front door: under 450 lines.
+- No table row with figures stands in two places: a data row (three cells
+  or more, not a header) found twice, in one page or two, is a table
+  copied instead of linked.
+"""
+import glob
+import os
+import re
+
+from harness import SRCDIR, check, run
+
+README = os.path.join(SRCDIR, "README.md")
+DOCS = sorted(glob.glob(os.path.join(SRCDIR, "docs", "*.md")))
+README_MAX_LINES = 450
+
+
+def read(path):
+    """The text of a page."""
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def unfenced(text):
+    """text with fenced code blocks blanked out (a `# comment` in a shell
+    block is no heading); newlines are kept, so line numbers stay."""
+    return re.sub(r"^```.*?^```[^\n]*$", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.M | re.S)
+
+
+def prose(text):
+    """text with code blocks and inline code spans blanked out, so that
+    brackets in code (`[::1]:445`, `[global]`) are not taken for links."""
+    return re.sub(r"`[^`\n]*(?:\n[^`\n]+)*`", lambda m: "\n" * m.group(0).count("\n"), unfenced(text))
+
+
+def slug(heading):
+    """GitHub's anchor for a heading's text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    """The set of #anchors the headings of a Markdown page define."""
+    seen, out = {}, set()
+    for m in re.finditer(r"^#{1,6} +(.+?) *#*$", unfenced(read(path)), re.M):
+        s = slug(m.group(1))
+        n = seen.get(s, 0)
+        seen[s] = n + 1
+        out.add(s if n == 0 else f"{s}-{n}")
+    return out
+
+
+def links(path):
+    """[(line, target)] of every relative link and image of a page."""
+    text = prose(read(path))
+    out = []
+    for m in re.finditer(r"!?\[[^\]]*\]\(([^)\s]+)(?: \"[^\"]*\")?\)", text):
+        target = m.group(1)
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        out.append((text.count("\n", 0, m.start()) + 1, target))
+    return out
+
+
+def check_links(pages):
+    """Every relative link of pages names a file there is, and a heading
+    there is when it has an #anchor."""
+    bad, count, cache = [], 0, {}
+    for page in pages:
+        here = os.path.dirname(page)
+        name = os.path.relpath(page, SRCDIR)
+        for line, target in links(page):
+            count += 1
+            path, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(here, path)) if path else page
+            if not os.path.exists(dest):
+                bad.append(f"{name}:{line}: {target}: no {os.path.relpath(dest, SRCDIR)}")
+                continue
+            if anchor:
+                if not dest.endswith(".md"):
+                    bad.append(f"{name}:{line}: {target}: an anchor into a file that is not Markdown")
+                    continue
+                if dest not in cache:
+                    cache[dest] = anchors(dest)
+                if anchor not in cache[dest]:
+                    bad.append(f"{name}:{line}: {target}: {os.path.relpath(dest, SRCDIR)} has no heading "
+                               f"whose anchor is #{anchor}")
+    check(count >= 50, f"README.md and docs/ hold {count} relative links")
+    check(not bad, f"every relative link resolves, and every #anchor names a heading"
+          + ("".join("\n  " + b for b in bad)))
+
+
+def check_reachable():
+    """Every page of docs/ is one link from README.md, and in the dist."""
+    linked = {os.path.normpath(os.path.join(SRCDIR, t.partition("#")[0])) for _, t in links(README)}
+    missing = [os.path.relpath(d, SRCDIR) for d in DOCS if d not in linked]
+    check(not missing, f"README.md links to every page of docs/ ({len(DOCS)})"
+          + (": not to " + ", ".join(missing) if missing else ""))
+    am = read(os.path.join(SRCDIR, "Makefile.am"))
+    m = re.search(r"^DOCS *=((?:.*\\\n)*.*)$", am, re.M)
+    listed = set(m.group(1).replace("\\\n", " ").split()) if m else set()
+    unlisted = [os.path.relpath(d, SRCDIR) for d in DOCS if os.path.relpath(d, SRCDIR) not in listed]
+    check(m and not unlisted, "Makefile.am's DOCS lists every page of docs/"
+          + (": not " + ", ".join(unlisted) if unlisted else ""))
+
+
+def check_tables(pages):
+    """No data row of a table appears twice over pages."""
+    where, dup = {}, []
+    for page in pages:
+        name = os.path.relpath(page, SRCDIR)
+        lines = prose(read(page)).split("\n")
+        for i, line in enumerate(lines):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not line.startswith("|") or len(cells) < 3 or re.fullmatch(r"[|:\- ]+", line):
+                continue
+            if i + 1 < len(lines) and re.fullmatch(r"\|[|:\- ]+", lines[i + 1].strip()):
+                continue  # a header row: tables of one kind share it
+            if not any(re.search(r"\d", c) for c in cells):
+                continue
+            key = tuple(cells)
+            if key in where:
+                dup.append(f"{name}:{i + 1} repeats {where[key]}: {line.strip()[:100]}")
+            else:
+                where[key] = f"{name}:{i + 1}"
+    check(not dup, f"no table row with figures stands in two places ({len(where)} rows)"
+          + ("".join("\n  " + d for d in dup)))
+
+
+def main():
+    check(len(DOCS) >= 6, f"docs/ holds {len(DOCS)} pages")
+    pages = [README] + DOCS
+    check_links(pages)
+    check_reachable()
+    n = read(README).count("\n")
+    check(n < README_MAX_LINES, f"README.md is {n} lines, under {README_MAX_LINES}: the rest belongs in docs/")
+    check_tables(pages)
+
+
+if __name__ == "__main__":
+    run(main, alarm=60)
