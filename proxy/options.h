@@ -83,6 +83,7 @@ struct listen_opts {
  * @workers:		event loop threads; 0 for one per usable CPU
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
+ * @source_prefix6:	IPv6 clients count per network of this prefix length
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
@@ -100,7 +101,7 @@ struct options {
 	size_t buf_size;
 	struct endpoint stats;
 	unsigned workers;
-	unsigned max_conns, max_per_source;
+	unsigned max_conns, max_per_source, source_prefix6;
 	int verbose;
 	char user[OPT_NAME_LEN];
 	bool syslog;
@@ -138,6 +139,7 @@ struct config {
 #define OPT_MAX_WORKERS		  1024u
 #define OPT_DEFAULT_DRAIN_TMO	  60.0
 #define OPT_DEFAULT_TRACE_MAX	  (100u << 20)
+#define OPT_DEFAULT_PREFIX6	  64u
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
