@@ -6,8 +6,8 @@
  * is one listener, named by the section. Keys are the long options'
  * names, and each key goes through options_apply(), so a key means in the
  * file exactly what its option means on the command line; a key that may
- * repeat on the command line (backend, allow, congestion) may repeat in a
- * section. Flags take yes or no.
+ * repeat on the command line (backend, allow, congestion, stats-allow) may
+ * repeat in a section. Flags take yes or no.
  *
  * The parse stops at the first error, and the complaint names the file,
  * the line and the key: an unknown key, a key in the wrong section, a bad

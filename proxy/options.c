@@ -335,6 +335,14 @@ static enum opt_result add_allow(struct options *o, struct listen_opts *l,
 	return add_network(l->allow, &l->nallow, "allow", arg, err, errlen);
 }
 
+static enum opt_result add_stats_allow(struct options *o, struct listen_opts *l,
+				       const char *arg, char *err,
+				       size_t errlen)
+{
+	return add_network(o->stats_allow, &o->nstats_allow, "stats-allow", arg,
+			   err, errlen);
+}
+
 static enum opt_result set_source_prefix6(struct options *o,
 					  struct listen_opts *l,
 					  const char *arg, char *err,
@@ -585,6 +593,10 @@ static const struct opt_def opt_table[] = {
 	{ "stats", 0, "HOST:PORT",
 	  "serve Prometheus metrics at http://HOST:PORT/metrics", P, false,
 	  set_stats, false },
+	{ "stats-allow", 0, "CIDR",
+	  "serve metrics only to clients in this network;\n"
+	  "repeat for more (default: loopback only)",
+	  P, true, add_stats_allow, false },
 	{ "workers", 0, "N", "event loop threads (default: one per usable CPU)",
 	  P, false, set_workers, false },
 	{ "max-conns", 0, "N",
@@ -1068,6 +1080,11 @@ void options_restart_only(const struct options *was, const struct options *now,
 		  was->max_per_source != now->max_per_source },
 		{ "source-prefix6",
 		  was->source_prefix6 != now->source_prefix6 },
+		{ "stats-allow",
+		  was->nstats_allow != now->nstats_allow ||
+			  memcmp(was->stats_allow, now->stats_allow,
+				 now->nstats_allow *
+					 sizeof(now->stats_allow[0])) },
 		{ "user", strcmp(was->user, now->user) != 0 },
 		{ "syslog", was->syslog != now->syslog },
 		{ "trace", strcmp(was->trace, now->trace) != 0 },

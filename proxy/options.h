@@ -80,6 +80,8 @@ struct listen_opts {
  * @max_pipes:		cap on open pipes across all connections
  * @buf_size:		bytes per copy buffer
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
+ * @stats_allow:	networks that may scrape them; none for loopback only
+ * @nstats_allow:	how many
  * @workers:		event loop threads; 0 for one per usable CPU
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
@@ -100,6 +102,8 @@ struct options {
 	unsigned max_pipes;
 	size_t buf_size;
 	struct endpoint stats;
+	struct cidr stats_allow[OPT_MAX_ALLOW];
+	unsigned nstats_allow;
 	unsigned workers;
 	unsigned max_conns, max_per_source, source_prefix6;
 	int verbose;

@@ -327,6 +327,11 @@ static void test_bad_deployment_options(void **state)
 		expect_bad(argc, argv, "write the IPv4 network");
 	}
 	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--stats-allow",
+		     "::ffff:0:0/96");
+		expect_bad(argc, argv, "--stats-allow '::ffff:0:0/96'");
+	}
+	{
 		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2",
 		     "--source-prefix6", "129");
 		expect_bad(argc, argv, "--source-prefix6 '129'");
