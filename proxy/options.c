@@ -1045,7 +1045,10 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	if (r != OPT_OK)
 		return r;
 	/* The command line's process-wide options, once more, over the
-	 * file's [global]. */
+	 * file's [global]; a list given there replaces the file's. */
+	for (unsigned i = 0; i < ngiven; i++)
+		if (given[i].d->apply == add_stats_allow)
+			c->o.nstats_allow = 0;
 	for (unsigned i = 0; i < ngiven; i++)
 		given[i].d->apply(&c->o, NULL, given[i].arg, err, errlen);
 	return config_check(c, inherited, err, errlen);

@@ -105,6 +105,15 @@ static void test_command_line_over_global(void **state)
 		OPT_OK);
 	assert_int_equal(c.o.workers, 1);
 	assert_int_equal(c.o.max_pipes, 64);
+	/* A list on the command line replaces the file's, as a value does. */
+	assert_int_equal(
+		parse("[global]\nstats-allow = 192.0.2.0/24\n"
+		      "stats-allow = 198.51.100.0/24\n"
+		      "[a]\nlisten = 127.0.0.1:1\nbackend = 127.0.0.1:2\n",
+		      "--stats-allow", "10.0.0.0/8", err, sizeof(err)),
+		OPT_OK);
+	assert_int_equal(c.o.nstats_allow, 1);
+	assert_int_equal(c.o.stats_allow[0].addr[0], 10);
 }
 
 /* Each mistake: exit status 2 (OPT_BAD), one line, naming file, line and
