@@ -240,6 +240,25 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 }
 
 /**
+ * conn_log_quiet() - count the end lines suppressed in a window now over
+ *
+ * Called every few seconds in each worker, so that a burst of empty
+ * connections is accounted for even if no other follows it.
+ */
+void conn_log_quiet(void)
+{
+	unsigned long n;
+
+	for (size_t e = 0; e < sizeof(end_word) / sizeof(end_word[0]); e++) {
+		n = log_limit_expired(&quiet_end_limit[e]);
+		if (n)
+			log_info(
+				"%lu more connections that forwarded nothing ended (%s); their lines were suppressed",
+				n, end_word[e]);
+	}
+}
+
+/**
  * stall_forget() - take a direction off the worker's list of stalled pipes
  * @d:	the direction, listed or not
  */
