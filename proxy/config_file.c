@@ -6,19 +6,26 @@
  * is one listener, named by the section. Keys are the long options'
  * names, and each key goes through options_apply(), so a key means in the
  * file exactly what its option means on the command line; a key that may
- * repeat on the command line (backend, allow, congestion) may repeat in a
- * section. Flags take yes or no.
+ * repeat on the command line (backend, allow, congestion, stats-allow) may
+ * repeat in a section. Flags take yes or no.
  *
  * The parse stops at the first error, and the complaint names the file,
  * the line and the key: an unknown key, a key in the wrong section, a bad
  * value, a section twice, or a line that is not INI at all. Nothing is
  * half applied: the caller gets a whole configuration or an error.
+ *
+ * libinih reads a line into a buffer whose size was fixed when the library
+ * was built, and a longer line is cut: its tail would be parsed as a line
+ * of its own, so a long comment ending in "workers = 0" would set workers.
+ * The file is therefore read here, a whole line at a time, and a line that
+ * would not fit the buffer libinih offers stops the parse with FILE:LINE.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <ini.h>
@@ -42,6 +49,60 @@ struct load {
 	char *err;
 	size_t errlen;
 };
+
+/**
+ * struct reader - the file, handed to libinih a line at a time
+ * @f:		the file
+ * @buf:	the last line read (getline())
+ * @cap:	its allocation
+ * @line:	its number
+ * @too_long:	line number of a line too long for libinih, 0 if none
+ * @limit:	the longest line libinih takes, once one was too long
+ */
+struct reader {
+	FILE *f;
+	char *buf;
+	size_t cap;
+	int line;
+	int too_long;
+	size_t limit;
+};
+
+/**
+ * read_line() - libinih's reader: the next whole line, or the end
+ * @str:	libinih's buffer
+ * @num:	its size
+ * @stream:	the struct reader
+ *
+ * A line that does not fit in @num bytes with a newline and a NUL is not
+ * cut: the parse ends there, and config_load() reports it. A "\r" before
+ * the newline is dropped (libinih would strip it anyway).
+ *
+ * Return: @str, or NULL at the end of the file, on a read error, or after
+ * a line too long.
+ */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct reader *r = stream;
+	ssize_t n = getline(&r->buf, &r->cap, r->f);
+	size_t body;
+
+	if (n < 0 || num < 4)
+		return NULL;
+	r->line++;
+	body = (size_t)n;
+	while (body && (r->buf[body - 1] == '\n' || r->buf[body - 1] == '\r'))
+		body--;
+	/* The text goes on with "\n" and a NUL. */
+	if (body > (size_t)num - 2) {
+		r->too_long = r->line;
+		r->limit = (size_t)num - 2;
+		return NULL;
+	}
+	memcpy(str, r->buf, body);
+	memcpy(str + body, "\n", 2);
+	return str;
+}
 
 /**
  * start_section() - a new section begins
@@ -128,6 +189,7 @@ enum opt_result config_load(struct config *c, const char *path, char *err,
 {
 	char why[400] = "";
 	struct load ld = { .c = c, .err = why, .errlen = sizeof(why) };
+	struct reader rd = { 0 };
 	int line;
 
 	_Static_assert(sizeof(ld.seen) >= 64, "a seen flag per option");
@@ -135,7 +197,20 @@ enum opt_result config_load(struct config *c, const char *path, char *err,
 	c->nls = 0;
 	ini_stop_on_first_error = true;
 	ini_allow_multiline = false;
-	line = ini_parse(path, on_key, &ld);
+	rd.f = fopen(path, "re");
+	if (rd.f) {
+		line = ini_parse_stream(read_line, &rd, on_key, &ld);
+		/* A key before it failed: that is the first error. */
+		if (rd.too_long && (!line || line > rd.too_long)) {
+			line = rd.too_long;
+			snprintf(why, sizeof(why), "line longer than %zu bytes",
+				 rd.limit);
+		}
+		free(rd.buf);
+		fclose(rd.f);
+	} else {
+		line = -1;
+	}
 	if (line < 0) {
 		int e = errno;
 

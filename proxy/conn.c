@@ -213,19 +213,30 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 	return out;
 }
 
+/* End lines of connections that forwarded nothing, per way of ending,
+ * in this worker. */
+static __thread struct log_limit
+	quiet_end_limit[sizeof(end_word) / sizeof(end_word[0])];
+
 /**
  * conn_log_end() - the one line that records a connection
  * @c:		the connection
  * @end:	how it ended
  * @why:	detail for errors and timeouts, or NULL
+ *
+ * A connection that forwarded no byte either way (connect and close, a
+ * silent client, a server never reached) is what a flood is made of, so
+ * its line is rate limited like any per-client line; one that moved
+ * bytes always gets its line.
  */
 static void conn_log_end(const struct conn *c, enum conn_end end,
 			 const char *why)
 {
 	const struct half *u = &c->up.h, *d = &c->down.h;
-	char smb[256];
+	char smb[256], line[1024];
 
-	log_info(
+	snprintf(
+		line, sizeof(line),
 		"conn %s -> %s listener=%s worker=%u end=%s%s%s%s dur=%.3fs "
 		"c2s=%llu (splice %llu copy %llu) s2c=%llu (splice %llu copy %llu)%s",
 		c->cli_text, c->lo->backend[c->be].text, c->lo->name, c->w->id,
@@ -236,6 +247,29 @@ static void conn_log_end(const struct conn *c, enum conn_end end,
 		(unsigned long long)(d->spliced + d->copied),
 		(unsigned long long)d->spliced, (unsigned long long)d->copied,
 		conn_smb_text(c, smb, sizeof(smb)));
+	if (u->spliced + u->copied + d->spliced + d->copied)
+		log_info("%s", line);
+	else
+		log_limited(&quiet_end_limit[end], LOG_LVL_INFO, "%s", line);
+}
+
+/**
+ * conn_log_quiet() - count the end lines suppressed in a window now over
+ *
+ * Called every few seconds in each worker, so that a burst of empty
+ * connections is accounted for even if no other follows it.
+ */
+void conn_log_quiet(void)
+{
+	unsigned long n;
+
+	for (size_t e = 0; e < sizeof(end_word) / sizeof(end_word[0]); e++) {
+		n = log_limit_expired(&quiet_end_limit[e]);
+		if (n)
+			log_info(
+				"%lu more connections that forwarded nothing ended (%s); their lines were suppressed",
+				n, end_word[e]);
+	}
 }
 
 /**

@@ -15,5 +15,6 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 	       const struct source_key *source);
 void conn_close_all(struct worker *w);
 void conn_worker_init(struct worker *w);
+void conn_log_quiet(void);
 
 #endif /* SMBSPLICE_CONN_H */

@@ -15,7 +15,10 @@
  *   --max-conns:  a cap on open connections. A client over it is
  *		  accepted and reset at once: it is told, not left waiting.
  *   --max-conns-per-source: a cap per client address, the same way, so
- *		  one host cannot take every slot.
+ *		  one host cannot take every slot. An IPv6 host is given a
+ *		  whole network (a /64, usually) and may use any address in
+ *		  it, so IPv6 clients count per --source-prefix6 network;
+ *		  IPv4 clients, mapped or not, per address.
  *
  * Counts are atomic, and the per-source table is a small hash under a
  * mutex. All of it is touched once when a connection opens and once when
@@ -50,6 +53,8 @@ struct source {
  * @l:			the limits
  * @max_conns:		--max-conns, 0 for none
  * @max_per_source:	--max-conns-per-source, 0 for none
+ * @prefix6:		--source-prefix6: IPv6 clients count per network of
+ *			this prefix length
  * @fd_limit:		the open-files limit
  * @fd_reserved:	descriptors the process needs besides connections
  *			and pipes
@@ -57,7 +62,7 @@ struct source {
  * Return: 0, or -1 if memory ran out.
  */
 int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
-		long fd_limit, long fd_reserved)
+		unsigned prefix6, long fd_limit, long fd_reserved)
 {
 	*l = (struct limits){
 		.fds = { .limit = fd_limit > fd_reserved
@@ -65,6 +70,7 @@ int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
 					  : 0 },
 		.max_conns = max_conns,
 		.max_per_source = max_per_source,
+		.prefix6 = prefix6 > 128 ? 128 : prefix6,
 	};
 	pthread_mutex_init(&l->lock, NULL);
 	if (!max_per_source)
@@ -127,6 +133,28 @@ void source_key_addr(const struct source_key *k, int family,
 }
 
 /**
+ * source_net() - what the per-source cap counts a client address as
+ * @l:		the limits
+ * @k:		the client's address
+ * @net:	set to the address itself for IPv4 (mapped or not), and to
+ *		its --source-prefix6 network for IPv6
+ */
+static void source_net(const struct limits *l, const struct source_key *k,
+		       struct source_key *net)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	unsigned bits = l->prefix6;
+
+	*net = *k;
+	if (!memcmp(k->a, mapped, sizeof(mapped)))
+		return;
+	if (bits % 8)
+		net->a[bits / 8] &= (uint8_t)(0xff00u >> (bits % 8));
+	for (unsigned i = (bits + 7) / 8; i < sizeof(net->a); i++)
+		net->a[i] = 0;
+}
+
+/**
  * source_slot() - the chain link where @k is, or would be
  * @l:	the limits, locked
  * @k:	the address
@@ -158,13 +186,15 @@ static struct source **source_slot(struct limits *l, const struct source_key *k)
 static bool source_take(struct limits *l, const struct source_key *k)
 {
 	struct source **link, *s;
+	struct source_key net;
 	bool ok = true;
 
+	source_net(l, k, &net);
 	pthread_mutex_lock(&l->lock);
-	link = source_slot(l, k);
+	link = source_slot(l, &net);
 	s = *link;
 	if (!s && (s = calloc(1, sizeof(*s)))) {
-		s->key = *k;
+		s->key = net;
 		*link = s;
 	}
 	if (!s) {
@@ -189,9 +219,11 @@ static bool source_take(struct limits *l, const struct source_key *k)
 static void source_give(struct limits *l, const struct source_key *k)
 {
 	struct source **link, *s;
+	struct source_key net;
 
+	source_net(l, k, &net);
 	pthread_mutex_lock(&l->lock);
-	link = source_slot(l, k);
+	link = source_slot(l, &net);
 	s = *link;
 	if (s && --s->count == 0) {
 		*link = s->next;

@@ -24,6 +24,7 @@ struct source;
  * @fds:		descriptors for connections and pipes
  * @max_conns:		--max-conns, 0 for no cap but @fds
  * @max_per_source:	--max-conns-per-source, 0 for none
+ * @prefix6:		--source-prefix6
  * @conns:		connections open now (atomic)
  * @lock:		guards @buckets
  * @buckets:		open connections per source address, hashed
@@ -31,7 +32,7 @@ struct source;
  */
 struct limits {
 	struct budget fds;
-	unsigned max_conns, max_per_source;
+	unsigned max_conns, max_per_source, prefix6;
 	unsigned conns;
 	pthread_mutex_t lock;
 	struct source **buckets;
@@ -45,7 +46,7 @@ enum admit {
 };
 
 int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
-		long fd_limit, long fd_reserved);
+		unsigned prefix6, long fd_limit, long fd_reserved);
 void limits_destroy(struct limits *l);
 void source_key_of(const struct sockaddr *sa, struct source_key *k);
 void source_key_addr(const struct source_key *k, int family,

@@ -16,7 +16,9 @@
  *
  * Lines that could repeat once per client (log_rate()) are rate limited per
  * call site and thread: a burst, then silence until the window ends, and a
- * count of what was suppressed in the next line that gets through.
+ * count of what was suppressed in the next line that gets through. A
+ * caller whose kind of line may never come again takes the count with
+ * log_limit_expired() and says it in a line of its own.
  *
  * With --syslog the same lines go to syslog(3), each with its level's
  * priority, instead of standard error.
@@ -273,6 +275,29 @@ void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
 	n = format_line(line, lvl, fmt, ap, *note ? note : NULL);
 	va_end(ap);
 	emit(line, n);
+}
+
+/**
+ * log_limit_expired() - lines suppressed in a window that is over
+ * @l:	the kind's limit, in the calling thread
+ *
+ * Return: how many lines of the kind were suppressed, if their window has
+ * ended, and 0 otherwise. The count is taken: the next line of the kind
+ * that gets through no longer reports it, so the caller must.
+ */
+unsigned long log_limit_expired(struct log_limit *l)
+{
+	struct timespec now;
+	unsigned long n;
+
+	if (!l->dropped)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	if (now.tv_sec - l->window < LOG_LIMIT_WINDOW)
+		return 0;
+	n = l->dropped;
+	l->dropped = 0;
+	return n;
 }
 
 /**

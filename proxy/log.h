@@ -28,6 +28,7 @@ void log_at(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+unsigned long log_limit_expired(struct log_limit *l);
 int log_start(void);
 void log_stop(void);
 void log_use_syslog(void);

@@ -413,22 +413,24 @@ static long count_open_fds(void)
  * init_limits() - size the descriptor budget from what is open now
  * @px:	the process, with its listeners, loops and metrics socket open
  *
- * What the process holds now, plus concurrent scrapes and a few for logs
- * and files, is kept back; connections and pipes share the rest.
+ * What the process holds now, plus concurrent scrapes (with --stats) and a
+ * few for logs and files, is kept back; connections and pipes share the
+ * rest.
  *
  * Return: 0, or -1 after logging why.
  */
 static int init_limits(struct proxy *px)
 {
 	const struct options *o = px->opt;
-	long reserved = count_open_fds() + METRICS_MAX_SCRAPES + FD_SLACK;
+	long reserved = count_open_fds() +
+			(o->stats.len ? METRICS_MAX_SCRAPES : 0) + FD_SLACK;
 	struct rlimit rl;
 	long room;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
 		rl.rlim_cur = 1 << 20;
 	if (limits_init(&px->limits, o->max_conns, o->max_per_source,
-			(long)rl.rlim_cur, reserved)) {
+			o->source_prefix6, (long)rl.rlim_cur, reserved)) {
 		log_err("out of memory for the per-source table");
 		return -1;
 	}

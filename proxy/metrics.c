@@ -14,6 +14,14 @@
  * rendered at most once per METRICS_CACHE seconds and served from memory
  * in between, and at most METRICS_MAX_SCRAPES scrapes are served at once;
  * more wait in the listen backlog.
+ *
+ * Nor may a few idle sockets take the page away. Only clients in
+ * --stats-allow (loopback if none is given) are served; others get a 403
+ * and are closed. A client has REQUEST_TIMEOUT to send its request line,
+ * and one address holds at most METRICS_PER_SOURCE scrapes: a new one
+ * from an address at its share closes that address's oldest scrape still
+ * waiting for its request, so an address can only stall itself, and a
+ * scraper that retries is served.
  */
 #include "config.h"
 
@@ -25,6 +33,7 @@
 
 #include "accept.h"
 #include "counter.h"
+#include "limits.h"
 #include "listener.h"
 #include "log.h"
 #include "tracefile.h"
@@ -32,9 +41,11 @@
 #include "sock.h"
 #include "worker.h"
 
-#define SCRAPE_TIMEOUT 5.0
-#define REQUEST_MAX    2048
-#define METRICS_CACHE  1.0
+#define SCRAPE_TIMEOUT	   5.0
+#define REQUEST_TIMEOUT	   1.0
+#define REQUEST_MAX	   2048
+#define METRICS_CACHE	   1.0
+#define METRICS_PER_SOURCE 2
 
 /**
  * struct scrape - one HTTP request being served
@@ -42,6 +53,7 @@
  * @fd:		the client socket
  * @io:		its watcher: readable while reading, writable while writing
  * @timer:	gives up on slow or silent clients
+ * @src:	the client's address
  * @req:	request bytes so far
  * @req_len:	how many
  * @resp:	the response, once rendered
@@ -56,6 +68,7 @@ struct scrape {
 	int fd;
 	ev_io io;
 	ev_timer timer;
+	struct source_key src;
 	char req[REQUEST_MAX];
 	size_t req_len;
 	char *resp;
@@ -289,6 +302,10 @@ static void on_scrape_read(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_init(&s->io, on_scrape_write, s->fd, EV_WRITE);
 	s->io.data = s;
 	ev_io_start(loop, &s->io);
+	/* The request is in: the page gets the rest of SCRAPE_TIMEOUT. */
+	ev_timer_stop(loop, &s->timer);
+	ev_timer_set(&s->timer, SCRAPE_TIMEOUT - REQUEST_TIMEOUT, 0.);
+	ev_timer_start(loop, &s->timer);
 }
 
 /**
@@ -305,6 +322,84 @@ static void on_scrape_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /**
+ * stats_allowed() - may this client scrape
+ * @o:		the settings, with --stats-allow
+ * @peer:	the client's address
+ *
+ * Return: true if it is in a --stats-allow network, or on loopback when
+ * none was given.
+ */
+static bool stats_allowed(const struct options *o, const struct sockaddr *peer)
+{
+	static const struct cidr loopback[] = {
+		{ .family = AF_INET, .addr = { 127 }, .bits = 8 },
+		{ .family = AF_INET6, .addr = { [15] = 1 }, .bits = 128 },
+	};
+	const struct cidr *list = o->nstats_allow ? o->stats_allow : loopback;
+	unsigned n = o->nstats_allow ? o->nstats_allow : 2;
+
+	for (unsigned i = 0; i < n; i++)
+		if (cidr_match(&list[i], peer))
+			return true;
+	return false;
+}
+
+/**
+ * refuse_scrape() - tell a client outside --stats-allow, and close it
+ * @fd:		its socket, just accepted
+ * @peer:	its address
+ *
+ * The answer is one small write to an empty send buffer; if even that
+ * does not go, the client just sees the close.
+ */
+static void refuse_scrape(int fd, const struct sockaddr *peer)
+{
+	static const char resp[] =
+		"HTTP/1.0 403 Forbidden\r\nContent-Type: text/plain\r\n"
+		"Content-Length: 21\r\nConnection: close\r\n\r\n"
+		"not in --stats-allow\n";
+	char text[64];
+
+	sock_addr_text(peer, text, sizeof(text));
+	log_rate(
+		LOG_LVL_WARN,
+		"stats: %s refused: not in --stats-allow (default: loopback only)",
+		text);
+	(void)!send(fd, resp, sizeof(resp) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+/**
+ * make_room() - keep one address within METRICS_PER_SOURCE scrapes
+ * @px:		the process
+ * @src:	the address of a client just accepted
+ *
+ * Return: true if the new client may be served: its address had room, or
+ * its oldest scrape still waiting for a request line was closed to make
+ * some. False if every one of its scrapes is being answered.
+ */
+static bool make_room(struct proxy *px, const struct source_key *src)
+{
+	struct scrape *oldest = NULL;
+	unsigned n = 0;
+
+	/* The list is newest first, and holds METRICS_MAX_SCRAPES at most. */
+	for (struct scrape *s = px->scrapes; s; s = s->next) {
+		if (memcmp(&s->src, src, sizeof(*src)))
+			continue;
+		n++;
+		if (!s->resp)
+			oldest = s;
+	}
+	if (n < METRICS_PER_SOURCE)
+		return true;
+	if (!oldest)
+		return false;
+	scrape_end(oldest);
+	return true;
+}
+
+/**
  * on_metrics_accept() - a scraper connected
  * @loop:	the loop
  * @w:		&proxy.metrics_w
@@ -313,11 +408,15 @@ static void on_scrape_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct proxy *px = w->data;
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	struct source_key src;
 	struct scrape *s;
 	int fd;
 
 	(void)revents;
-	fd = accept4(px->metrics_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	fd = accept4(px->metrics_fd, (struct sockaddr *)&peer, &plen,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		/* The connection stays queued and the socket readable:
 		 * retrying at once would spin. */
@@ -325,16 +424,21 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 			accept_backoff(loop, &px->metrics_pause);
 		return;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
+	if (!stats_allowed(px->opt, (struct sockaddr *)&peer)) {
+		refuse_scrape(fd, (struct sockaddr *)&peer);
+		return;
+	}
+	source_key_of((struct sockaddr *)&peer, &src);
+	if (!make_room(px, &src) || !(s = calloc(1, sizeof(*s)))) {
 		close(fd);
 		return;
 	}
 	s->px = px;
 	s->fd = fd;
+	s->src = src;
 	ev_io_init(&s->io, on_scrape_read, fd, EV_READ);
 	s->io.data = s;
-	ev_timer_init(&s->timer, on_scrape_timeout, SCRAPE_TIMEOUT, 0.);
+	ev_timer_init(&s->timer, on_scrape_timeout, REQUEST_TIMEOUT, 0.);
 	s->timer.data = s;
 	ev_io_start(loop, &s->io);
 	ev_timer_start(loop, &s->timer);

@@ -299,17 +299,58 @@ static enum opt_result set_backend_netns(struct options *o,
 	return set_netns(l, SIDE_BACKEND, "backend-netns", arg, err, errlen);
 }
 
+/**
+ * add_network() - one more network on an allow list
+ * @list:	the list, OPT_MAX_ALLOW long
+ * @n:		how many it holds
+ * @opt:	the option's name, for the complaint
+ * @arg:	the network
+ * @err:	buffer for the complaint
+ * @errlen:	its size
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+static enum opt_result add_network(struct cidr *list, unsigned *n,
+				   const char *opt, const char *arg, char *err,
+				   size_t errlen)
+{
+	if (*n == OPT_MAX_ALLOW)
+		return bad(err, errlen, opt, arg, "at most 64 networks");
+	if (parse_cidr(arg, &list[*n]))
+		return bad(
+			err, errlen, opt, arg,
+			"expected a network such as 192.0.2.0/24, 2001:db8::/32 or an address");
+	/* It would match nothing, and look as if it did. */
+	if (cidr_is_mapped(&list[*n]))
+		return bad(
+			err, errlen, opt, arg,
+			"IPv4-mapped clients are matched against IPv4 networks only: write the IPv4 network (e.g. 192.0.2.0/24)");
+	(*n)++;
+	return OPT_OK;
+}
+
 static enum opt_result add_allow(struct options *o, struct listen_opts *l,
 				 const char *arg, char *err, size_t errlen)
 {
-	if (l->nallow == OPT_MAX_ALLOW)
-		return bad(err, errlen, "allow", arg,
-			   "at most 64 networks per listener");
-	if (parse_cidr(arg, &l->allow[l->nallow]))
-		return bad(
-			err, errlen, "allow", arg,
-			"expected a network such as 192.0.2.0/24, 2001:db8::/32 or an address");
-	l->nallow++;
+	return add_network(l->allow, &l->nallow, "allow", arg, err, errlen);
+}
+
+static enum opt_result add_stats_allow(struct options *o, struct listen_opts *l,
+				       const char *arg, char *err,
+				       size_t errlen)
+{
+	return add_network(o->stats_allow, &o->nstats_allow, "stats-allow", arg,
+			   err, errlen);
+}
+
+static enum opt_result set_source_prefix6(struct options *o,
+					  struct listen_opts *l,
+					  const char *arg, char *err,
+					  size_t errlen)
+{
+	if (parse_count(arg, 1, 128, &o->source_prefix6))
+		return bad(err, errlen, "source-prefix6", arg,
+			   "expected a prefix length from 1 to 128");
 	return OPT_OK;
 }
 
@@ -552,6 +593,10 @@ static const struct opt_def opt_table[] = {
 	{ "stats", 0, "HOST:PORT",
 	  "serve Prometheus metrics at http://HOST:PORT/metrics", P, false,
 	  set_stats, false },
+	{ "stats-allow", 0, "CIDR",
+	  "serve metrics only to clients in this network;\n"
+	  "repeat for more (default: loopback only)",
+	  P, true, add_stats_allow, false },
 	{ "workers", 0, "N", "event loop threads (default: one per usable CPU)",
 	  P, false, set_workers, false },
 	{ "max-conns", 0, "N",
@@ -562,6 +607,10 @@ static const struct opt_def opt_table[] = {
 	  "reset a client address beyond N open connections\n"
 	  "(default: no cap)",
 	  P, false, set_max_per_source, false },
+	{ "source-prefix6", 0, "BITS",
+	  "count IPv6 clients per /BITS network for\n"
+	  "--max-conns-per-source (default 64)",
+	  P, false, set_source_prefix6, false },
 	{ "pipe-size", 0, "BYTES", "size of each splice pipe (default 1M)", P,
 	  false, set_pipe_size, false },
 	{ "max-pipes", 0, "N", "cap on open pipes, then copy (default 1024)", P,
@@ -666,6 +715,7 @@ void options_defaults(struct options *o)
 	o->buf_size = OPT_DEFAULT_BUF_SIZE;
 	o->drain_timeout = OPT_DEFAULT_DRAIN_TMO;
 	o->trace_max = OPT_DEFAULT_TRACE_MAX;
+	o->source_prefix6 = OPT_DEFAULT_PREFIX6;
 }
 
 /**
@@ -995,7 +1045,10 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	if (r != OPT_OK)
 		return r;
 	/* The command line's process-wide options, once more, over the
-	 * file's [global]. */
+	 * file's [global]; a list given there replaces the file's. */
+	for (unsigned i = 0; i < ngiven; i++)
+		if (given[i].d->apply == add_stats_allow)
+			c->o.nstats_allow = 0;
 	for (unsigned i = 0; i < ngiven; i++)
 		given[i].d->apply(&c->o, NULL, given[i].arg, err, errlen);
 	return config_check(c, inherited, err, errlen);
@@ -1028,6 +1081,13 @@ void options_restart_only(const struct options *was, const struct options *now,
 		{ "max-conns", was->max_conns != now->max_conns },
 		{ "max-conns-per-source",
 		  was->max_per_source != now->max_per_source },
+		{ "source-prefix6",
+		  was->source_prefix6 != now->source_prefix6 },
+		{ "stats-allow",
+		  was->nstats_allow != now->nstats_allow ||
+			  memcmp(was->stats_allow, now->stats_allow,
+				 now->nstats_allow *
+					 sizeof(now->stats_allow[0])) },
 		{ "user", strcmp(was->user, now->user) != 0 },
 		{ "syslog", was->syslog != now->syslog },
 		{ "trace", strcmp(was->trace, now->trace) != 0 },

@@ -80,9 +80,12 @@ struct listen_opts {
  * @max_pipes:		cap on open pipes across all connections
  * @buf_size:		bytes per copy buffer
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
+ * @stats_allow:	networks that may scrape them; none for loopback only
+ * @nstats_allow:	how many
  * @workers:		event loop threads; 0 for one per usable CPU
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
+ * @source_prefix6:	IPv6 clients count per network of this prefix length
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
@@ -99,8 +102,10 @@ struct options {
 	unsigned max_pipes;
 	size_t buf_size;
 	struct endpoint stats;
+	struct cidr stats_allow[OPT_MAX_ALLOW];
+	unsigned nstats_allow;
 	unsigned workers;
-	unsigned max_conns, max_per_source;
+	unsigned max_conns, max_per_source, source_prefix6;
 	int verbose;
 	char user[OPT_NAME_LEN];
 	bool syslog;
@@ -138,6 +143,7 @@ struct config {
 #define OPT_MAX_WORKERS		  1024u
 #define OPT_DEFAULT_DRAIN_TMO	  60.0
 #define OPT_DEFAULT_TRACE_MAX	  (100u << 20)
+#define OPT_DEFAULT_PREFIX6	  64u
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

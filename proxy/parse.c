@@ -287,16 +287,34 @@ static bool prefix_equal(const uint8_t *a, const uint8_t *b, unsigned bits)
 	return !rest || ((a[whole] ^ b[whole]) & mask) == 0;
 }
 
+static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+/**
+ * cidr_is_mapped() - is a network inside ::ffff:0:0/96 (IPv4-mapped)
+ * @c:	the network
+ *
+ * Such a network can never match: cidr_match() takes an IPv4-mapped
+ * client for the IPv4 client it is, so it can only be meant as IPv4.
+ *
+ * Return: true if it is.
+ */
+bool cidr_is_mapped(const struct cidr *c)
+{
+	return c->family == AF_INET6 && c->bits >= 96 &&
+	       !memcmp(c->addr, mapped, sizeof(mapped));
+}
+
 /**
  * cidr_match() - is an address inside a network
  * @c:	the network
- * @sa:	the address; an IPv4-mapped IPv6 address matches IPv4 networks
+ * @sa:	the address; an IPv4-mapped IPv6 address (an IPv4 client of a
+ *	dual-stack socket) matches IPv4 networks only, so that ::/0 does
+ *	not let in every IPv4 client of [::]:445
  *
  * Return: true if it is.
  */
 bool cidr_match(const struct cidr *c, const struct sockaddr *sa)
 {
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
 	const struct sockaddr_in *a4 = (const struct sockaddr_in *)sa;
 	const uint8_t *p6 = a6->sin6_addr.s6_addr;
@@ -306,10 +324,10 @@ bool cidr_match(const struct cidr *c, const struct sockaddr *sa)
 				    c->bits);
 	if (sa->sa_family != AF_INET6)
 		return false;
-	if (c->family == AF_INET6)
-		return prefix_equal(p6, c->addr, c->bits);
-	return !memcmp(p6, mapped, 12) &&
-	       prefix_equal(p6 + 12, c->addr, c->bits);
+	if (memcmp(p6, mapped, sizeof(mapped)))
+		return c->family == AF_INET6 &&
+		       prefix_equal(p6, c->addr, c->bits);
+	return c->family == AF_INET && prefix_equal(p6 + 12, c->addr, c->bits);
 }
 
 /**

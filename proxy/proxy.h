@@ -108,8 +108,10 @@ struct proxy {
 	ev_tstamp page_at;
 };
 
-/* Scrapes served at once; more wait in the --stats backlog. */
-#define METRICS_MAX_SCRAPES 4
+/* Scrapes served at once; more wait in the --stats backlog. Each address
+ * has a share of them (metrics.c), so this many idle clients must come
+ * from several addresses, and each is closed within a second. */
+#define METRICS_MAX_SCRAPES 16
 
 int metrics_start(struct proxy *px);
 void metrics_stop(struct proxy *px);

@@ -238,7 +238,8 @@ void workers_sync(struct proxy *px)
 }
 
 /**
- * on_trim() - give back the pipes, buffers and timing blocks that sat unused
+ * on_trim() - give back the pipes, buffers and timing blocks that sat
+ *	       unused, and say how many end lines were suppressed
  * @loop:	the worker's loop
  * @t:		&worker.trim
  * @revents:	unused
@@ -253,6 +254,7 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 	timing_pool_trim(&w->timing);
 	if (bufpool_trim(&w->bufs))
 		alloc_release_free_memory();
+	conn_log_quiet();
 }
 
 /**

@@ -1,11 +1,20 @@
 """--max-conns and --max-conns-per-source: a client over a cap is reset at
 once, counted in smbsplice_refused_total{reason}, and logged in a
 rate-limited line; clients under the caps are served as usual, IPv4 and
-IPv6 alike, and a slot is free again as soon as a connection ends."""
+IPv6 alike, and a slot is free again as soon as a connection ends. IPv6
+clients count per /64 (--source-prefix6), IPv4-mapped ones per address;
+and on a dual-stack socket, IPv4-mapped clients match IPv4 --allow
+networks only."""
+import ctypes
+import os
 import socket
+import subprocess
 import time
 
-from harness import Proxy, Server, TestFailure, check, metric, recv_exact, run, scrape
+from harness import Proxy, Server, TestFailure, check, metric, need, recv_exact, run, scrape
+
+CLONE_NEWNET = 0x40000000
+DUAL_PORT = 4450  # in the test's own namespace
 
 
 def echo(c):
@@ -97,10 +106,102 @@ def test_per_source(host, other_src, srv_host):
     srv.close()
 
 
+def refused(px, host, src):
+    """Connect from src and send nothing (smb mode waits for a byte): True
+    if the per-source cap resets the client at once; the socket too."""
+    s = connect(px, host, src)
+    s.settimeout(0.3)
+    try:
+        return s.recv(1) == b"", s
+    except ConnectionError:
+        return True, s
+    except (TimeoutError, socket.timeout):
+        return False, s
+
+
+def setns(path):
+    """Move this thread (the test's only one) into the network namespace
+    at path; the daemons it starts are born there."""
+    with open(path) as f:
+        if ctypes.CDLL(None, use_errno=True).setns(f.fileno(), CLONE_NEWNET):
+            raise OSError(ctypes.get_errno(), f"setns {path}")
+
+
+def dual_stack(*args):
+    """smbsplice on a dual-stack [::]:PORT socket, as the systemd unit
+    passes it (smbsplice's own IPv6 listeners are IPv6 only), started by
+    a first client; returns it once it listens."""
+    act = ["systemd-socket-activate", "-l", f"[::]:{DUAL_PORT}"]
+    px = Proxy(None, "--backend", "127.0.0.1:9", *args, listen=False, check_start=False, wrap=act)
+    px.port = DUAL_PORT
+    time.sleep(0.3)
+    connect(px, "127.0.0.1", "127.0.0.3").close()
+    px.wait_log(r"listening on .*\(from systemd\)")
+    return px
+
+
+def held(px, host, srcs):
+    """Which clients from srcs are held (not reset at once), as 1 or 0; the
+    sockets are appended to px.socks."""
+    out = []
+    for src in srcs:
+        r, sock = refused(px, host, src)
+        out.append(0 if r else 1)
+        px.socks.append(sock)
+    return out
+
+
+def test_namespace():
+    """In a namespace of the test's own, with 2001:db8::/64 and
+    2001:db8:0:1::/64 on its lo, and a dual-stack [::] socket:
+    - an IPv6 host has a /64 to pick addresses from, so its clients count
+      per --source-prefix6 network (/64 by default) for
+      --max-conns-per-source, while IPv4 clients, arriving IPv4-mapped,
+      still count per address;
+    - --allow ::/0 does not let in the IPv4 clients (::ffff:127.0.0.1):
+      they are matched against IPv4 networks only."""
+    need("systemd-socket-activate", "systemd")
+    netns = f"smbs-caps-{os.getpid()}"
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    subprocess.run(["ip", "netns", "add", netns], check=True)
+    try:
+        setns(f"/run/netns/{netns}")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        for a in ("2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8:0:1::1"):
+            subprocess.run(["ip", "addr", "add", f"{a}/64", "dev", "lo", "nodad"], check=True)
+        v6 = ("2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8:0:1::1")
+        v4 = ("127.0.0.1", "127.0.0.1", "127.0.0.2")
+        for args, want6 in ((("--max-conns-per-source", "2"), [1, 1, 0, 1]),
+                            (("--max-conns-per-source", "2", "--source-prefix6", "128"), [1, 1, 1, 1])):
+            px = dual_stack(*args)
+            px.socks = []
+            got6, got4 = held(px, "2001:db8::1", v6), held(px, "127.0.0.1", v4)
+            check(got6 == want6, f"{' '.join(args)}: clients from ::1 ::2 ::3 and another /64 held: {got6}, "
+                  f"want {want6}")
+            check(got4 == [1, 1, 1], f"{' '.join(args)}: IPv4-mapped clients count per IPv4 address: {got4}")
+            for sock in px.socks:
+                sock.close()
+            px.stop(check_fds=False)
+        for args, want in ((("--allow", "::/0"), ([1], [0])), (("--allow", "127.0.0.0/8"), ([0], [1])),
+                           (("--allow", "::/0", "--allow", "127.0.0.1"), ([1], [1]))):
+            px = dual_stack(*args)
+            px.socks = []
+            got = (held(px, "2001:db8::1", ["2001:db8::1"]), held(px, "127.0.0.1", ["127.0.0.1"]))
+            check(got == want, f"dual-stack [::], {' '.join(args)}: IPv6 and IPv4 clients served {got}, want {want}")
+            for sock in px.socks:
+                sock.close()
+            px.stop(check_fds=False)
+    finally:
+        setns(f"/proc/self/fd/{home}")
+        os.close(home)
+        subprocess.run(["ip", "netns", "del", netns])
+
+
 def main():
     test_max_conns()
     test_per_source("127.0.0.1", "127.0.0.2", "127.0.0.1")
     test_per_source("::1", None, "::1")
+    test_namespace()
 
 
 if __name__ == "__main__":

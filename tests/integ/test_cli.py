@@ -4,11 +4,16 @@ use is one line and exit status 1; --check accepts a good configuration
 without binding it, even while the address is in use, and refuses, as a
 start would, a congestion algorithm the kernel lacks, --transparent
 without CAP_NET_ADMIN, and a --user that does not exist or that a
-process not root cannot become."""
+process not root cannot become. A config line too long for libinih is
+refused with FILE:LINE by --check, at start and on reload."""
+import os
+import re
+import signal
 import socket
 import subprocess
+import tempfile
 
-from harness import SMBSPLICE, Proxy, TestFailure, check, run, sanitizer_report
+from harness import SMBSPLICE, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
 
 GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
 
@@ -87,6 +92,44 @@ def main():
     # the proxy's connection ends and stop() can check its descriptors.
     srv.close()
     px.stop()
+    long_line()
+
+
+def long_line():
+    """A config line longer than libinih takes is refused with FILE:LINE,
+    never cut into a live setting (a long comment ending in workers = 0):
+    by --check, at start, and by a reload, which keeps what runs."""
+    srv = Server(lambda c: c.sendall(c.recv(100)))
+    port = free_port()
+    good = f"[global]\nworkers = 2\n\n[main]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\n"
+    bad = good.replace("\n\n", f"\n# {'x' * 4000} workers = 0\n\n", 1)
+    with tempfile.TemporaryDirectory() as d:
+        conf = os.path.join(d, "smbsplice.conf")
+        with open(conf, "w") as f:
+            f.write(bad)
+        for args in (["--check", "-c", conf], ["-c", conf]):
+            r = smbsplice(*args)
+            lines = r.stderr.splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and
+                  re.search(rf"{re.escape(conf)}:3: line longer than \d+ bytes", lines[0]),
+                  f"{' '.join(args[:-1])}: a 4 KB line: exit {r.returncode}, {lines}")
+        with open(conf, "w") as f:
+            f.write(good)
+        px = Proxy(None, "-c", conf, listen=False)
+        px.port, px.host = port, "127.0.0.1"
+        with open(conf, "w") as f:
+            f.write(bad)
+        px.proc.send_signal(signal.SIGHUP)
+        line = px.wait_log(r"^.*reload refused.*$")[0]
+        check(re.search(r"smbsplice.conf:3: line longer than \d+ bytes; the running configuration stays", line),
+              f"SIGHUP: refused in one line: {line.strip()}")
+        c = px.connect()
+        c.sendall(b"\0ping")
+        check(recv_exact(c, 5) == b"\0ping", "... and the running configuration serves")
+        c.close()
+        px.wait_log(r" end=")
+        px.stop()
+    srv.close()
 
 
 if __name__ == "__main__":

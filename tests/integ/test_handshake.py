@@ -2,12 +2,18 @@
 arrives: a flood of empty connections never reaches the server (Samba
 forks one smbd per connection), a client that sends nothing is closed
 after --handshake-timeout, one that leaves without a byte is logged as
-such, and a client that speaks is served as usual. tcp mode dials at
+such (rate limited: 2,000 of them write at most a burst of lines, and the
+next line counts the rest), and a client that speaks is served as usual. tcp mode dials at
 once, since other protocols may have the server speak first."""
+import re
 import socket
 import time
 
 from harness import Proxy, Server, check, metric, recv_exact, run, scrape
+
+# log.h: per-client lines of one kind a worker writes per window (s).
+LOG_LIMIT_BURST, LOG_LIMIT_WINDOW = 10, 10
+FLOOD = 2000
 
 
 def echo(c):
@@ -22,6 +28,51 @@ def accepted(srv, want):
     while srv.accepted < want and time.monotonic() < end:
         time.sleep(0.01)
     return srv.accepted
+
+
+def active_becomes(px, n, timeout=10):
+    """Wait until smbsplice_connections_active is @n; True if it got there."""
+    end = time.monotonic() + timeout
+    while metric(scrape(px.stats_port), "smbsplice_connections_active") != n:
+        if time.monotonic() > end:
+            return False
+    return True
+
+
+def flood_lines(srv):
+    """2,000 connect-and-close pairs do not write 2,000 lines: end lines of
+    connections that forwarded nothing are rate limited, and the next one
+    let through counts those suppressed; a connection that moved bytes
+    keeps its line."""
+    px = Proxy(srv.addr, "--workers", "1", stats=True)
+    size0 = len(px.whole_lines())
+    t0, n = time.monotonic(), 0
+    while n < FLOOD and time.monotonic() - t0 < 20:
+        px.connect().close()
+        n += 1
+    took = time.monotonic() - t0
+    talker = px.connect()
+    talker.sendall(b"\0hi")
+    recv_exact(talker, 3)
+    talker.close()
+    px.wait_log(r" end=\w+ .* c2s=3 ")
+    check(active_becomes(px, 0), f"{n} connect-and-close pairs in {took:.2f} s: every one ended")
+    text = px.whole_lines()
+    quiet = re.findall(r"^.* conn .*before sending a byte.*$", text, re.M)
+    check(n == FLOOD and len(quiet) <= LOG_LIMIT_BURST,
+          f"... logged in {len(quiet)} end lines, {len(text) - size0} bytes (at most {LOG_LIMIT_BURST} lines), "
+          f"and the talker's line is there")
+    # Once the window is over, one line says how many were left out (or
+    # the next such line does, if it comes first).
+    summary = px.wait_log(r"^.* (\d+) more connections that forwarded nothing ended \(fin\); "
+                          r"their lines were suppressed$", timeout=LOG_LIMIT_WINDOW + 10)
+    text = px.whole_lines()
+    quiet = re.findall(r"^.* conn .*before sending a byte.*$", text, re.M)
+    counted = len(quiet) + sum(int(x) for x in re.findall(r"\(and (\d+) more like it suppressed\)", text))
+    counted += sum(int(x) for x in re.findall(r" (\d+) more connections that forwarded nothing ended \(fin\)", text))
+    check(counted == n, f"the suppressed lines are counted: {len(quiet)} end lines and a summary of "
+          f"{summary[0]} account for {counted} of {n} connections")
+    px.stop()
 
 
 def main():
@@ -41,9 +92,9 @@ def main():
     # Half of the flood leaves without a byte, the rest outwait the timeout.
     for s in flood[:100]:
         s.close()
-    px.wait_log(r"end=fin \(client closed before sending a byte\)", count=100)
+    px.wait_log(r"end=fin \(client closed before sending a byte\)")
     t0 = time.monotonic()
-    px.wait_log(r"end=timeout \(client sent nothing within 1s", count=100, timeout=5)
+    px.wait_log(r"end=timeout \(client sent nothing within 1s", timeout=5)
     for s in flood[100:]:
         s.settimeout(2)
         try:
@@ -53,10 +104,19 @@ def main():
         s.close()
     check(time.monotonic() - t0 < 2, "silent clients closed after --handshake-timeout")
     check(srv.accepted == 1, "the flood never reached the server")
+    check(active_becomes(px, 1), "every silent client ended; the talker is left")
     talker.sendall(b"still")
     check(recv_exact(talker, 5) == b"still", "the talking client outlived the handshake timeout")
     talker.close()
+    px.wait_log(r" end=fin .* c2s=11 ")
+    text = px.whole_lines()
+    left, timed = (len(re.findall(w, text)) for w in ("before sending a byte", "sent nothing within"))
+    check(left <= 2 * LOG_LIMIT_BURST and timed <= 2 * LOG_LIMIT_BURST,
+          f"100 clients gone without a byte and 100 timed out, on 2 workers: {left} and {timed} end lines "
+          f"(at most {LOG_LIMIT_BURST} of each a worker), and the client that spoke has its own")
     px.stop()
+
+    flood_lines(srv)
 
     px = Proxy(srv.addr, "--mode", "tcp")
     c = px.connect()

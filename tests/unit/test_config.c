@@ -105,6 +105,15 @@ static void test_command_line_over_global(void **state)
 		OPT_OK);
 	assert_int_equal(c.o.workers, 1);
 	assert_int_equal(c.o.max_pipes, 64);
+	/* A list on the command line replaces the file's, as a value does. */
+	assert_int_equal(
+		parse("[global]\nstats-allow = 192.0.2.0/24\n"
+		      "stats-allow = 198.51.100.0/24\n"
+		      "[a]\nlisten = 127.0.0.1:1\nbackend = 127.0.0.1:2\n",
+		      "--stats-allow", "10.0.0.0/8", err, sizeof(err)),
+		OPT_OK);
+	assert_int_equal(c.o.nstats_allow, 1);
+	assert_int_equal(c.o.stats_allow[0].addr[0], 10);
 }
 
 /* Each mistake: exit status 2 (OPT_BAD), one line, naming file, line and
@@ -157,6 +166,50 @@ static void test_mistakes(void **state)
 	expect_bad(text, NULL, NULL, "unknown key 'help'", NULL);
 }
 
+/* libinih cuts a line at its buffer's size and parses the tail as a line
+ * of its own: a long line is refused, not cut into a live setting. */
+static void test_long_line(void **state)
+{
+	static const char lst[] =
+		"listen = 127.0.0.1:1\nbackend = 127.0.0.1:2\n";
+	char text[6000], fits[200];
+	char err[512] = "";
+
+	snprintf(fits, sizeof(fits), "# %0*d", 150, 0);
+	snprintf(text, sizeof(text), "[global]\n%s\n[a]\n%s", fits, lst);
+	assert_int_equal(parse(text, NULL, NULL, err, sizeof(err)), OPT_OK);
+
+	snprintf(text, sizeof(text), "[global]\n# %0*d workers = 0\n[a]\n%s",
+		 5000, 0, lst);
+	expect_bad(text, NULL, NULL, ":2: line longer than ", path);
+	assert_non_null(strstr(text, "workers = 0"));
+	/* Exactly the limit it names fits, one more does not, CRLF or not. */
+	{
+		char cut[80];
+		unsigned limit;
+
+		parse(text, NULL, NULL, cut, sizeof(cut));
+		assert_int_equal(sscanf(strstr(cut, "longer than "),
+					"longer than %u bytes", &limit),
+				 1);
+		assert_true(limit >= 150 && limit < 5000);
+		for (int crlf = 0; crlf < 2; crlf++) {
+			snprintf(text, sizeof(text), "[a]\n%s# %0*d%s\n", lst,
+				 (int)limit - 2, 0, crlf ? "\r" : "");
+			assert_int_equal(
+				parse(text, NULL, NULL, err, sizeof(err)),
+				OPT_OK);
+			snprintf(text, sizeof(text), "[a]\n%s# %0*d%s\n", lst,
+				 (int)limit - 1, 0, crlf ? "\r" : "");
+			expect_bad(text, NULL, NULL, ":4: line longer than ",
+				   NULL);
+		}
+	}
+	/* The same at the end of a file without a final newline. */
+	snprintf(text, sizeof(text), "[a]\n%s# %0*d", lst, 3000, 0);
+	expect_bad(text, NULL, NULL, ":4: line longer than ", NULL);
+}
+
 static void test_missing_file(void **state)
 {
 	char *argv[] = { "smbsplice", "-c", "/nonexistent/smbsplice.conf",
@@ -196,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_two_listeners),
 		cmocka_unit_test(test_command_line_over_global),
 		cmocka_unit_test(test_mistakes),
+		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_every_option_documented),
 	};

@@ -270,6 +270,17 @@ static void test_cidr(void **state)
 	assert_int_equal(parse_cidr("0.0.0.0/0", &c), 0);
 	assert_true(cidr_match(&c, (struct sockaddr *)&a4));
 	assert_false(cidr_match(&c, (struct sockaddr *)&a6)); /* not mapped */
+	/* An IPv4-mapped client (IPv4 on a dual-stack [::] socket) is the
+	 * IPv4 client it is: IPv6 networks, ::/0 included, never hold it. */
+	assert_int_equal(parse_cidr("::/0", &c), 0);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a6.sin6_addr);
+	assert_false(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_false(cidr_is_mapped(&c));
+	assert_int_equal(parse_cidr("::ffff:0:0/96", &c), 0);
+	assert_true(cidr_is_mapped(&c));
+	assert_int_equal(parse_cidr("127.0.0.0/8", &c), 0);
+	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
 
 	assert_int_equal(parse_cidr("192.0.2.0/33", &c), -1);
 	assert_int_equal(parse_cidr("2001:db8::/129", &c), -1);
@@ -309,6 +320,21 @@ static void test_bad_deployment_options(void **state)
 		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--allow",
 		     "10.0.0.0/40");
 		expect_bad(argc, argv, "--allow '10.0.0.0/40'");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--allow",
+		     "::ffff:10.0.0.0/104");
+		expect_bad(argc, argv, "write the IPv4 network");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--stats-allow",
+		     "::ffff:0:0/96");
+		expect_bad(argc, argv, "--stats-allow '::ffff:0:0/96'");
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2",
+		     "--source-prefix6", "129");
+		expect_bad(argc, argv, "--source-prefix6 '129'");
 	}
 	{
 		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--congestion",
