@@ -5,7 +5,7 @@ IPv6 alike, and a slot is free again as soon as a connection ends."""
 import socket
 import time
 
-from harness import Proxy, Server, TestFailure, check, metric, recv_exact, run, scrape
+from harness import NOT_SMB, Proxy, Server, TestFailure, check, metric, recv_exact, run, scrape
 
 
 def echo(c):
@@ -37,7 +37,7 @@ def served(s):
 
 def test_max_conns():
     srv = Server(echo)
-    px = Proxy(srv.addr, "--max-conns", "3", "--workers", "2", stats=True)
+    px = Proxy(srv.addr, "--max-conns", "3", "--workers", "2", *NOT_SMB, stats=True)
     held = [connect(px, "127.0.0.1") for _ in range(3)]
     check(all(served(s) for s in held), "--max-conns 3: three clients served")
     t0 = time.monotonic()
@@ -73,7 +73,7 @@ def test_max_conns():
 
 def test_per_source(host, other_src, srv_host):
     srv = Server(echo, host=srv_host)
-    px = Proxy(srv.addr, "--max-conns-per-source", "2", listen_host=host, stats=True)
+    px = Proxy(srv.addr, "--max-conns-per-source", "2", *NOT_SMB, listen_host=host, stats=True)
     a = [connect(px, host) for _ in range(2)]
     check(all(served(s) for s in a), f"{host}: two clients from one address served")
     third = connect(px, host)
