@@ -219,10 +219,32 @@ def test_samba():
     smb.stop()
 
 
+def test_netbios():
+    """On port 139 smbclient opens with a NetBIOS session request, which
+    is dialled there (and only there: see test_openings)."""
+    probe = socket.socket()
+    try:
+        probe.bind(("127.0.0.1", 139))
+    except OSError as e:
+        print(f"note: port 139 on 127.0.0.1 is taken ({e}); the NetBIOS case is not run", flush=True)
+        return
+    finally:
+        probe.close()
+    smb = Samba()
+    px = Proxy(smb.addr, port=139, stats=True)
+    out = smb.smbclient(139, cmd="ls")
+    check("blocks available" in out, "smbclient on port 139 (NetBIOS session request first) is served")
+    check(metric(scrape(px.stats_port), "smbsplice_frames_total", direction="to_server", kind="netbios") >= 1,
+          "... and its first frame was a NetBIOS one")
+    px.stop()
+    smb.stop()
+
+
 def main():
     test_openings()
     test_cap_and_deadline()
     test_samba()
+    test_netbios()
 
 
 if __name__ == "__main__":
