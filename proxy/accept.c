@@ -21,7 +21,8 @@
  * conn.c), pauses it the same way, with at most one log line every
  * ACCEPT_WARN_EVERY seconds. A client outside every --allow network is
  * reset at once, with a rate-limited log line, before it counts against
- * any cap; one past --max-conns or --max-conns-per-source likewise.
+ * any cap; one past --max-conns, --max-conns-per-source or
+ * --max-preauth-per-source likewise.
  *
  * Removing a listener (a reload, or SIGTERM's drain) first accepts what
  * is already queued on the socket, so that no client the kernel accepted
@@ -175,7 +176,7 @@ static void take_client(struct wlistener *wl, int fd,
 	struct lstats *st = &wl->l->st[w->id];
 	struct limits *lim = &w->px->limits;
 	struct source_key key;
-	char why[96];
+	char why[160];
 	enum admit a;
 
 	if (!allowed(&wl->cfg->o, peer)) {
@@ -185,18 +186,23 @@ static void take_client(struct wlistener *wl, int fd,
 		return;
 	}
 	source_key_of(peer, &key);
-	a = limits_admit(lim, &key);
+	a = limits_admit(lim, &key, wl->cfg->o.mode == MODE_SMB);
+	if (a == ADMIT_MAX_CONNS)
+		snprintf(why, sizeof(why),
+			 "too many connections (--max-conns %u)", o->max_conns);
+	else if (a == ADMIT_PER_SOURCE)
+		snprintf(
+			why, sizeof(why),
+			"too many connections from its address (--max-conns-per-source %u)",
+			o->max_per_source);
+	else if (a == ADMIT_PREAUTH)
+		snprintf(
+			why, sizeof(why),
+			"its address has %u connections that have not completed a session setup (--max-preauth-per-source)",
+			o->max_preauth);
 	if (a != ADMIT_OK) {
 		budget_give(&lim->fds, 2);
 		counter_add(&st->refused[a], 1);
-		snprintf(why, sizeof(why), "%s (--%s %u)",
-			 a == ADMIT_MAX_CONNS
-				 ? "too many connections"
-				 : "too many connections from its address",
-			 a == ADMIT_MAX_CONNS ? "max-conns"
-					      : "max-conns-per-source",
-			 a == ADMIT_MAX_CONNS ? o->max_conns
-					      : o->max_per_source);
 		turn_away(fd, peer, wl->l->name, why);
 		return;
 	}

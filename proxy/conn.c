@@ -5,13 +5,18 @@
  * and two directions (struct dir), "up" from client to server and "down"
  * back. Its life has these stages (enum conn_state):
  *
- *   handshake:  smb mode only. An SMB client always speaks first, so the
- *               backend is not dialled until the client's first byte
- *               arrives, under --handshake-timeout: a flood of empty
+ *   handshake:  smb mode only. An SMB client always speaks first, and
+ *               with a NEGOTIATE (or, on port 139, a session request), so
+ *               the backend is not dialled until the client's whole first
+ *               frame has arrived and smb_opening_judge() says it is one,
+ *               under --handshake-timeout: a flood of empty or garbage
  *               connections costs the server nothing (Samba forks one smbd
- *               per connection). The byte stays in the kernel. tcp mode
- *               skips this stage, since other protocols may have the
- *               server speak first.
+ *               per connection); anything else is reset and counted. The
+ *               frame is only peeked at, at most SMB_OPENING_MAX bytes,
+ *               and stays in the kernel; while it is incomplete, a
+ *               receive low-water mark keeps the socket quiet until the
+ *               rest is in. tcp mode skips this stage, since other
+ *               protocols may have the server speak first.
  *   connecting: the backend connect is in flight, under --connect-timeout.
  *               The client is not read yet, so its bytes wait in the
  *               kernel. A refused, unreachable or timed-out backend resets
@@ -23,7 +28,11 @@
  *               readable or its destination writable, and arms exactly the
  *               one watcher half_run() asks for. The timer is the idle
  *               timeout, rearmed lazily from @last_active so that traffic
- *               costs no timer syscalls.
+ *               costs no timer syscalls. In smb mode the same timer is
+ *               also --auth-timeout, counted from accept, until the
+ *               server's stream shows a successful session setup: from
+ *               then on the connection is authenticated for good, and it
+ *               stops counting against --max-preauth-per-source.
  *   ended:      when both directions have forwarded end of file (clean), or
  *               on any error, reset or timeout (abortive: both sockets are
  *               closed with SO_LINGER 0, so each peer sees a reset). One log
@@ -42,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "accept.h"
 #include "conn.h"
@@ -50,6 +60,7 @@
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "opening.h"
 #include "timing.h"
 #include "trace.h"
 #include "tracefile.h"
@@ -71,7 +82,7 @@ static const char *const end_word[] = { "fin", "rst", "timeout", "error",
 					"shutdown" };
 
 enum conn_state {
-	CS_HANDSHAKE,  /* waiting for the client's first byte (smb mode) */
+	CS_HANDSHAKE,  /* waiting for the client's first frame (smb mode) */
 	CS_CONNECTING, /* the backend connect is in flight, or waits for a
 			* descriptor */
 	CS_OPEN,       /* both directions forward */
@@ -84,6 +95,10 @@ enum conn_state {
 /* A pipe whose destination has taken none of its bytes for this long is
  * moved to a buffer, so that stalled receivers cannot hold the pool. */
 #define PIPE_HOLD_MAX 1.0
+
+/* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
+ * incomplete first frame is looked at again. */
+#define FIRST_FRAME_POLL 0.05
 
 struct conn;
 
@@ -138,6 +153,10 @@ struct dir {
  *		@lo's backends
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
+ * @unauth:	smb mode, and no session setup has succeeded yet: it counts
+ *		against --max-preauth-per-source and --auth-timeout
+ * @lowat:	in the handshake: the client socket's SO_RCVLOWAT is raised
+ * @peeked:	in the handshake: bytes of the first frame seen so far
  * @tm:		smb mode: the clocks of its messages in flight
  * @trace:	its capture, with --trace
  *
@@ -160,6 +179,8 @@ struct conn {
 	unsigned be;
 	char cli_text[64];
 	struct source_key source;
+	bool unauth, lowat;
+	unsigned peeked;
 	struct timing tm;
 	struct trace_conn *trace;
 };
@@ -413,7 +434,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	if (c->next)
 		c->next->prev = c->prev;
 	counter_sub(&w->active, 1);
-	limits_release(&w->px->limits, &c->source);
+	limits_release(&w->px->limits, &c->source, c->unauth);
 	budget_give(&w->px->limits.fds, 2);
 	lcfg_put(c->cfg);
 	listener_put(c->l);
@@ -502,6 +523,30 @@ static void dir_log_multichannel(struct dir *d)
 }
 
 /**
+ * conn_note_auth() - see whether the server has let the client in
+ * @c:	the connection, in smb mode and not authenticated yet
+ *
+ * Once the server's stream has carried a successful session setup
+ * response, the connection is authenticated for good: it leaves
+ * --max-preauth-per-source and --auth-timeout. A server stream the framer
+ * gave up on cannot show one, and is let be likewise: what the server
+ * sends is not the client's to shape.
+ */
+static void conn_note_auth(struct conn *c)
+{
+	const struct smb_framer *f = &c->down.fr;
+
+	if (!f->facts.session_ok && !smb_framer_opaque(f))
+		return;
+	c->unauth = false;
+	limits_authenticated(&c->w->px->limits, &c->source);
+	log_debug("conn %s: %s", c->cli_text,
+		  f->facts.session_ok
+			  ? "session setup succeeded"
+			  : "server's stream not parsed: no --auth-timeout");
+}
+
+/**
  * dir_run() - run a direction and arm the watcher it asks for
  * @d:	the direction
  */
@@ -522,6 +567,8 @@ static void dir_run(struct dir *d)
 		dir_went_opaque(d);
 	if (d->h.fr)
 		dir_log_multichannel(d);
+	if (c->unauth && d == &c->down)
+		conn_note_auth(c);
 	switch (st) {
 	case PUMP_WAIT_READ:
 		stall_forget(d);
@@ -570,6 +617,31 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 static void conn_connect(struct conn *c);
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why);
+static void conn_peek_first(struct conn *c);
+
+/**
+ * conn_arm_open() - set an open connection's timer for its next deadline
+ * @c:	the connection, in CS_OPEN
+ *
+ * The idle timeout, if any, or --auth-timeout while the client has not
+ * authenticated, whichever comes first; with neither the timer stays off.
+ */
+static void conn_arm_open(struct conn *c)
+{
+	const struct listen_opts *o = c->lo;
+	ev_tstamp now = ev_now(c->w->loop), at = 0;
+
+	if (o->idle_timeout > 0)
+		at = c->last_active + o->idle_timeout;
+	if (c->unauth && o->auth_timeout > 0 &&
+	    (!at || c->started + o->auth_timeout < at))
+		at = c->started + o->auth_timeout;
+	if (!at) {
+		ev_timer_stop(c->w->loop, &c->timer);
+		return;
+	}
+	conn_rearm(c, at > now ? at - now : 0.);
+}
 
 /**
  * on_timer() - the current stage's timeout, or a connect retry is due
@@ -579,6 +651,8 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
  *
  * The idle timeout is checked lazily: traffic only moves @last_active, and
  * the timer, when it fires early, is set again for the time that is left.
+ * An authentication that came meanwhile is seen the same way: the timer
+ * then only serves the idle timeout.
  */
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -590,8 +664,15 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	switch (c->state) {
 	case CS_HANDSHAKE:
+		if (!ev_is_active(&c->connect_w) &&
+		    ev_now(loop) < c->deadline) {
+			conn_peek_first(c); /* polled: no low-water mark */
+			return;
+		}
 		snprintf(why, sizeof(why),
-			 "client sent nothing within %gs (--handshake-timeout)",
+			 "%s within %gs (--handshake-timeout)",
+			 c->peeked ? "client sent no complete first frame"
+				   : "client sent nothing",
 			 o->handshake_timeout);
 		conn_end(c, END_TIMEOUT, why);
 		return;
@@ -605,13 +686,24 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		conn_backend_failed(c, END_TIMEOUT, why);
 		return;
 	case CS_OPEN:
-		left = c->last_active + o->idle_timeout - ev_now(loop);
-		if (left > 0) {
-			conn_rearm(c, left);
+		if (c->unauth && o->auth_timeout > 0 &&
+		    ev_now(loop) >= c->started + o->auth_timeout) {
+			counter_add(&c->st->auth_timeouts, 1);
+			snprintf(
+				why, sizeof(why),
+				"no session setup completed within %gs (--auth-timeout)",
+				o->auth_timeout);
+			conn_end(c, END_TIMEOUT, why);
 			return;
 		}
-		snprintf(why, sizeof(why), "idle for %gs", o->idle_timeout);
-		conn_end(c, END_TIMEOUT, why);
+		left = c->last_active + o->idle_timeout - ev_now(loop);
+		if (o->idle_timeout > 0 && left <= 0) {
+			snprintf(why, sizeof(why), "idle for %gs",
+				 o->idle_timeout);
+			conn_end(c, END_TIMEOUT, why);
+			return;
+		}
+		conn_arm_open(c);
 		return;
 	}
 }
@@ -734,7 +826,6 @@ static void conn_trace_begin(struct conn *c)
 static void conn_start_forwarding(struct conn *c)
 {
 	struct ev_loop *loop = c->w->loop;
-	double idle = c->lo->idle_timeout;
 
 	c->state = CS_OPEN;
 	ev_io_stop(loop, &c->connect_w);
@@ -745,8 +836,7 @@ static void conn_start_forwarding(struct conn *c)
 	dir_init(c, &c->down, &c->srv, &c->cli, &c->st->tot.dir[DIR_TO_CLIENT]);
 	c->last_active = ev_now(loop);
 	log_debug("conn %s: backend connected", c->cli_text);
-	if (idle > 0)
-		conn_rearm(c, idle);
+	conn_arm_open(c);
 	ev_io_start(loop, &c->up.rd);
 	ev_io_start(loop, &c->down.rd);
 }
@@ -917,37 +1007,144 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 }
 
 /**
- * on_first_byte() - the client's socket became readable in the handshake
- * @loop:	the loop
- * @w:		&conn.connect_w, on the client socket
- * @revents:	unused
+ * conn_netbios_listener() - did the client dial the NetBIOS session port
+ * @c:	the connection
  *
- * The bytes are only peeked at: they stay queued for the up direction.
- * A client that closed without a byte never reaches the server.
+ * The accepted socket's own address is the port the client dialled, with
+ * socket activation and --transparent alike. Asked only of a client that
+ * opened with a session request.
+ *
+ * Return: true for port 139.
  */
-static void on_first_byte(struct ev_loop *loop, ev_io *w, int revents)
+static bool conn_netbios_listener(const struct conn *c)
 {
-	struct conn *c = w->data;
-	char byte;
-	ssize_t n;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	in_port_t port;
 
-	(void)loop;
-	(void)revents;
-	n = recv(c->cli.fd, &byte, 1, MSG_PEEK);
-	if (n > 0) {
-		conn_dial(c);
-		return;
-	}
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n == 0)
-		conn_end(c, END_FIN, "client closed before sending a byte");
-	else
-		conn_end(c, end_for_errno(errno), strerror(errno));
+	if (getsockname(c->cli.fd, (struct sockaddr *)&ss, &len))
+		return false;
+	port = ss.ss_family == AF_INET6
+		       ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		       : ((struct sockaddr_in *)&ss)->sin_port;
+	return ntohs(port) == NBT_SESSION_PORT;
 }
 
 /**
- * conn_open() - take a new client: wait for its first byte, or dial
+ * conn_refuse_opening() - reset a client whose first frame no SMB server
+ *			   answers, before any server is dialled
+ * @c:		the connection, in CS_HANDSHAKE
+ * @why:	what is wrong with the frame
+ */
+static void conn_refuse_opening(struct conn *c, const char *why)
+{
+	char text[160];
+
+	counter_add(&c->st->bad_openings, 1);
+	snprintf(text, sizeof(text), "%s; reset before dialling the server",
+		 why);
+	conn_end(c, END_ERROR, text);
+}
+
+/**
+ * conn_wait_rest() - the first frame is incomplete: sleep until it is not
+ * @c:		the connection, in CS_HANDSHAKE
+ * @need:	bytes the verdict needs
+ *
+ * A receive low-water mark keeps the socket quiet until @need bytes are
+ * queued (or the client closes); where the socket takes none (MPTCP on
+ * older kernels), it is peeked at every FIRST_FRAME_POLL instead, until
+ * --handshake-timeout.
+ */
+static void conn_wait_rest(struct conn *c, size_t need)
+{
+	struct ev_loop *loop = c->w->loop;
+	ev_tstamp left = c->deadline - ev_now(loop);
+
+	if (ev_is_active(&c->connect_w) &&
+	    !sock_set_rcvlowat(c->cli.fd, (int)need)) {
+		c->lowat = true;
+		return;
+	}
+	ev_io_stop(loop, &c->connect_w);
+	conn_rearm(c, left < FIRST_FRAME_POLL ? left : FIRST_FRAME_POLL);
+}
+
+/**
+ * conn_peek_first() - judge what the client has sent; dial for an opening
+ * @c:	the connection, in CS_HANDSHAKE
+ *
+ * The bytes are only peeked at, SMB_OPENING_MAX at most: they stay queued
+ * for the up direction. A client that leaves before its first frame is
+ * complete never reaches the server; nor does one whose frame is not an
+ * SMB opening (smb_opening_judge()), which is reset and counted. With
+ * --first-frame any, the first byte is enough.
+ */
+static void conn_peek_first(struct conn *c)
+{
+	uint8_t buf[SMB_OPENING_MAX];
+	size_t want = c->lo->any_first_frame ? 1 : sizeof(buf), need = 0;
+	const char *why = NULL;
+	enum smb_opening v;
+	ssize_t n;
+	bool stale;
+
+	n = recv(c->cli.fd, buf, want, MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		conn_end(c, end_for_errno(errno), strerror(errno));
+		return;
+	}
+	if (n == 0) {
+		conn_end(c, END_FIN, "client closed before sending a byte");
+		return;
+	}
+	if (c->lo->any_first_frame) {
+		conn_dial(c);
+		return;
+	}
+	v = smb_opening_judge(buf, (size_t)n, &need, &why);
+	if (v == SMB_OPENING_NETBIOS && !conn_netbios_listener(c)) {
+		v = SMB_OPENING_BAD;
+		why = "NetBIOS session request on a port other than 139";
+	}
+	if (v == SMB_OPENING_BAD) {
+		conn_refuse_opening(c, why);
+		return;
+	}
+	if (v != SMB_OPENING_MORE) {
+		if (c->lowat)
+			sock_set_rcvlowat(c->cli.fd, 1);
+		conn_dial(c);
+		return;
+	}
+	/* Woken with nothing new: the client closed, or a spurious wake. */
+	stale = (size_t)n <= c->peeked;
+	c->peeked = (unsigned)n;
+	if (stale && sock_peer_shut(c->cli.fd)) {
+		conn_end(c, END_FIN,
+			 "client closed in the middle of its first frame");
+		return;
+	}
+	conn_wait_rest(c, need);
+}
+
+/**
+ * on_first_frame() - the client's socket became readable in the handshake
+ * @loop:	the loop
+ * @w:		&conn.connect_w, on the client socket
+ * @revents:	unused
+ */
+static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	conn_peek_first(w->data);
+}
+
+/**
+ * conn_open() - take a new client: wait for its first frame, or dial
  * @w:		the worker that accepted it
  * @cli_fd:	the accepted, non-blocking client socket
  * @peer:	the client's address
@@ -966,7 +1163,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 	if (!c) {
 		sock_addr_text(peer, text, sizeof(text));
 		log_rate(LOG_LVL_ERR, "conn %s rejected: out of memory", text);
-		limits_release(&w->px->limits, source);
+		limits_release(&w->px->limits, source, o->mode == MODE_SMB);
 		budget_give(&w->px->limits.fds, 2);
 		sock_set_linger0(cli_fd);
 		close(cli_fd);
@@ -980,6 +1177,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 	c->lo = o;
 	c->st = &l->st[w->id];
 	c->source = *source;
+	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
 	c->started = ev_now(w->loop);
@@ -987,7 +1185,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 	ev_timer_init(&c->timer, on_timer, 0., 0.);
 	c->timer.data = c;
 	/* Unused watchers must be initialised for conn_end() to stop them. */
-	ev_io_init(&c->connect_w, on_first_byte, cli_fd, EV_READ);
+	ev_io_init(&c->connect_w, on_first_frame, cli_fd, EV_READ);
 	c->connect_w.data = c;
 	ev_io_init(&c->up.rd, on_io, cli_fd, EV_READ);
 	ev_io_init(&c->up.wr, on_io, cli_fd, EV_WRITE);
@@ -1007,6 +1205,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 		return;
 	}
 	c->state = CS_HANDSHAKE;
+	c->deadline = c->started + o->handshake_timeout;
 	ev_io_start(w->loop, &c->connect_w);
 	conn_rearm(c, o->handshake_timeout);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* limits.c - caps on connections and descriptors, for the whole process
  *
- * Theory of operation: three limits decide whether a client is served, and
+ * Theory of operation: four limits decide whether a client is served, and
  * each holds across all workers.
  *
  *   descriptors: every connection needs two (client and backend), every
@@ -19,11 +19,17 @@
  *		  whole network (a /64, usually) and may use any address in
  *		  it, so IPv6 clients count per --source-prefix6 network;
  *		  IPv4 clients, mapped or not, per address.
+ *   --max-preauth-per-source: a cap per client address on smb-mode
+ *		  connections that have not completed a session setup yet,
+ *		  so that one host cannot park thousands of smbd processes
+ *		  behind connections that never log in. A connection stops
+ *		  counting once it authenticates (limits_authenticated()),
+ *		  and is never cut by the cap: only new ones are refused.
  *
  * Counts are atomic, and the per-source table is a small hash under a
- * mutex. All of it is touched once when a connection opens and once when
- * it ends, never on the data path; the table is kept only when the
- * per-source cap is set.
+ * mutex. All of it is touched once when a connection opens, once when it
+ * authenticates and once when it ends, never on the data path; the table
+ * is kept only when a per-source cap is set.
  */
 #include "config.h"
 
@@ -38,11 +44,13 @@
  * struct source - one client address with connections open
  * @key:	the address
  * @count:	its open connections
+ * @preauth:	those of them that count against --max-preauth-per-source:
+ *		smb mode, not authenticated yet
  * @next:	bucket chain
  */
 struct source {
 	struct source_key key;
-	unsigned count;
+	unsigned count, preauth;
 	struct source *next;
 };
 
@@ -55,6 +63,7 @@ struct source {
  * @max_per_source:	--max-conns-per-source, 0 for none
  * @prefix6:		--source-prefix6: IPv6 clients count per network of
  *			this prefix length
+ * @max_preauth:	--max-preauth-per-source, 0 for none
  * @fd_limit:		the open-files limit
  * @fd_reserved:	descriptors the process needs besides connections
  *			and pipes
@@ -62,7 +71,8 @@ struct source {
  * Return: 0, or -1 if memory ran out.
  */
 int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
-		unsigned prefix6, long fd_limit, long fd_reserved)
+		unsigned prefix6, unsigned max_preauth, long fd_limit,
+		long fd_reserved)
 {
 	*l = (struct limits){
 		.fds = { .limit = fd_limit > fd_reserved
@@ -71,9 +81,10 @@ int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
 		.max_conns = max_conns,
 		.max_per_source = max_per_source,
 		.prefix6 = prefix6 > 128 ? 128 : prefix6,
+		.max_preauth = max_preauth,
 	};
 	pthread_mutex_init(&l->lock, NULL);
-	if (!max_per_source)
+	if (!max_per_source && !max_preauth)
 		return 0;
 	l->nbuckets = SOURCE_BUCKETS;
 	l->buckets = calloc(l->nbuckets, sizeof(*l->buckets));
@@ -175,19 +186,22 @@ static struct source **source_slot(struct limits *l, const struct source_key *k)
 }
 
 /**
- * source_take() - count one more connection from @k, within the cap
- * @l:	the limits
- * @k:	the address
+ * source_take() - count one more connection from @k, within the caps
+ * @l:		the limits
+ * @k:		the address
+ * @preauth:	it counts against --max-preauth-per-source too
  *
- * Return: true if it fits. A client whose address cannot be counted, for
- * want of memory, does not fit: admitted uncounted, it would at its end
- * take a count from another client of the same address.
+ * Return: ADMIT_OK if it fits, or the cap it does not fit. A client whose
+ * address cannot be counted, for want of memory, does not fit: admitted
+ * uncounted, it would at its end take a count from another client of the
+ * same address.
  */
-static bool source_take(struct limits *l, const struct source_key *k)
+static enum admit source_take(struct limits *l, const struct source_key *k,
+			      bool preauth)
 {
 	struct source **link, *s;
 	struct source_key net;
-	bool ok = true;
+	enum admit ok = ADMIT_OK;
 
 	source_net(l, k, &net);
 	pthread_mutex_lock(&l->lock);
@@ -200,23 +214,33 @@ static bool source_take(struct limits *l, const struct source_key *k)
 	if (!s) {
 		log_rate(
 			LOG_LVL_ERR,
-			"out of memory counting clients per address (--max-conns-per-source): refusing new clients until memory is freed");
-		ok = false;
-	} else if (s->count >= l->max_per_source) {
-		ok = false;
+			"out of memory counting clients per address (--max-conns-per-source, --max-preauth-per-source): refusing new clients until memory is freed");
+		ok = ADMIT_PER_SOURCE;
+	} else if (l->max_per_source && s->count >= l->max_per_source) {
+		ok = ADMIT_PER_SOURCE;
+	} else if (preauth && l->max_preauth && s->preauth >= l->max_preauth) {
+		ok = ADMIT_PREAUTH;
 	} else {
 		s->count++;
+		s->preauth += preauth;
+	}
+	if (s && !s->count) { /* made for this client, which was refused */
+		*link = s->next;
+		free(s);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return ok;
 }
 
 /**
- * source_give() - one connection from @k has ended
- * @l:	the limits
- * @k:	the address
+ * source_give() - one connection from @k has ended, or authenticated
+ * @l:		the limits
+ * @k:		the address
+ * @conns:	1 if it ended, 0 if it authenticated
+ * @preauth:	1 if it stops counting against --max-preauth-per-source
  */
-static void source_give(struct limits *l, const struct source_key *k)
+static void source_give(struct limits *l, const struct source_key *k,
+			unsigned conns, unsigned preauth)
 {
 	struct source **link, *s;
 	struct source_key net;
@@ -225,7 +249,9 @@ static void source_give(struct limits *l, const struct source_key *k)
 	pthread_mutex_lock(&l->lock);
 	link = source_slot(l, &net);
 	s = *link;
-	if (s && --s->count == 0) {
+	if (s)
+		s->preauth -= preauth;
+	if (s && (s->count -= conns) == 0) {
 		*link = s->next;
 		free(s);
 	}
@@ -234,39 +260,57 @@ static void source_give(struct limits *l, const struct source_key *k)
 
 /**
  * limits_admit() - may one more client be served
- * @l:	the limits
- * @k:	its address
+ * @l:		the limits
+ * @k:		its address
+ * @preauth:	it counts against --max-preauth-per-source until it
+ *		authenticates (smb mode)
  *
  * On ADMIT_OK the connection is counted, and limits_release() must follow
  * when it ends. Descriptors are taken separately, before accept().
  *
  * Return: ADMIT_OK, or which cap refuses it.
  */
-enum admit limits_admit(struct limits *l, const struct source_key *k)
+enum admit limits_admit(struct limits *l, const struct source_key *k,
+			bool preauth)
 {
 	unsigned n = __atomic_add_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+	enum admit a = ADMIT_OK;
 
-	if (l->max_conns && n > l->max_conns) {
+	if (l->max_conns && n > l->max_conns)
+		a = ADMIT_MAX_CONNS;
+	else if (l->buckets)
+		a = source_take(l, k, preauth);
+	if (a != ADMIT_OK)
 		__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
-		return ADMIT_MAX_CONNS;
-	}
-	if (l->max_per_source && !source_take(l, k)) {
-		__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
-		return ADMIT_PER_SOURCE;
-	}
-	return ADMIT_OK;
+	return a;
+}
+
+/**
+ * limits_authenticated() - a connection admitted with @preauth has
+ *			    completed a session setup
+ * @l:	the limits
+ * @k:	its address
+ *
+ * It no longer counts against --max-preauth-per-source; limits_release()
+ * must then be told so.
+ */
+void limits_authenticated(struct limits *l, const struct source_key *k)
+{
+	if (l->buckets)
+		source_give(l, k, 0, 1);
 }
 
 /**
  * limits_release() - a connection admitted by limits_admit() has ended
- * @l:	the limits
- * @k:	its address
+ * @l:		the limits
+ * @k:		its address
+ * @preauth:	it still counted against --max-preauth-per-source
  */
-void limits_release(struct limits *l, const struct source_key *k)
+void limits_release(struct limits *l, const struct source_key *k, bool preauth)
 {
 	__atomic_sub_fetch(&l->conns, 1, __ATOMIC_RELAXED);
-	if (l->max_per_source)
-		source_give(l, k);
+	if (l->buckets)
+		source_give(l, k, 1, preauth);
 }
 
 /**
@@ -284,11 +328,13 @@ unsigned limits_conns(const struct limits *l)
  * admit_reason() - a refusal as a log word and metrics label
  * @a:	the refusal
  *
- * Return: "max_conns", "max_conns_per_source", or "" for ADMIT_OK.
+ * Return: "max_conns", "max_conns_per_source", "max_preauth_per_source",
+ * or "" for ADMIT_OK.
  */
 const char *admit_reason(enum admit a)
 {
 	return a == ADMIT_MAX_CONNS    ? "max_conns"
 	       : a == ADMIT_PER_SOURCE ? "max_conns_per_source"
+	       : a == ADMIT_PREAUTH    ? "max_preauth_per_source"
 				       : "";
 }

@@ -25,14 +25,16 @@ struct source;
  * @max_conns:		--max-conns, 0 for no cap but @fds
  * @max_per_source:	--max-conns-per-source, 0 for none
  * @prefix6:		--source-prefix6
+ * @max_preauth:	--max-preauth-per-source, 0 for none
  * @conns:		connections open now (atomic)
  * @lock:		guards @buckets
- * @buckets:		open connections per source address, hashed
+ * @buckets:		open and unauthenticated connections per source
+ *			address, hashed
  * @nbuckets:		how many buckets (a power of two)
  */
 struct limits {
 	struct budget fds;
-	unsigned max_conns, max_per_source, prefix6;
+	unsigned max_conns, max_per_source, prefix6, max_preauth;
 	unsigned conns;
 	pthread_mutex_t lock;
 	struct source **buckets;
@@ -43,16 +45,21 @@ enum admit {
 	ADMIT_OK,	  /* serve the client */
 	ADMIT_MAX_CONNS,  /* --max-conns connections are open */
 	ADMIT_PER_SOURCE, /* its address has --max-conns-per-source open */
+	ADMIT_PREAUTH,	  /* its address has --max-preauth-per-source
+			   * connections that have not authenticated */
 };
 
 int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
-		unsigned prefix6, long fd_limit, long fd_reserved);
+		unsigned prefix6, unsigned max_preauth, long fd_limit,
+		long fd_reserved);
 void limits_destroy(struct limits *l);
 void source_key_of(const struct sockaddr *sa, struct source_key *k);
 void source_key_addr(const struct source_key *k, int family,
 		     struct sockaddr_storage *ss);
-enum admit limits_admit(struct limits *l, const struct source_key *k);
-void limits_release(struct limits *l, const struct source_key *k);
+enum admit limits_admit(struct limits *l, const struct source_key *k,
+			bool preauth);
+void limits_authenticated(struct limits *l, const struct source_key *k);
+void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);
 const char *admit_reason(enum admit a);
 

@@ -18,6 +18,9 @@ struct proxy;
  * @accepted:		connections accepted
  * @denied:		clients refused by --allow
  * @refused:		clients refused by a cap, per enum admit
+ * @bad_openings:	smb mode: clients reset because their first frame
+ *			was not one an SMB server answers
+ * @auth_timeouts:	smb mode: connections ended by --auth-timeout
  * @backend_failures:	failed connects, per backend
  *
  * Written by the worker alone, read by the main thread (counter.h).
@@ -25,7 +28,8 @@ struct proxy;
 struct lstats {
 	struct totals tot;
 	uint64_t accepted, denied;
-	uint64_t refused[ADMIT_PER_SOURCE + 1];
+	uint64_t refused[ADMIT_PREAUTH + 1];
+	uint64_t bad_openings, auth_timeouts;
 	uint64_t backend_failures[OPT_MAX_BACKENDS];
 };
 

@@ -243,6 +243,43 @@ static enum opt_result set_handshake_tmo(struct options *o,
 	return OPT_OK;
 }
 
+static enum opt_result set_max_preauth(struct options *o, struct listen_opts *l,
+				       const char *arg, char *err,
+				       size_t errlen)
+{
+	if (!strcmp(arg, "off"))
+		o->max_preauth = 0;
+	else if (parse_count(arg, 1, 10000000, &o->max_preauth))
+		return bad(err, errlen, "max-preauth-per-source", arg,
+			   "expected a count from 1 to 10000000, or off");
+	return OPT_OK;
+}
+
+static enum opt_result set_first_frame(struct options *o, struct listen_opts *l,
+				       const char *arg, char *err,
+				       size_t errlen)
+{
+	if (!strcmp(arg, "negotiate"))
+		l->any_first_frame = false;
+	else if (!strcmp(arg, "any"))
+		l->any_first_frame = true;
+	else
+		return bad(err, errlen, "first-frame", arg,
+			   "expected negotiate or any");
+	return OPT_OK;
+}
+
+static enum opt_result set_auth_tmo(struct options *o, struct listen_opts *l,
+				    const char *arg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "off"))
+		l->auth_timeout = 0;
+	else if (parse_seconds(arg, &l->auth_timeout) || l->auth_timeout <= 0)
+		return bad(err, errlen, "auth-timeout", arg,
+			   "expected seconds greater than 0, e.g. 60, or off");
+	return OPT_OK;
+}
+
 static enum opt_result set_connect_tmo(struct options *o, struct listen_opts *l,
 				       const char *arg, char *err,
 				       size_t errlen)
@@ -552,8 +589,17 @@ static const struct opt_def opt_table[] = {
 	  L, false, set_no_latency, false },
 	{ "handshake-timeout", 0, "SEC",
 	  "smb mode: time a client has to send its first\n"
-	  "byte; the backend is dialled only then (default 30)",
+	  "frame; the backend is dialled only then (default 30)",
 	  L, false, set_handshake_tmo, false },
+	{ "first-frame", 0, "negotiate|any",
+	  "smb mode: dial the backend only for a first frame an\n"
+	  "SMB server answers, a NEGOTIATE or on port 139 a\n"
+	  "session request (default); any: on the first byte",
+	  L, false, set_first_frame, false },
+	{ "auth-timeout", 0, "SEC",
+	  "smb mode: end a connection that has not completed a\n"
+	  "session setup this long after accept (default 60); off",
+	  L, false, set_auth_tmo, false },
 	{ "connect-timeout", 0, "SEC",
 	  "time each backend has to accept (default 5)", L, false,
 	  set_connect_tmo, false },
@@ -611,6 +657,10 @@ static const struct opt_def opt_table[] = {
 	  "count IPv6 clients per /BITS network for\n"
 	  "--max-conns-per-source (default 64)",
 	  P, false, set_source_prefix6, false },
+	{ "max-preauth-per-source", 0, "N",
+	  "smb mode: reset new clients of an address that has N\n"
+	  "connections not yet past session setup (default 64); off",
+	  P, false, set_max_preauth, false },
 	{ "pipe-size", 0, "BYTES", "size of each splice pipe (default 1M)", P,
 	  false, set_pipe_size, false },
 	{ "max-pipes", 0, "N", "cap on open pipes, then copy (default 1024)", P,
@@ -692,6 +742,7 @@ void listen_opts_defaults(struct listen_opts *l, const char *name)
 	l->splice = true;
 	l->latency = true;
 	l->handshake_timeout = OPT_DEFAULT_HANDSHAKE_TMO;
+	l->auth_timeout = OPT_DEFAULT_AUTH_TMO;
 	l->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	l->idle_timeout = OPT_DEFAULT_IDLE_TMO;
 	l->th.min[SMB_CLASS_READ] = OPT_DEFAULT_THRESHOLD;
@@ -714,6 +765,7 @@ void options_defaults(struct options *o)
 	o->max_pipes = OPT_DEFAULT_MAX_PIPES;
 	o->buf_size = OPT_DEFAULT_BUF_SIZE;
 	o->drain_timeout = OPT_DEFAULT_DRAIN_TMO;
+	o->max_preauth = OPT_DEFAULT_MAX_PREAUTH;
 	o->trace_max = OPT_DEFAULT_TRACE_MAX;
 	o->source_prefix6 = OPT_DEFAULT_PREFIX6;
 }
@@ -1088,6 +1140,8 @@ void options_restart_only(const struct options *was, const struct options *now,
 			  memcmp(was->stats_allow, now->stats_allow,
 				 now->nstats_allow *
 					 sizeof(now->stats_allow[0])) },
+		{ "max-preauth-per-source",
+		  was->max_preauth != now->max_preauth },
 		{ "user", strcmp(was->user, now->user) != 0 },
 		{ "syslog", was->syslog != now->syslog },
 		{ "trace", strcmp(was->trace, now->trace) != 0 },

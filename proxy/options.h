@@ -37,7 +37,12 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @splice:		false to force the copy pump everywhere
  * @latency:		smb mode: time requests and frames for the histograms
  * @th:			smb mode: smallest payload per class to splice
- * @handshake_timeout:	smb mode: seconds a client has to send its first byte
+ * @handshake_timeout:	smb mode: seconds a client has to send its first
+ *			frame
+ * @any_first_frame:	smb mode: dial on the client's first byte, whatever
+ *			it is (--first-frame any), not only on a NEGOTIATE
+ * @auth_timeout:	smb mode: seconds from accept a client has to
+ *			complete a session setup, 0 for no limit
  * @connect_timeout:	seconds each backend has to accept
  * @idle_timeout:	seconds without traffic before a connection is
  *			closed, 0 for never
@@ -62,6 +67,8 @@ struct listen_opts {
 	bool latency;
 	struct smb_thresholds th;
 	double handshake_timeout;
+	bool any_first_frame;
+	double auth_timeout;
 	double connect_timeout;
 	double idle_timeout;
 	char netns[SIDE_COUNT][OPT_PATH_LEN];
@@ -86,6 +93,8 @@ struct listen_opts {
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
  * @source_prefix6:	IPv6 clients count per network of this prefix length
+ * @max_preauth:	cap per client address on smb-mode connections that
+ *			have not authenticated; 0 for none
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
@@ -105,7 +114,7 @@ struct options {
 	struct cidr stats_allow[OPT_MAX_ALLOW];
 	unsigned nstats_allow;
 	unsigned workers;
-	unsigned max_conns, max_per_source, source_prefix6;
+	unsigned max_conns, max_per_source, source_prefix6, max_preauth;
 	int verbose;
 	char user[OPT_NAME_LEN];
 	bool syslog;
@@ -135,6 +144,8 @@ struct config {
 #define OPT_DEFAULT_BUF_SIZE	  (64u << 10)
 #define OPT_DEFAULT_CONNECT_TMO	  5.0
 #define OPT_DEFAULT_HANDSHAKE_TMO 30.0
+#define OPT_DEFAULT_AUTH_TMO	  60.0
+#define OPT_DEFAULT_MAX_PREAUTH	  64u
 #define OPT_DEFAULT_IDLE_TMO	  0.0
 #define OPT_DEFAULT_THRESHOLD	  (1024u << 10)
 #define OPT_DEFAULT_KA_IDLE	  60u

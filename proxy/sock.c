@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -281,4 +282,35 @@ void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
 	} else {
 		snprintf(out, outlen, "?");
 	}
+}
+
+/**
+ * sock_set_rcvlowat() - be woken only once @n bytes are queued
+ * @fd:	a TCP socket
+ * @n:	bytes; 1 is the default
+ *
+ * A client that sent part of its first frame keeps its socket readable;
+ * a low-water mark lets the wait for the rest cost no wake-ups. A peer's
+ * FIN or reset still wakes the socket.
+ *
+ * Return: 0, or -1 with errno set (MPTCP sockets of older kernels).
+ */
+int sock_set_rcvlowat(int fd, int n)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &n, sizeof(n));
+}
+
+/**
+ * sock_peer_shut() - has the peer closed its side, or the socket failed
+ * @fd:	a socket
+ *
+ * Return: true once the peer's FIN came (POLLRDHUP), or on an error or
+ * hang-up; false otherwise, without waiting.
+ */
+bool sock_peer_shut(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 &&
+	       p.revents & (POLLRDHUP | POLLERR | POLLHUP);
 }

@@ -26,6 +26,8 @@ int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
 int sock_uncork(struct sock *s);
+int sock_set_rcvlowat(int fd, int n);
+bool sock_peer_shut(int fd);
 int sock_stream(int family, bool mptcp);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
 		bool mptcp);

@@ -250,6 +250,37 @@ static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
 }
 
 /**
+ * listener_counter() - a uint64_t counter at an offset in struct lreport
+ * @r:		a listener's report
+ * @off:	the counter's offset
+ *
+ * Return: its value.
+ */
+static unsigned long long listener_counter(const struct lreport *r, size_t off)
+{
+	return *(const uint64_t *)((const char *)r + off);
+}
+
+/* Counters with one value per listener. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} per_listener[] = {
+	{ "smbsplice_listener_connections_total",
+	  "Connections each listener accepted.",
+	  offsetof(struct lreport, accepted) },
+	{ "smbsplice_opaque_fallbacks_total",
+	  "Connections whose SMB parsing gave up; they were forwarded opaque.",
+	  offsetof(struct lreport, tot.opaque_conns) },
+	{ "smbsplice_auth_timeouts_total",
+	  "Connections ended because no session setup completed within --auth-timeout.",
+	  offsetof(struct lreport, auth_timeouts) },
+	{ "smbsplice_denied_total",
+	  "Clients reset at once because no --allow network holds them.",
+	  offsetof(struct lreport, denied) },
+};
+
+/**
  * write_listeners() - what each listener accepted, refused and failed
  * @out:	where to write
  * @ls:		the listeners
@@ -257,34 +288,28 @@ static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
  */
 static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 {
-	metric_head(out, "smbsplice_listener_connections_total", "counter",
-		    "Connections each listener accepted.");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(out,
-			"smbsplice_listener_connections_total{listener=\"%s\"} %llu\n",
-			ls[i].name, (unsigned long long)ls[i].accepted);
-	metric_head(
-		out, "smbsplice_opaque_fallbacks_total", "counter",
-		"Connections whose SMB parsing gave up; they were forwarded opaque.");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(out,
-			"smbsplice_opaque_fallbacks_total{listener=\"%s\"} %llu\n",
-			ls[i].name, (unsigned long long)ls[i].tot.opaque_conns);
+	for (size_t m = 0; m < sizeof(per_listener) / sizeof(per_listener[0]);
+	     m++) {
+		metric_head(out, per_listener[m].name, "counter",
+			    per_listener[m].help);
+		for (unsigned i = 0; i < n; i++)
+			fprintf(out, "%s{listener=\"%s\"} %llu\n",
+				per_listener[m].name, ls[i].name,
+				listener_counter(&ls[i], per_listener[m].off));
+	}
 	metric_head(
 		out, "smbsplice_refused_total", "counter",
-		"Clients reset at once because a cap was reached, by the cap.");
+		"Clients reset before the backend was dialled: a cap was reached, or (first_frame) the first frame was not one an SMB server answers.");
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out,
 			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns\"} %llu\n"
-			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns_per_source\"} %llu\n",
+			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns_per_source\"} %llu\n"
+			"smbsplice_refused_total{listener=\"%s\",reason=\"max_preauth_per_source\"} %llu\n"
+			"smbsplice_refused_total{listener=\"%s\",reason=\"first_frame\"} %llu\n",
 			ls[i].name, (unsigned long long)ls[i].refused_conns,
-			ls[i].name, (unsigned long long)ls[i].refused_source);
-	metric_head(
-		out, "smbsplice_denied_total", "counter",
-		"Clients reset at once because no --allow network holds them.");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(out, "smbsplice_denied_total{listener=\"%s\"} %llu\n",
-			ls[i].name, (unsigned long long)ls[i].denied);
+			ls[i].name, (unsigned long long)ls[i].refused_source,
+			ls[i].name, (unsigned long long)ls[i].refused_preauth,
+			ls[i].name, (unsigned long long)ls[i].bad_openings);
 	metric_head(
 		out, "smbsplice_backend_failures_total", "counter",
 		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");

@@ -55,6 +55,10 @@ struct totals {
  * @denied:		clients --allow refused
  * @refused_conns:	clients reset for --max-conns
  * @refused_source:	clients reset for --max-conns-per-source
+ * @refused_preauth:	clients reset for --max-preauth-per-source
+ * @bad_openings:	clients reset for a first frame that is not an SMB
+ *			opening
+ * @auth_timeouts:	connections ended by --auth-timeout
  * @backends:		its backends, as configured
  * @nbackends:		how many
  * @backend_failures:	failed connects to each
@@ -63,6 +67,7 @@ struct lreport {
 	const char *name;
 	struct totals tot;
 	uint64_t accepted, denied, refused_conns, refused_source;
+	uint64_t refused_preauth, bad_openings, auth_timeouts;
 	const char *backends[8];
 	unsigned nbackends;
 	uint64_t backend_failures[8];

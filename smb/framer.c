@@ -10,7 +10,8 @@
  * A frame is a 4-byte transport prefix and a body. The framer collects the
  * prefix, then the start of each message in the body into @hold: just the
  * bytes it needs (the protocol id; the 64-byte SMB2 header; the first body
- * fields of READ responses, WRITE requests and NEGOTIATE responses). From
+ * fields of READ responses, WRITE requests and NEGOTIATE responses; an
+ * SMB1 header's command and status). From
  * those it plans the rest of the message as spans it does not need to see:
  * a gap, the payload, and a tail, up to the message's end. It then skips
  * those spans, either as bytes fed to it (they went through the copy
@@ -313,10 +314,32 @@ static const char *parse_protocol_id(struct smb_framer *f)
 			"compression transform header does not fit in its frame");
 	if (magic == SMB1_MAGIC) {
 		counter_add(&f->st->smb1, 1);
-		plan_rest_as_other(f);
+		if (room < SMB1_HDR_PARSED)
+			plan_rest_as_other(f);
+		else
+			f->want = SMB1_HDR_PARSED;
 		return NULL;
 	}
 	return "unknown protocol id";
+}
+
+/**
+ * parse_smb1_header() - an SMB1 header's command, status and flags are in
+ * @f:	the framer
+ *
+ * A server that allows SMB1 may carry a whole session in it; its
+ * successful SESSION_SETUP_ANDX response authenticates the client as an
+ * SMB2 SESSION_SETUP one does. Nothing else of SMB1 is parsed.
+ */
+static void parse_smb1_header(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+
+	if (h[SMB1_HDR_COMMAND] == SMB1_COM_SESSION_SETUP_ANDX &&
+	    h[SMB1_HDR_FLAGS] & SMB1_FLAGS_REPLY &&
+	    get_le32(h + SMB1_HDR_STATUS) == SMB2_STATUS_SUCCESS)
+		f->facts.session_ok = true;
+	plan_rest_as_other(f);
 }
 
 /**
@@ -368,6 +391,10 @@ static const char *parse_header(struct smb_framer *f)
 		1);
 	if (flags & SMB2_FLAG_SIGNED)
 		f->facts.signed_seen = true;
+	/* Sent in clear, or signed, even when the session then encrypts. */
+	if (cmd == SMB2_SESSION_SETUP && flags & SMB2_FLAG_RESPONSE &&
+	    get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_SUCCESS)
+		f->facts.session_ok = true;
 
 	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
 			    f->elem_end - f->elem_start);
@@ -565,12 +592,14 @@ static const char *parse_body(struct smb_framer *f)
  */
 static void parse_step(struct smb_framer *f)
 {
-	const char *err;
+	const char *err = NULL;
 
 	if (f->state == FR_PREFIX)
 		err = parse_prefix(f);
 	else if (f->held == 4)
 		err = parse_protocol_id(f);
+	else if (get_le32(f->hold) == SMB1_MAGIC)
+		parse_smb1_header(f);
 	else if (f->held == SMB2_HDR_LEN)
 		err = parse_header(f);
 	else

@@ -60,6 +60,10 @@ struct smb_dir_stats {
  * @multichannel:	the NEGOTIATE response offered multichannel
  * @interface_list:	an IOCTL response listed the server's interfaces:
  *			clients may connect to them around a proxy
+ * @session_ok:		a session setup response with STATUS_SUCCESS
+ *			passed (SMB2 SESSION_SETUP, or SMB1
+ *			SESSION_SETUP_ANDX): the client has authenticated,
+ *			and stays so whatever follows
  *
  * Kept per connection, for its log line; read only by the thread that
  * owns the connection.
@@ -70,6 +74,7 @@ struct smb_stream_facts {
 	uint16_t dialect;
 	bool signed_seen, encrypted_seen;
 	bool multichannel, interface_list;
+	bool session_ok;
 };
 
 /* What kind of message an observer is told of (struct smb_msg). */
@@ -103,7 +108,8 @@ enum smb_msg_kind {
  * @hdr:	the message's first bytes, as the framer holds them (valid
  *		during the call only)
  * @hdr_len:	how many: the SMB2 header and the body fields it parsed,
- *		4 (the protocol id) for other kinds, 0 for NetBIOS frames
+ *		SMB1_HDR_PARSED for SMB1 (4 if its frame is shorter), 4
+ *		(the protocol id) for other kinds, 0 for NetBIOS frames
  */
 struct smb_msg {
 	enum smb_msg_kind kind;

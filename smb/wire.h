@@ -21,6 +21,14 @@
 #define NBT_KEEPALIVE	      0x85
 #define SMB_PREFIX_LEN	      4
 
+/* The NetBIOS session service port: clients that dial it open with a
+ * session request; on 445 they open with an SMB NEGOTIATE. */
+#define NBT_SESSION_PORT 139
+
+/* First-level encoded NetBIOS names (RFC 1002 4.1) are 32 bytes long: a
+ * session request's called name opens with that length byte. */
+#define NBT_ENCODED_NAME_LEN 0x20
+
 /* Protocol identifiers: the first four bytes of a frame's body. */
 #define SMB2_MAGIC	    0x424d53feu /* FE 'S' 'M' 'B', read little-endian */
 #define SMB1_MAGIC	    0x424d53ffu /* FF 'S' 'M' 'B' */
@@ -46,6 +54,7 @@
 #define SMB2_FLAG_RELATED  0x4u
 #define SMB2_FLAG_SIGNED   0x8u
 
+#define SMB2_STATUS_SUCCESS	    0x00000000u
 #define SMB2_STATUS_PENDING	    0x00000103u
 #define SMB2_STATUS_BUFFER_OVERFLOW 0x80000005u
 
@@ -72,7 +81,22 @@ enum smb2_command {
 	SMB2_NCOMMANDS
 };
 
+/* SMB1 header (MS-CIFS 2.2.3.1): 32 bytes, the protocol id's four
+ * included; offsets count from the protocol id. Status is an NT status,
+ * or DOS error fields that are all zero on success too. */
+#define SMB1_HDR_LEN		    32
+#define SMB1_HDR_COMMAND	    4 /* u8 */
+#define SMB1_HDR_STATUS		    5 /* u32 */
+#define SMB1_HDR_FLAGS		    9 /* u8 */
+#define SMB1_HDR_PARSED		    10
+#define SMB1_FLAGS_REPLY	    0x80u
+#define SMB1_COM_NEGOTIATE	    0x72
+#define SMB1_COM_SESSION_SETUP_ANDX 0x73
+/* The shortest SMB1 request: the header, WordCount (u8), ByteCount (u16). */
+#define SMB1_MIN_REQ (SMB1_HDR_LEN + 3)
+
 /* Body offsets, from the start of the SMB2 header. */
+#define SMB2_NEG_REQ_BODY_SIZE	   36
 #define SMB2_BODY		   SMB2_HDR_LEN
 #define SMB2_ERROR_BODY_SIZE	   9
 #define SMB2_READ_RSP_BODY_SIZE	   17

@@ -10,7 +10,10 @@
  *   - every message the observer is told of lies inside its frame, after
  *     the frames before it, and its held bytes are the input's own;
  *   - split and whole feeds agree on every message count, on the
- *     messages the observer saw, and on the state they end in.
+ *     messages the observer saw, on whether a session setup succeeded,
+ *     and on the state they end in;
+ *   - smb_opening_judge(), on the input as a client's first bytes, asks
+ *     for more only up to SMB_OPENING_MAX, and says why it refuses.
  */
 #include "config.h"
 
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "framer.h"
+#include "opening.h"
 
 static const struct smb_thresholds th = { { 1024, 1024, 4096 } };
 
@@ -43,6 +47,23 @@ static void check_invariants(const struct smb_framer *f)
 		if (smb_framer_splice_span(f) > f->elem_end - f->pos)
 			abort();
 	}
+}
+
+/**
+ * check_opening() - judge the input as the first bytes a client sent
+ * @p:	the bytes
+ * @n:	how many
+ */
+static void check_opening(const uint8_t *p, size_t n)
+{
+	size_t cap = n < SMB_OPENING_MAX ? n : SMB_OPENING_MAX, need = 0;
+	const char *why = NULL;
+	enum smb_opening v = smb_opening_judge(p, cap, &need, &why);
+
+	if (v == SMB_OPENING_MORE && (need <= cap || need > SMB_OPENING_MAX))
+		abort();
+	if (v == SMB_OPENING_BAD && !why)
+		abort();
 }
 
 /**
@@ -100,6 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&split_st, 0, sizeof(split_st));
 	ws.data = ww.data = data;
 	ws.size = ww.size = size;
+	check_opening(data, size);
 	smb_framer_init(&whole, &th, &whole_st);
 	smb_framer_observe(&whole, observe, &ww);
 	smb_framer_feed(&whole, data, size);
@@ -131,6 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    split.facts.reads != whole.facts.reads ||
 	    split.facts.read_bytes != whole.facts.read_bytes ||
 	    split.facts.writes != whole.facts.writes ||
+	    split.facts.session_ok != whole.facts.session_ok ||
 	    split_st.encrypted != whole_st.encrypted ||
 	    memcmp(split_st.payloads, whole_st.payloads,
 		   sizeof(whole_st.payloads)))

@@ -17,7 +17,7 @@ mkdir -p "$out/corpus" "$out/seeds"
 if ! "$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -I. -I"$srcdir/smb" \
 	"$srcdir/tests/fuzz/fuzz_framer.c" "$srcdir/smb/framer.c" \
-	"$srcdir/smb/threshold.c" -o "$out/fuzz_framer" 2>"$out/build.err"; then
+	"$srcdir/smb/opening.c" "$srcdir/smb/threshold.c" -o "$out/fuzz_framer" 2>"$out/build.err"; then
 	cat "$out/build.err"
 	if grep -q "fuzzer" "$out/build.err"; then
 		echo "SKIP: $cc cannot link libFuzzer: install the Debian package libclang-rt-14-dev"

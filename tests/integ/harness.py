@@ -377,6 +377,16 @@ def user_copy(path):
     return dst
 
 
+# In smb mode the backend is dialled only for a client that opens with an
+# SMB NEGOTIATE: tests whose clients send other bytes (echoes, patterns)
+# pass these to have it dialled on the first byte.
+NOT_SMB = ("--first-frame", "any")
+# Tests whose fake servers never let a client log in (no SESSION_SETUP
+# response with STATUS_SUCCESS), with many clients at once or for long,
+# lift the limits on connections not yet authenticated.
+NO_LOGIN = ("--max-preauth-per-source", "off", "--auth-timeout", "off")
+
+
 class Proxy:
     """smbsplice as a child process, with its log in a temporary file."""
 

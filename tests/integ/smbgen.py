@@ -833,8 +833,10 @@ def walk(data, thresholds):
                 payload(a + 8, room - 8, "other")
             elif magic == SMB1:
                 c[("frames", "smb1")] += 1
-                held = 4
-                payload(a + 4, room - 4, "other")
+                held = 10 if room >= 10 else 4  # command, status, flags: for SESSION_SETUP_ANDX
+                if a + held > n:
+                    return e.ended_inside()
+                payload(a + held, room - held, "other")
             else:
                 return e.opaque(a, "unknown protocol id")
             end = base + ee

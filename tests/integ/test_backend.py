@@ -3,12 +3,12 @@
 import socket
 import time
 
-from harness import Proxy, Server, check, free_port, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, free_port, recv_exact, run
 
 
 def expect_closed(px, within, who, send=b"\0"):
-    """Connect through px, send what an SMB client sends first (in smb mode
-    the backend is dialled only then), and expect the proxy to close us
+    """Connect through px, send a byte (in smb mode the backend is dialled
+    only then; NOT_SMB lets any byte do), and expect the proxy to close us
     within `within` s. The reset can beat connect() itself on loopback:
     that counts too."""
     t0 = time.monotonic()
@@ -26,7 +26,7 @@ def expect_closed(px, within, who, send=b"\0"):
 
 
 def test_refused():
-    px = Proxy(f"127.0.0.1:{free_port()}")
+    px = Proxy(f"127.0.0.1:{free_port()}", *NOT_SMB)
     expect_closed(px, 1.0, "refused backend")
     line = px.wait_log(r"^.* conn .* end=error.*$")[0]
     check("Connection refused" in line, f"log says why: {line.strip()}")
@@ -48,7 +48,7 @@ def test_timeout():
         f.connect_ex(lst.getsockname())
         fillers.append(f)
     time.sleep(0.2)
-    px = Proxy(f"127.0.0.1:{lst.getsockname()[1]}", "--connect-timeout", "0.5")
+    px = Proxy(f"127.0.0.1:{lst.getsockname()[1]}", "--connect-timeout", "0.5", *NOT_SMB)
     t0 = time.monotonic()
     expect_closed(px, 3.0, "silent backend", send=b"hello")
     check(time.monotonic() - t0 >= 0.3, "closed by the timeout, not before")
@@ -63,7 +63,7 @@ def test_timeout():
 def test_backend_back():
     # The same proxy serves again once the backend is up.
     port = free_port()
-    px = Proxy(f"127.0.0.1:{port}")
+    px = Proxy(f"127.0.0.1:{port}", *NOT_SMB)
     expect_closed(px, 1.0, "backend down")
     lst = socket.socket()
     lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 
-from harness import (Pattern, Proxy, Server, check, parse_conn_line, recv_all,
+from harness import (NOT_SMB, Pattern, Proxy, Server, check, parse_conn_line, recv_all,
                      recv_hash_n, run, send_stream)
 
 GIB = 1 << 30
@@ -27,7 +27,7 @@ def bulk_server(total):
 
 def bulk_through(total, *args):
     srv = Server(bulk_server(total))
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     c = px.connect()
     up = Pattern(1)
     res = {}

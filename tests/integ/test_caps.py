@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 
-from harness import Proxy, Server, TestFailure, check, metric, need, recv_exact, run, scrape
+from harness import NOT_SMB, Proxy, Server, TestFailure, check, metric, need, recv_exact, run, scrape
 
 CLONE_NEWNET = 0x40000000
 DUAL_PORT = 4450  # in the test's own namespace
@@ -46,7 +46,7 @@ def served(s):
 
 def test_max_conns():
     srv = Server(echo)
-    px = Proxy(srv.addr, "--max-conns", "3", "--workers", "2", stats=True)
+    px = Proxy(srv.addr, "--max-conns", "3", "--workers", "2", *NOT_SMB, stats=True)
     held = [connect(px, "127.0.0.1") for _ in range(3)]
     check(all(served(s) for s in held), "--max-conns 3: three clients served")
     t0 = time.monotonic()
@@ -82,7 +82,7 @@ def test_max_conns():
 
 def test_per_source(host, other_src, srv_host):
     srv = Server(echo, host=srv_host)
-    px = Proxy(srv.addr, "--max-conns-per-source", "2", listen_host=host, stats=True)
+    px = Proxy(srv.addr, "--max-conns-per-source", "2", *NOT_SMB, listen_host=host, stats=True)
     a = [connect(px, host) for _ in range(2)]
     check(all(served(s) for s in a), f"{host}: two clients from one address served")
     third = connect(px, host)

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 
+import smbgen
 from harness import SMBSPLICE, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
 
 GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
@@ -84,7 +85,7 @@ def main():
     srv.listen(1)
     px = Proxy(f"127.0.0.1:{srv.getsockname()[1]}", "-v")
     c = px.connect()
-    c.sendall(b"\0")
+    c.sendall(smbgen.hello(0).buf)  # an SMB client's first frame
     px.wait_log(r"debug: conn .* backend connected")
     check(True, "-v logs connection debug lines")
     c.close()

@@ -6,7 +6,7 @@ import re
 import socket
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 CLIENTS = 12
 
@@ -29,7 +29,7 @@ def served(s, msg):
 
 def main():
     srv = Server(echo, backlog=512)
-    px = Proxy(srv.addr, "--workers", "1", rlimit_nofile=24)
+    px = Proxy(srv.addr, "--workers", "1", *NOT_SMB, rlimit_nofile=24)
     room = int(re.search(r"max conns (\d+)", px.log()).group(1))
     check(1 <= room < CLIENTS, f"open-files limit 24 leaves room for {room} connections, said at start")
 

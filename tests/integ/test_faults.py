@@ -36,7 +36,7 @@ eight whole READ responses and a clean end through the same daemon.
 import time
 
 import harness
-from harness import Proxy, TestFailure, check, metric, run, scrape
+from harness import NOT_SMB, NO_LOGIN, Proxy, TestFailure, check, metric, run, scrape
 from readstream import Backend, Client, Proc, Stream
 
 FRAME = Stream().frame_len  # bytes of one READ response frame
@@ -210,7 +210,7 @@ def main():
     try:
         for mode, args in (("smb", ["--read-threshold", "64K"]), ("tcp", ["--mode", "tcp"])):
             be = Backend()
-            px = Proxy(be.addr, *args, stats=True)
+            px = Proxy(be.addr, *args, *NOT_SMB, *NO_LOGIN, stats=True)
             server_killed(px, be, mode)
             client_killed(px, be, mode)
             client_resets(px, be, mode)

@@ -2,7 +2,7 @@
 before it, and the other direction keeps flowing after it."""
 import socket
 
-from harness import Pattern, Proxy, Server, check, recv_all, recv_exact, recv_hash_n, run, send_stream
+from harness import NOT_SMB, Pattern, Proxy, Server, check, recv_all, recv_exact, recv_hash_n, run, send_stream
 
 N = 8 << 20
 
@@ -28,7 +28,7 @@ def server_closes_first(c):
 
 def test_client_fin(args):
     srv = Server(client_closes_first)
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     c = px.connect()
     sent = send_stream(c, Pattern(5), N)  # ends with shutdown(SHUT_WR)
     receipt = b""
@@ -48,7 +48,7 @@ def test_client_fin(args):
 
 def test_server_fin(args):
     srv = Server(server_closes_first)
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     c = px.connect()
     c.sendall(b"!")
     got = recv_hash_n(c, N)

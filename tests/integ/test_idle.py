@@ -2,7 +2,7 @@
 leaves a busy one alone."""
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 
 def echo(c):
@@ -12,7 +12,7 @@ def echo(c):
 
 def main():
     srv = Server(echo)
-    px = Proxy(srv.addr, "--idle-timeout", "1")
+    px = Proxy(srv.addr, "--idle-timeout", "1", *NOT_SMB)
     idle = px.connect()
     busy = px.connect()
     idle.sendall(b"hi")  # past the handshake: now only idleness counts

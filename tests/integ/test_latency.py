@@ -14,7 +14,7 @@ import socket
 import struct
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 SIZES = (4000, 7372, 7380, 8000, 9000, 16000, 20000, 64000)
 LIMIT_MS = 5.0
@@ -53,7 +53,7 @@ def check_config(srv, label, args, fills=()):
     """Round trips at SIZES, plus `fills`: message sizes that end exactly
     on a full read (buffer or pipe), so their last write carries MORE and
     only the uncork can push it."""
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     s = px.connect()
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     trips(s, 100, 100)  # warm up

@@ -41,6 +41,7 @@ import subprocess
 import tempfile
 import time
 
+import smbgen
 from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, free_port, free_ports,
                      in_netns, need, parse_conn_line, random_file, run, sanitizer_report, user_copy)
 
@@ -316,11 +317,12 @@ try:
     c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 except ConnectionRefusedError:
     sys.exit(1)
-c.sendall(b"hello")
+hello = bytes.fromhex(sys.argv[2])
+c.sendall(hello)
 got = b""
-while len(got) < 5 and (b := c.recv(5 - len(got))):
+while len(got) < len(hello) and (b := c.recv(len(hello) - len(got))):
     got += b
-sys.exit(0 if got == b"hello" else 1)
+sys.exit(0 if got == hello else 1)
 """
 
 
@@ -333,8 +335,10 @@ def echo_in(netns, procs):
 
 def served(port, netns=None):
     """Does a client in `netns` (or on the host) get its bytes echoed
-    through 127.0.0.1:port?"""
-    r = subprocess.run(in_netns(netns, ["python3", "-c", ECHO_CLIENT, str(port)]), timeout=20)
+    through 127.0.0.1:port? It sends an SMB client's first frame, which
+    smb mode dials for."""
+    r = subprocess.run(in_netns(netns, ["python3", "-c", ECHO_CLIENT, str(port), smbgen.hello(0).buf.hex()]),
+                       timeout=20)
     return r.returncode == 0
 
 

@@ -1,11 +1,13 @@
 """In smb mode, traffic that is not SMB (or stops being SMB) still passes
 byte-exact: the connection falls back to opaque forwarding, says so in one
-log line, and counts it in the metrics."""
+log line, and counts it in the metrics. (A client that opens with
+anything but a NEGOTIATE is refused unless --first-frame any, which this
+test gives; test_preauth.py tests the refusal.)"""
 import hashlib
 import os
 import struct
 
-from harness import Proxy, Server, check, metric, recv_exact, run, scrape
+from harness import NOT_SMB, Proxy, Server, check, metric, recv_exact, run, scrape
 
 
 def echo(c):
@@ -29,7 +31,7 @@ def roundtrip(px, payload):
 
 def main():
     srv = Server(echo)
-    px = Proxy(srv.addr, stats=True)
+    px = Proxy(srv.addr, *NOT_SMB, stats=True)
     http = b"GET / HTTP/1.1\r\nHost: example\r\n\r\n" * 100
     check(roundtrip(px, http) == http, "HTTP text through smb mode is byte-exact")
     blob = os.urandom(3 << 20)

@@ -8,7 +8,7 @@ import struct
 import threading
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 CONNS = 4
 
@@ -70,7 +70,7 @@ def one_conn(px, seed, out):
 
 def run_config(label, args, host="127.0.0.1"):
     srv = Server(handler, host=host)
-    px = Proxy(srv.addr, *args, listen_host=host)
+    px = Proxy(srv.addr, *args, *NOT_SMB, listen_host=host)
     out, threads = {}, []
     base = random.randrange(1 << 40)
     for i in range(CONNS):

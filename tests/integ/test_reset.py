@@ -6,7 +6,7 @@ import struct
 import threading
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 
 def linger0(s):
@@ -38,7 +38,7 @@ def test_client_resets(args):
             outcome.append("rst")
 
     srv = Server(handler)
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     c = px.connect()
     c.sendall(b"hello")
     recv_exact(c, 5)
@@ -59,7 +59,7 @@ def test_server_resets(args):
         linger0(c)
 
     srv = Server(handler)
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     c = px.connect()
     c.sendall(b"hello")
     time.sleep(0.2)
@@ -82,7 +82,7 @@ def test_reset_found_at_shutdown(args):
         time.sleep(0.3)
 
     srv = Server(handler)
-    px = Proxy(srv.addr, *args)
+    px = Proxy(srv.addr, *args, *NOT_SMB)
     echo = b"\xfeSMB" + struct.pack("<H", 64) + bytes(6) + struct.pack("<H", 13) + bytes(50) + b"\x04\0\0\0"
     c = px.connect()
     c.sendall(b"\0" + len(echo).to_bytes(3, "big") + echo)

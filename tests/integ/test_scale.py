@@ -14,7 +14,7 @@ import struct
 import threading
 import time
 
-from harness import Proxy, check, metric, run, scrape
+from harness import NOT_SMB, NO_LOGIN, Proxy, check, metric, run, scrape
 
 MSG = 64 << 10
 RSS_BOUND_KIB = 16
@@ -150,7 +150,7 @@ def rss_kib(pid):
 
 def hold(workers, n):
     srv = EchoServer()
-    px = Proxy(srv.addr, "--workers", str(workers), stats=True)
+    px = Proxy(srv.addr, "--workers", str(workers), *NOT_SMB, *NO_LOGIN, stats=True)
     base = rss_kib(px.proc.pid)
     t0 = time.monotonic()
     try:

@@ -8,7 +8,7 @@ import signal
 import socket
 import time
 
-from harness import Proxy, Server, check, recv_exact, run
+from harness import NOT_SMB, Proxy, Server, check, recv_exact, run
 
 
 def echo(c):
@@ -47,7 +47,7 @@ def was_reset(c):
 
 
 def test_sigint(srv):
-    px = Proxy(srv.addr)
+    px = Proxy(srv.addr, *NOT_SMB)
     conns = open_conns(px, 3)
     px.proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
@@ -61,7 +61,7 @@ def test_sigint(srv):
 
 
 def test_drain_runs_out(srv):
-    px = Proxy(srv.addr)
+    px = Proxy(srv.addr, *NOT_SMB)
     conns = open_conns(px, 2)
     px.proc.send_signal(signal.SIGTERM)
     px.wait_log(r"draining: listeners closed, 2 connections open")
@@ -82,7 +82,7 @@ def test_drain_runs_out(srv):
 
 
 def test_drain_timeout(srv):
-    px = Proxy(srv.addr, "--drain-timeout", "1")
+    px = Proxy(srv.addr, "--drain-timeout", "1", *NOT_SMB)
     conns = open_conns(px, 3)
     t0 = time.monotonic()
     px.proc.send_signal(signal.SIGTERM)
@@ -98,7 +98,7 @@ def test_drain_timeout(srv):
 
 
 def test_second_sigterm(srv):
-    px = Proxy(srv.addr)
+    px = Proxy(srv.addr, *NOT_SMB)
     conns = open_conns(px, 2)
     px.proc.send_signal(signal.SIGTERM)
     px.wait_log(r"draining")

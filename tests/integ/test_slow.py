@@ -47,7 +47,7 @@ import socket
 import statistics
 import time
 
-from harness import Proxy, check, metric, run, scrape
+from harness import NOT_SMB, NO_LOGIN, Proxy, check, metric, run, scrape
 from readstream import Backend, Client, Proc, Stream, request
 
 ARGS = ["--read-threshold", "64K", "--workers", "1", "--pipe-size", "256K", "--buffer-size", "256K"]
@@ -135,7 +135,7 @@ def slow_reader(px):
 
 def stalled_crowd(be):
     label = "twenty stalled clients, 8 pipes"
-    px = Proxy(be.addr, *ARGS, "--max-pipes", "8", stats=True)
+    px = Proxy(be.addr, *ARGS, "--max-pipes", "8", *NOT_SMB, *NO_LOGIN, stats=True)
     stalled = []
     for _ in range(20):
         s = socket.socket()
@@ -180,7 +180,7 @@ def stall_one(port):
 
 def moved_bytes_bounded(be):
     label = "moved bytes bounded, 1 pipe of 256K, 16K buffers"
-    px = Proxy(be.addr, *ARGS[:-1], "16K", "--max-pipes", "1", stats=True)
+    px = Proxy(be.addr, *ARGS[:-1], "16K", "--max-pipes", "1", *NOT_SMB, *NO_LOGIN, stats=True)
 
     def gauges():
         m = scrape(px.stats_port)
@@ -213,7 +213,7 @@ def moved_bytes_bounded(be):
 def main():
     try:
         be = Backend()
-        px = Proxy(be.addr, *ARGS, stats=True)
+        px = Proxy(be.addr, *ARGS, *NOT_SMB, *NO_LOGIN, stats=True)
         slow_reader(px)
         px.stop()
         stalled_crowd(be)

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 
+import smbgen
 from harness import SMBSPLICE, TMPDIR, Proxy, Server, check, free_port, free_ports, need, recv_exact, run
 
 
@@ -50,9 +51,11 @@ class Notify:
 
 
 def served(port):
+    """Does an SMB client's first frame go through and back (echoed)?"""
     c = socket.create_connection(("127.0.0.1", port), timeout=10)
-    c.sendall(b"hello")
-    ok = recv_exact(c, 5) == b"hello"
+    hello = smbgen.hello(0).buf
+    c.sendall(hello)
+    ok = recv_exact(c, len(hello)) == hello
     c.close()
     return ok
 

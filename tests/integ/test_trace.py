@@ -36,7 +36,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check, file_sha256, free_port, need,
+import smbgen
+from harness import (NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check, file_sha256, free_port, need,
                      random_file, recv_exact, run, scrape_text)
 
 SAMBA_64K = "[global]\nsmb2 max read = 65536\nsmb2 max write = 65536\nsmb2 max trans = 65536\n"
@@ -249,7 +250,7 @@ def main():
     srv = Server(echo)
     for mode in ("smb", "tcp"):
         tr = os.path.join(work, f"raw-{mode}.pcap")
-        px = Proxy(srv.addr, "--mode", mode, "--trace", tr)
+        px = Proxy(srv.addr, "--mode", mode, "--trace", tr, *NOT_SMB)
         c = px.connect()
         c.sendall(b"hello, not SMB" * 100)
         recv_exact(c, 1400)
@@ -263,7 +264,7 @@ def main():
     tr = os.path.join(work, "v6.pcap")
     px = Proxy(smb.addr, "--trace", tr, listen_host="::1")
     c = socket.create_connection(("::1", px.port), timeout=10)
-    c.sendall(b"\0\0\0\0")  # a NetBIOS keepalive: SMB framing, nothing to answer
+    c.sendall(smbgen.hello(0).buf)  # what an SMB client opens with
     c.close()
     px.wait_log(r" end=")
     px.stop()

@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 
-from harness import Proxy, Server, check, metric, recv_hash_n, run, scrape
+from harness import NO_LOGIN, NOT_SMB, Proxy, Server, check, metric, recv_hash_n, run, scrape
 
 STREAMS = 100
 FRAMES = 4
@@ -98,7 +98,7 @@ def main():
     want = (SIZE, hashlib.sha256(STREAM).hexdigest())
     srv = Server(source, backlog=256)
 
-    px = Proxy(srv.addr, "--read-threshold", "64K", stats=True, user="nobody")
+    px = Proxy(srv.addr, "--read-threshold", "64K", *NOT_SMB, *NO_LOGIN, stats=True, user="nobody")
     m = re.search(r"--max-pipes 1024 lowered to (\d+)", px.log())
     check(m and int(m.group(1)) == fit,
           f"as nobody: one line at start caps --max-pipes at {fit} (pipe-user-pages-soft {soft})")
@@ -120,7 +120,7 @@ def main():
 
     # The first daemon keeps its pipes open a while for reuse: the user's
     # pages are spent, and the second one's pipes come out small.
-    px2 = Proxy(srv.addr, "--read-threshold", "64K", stats=True, user="nobody")
+    px2 = Proxy(srv.addr, "--read-threshold", "64K", *NOT_SMB, *NO_LOGIN, stats=True, user="nobody")
     results = [None] * 4
     for t in streams(px2, 4, results):
         t.join(60)

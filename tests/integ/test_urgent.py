@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 
-from harness import Proxy, Server, check, recv_hash_n, run
+from harness import NOT_SMB, Proxy, Server, check, recv_hash_n, run
 
 N = 4 << 20
 MARK = 1_000_000
@@ -50,7 +50,7 @@ def edge_cases():
                             ([0, 0], "urgent bytes first, before the backend is dialled")):
             results = []
             srv = Server(sink(results))
-            px = Proxy(srv.addr, *args)
+            px = Proxy(srv.addr, *args, *NOT_SMB)
             want, secs = stream_with_urgent(px, srv, results, data, marks)
             check(results == [(N + 1, want)], f"{args}: {what}: every byte in order")
             check(secs < 5, f"{args}: {what}: no stall ({secs:.2f}s)")
@@ -65,7 +65,7 @@ def main():
     for args in ([], ["--mode", "tcp"], ["--no-splice"], ["--mode", "tcp", "--pipe-size", "8K"]):
         results = []
         srv = Server(sink(results))
-        px = Proxy(srv.addr, *args)
+        px = Proxy(srv.addr, *args, *NOT_SMB)
         c = px.connect()
         t0 = time.monotonic()
         c.sendall(data[:MARK])

@@ -11,7 +11,8 @@ import signal
 import socket
 import tempfile
 
-from harness import TMPDIR, Proxy, Samba, Server, check, file_sha256, free_port, random_file, recv_exact, run
+import smbgen
+from harness import NOT_SMB, TMPDIR, Proxy, Samba, Server, check, file_sha256, free_port, random_file, recv_exact, run
 
 CAP_NET_ADMIN = 12
 
@@ -74,7 +75,7 @@ def main():
 
     # --transparent keeps CAP_NET_ADMIN, in every thread, and only it.
     srv = Server(echo)
-    px = Proxy(srv.addr, "--user", "nobody", "--transparent")
+    px = Proxy(srv.addr, "--user", "nobody", "--transparent", *NOT_SMB)
     c = px.connect()
     c.sendall(b"hello")
     check(recv_exact(c, 5) == b"hello", "--user nobody --transparent: served")
@@ -106,8 +107,9 @@ def main():
                     r"needs root or CAP_NET_BIND_SERVICE\)", line),
           f"reload with a new port below 1024 as nobody: {line.strip()}")
     c = socket.create_connection(("127.0.0.1", port), timeout=10)
-    c.sendall(b"hello")
-    check(recv_exact(c, 5) == b"hello", "... and the running listener serves on")
+    hello = smbgen.hello(0).buf  # smb mode: an SMB client's first frame
+    c.sendall(hello)
+    check(recv_exact(c, len(hello)) == hello, "... and the running listener serves on")
     c.close()
     px.wait_log(r" end=fin ")
     px.stop()

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from harness import TMPDIR, Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
+from harness import NOT_SMB, TMPDIR, Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 
@@ -59,7 +59,7 @@ def client_side(px):
 
 def test_keepalive_and_congestion():
     srv = Server(echo)
-    px = Proxy(srv.addr, "--keepalive", "7:3:2", "--congestion", "client:reno", "--congestion", "backend:cubic")
+    px = Proxy(srv.addr, "--keepalive", "7:3:2", "--congestion", "client:reno", "--congestion", "backend:cubic", *NOT_SMB)
     c = px.connect()
     c.sendall(b"\0ping")
     check(recv_exact(c, 5) == b"\0ping", "a connection with keepalive and congestion control set")
@@ -103,7 +103,7 @@ def test_keepalive_and_congestion():
           f"(before {before}, after {after})")
     px.stop()
 
-    px = Proxy(srv.addr, "--keepalive", "off")
+    px = Proxy(srv.addr, "--keepalive", "off", *NOT_SMB)
     c = px.connect()
     c.sendall(b"\0ping")
     recv_exact(c, 5)
@@ -128,7 +128,7 @@ def test_source():
         c.sendall(b"ok")
 
     srv = Server(who)
-    px = Proxy(srv.addr, "--source", "127.0.0.5")
+    px = Proxy(srv.addr, "--source", "127.0.0.5", *NOT_SMB)
     c = px.connect()
     c.sendall(b"\0")
     check(recv_exact(c, 2) == b"ok" and seen == ["127.0.0.5"], f"--source 127.0.0.5: the server sees {seen}")
@@ -157,7 +157,7 @@ def test_failover():
     down = f"127.0.0.1:{free_port()}"
     lst, fillers = silent_listener()
     silent = f"127.0.0.1:{lst.getsockname()[1]}"
-    px = Proxy(down, "--backend", silent, "--backend", srv.addr, "--connect-timeout", "0.5", stats=True)
+    px = Proxy(down, "--backend", silent, "--backend", srv.addr, "--connect-timeout", "0.5", *NOT_SMB, stats=True)
     t0 = time.monotonic()
     c = px.connect()
     c.sendall(b"hello")  # not SMB: forwarded opaque, and its FIN a clean end
@@ -177,7 +177,7 @@ def test_failover():
           "each failover logged with its reason")
     px.stop()
 
-    px = Proxy(down, "--backend", silent, "--connect-timeout", "0.3")
+    px = Proxy(down, "--backend", silent, "--connect-timeout", "0.3", *NOT_SMB)
     c = px.connect()
     c.sendall(b"\0")
     try:

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "framer.h"
+#include "opening.h"
 
 /* --- building vectors ---------------------------------------------------- */
 
@@ -303,6 +304,7 @@ static void assert_same_counts(const struct outcome *x, const struct outcome *y)
 	assert_int_equal(a->smb1, b->smb1);
 	assert_int_equal(a->netbios, b->netbios);
 	assert_int_equal(fa->dialect, fb->dialect);
+	assert_int_equal(fa->session_ok, fb->session_ok);
 	/* However the bytes came, the observer saw the same messages. */
 	assert_int_equal(x->nseen, y->nseen);
 	assert_memory_equal(x->seen, y->seen, x->nseen * sizeof(x->seen[0]));
@@ -897,6 +899,223 @@ static void test_storable(void **state)
 	assert_int_equal(smb_msg_storable(&m), 200);
 }
 
+/* --- authentication and the first frame ----------------------------------- */
+
+#define STATUS_MORE_PROCESSING 0xc0000016u
+#define STATUS_LOGON_FAILURE   0xc000006du
+
+/* A SESSION_SETUP response with @status: header and a 9-byte body. */
+static void session_setup_rsp_frame(uint32_t status)
+{
+	prefix(0, 64 + 9);
+	smb2_hdr(SMB2_SESSION_SETUP, SMB2_FLAG_RESPONSE, status, 0);
+	put16(9);
+	put16(0); /* SessionFlags */
+	put16(72);
+	put16(0);
+	put8(0);
+}
+
+/* Only a successful SESSION_SETUP response authenticates: not an
+ * intermediate or failed one, nor a request (whose Status is 0). */
+static void test_session_setup_success(void **state)
+{
+	reset();
+	negotiate_rsp_frame(0x311);
+	simple_frame(SMB2_SESSION_SETUP, 0, 25); /* a request, Status 0 */
+	session_setup_rsp_frame(STATUS_MORE_PROCESSING);
+	session_setup_rsp_frame(STATUS_LOGON_FAILURE);
+	simple_frame(SMB2_ECHO, SMB2_FLAG_RESPONSE, 4); /* success, not SS */
+	assert_false(run_all(&th_64k).facts.session_ok);
+
+	session_setup_rsp_frame(0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+}
+
+/* Authenticated for good: an encrypted stream or a failed later session
+ * setup (a re-authentication, a binding) changes nothing. */
+static void test_session_ok_stays(void **state)
+{
+	struct outcome o;
+
+	reset();
+	session_setup_rsp_frame(0);
+	prefix(0, 52 + 100);
+	put32(SMB_TRANSFORM_MAGIC);
+	putn(0x5a, 48 + 100);
+	session_setup_rsp_frame(STATUS_LOGON_FAILURE);
+	o = run_all(&th_64k);
+	assert_true(o.facts.session_ok);
+	assert_int_equal(o.st.encrypted, 1);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+}
+
+/* An SMB1 header: protocol id, command, status, flags, the rest zero. */
+static void smb1_frame(uint8_t cmd, uint32_t status, uint8_t flags, size_t body)
+{
+	prefix(0, SMB1_HDR_LEN + body);
+	put32(SMB1_MAGIC);
+	put8(cmd);
+	put32(status);
+	put8(flags);
+	putn(0, SMB1_HDR_LEN - 10 + body);
+}
+
+/* A session carried in SMB1 authenticates with SESSION_SETUP_ANDX. */
+static void test_smb1_session_setup(void **state)
+{
+	struct outcome o;
+
+	reset();
+	smb1_frame(SMB1_COM_NEGOTIATE, 0, SMB1_FLAGS_REPLY, 40);
+	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, 0, 0, 20); /* request */
+	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, STATUS_MORE_PROCESSING,
+		   SMB1_FLAGS_REPLY, 20);
+	o = run_all(&th_64k);
+	assert_false(o.facts.session_ok);
+	assert_int_equal(o.st.smb1, 3);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+
+	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, 0, SMB1_FLAGS_REPLY, 20);
+	o = run_all(&th_64k);
+	assert_true(o.facts.session_ok);
+	/* What the observer is shown of an SMB1 frame: its parsed header. */
+	assert_int_equal(o.seen[0].kind, SMB_MSG_SMB1);
+	assert_int_equal(o.seen[0].hdr_len, SMB1_HDR_PARSED);
+}
+
+/* smb_opening_judge() on vec[0..vlen), fed as it would arrive: every
+ * shorter prefix of the stream must say MORE, and ask for no more than
+ * the frame. Return: the verdict on the whole, and its complaint. */
+static enum smb_opening judge(const char **why)
+{
+	size_t need = 0;
+
+	for (size_t n = 0; n < vlen; n++) {
+		enum smb_opening v = smb_opening_judge(vec, n, &need, why);
+
+		if (v == SMB_OPENING_BAD)
+			return v; /* refused as soon as the prefix said so */
+		assert_int_equal(v, SMB_OPENING_MORE);
+		assert_true(need > n && need <= vlen);
+	}
+	*why = NULL;
+	return smb_opening_judge(vec, vlen, &need, why);
+}
+
+/* An SMB2 NEGOTIATE request with @dialects dialects. */
+static void negotiate_req_frame(unsigned dialects)
+{
+	prefix(0, 64 + 36 + 2 * dialects);
+	smb2_hdr(SMB2_NEGOTIATE, 0, 0, 0);
+	put16(36);
+	put16((uint16_t)dialects);
+	putn(0, 32);
+	for (unsigned i = 0; i < dialects; i++)
+		put16((uint16_t)(0x202 + i));
+}
+
+static void test_opening_smb2_negotiate(void **state)
+{
+	const char *why;
+	size_t need;
+
+	reset();
+	negotiate_req_frame(5);
+	assert_int_equal(judge(&why), SMB_OPENING_SMB2);
+	/* Bytes after the frame (none are expected) change nothing. */
+	put8(0);
+	assert_int_equal(smb_opening_judge(vec, vlen, &need, &why),
+			 SMB_OPENING_SMB2);
+
+	reset();
+	negotiate_req_frame((SMB_OPENING_MAX - 4 - 100) / 2); /* the longest */
+	assert_int_equal(vlen, SMB_OPENING_MAX);
+	assert_int_equal(judge(&why), SMB_OPENING_SMB2);
+}
+
+static void test_opening_smb1_negotiate(void **state)
+{
+	const char *why;
+
+	reset();
+	smb1_frame(SMB1_COM_NEGOTIATE, 0, 0x18, 3 + 12);
+	assert_int_equal(judge(&why), SMB_OPENING_SMB1);
+}
+
+static void test_opening_netbios(void **state)
+{
+	const char *why;
+
+	reset();
+	prefix(NBT_SESSION_REQUEST, 68);
+	put8(0x20);
+	putn('E', 32);
+	put8(0);
+	put8(0x20);
+	putn('F', 32);
+	put8(0);
+	assert_int_equal(judge(&why), SMB_OPENING_NETBIOS);
+
+	reset();
+	prefix(NBT_SESSION_REQUEST, 4);
+	put32(0x01020304); /* no encoded name */
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+	assert_non_null(strstr(why, "called name"));
+
+	reset();
+	put8(NBT_SESSION_REQUEST);
+	put8(2); /* a reserved flag bit */
+	put8(0);
+	put8(68);
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+}
+
+/* Whatever else a client opens with is refused, and as early as its
+ * bytes allow: a bad prefix or a promise of a long frame at 4 bytes. */
+static void test_opening_refused(void **state)
+{
+	static const struct {
+		const char *bytes;
+		size_t len;
+		const char *why;
+	} cases[] = {
+		{ "GET / HTTP/1.0\r\n\r\n", 18, "bad type byte" },
+		{ "\x85\0\0\0", 4, "bad type byte" }, /* a keepalive */
+		{ "\0\0\0\0", 4, "unknown protocol id" },
+		{ "\0\xff\xff\xff", 4, "longer than any NEGOTIATE" },
+		{ "\0\0\x10\0", 4, "longer than any NEGOTIATE" },
+		{ "\0\0\0\x06\0hello", 10, "unknown protocol id" },
+		{ "\0\0\0\x04\xfdSMB", 8, "unknown protocol id" },
+	};
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		reset();
+		memcpy(vec, cases[i].bytes, cases[i].len);
+		vlen = cases[i].len;
+		assert_int_equal(judge(&why), SMB_OPENING_BAD);
+		assert_non_null(strstr(why, cases[i].why));
+	}
+
+	reset();
+	simple_frame(SMB2_ECHO, 0, 36); /* SMB2, but not a NEGOTIATE */
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+	reset();
+	negotiate_rsp_frame(0x311); /* a response */
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+	reset();
+	simple_frame(SMB2_NEGOTIATE, 0, 20); /* body too short */
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+	reset();
+	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, 0, 0, 20);
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+	assert_non_null(strstr(why, "SMB1"));
+	reset();
+	smb1_frame(SMB1_COM_NEGOTIATE, 0, SMB1_FLAGS_REPLY, 20);
+	assert_int_equal(judge(&why), SMB_OPENING_BAD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -934,6 +1153,13 @@ int main(void)
 		cmocka_unit_test(test_opaque_is_final),
 		cmocka_unit_test(test_mid_message),
 		cmocka_unit_test(test_storable),
+		cmocka_unit_test(test_session_setup_success),
+		cmocka_unit_test(test_session_ok_stays),
+		cmocka_unit_test(test_smb1_session_setup),
+		cmocka_unit_test(test_opening_smb2_negotiate),
+		cmocka_unit_test(test_opening_smb1_negotiate),
+		cmocka_unit_test(test_opening_netbios),
+		cmocka_unit_test(test_opening_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
