@@ -16,7 +16,10 @@ S, each a network namespace, with P's transparent-proxy recipe):
   the same one run as root (no helper), interleaved, must differ by less
   than 1 ms;
 - the helper killed: one line says so, a new client is reset at once,
-  the daemon serves on and stops cleanly.
+  the daemon serves on and stops cleanly;
+- the helper ignores the signals a service manager sends the whole group
+  (SIGTERM, SIGHUP, SIGINT, SIGUSR1), and is gone once the daemon has
+  stopped, or has been killed with SIGKILL.
 
 On the host's loopback, with a config file:
 
@@ -40,6 +43,7 @@ import test_transparent as tt
 CAP_NET_BIND_SERVICE, CAP_NET_ADMIN, CAP_SYS_ADMIN = 10, 12, 21
 HELPER_CAPS = 1 << CAP_NET_BIND_SERVICE | 1 << CAP_NET_ADMIN | 1 << CAP_SYS_ADMIN
 PORT_USER, PORT_ROOT = 7100, 7101   # in P: --user (the helper), root (none)
+PORT_KILLED = 7102                  # in P: the daemon whose helper must follow it
 SETUP_CONNS = 300                   # per proxy, for the set-up time
 
 
@@ -79,6 +83,22 @@ def check_caps(pid, nobody):
     check(not others,
           f"... and holds only its channels, namespaces and /dev/null ({sorted(fds)})")
     return h
+
+
+def alive(pid):
+    """Is the process there, and not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def gone_within(pid, seconds):
+    end = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not alive(pid)
 
 
 def timed_ask(dst, port, src):
@@ -136,7 +156,22 @@ def transparent_in_namespace():
           f"... said once: {lines[0].strip()}")
     check(pu.proc.poll() is None, "... and the daemon runs on")
     pu.stop()
+
+    # The signals a service manager sends the whole group are the
+    # daemon's; the helper ends with the daemon, stopped or killed.
+    h6 = helper_of(pu6.proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1):
+        os.kill(h6, sig)
+    time.sleep(0.3)
+    check(alive(h6), "the helper ignores SIGTERM, SIGHUP, SIGINT and SIGUSR1")
     pu6.stop()
+    check(gone_within(h6, 2), "... and is gone once the daemon has stopped")
+    pk = Proxy(peer4.addr, *args, "--user", "nobody", listen_host=tt.PC4, port=PORT_KILLED)
+    hk = helper_of(pk.proc.pid)
+    pk.proc.kill()
+    pk.proc.wait()
+    check(gone_within(hk, 2), "the daemon killed (SIGKILL): its helper is gone too (PR_SET_PDEATHSIG, its channels hung up)")
+    pk.stop(check=False)
     peer4.close()
     peer6.close()
 
