@@ -395,7 +395,8 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
  * refused: neither side ever sends them.
  *
  * Return: the message's length, 0 on hang-up, -1 with errno set
- * (EBADMSG for a message refused).
+ * (EBADMSG for a message refused; EMFILE for a whole message whose
+ * descriptor could not be received, the receiver being out of them).
  */
 static ssize_t recv_one(int fd, void *buf, size_t len, int flags, int *got)
 {
@@ -430,12 +431,14 @@ static ssize_t recv_one(int fd, void *buf, size_t len, int flags, int *got)
 			bad |= i > 0;
 		}
 	}
-	bad |= (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n != len;
-	if (bad) {
+	bad |= (m.msg_flags & MSG_TRUNC) || (size_t)n != len;
+	if (bad || (m.msg_flags & MSG_CTRUNC)) {
 		if (*got >= 0)
 			close(*got);
 		*got = -1;
-		errno = EBADMSG;
+		/* The message is whole, but the receiver had no descriptor
+		 * left for what came with it. */
+		errno = bad ? EBADMSG : EMFILE;
 		return -1;
 	}
 	return n;
@@ -567,14 +570,16 @@ helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
 				continue;
 			n = recv_one(fds[i], &r, sizeof(r), MSG_DONTWAIT,
 				     &client);
-			if (n == 0 || (n < 0 && errno != EAGAIN &&
-				       errno != EINTR && errno != EBADMSG))
+			if (n == 0 ||
+			    (n < 0 && errno != EAGAIN && errno != EINTR &&
+			     errno != EBADMSG && errno != EMFILE))
 				_exit(0); /* the daemon is gone */
-			if (n < 0 && errno != EBADMSG)
+			if (n < 0 && errno != EBADMSG && errno != EMFILE)
 				continue;
 			memset(&rep, 0, sizeof(rep));
 			if (n < 0) {
-				rep.err = EINVAL;
+				rep.seq = errno == EMFILE ? r.seq : 0;
+				rep.err = errno == EMFILE ? EMFILE : EINVAL;
 				fd = -1;
 			} else {
 				rep.seq = r.seq;
@@ -715,7 +720,9 @@ static int ask(struct privhelper *ph, unsigned chan, struct ph_req *r, int with,
 			errno = ETIMEDOUT;
 			return -1;
 		}
-		if (n < 0 && errno != EBADMSG)
+		if (n < 0 && errno == EMFILE && rep->seq == r->seq)
+			return -1; /* the socket came, but found no slot */
+		if (n < 0 && errno != EBADMSG && errno != EMFILE)
 			goto gone;
 		if (n < 0 || rep->seq != r->seq) { /* a late reply: drop it */
 			if (got >= 0)

@@ -4,8 +4,9 @@
  * backend sockets of the configured family, namespace and MPTCP setting only,
  * a transparent one bound to the peer of the client socket sent along and
  * refused for a socket with no peer; a malformed request is answered and
- * the helper serves on; once it is gone, every request fails at once with
- * EOWNERDEAD. Needs root (the helper keeps capabilities): skipped otherwise.
+ * the helper serves on; a daemon out of descriptors gets EMFILE at once;
+ * once the helper is gone, every request fails at once with EOWNERDEAD. Needs
+ * root (the helper keeps capabilities): skipped otherwise.
  */
 #include "config.h"
 
@@ -20,6 +21,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -178,6 +181,36 @@ static void test_malformed(void **state)
 	close(fd);
 }
 
+/* Out of descriptors: the helper's socket cannot be received, and the
+ * request fails at once with EMFILE, as socket() would, not after the
+ * reply timeout. */
+static void test_emfile(void **state)
+{
+	struct rlimit old, low = { 64, 64 };
+	struct timespec t0, t1;
+	int fds[64], n = 0, fd, err;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (fds[n] = dup(0)) >= 0)
+		n++;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	err = errno;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	while (n)
+		close(fds[--n]);
+	setrlimit(RLIMIT_NOFILE, &old);
+	assert_int_equal(fd, -1);
+	assert_int_equal(err, EMFILE);
+	assert_true(t1.tv_sec - t0.tv_sec < 1);
+	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 static void test_gone(void **state)
 {
 	(void)state;
@@ -200,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_transparent),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_emfile),
 		cmocka_unit_test(test_gone),
 	};
 
