@@ -4,13 +4,15 @@
  * backend sockets of the configured family, namespace and MPTCP setting only,
  * a transparent one bound to the peer of the client socket sent along and
  * refused for a socket with no peer; a malformed request is answered and
- * the helper serves on; a daemon out of descriptors gets EMFILE at once;
+ * the helper serves on; a thread that stops reading its replies holds up
+ * no other; a daemon out of descriptors gets EMFILE at once;
  * once the helper is gone, every request fails at once with EOWNERDEAD. Needs
  * root (the helper keeps capabilities): skipped otherwise.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -181,6 +183,36 @@ static void test_malformed(void **state)
 	close(fd);
 }
 
+/* A thread that stops reading its replies holds up no other: the helper
+ * drops what that channel has no room for, and serves the next. */
+static void test_unread(void **state)
+{
+	char buf[1024];
+	int sent = 0, fd;
+
+	(void)state;
+	for (int i = 0; sent < 2000 && i < 100000; i++) {
+		if (send(ph.fds[1], "bad", 3, MSG_DONTWAIT) == 3)
+			sent++;
+		else
+			usleep(100);
+	}
+	assert_int_equal(sent, 2000);
+	fd = privhelper_listen(&ph, 0, "", (struct sockaddr *)&listen_at,
+			       sizeof(listen_at), false);
+	if (fd < 0)
+		fail_msg("channel 0: %s", strerror(errno));
+	close(fd);
+	/* The replies that found room, read at last; the rest were lost,
+	 * which is what a thread that does not read asks for. */
+	while (poll(&(struct pollfd){ ph.fds[1], POLLIN, 0 }, 1, 200) > 0 &&
+	       recv(ph.fds[1], buf, sizeof(buf), 0) > 0)
+		;
+	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 /* Out of descriptors: the helper's socket cannot be received, and the
  * request fails at once with EMFILE, as socket() would, not after the
  * reply timeout. */
@@ -233,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_transparent),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_unread),
 		cmocka_unit_test(test_emfile),
 		cmocka_unit_test(test_gone),
 	};
