@@ -871,7 +871,8 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
  *
  * A worker sits in the backend namespace already when every listener
  * dials into the same one; otherwise the socket is made from inside the
- * listener's, and the thread goes back where it was.
+ * listener's, and the thread goes back where it was. Under --user the
+ * privileged helper makes it instead, and every --transparent one.
  *
  * Return: as dial_backend().
  */
@@ -882,6 +883,10 @@ static int conn_dial_in_netns(struct conn *c, const struct sockaddr *client,
 	int ns = c->cfg->netns[SIDE_BACKEND], home, r, err;
 	ino_t want = ns >= 0 ? c->cfg->netns_ino[SIDE_BACKEND] : 0;
 
+	if (px->helper.fds && (c->lo->transparent ||
+			       (want ? want : px->home_ino) != c->w->netns_ino))
+		return dial_backend_helped(&px->helper, c->w->id + 1, c->lo,
+					   c->be, c->cli.fd, fd);
 	if (!want || want == c->w->netns_ino) {
 		if (ns >= 0 || px->worker_netns < 0)
 			return dial_backend(c->lo, c->be, client, fd);

@@ -10,7 +10,10 @@
  * and Multipath TCP.
  *
  * Backend sockets are made by worker threads, which sit in the backend
- * network namespace (netns.c), so nothing here enters a namespace.
+ * network namespace (netns.c), so nothing here enters a namespace. Under
+ * --user the daemon holds no capability: a socket that needs one (made in
+ * another namespace, or --transparent's) comes from the privileged helper
+ * (privhelper.c), and gets every other setting, and its connect, here.
  * dial_check() tries every setting once at start, on a socket that never
  * connects, so that a missing capability, algorithm or protocol is one
  * clear line then rather than a reset client later.
@@ -25,6 +28,7 @@
 #include <netinet/in.h>
 
 #include "dial.h"
+#include "privhelper.h"
 #include "sock.h"
 
 /* What to look at when an algorithm is refused, on either side. */
@@ -85,6 +89,34 @@ static const struct step step_transparent = { "--transparent: IP_TRANSPARENT",
 static const struct step step_keepalive = { "--keepalive", "" };
 
 /**
+ * backend_settings() - every setting of a backend socket but its address
+ * @fd:		the socket
+ * @lo:		the listener's settings
+ * @family:	the backend's address family
+ * @transparent: set IP_TRANSPARENT too (not when the helper did)
+ * @step:	set to the setting that failed, on failure
+ *
+ * Return: 0, or -1 with errno set and @step naming the setting.
+ */
+static int backend_settings(int fd, const struct listen_opts *lo, int family,
+			    bool transparent, const struct step **step)
+{
+	*step = &step_cc;
+	if (sock_set_congestion(fd, lo->cc[SIDE_BACKEND]))
+		return -1;
+	*step = &step_transparent;
+	if (transparent && sock_set_transparent(fd, family))
+		return -1;
+	sock_set_nodelay(fd);
+	sock_set_oobinline(fd);
+	/* MPTCP sockets may refuse some keepalive options: no error. */
+	*step = &step_keepalive;
+	if (sock_set_keepalive(fd, &lo->keepalive) && !lo->mptcp[SIDE_BACKEND])
+		return -1;
+	return 0;
+}
+
+/**
  * backend_socket() - a backend socket with every setting but the address
  * @lo:		the listener's settings
  * @family:	the backend's address family
@@ -101,20 +133,8 @@ static int backend_socket(const struct listen_opts *lo, int family,
 	fd = sock_stream(family, lo->mptcp[SIDE_BACKEND]);
 	if (fd < 0)
 		return -1;
-	*step = &step_cc;
-	if (sock_set_congestion(fd, lo->cc[SIDE_BACKEND]))
-		goto fail;
-	*step = &step_transparent;
-	if (lo->transparent && sock_set_transparent(fd, family))
-		goto fail;
-	sock_set_nodelay(fd);
-	sock_set_oobinline(fd);
-	/* MPTCP sockets may refuse some keepalive options: no error. */
-	*step = &step_keepalive;
-	if (sock_set_keepalive(fd, &lo->keepalive) && !lo->mptcp[SIDE_BACKEND])
-		goto fail;
-	return fd;
-fail:
+	if (!backend_settings(fd, lo, family, lo->transparent, step))
+		return fd;
 	err = errno;
 	close(fd);
 	errno = err;
@@ -122,33 +142,30 @@ fail:
 }
 
 /**
- * dial_backend() - start the connection to one backend
+ * connect_from() - bind where the connection comes from, and connect
+ * @s:		the backend socket; closed on failure
  * @lo:		the listener's settings
- * @idx:	which of its backends
- * @client:	the client's address, for --transparent
- * @fd:		the new socket, on success
+ * @be:		the backend
+ * @client:	the client's address, for --transparent; NULL if @s is bound
+ *		already (the helper bound it)
+ * @fd:		set to @s, on success
  *
- * Return: 0 if connected already, 1 if in progress (wait for writable),
- * -1 with errno set (EMFILE and ENFILE among them).
+ * Return: as dial_backend().
  */
-int dial_backend(const struct listen_opts *lo, unsigned idx,
-		 const struct sockaddr *client, int *fd)
+static int connect_from(int s, const struct listen_opts *lo,
+			const struct endpoint *be,
+			const struct sockaddr *client, int *fd)
 {
-	const struct endpoint *be = &lo->backend[idx];
 	const struct sockaddr *from = NULL;
 	socklen_t from_len = 0;
-	const struct step *step;
-	int s, r, err;
+	int r, err;
 
-	s = backend_socket(lo, be->addr.ss_family, &step);
-	if (s < 0)
-		return -1;
-	if (lo->transparent) {
+	if (lo->transparent && client) {
 		from = client;
 		from_len = client->sa_family == AF_INET6
 				   ? sizeof(struct sockaddr_in6)
 				   : sizeof(struct sockaddr_in);
-	} else if (lo->source.len) {
+	} else if (!lo->transparent && lo->source.len) {
 		from = (const struct sockaddr *)&lo->source.addr;
 		from_len = lo->source.len;
 	}
@@ -167,34 +184,126 @@ fail:
 }
 
 /**
+ * dial_backend() - start the connection to one backend
+ * @lo:		the listener's settings
+ * @idx:	which of its backends
+ * @client:	the client's address, for --transparent
+ * @fd:		the new socket, on success
+ *
+ * Return: 0 if connected already, 1 if in progress (wait for writable),
+ * -1 with errno set (EMFILE and ENFILE among them).
+ */
+int dial_backend(const struct listen_opts *lo, unsigned idx,
+		 const struct sockaddr *client, int *fd)
+{
+	const struct endpoint *be = &lo->backend[idx];
+	const struct step *step;
+	int s;
+
+	s = backend_socket(lo, be->addr.ss_family, &step);
+	if (s < 0)
+		return -1;
+	return connect_from(s, lo, be, client, fd);
+}
+
+/**
+ * dial_backend_helped() - start the connection, on a socket from the
+ *			   privileged helper
+ * @ph:		the helper
+ * @chan:	the calling thread's channel to it
+ * @lo:		the listener's settings
+ * @idx:	which of its backends
+ * @client_fd:	the client's socket: with --transparent, the helper binds
+ *		the new socket to its peer's address
+ * @fd:		the new socket, on success
+ *
+ * Return: as dial_backend(); EOWNERDEAD if the helper is gone.
+ */
+int dial_backend_helped(struct privhelper *ph, unsigned chan,
+			const struct listen_opts *lo, unsigned idx,
+			int client_fd, int *fd)
+{
+	const struct endpoint *be = &lo->backend[idx];
+	const struct step *step;
+	int s, err;
+
+	s = privhelper_backend(ph, chan, lo->netns[SIDE_BACKEND],
+			       be->addr.ss_family, lo->mptcp[SIDE_BACKEND],
+			       lo->transparent ? client_fd : -1);
+	if (s < 0)
+		return -1;
+	if (backend_settings(s, lo, be->addr.ss_family, false, &step)) {
+		err = errno;
+		close(s);
+		errno = err;
+		return -1;
+	}
+	return connect_from(s, lo, be, NULL, fd);
+}
+
+/**
+ * check_socket() - a backend socket for dial_check()
+ * @lo:		the listener's settings
+ * @family:	the backend's address family
+ * @ph:		the privileged helper to ask, or NULL to make it here
+ * @step:	set to the setting that failed, on failure
+ *
+ * The helper's is not made IP_TRANSPARENT: that takes a client, and the
+ * helper holds the privilege for it whatever the configuration.
+ *
+ * Return: the socket, or -1 with errno set and @step naming the setting.
+ */
+static int check_socket(const struct listen_opts *lo, int family,
+			struct privhelper *ph, const struct step **step)
+{
+	int fd, err;
+
+	if (!ph)
+		return backend_socket(lo, family, step);
+	*step = lo->mptcp[SIDE_BACKEND] ? &step_mptcp : &step_socket;
+	fd = privhelper_backend(ph, 0, lo->netns[SIDE_BACKEND], family,
+				lo->mptcp[SIDE_BACKEND], -1);
+	if (fd < 0 || !backend_settings(fd, lo, family, false, step))
+		return fd;
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/**
  * dial_check() - can every backend socket setting be made
  * @lo:		the listener's settings
+ * @ph:		under --user, the privileged helper, which makes the sockets
+ *		in the backend namespace; NULL to make them here
  * @err:	buffer for one line saying what cannot, and what to do
  * @errlen:	its size
  *
- * Call it from a thread in the backend namespace.
+ * Without @ph, call it from a thread in the backend namespace.
  *
  * Return: 0, or -1 with @err set.
  */
-int dial_check(const struct listen_opts *lo, char *err, size_t errlen)
+int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,
+	       size_t errlen)
 {
 	const struct step *step;
 	int fd;
 
 	for (unsigned i = 0; i < lo->nbackends; i++) {
-		fd = backend_socket(lo, lo->backend[i].addr.ss_family, &step);
+		fd = check_socket(lo, lo->backend[i].addr.ss_family, ph, &step);
 		if (fd < 0) {
 			bool cc = step == &step_cc;
 
-			snprintf(err, errlen,
-				 "listener %s: backend sockets: %s%s%s: %s%s%s",
-				 lo->name, step->what, cc ? " " : "",
-				 cc ? lo->cc[SIDE_BACKEND] : "",
-				 strerror(errno), *step->hint ? "; " : "",
-				 step->hint);
+			snprintf(
+				err, errlen,
+				"listener %s: backend sockets: %s%s%s: %s%s%s%s",
+				lo->name, step->what, cc ? " " : "",
+				cc ? lo->cc[SIDE_BACKEND] : "", strerror(errno),
+				*step->hint ? "; " : "", step->hint,
+				privhelper_hint(errno));
 			return -1;
 		}
-		if (lo->source.len &&
+		if (lo->source.len && !lo->transparent &&
 		    sock_bind_any_port(
 			    fd, (const struct sockaddr *)&lo->source.addr,
 			    lo->source.len)) {

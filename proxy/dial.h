@@ -9,7 +9,12 @@
 
 int dial_backend(const struct listen_opts *lo, unsigned idx,
 		 const struct sockaddr *client, int *fd);
-int dial_check(const struct listen_opts *lo, char *err, size_t errlen);
+struct privhelper;
+int dial_backend_helped(struct privhelper *ph, unsigned chan,
+			const struct listen_opts *lo, unsigned idx,
+			int client_fd, int *fd);
+int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,
+	       size_t errlen);
 int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 		     size_t errlen);
 

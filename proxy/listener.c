@@ -6,7 +6,8 @@
  * one listening socket per worker, bound to the same address with
  * SO_REUSEPORT inside the listen namespace (or, under socket activation,
  * the inherited socket, shared by every worker), each socket then handed
- * to its worker (accept.c), which alone accepts on it.
+ * to its worker (accept.c), which alone accepts on it. After --user, the
+ * privileged helper makes them (privhelper.c), as root.
  *
  * A listener's settings are an lcfg: immutable, reference counted, held
  * by the listener while current and by every connection that started
@@ -34,6 +35,7 @@
 #include "dial.h"
 #include "listener.h"
 #include "netns.h"
+#include "privhelper.h"
 #include "proxy.h"
 #include "sock.h"
 
@@ -175,8 +177,37 @@ static int take_inherited(struct proxy *px, struct lcfg *cfg)
 }
 
 /**
+ * helper_sockets() - one listening socket per worker, from the helper
+ * @px:		the process, with its privileged helper
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ *
+ * After --user, so that the sockets are root's like those bound at start:
+ * SO_REUSEPORT admits to a group only sockets of the same owner, and no
+ * process of the daemon's user can then take a share of the clients.
+ *
+ * Return: 0, or an errno.
+ */
+static int helper_sockets(struct proxy *px, struct listener *l,
+			  const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+
+	for (unsigned i = 0; i < l->nworkers; i++) {
+		l->fds[i] = privhelper_listen(
+			&px->helper, 0, cfg->o.netns[SIDE_CLIENT],
+			(const struct sockaddr *)&ep->addr, ep->len,
+			cfg->o.mptcp[SIDE_CLIENT]);
+		if (l->fds[i] < 0)
+			return errno;
+	}
+	return 0;
+}
+
+/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
+ * @px:		the process
  * @l:		the listener, with @fds all -1
  * @cfg:	its settings
  * @err:	buffer for one line saying what is wrong
@@ -184,12 +215,17 @@ static int take_inherited(struct proxy *px, struct lcfg *cfg)
  *
  * Return: 0, or -1 with @err set.
  */
-static int open_sockets(struct listener *l, const struct lcfg *cfg, char *err,
-			size_t errlen)
+static int open_sockets(struct proxy *px, struct listener *l,
+			const struct lcfg *cfg, char *err, size_t errlen)
 {
 	const struct endpoint *ep = &cfg->o.listen;
 	int ns = cfg->netns[SIDE_CLIENT], e = 0;
 
+	if (px->helper.fds) {
+		e = helper_sockets(px, l, cfg);
+		ns = cfg->o.netns[SIDE_CLIENT][0] ? 0 : -1; /* for the line */
+		goto out;
+	}
 	if (ns >= 0 && netns_enter(ns)) {
 		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
 			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
@@ -204,17 +240,19 @@ static int open_sockets(struct listener *l, const struct lcfg *cfg, char *err,
 	}
 	if (ns >= 0)
 		netns_enter(netns_home());
+out:
 	if (e) {
 		snprintf(
 			err, errlen,
-			"listener %s: cannot listen on %s%s%s: %s%s", l->name,
+			"listener %s: cannot listen on %s%s%s: %s%s%s", l->name,
 			ep->text, ns >= 0 ? " in " : "",
 			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e),
 			e == EACCES
 				? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
 			: e == EADDRINUSE
 				? " (another program, or another user's smbsplice, listens there)"
-				: "");
+				: "",
+			privhelper_hint(e));
 		return -1;
 	}
 	return 0;
@@ -263,7 +301,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 			"listener %s: no listen address, and no socket from systemd is left for it; give it one (listen = ADDR:PORT)",
 			l->name);
 		goto fail;
-	} else if (open_sockets(l, cfg, err, errlen)) {
+	} else if (open_sockets(px, l, cfg, err, errlen)) {
 		goto fail;
 	}
 	/* Accepted sockets inherit these, so every client has them from its

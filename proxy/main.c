@@ -10,9 +10,9 @@
  *   1. the listeners' sockets, bound while the process may still bind
  *	anything (reload.c; or taken from systemd's socket activation);
  *   2. the --stats socket;
- *   3. with --user, the switch to that user, keeping only the capabilities
- *	still needed (privs.c); then the --trace file, opened as that user
- *	(tracefile.c);
+ *   3. with --user, the privileged helper (privhelper.c), then the switch
+ *	to that user, keeping no capability (privs.c); then the --trace file,
+ *	opened as that user (tracefile.c);
  *   4. the pipe pool sized to what this user may have, the workers' loops
  *	and pools, the descriptor budget, the log's writer thread;
  *   5. the workers (worker.c), each a thread with its own loop, handed
@@ -52,6 +52,7 @@
 #include "netns.h"
 #include "notify.h"
 #include "options.h"
+#include "privhelper.h"
 #include "privs.h"
 #include "proxy.h"
 #include "reload.h"
@@ -450,16 +451,14 @@ static int init_limits(struct proxy *px)
 }
 
 /**
- * choose_worker_netns() - where workers sit, and whether they need
- *			   CAP_SYS_ADMIN later
+ * choose_worker_netns() - where workers sit
  * @px:	the process, with its listeners made
  *
- * When every listener dials into one namespace, workers enter it once at
- * start and never again. Otherwise they stay in the process's own, and a
- * connection of a listener with a backend namespace makes its socket
- * from inside it: that needs CAP_SYS_ADMIN for the process's life. The
- * main thread keeps CAP_SYS_ADMIN whenever a listener uses a namespace,
- * so that a reload can open sockets in it.
+ * When every listener dials into one namespace, workers sit in it from
+ * start to end, and dialling costs no setns(). Otherwise they stay in the
+ * process's own, and a connection of a listener with a backend namespace
+ * makes its socket from inside it (as root), or has the privileged helper
+ * make it (under --user).
  */
 static void choose_worker_netns(struct proxy *px)
 {
@@ -467,71 +466,56 @@ static void choose_worker_netns(struct proxy *px)
 	bool same = true, any = false;
 
 	px->worker_netns = -1;
+	px->home_ino = netns_ino(netns_home());
 	for (const struct listener *l = px->listeners; l; l = l->next) {
 		any |= l->cfg->netns[SIDE_BACKEND] >= 0;
-		px->uses_netns |= l->cfg->netns[SIDE_BACKEND] >= 0 ||
-				  l->cfg->netns[SIDE_CLIENT] >= 0;
 		same &= l->cfg->netns_ino[SIDE_BACKEND] ==
 			first->cfg->netns_ino[SIDE_BACKEND];
 	}
 	if (any && same)
 		px->worker_netns = fcntl(first->cfg->netns[SIDE_BACKEND],
 					 F_DUPFD_CLOEXEC, 0);
-	px->worker_netns_ino = netns_ino(
-		px->worker_netns >= 0 ? px->worker_netns : netns_home());
-	px->keep_sys_admin = any && !same;
-	/* Root without --user holds every other capability anyway. */
-	px->workers_keep_admin = !*px->opt->user || px->keep_sys_admin;
-	if (px->keep_sys_admin)
-		log_info(
-			"listeners dial into different backend namespaces: each connection enters its own, so CAP_SYS_ADMIN is kept");
-}
-
-/**
- * needs_net_admin() - does any listener want --transparent
- * @c:	the configuration
- *
- * Return: true if one does.
- */
-static bool needs_net_admin(const struct config *c)
-{
-	for (unsigned i = 0; i < c->nls; i++)
-		if (c->ls[i].transparent)
-			return true;
-	return false;
+	px->worker_netns_ino = px->worker_netns >= 0
+				       ? netns_ino(px->worker_netns)
+				       : px->home_ino;
 }
 
 /**
  * become_user() - with --user, give up root once every socket is bound
- * @px:	the process
+ * @px:	the process, single-threaded still
  *
- * Kept: CAP_NET_ADMIN for --transparent (IP_TRANSPARENT, per connection),
- * and CAP_SYS_ADMIN when a listener uses a namespace: workers drop it
- * once they sit in theirs, and the main thread keeps it for reloads.
+ * The privileged helper is forked first, and holds what the daemon gives
+ * up. The main thread then enters the workers' namespace, if they have
+ * one, for they are born where it is and could not enter it after; then
+ * the daemon keeps no capability at all, in no set.
  *
  * Return: 0, or -1 after logging why.
  */
 static int become_user(struct proxy *px)
 {
-	uint64_t keep = 0;
 	char err[256];
 
 	if (!*px->opt->user)
 		return 0;
-	if (needs_net_admin(px->cfg))
-		keep |= 1ull << CAP_NET_ADMIN;
-	if (px->uses_netns)
-		keep |= 1ull << CAP_SYS_ADMIN;
-	if (privs_become(px->opt->user, keep, err, sizeof(err))) {
+	if (privhelper_start(&px->helper, px->cfg, px->argc, px->argv,
+			     px->ninherited > 0, px->nworkers + 1, err,
+			     sizeof(err))) {
 		log_err("%s", err);
 		return -1;
 	}
+	if (px->worker_netns >= 0 && netns_enter(px->worker_netns)) {
+		log_err("cannot enter the backend namespace: %s",
+			strerror(errno));
+		return -1;
+	}
+	if (privs_become(px->opt->user, 0, err, sizeof(err))) {
+		log_err("%s", err);
+		return -1;
+	}
+	netns_no_entry_check();
 	log_info(
-		"running as %s (uid %u)%s%s", px->opt->user, (unsigned)getuid(),
-		keep >> CAP_NET_ADMIN & 1 ? ", keeping CAP_NET_ADMIN" : "",
-		keep >> CAP_SYS_ADMIN & 1
-			? ", keeping CAP_SYS_ADMIN in the main thread (for reloads into namespaces)"
-			: "");
+		"running as %s (uid %u) with no capability; the privileged helper (pid %d) keeps CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_SYS_ADMIN to make sockets for --transparent, namespaces and new listeners",
+		px->opt->user, (unsigned)getuid(), (int)px->helper.pid);
 	return 0;
 }
 
@@ -613,6 +597,7 @@ static uint64_t destroy_all(struct proxy *px)
 	free(px->inherited);
 	if (px->worker_netns >= 0)
 		close(px->worker_netns);
+	privhelper_stop(&px->helper);
 	free(px->cfg);
 	return total;
 }
@@ -693,8 +678,8 @@ static int start(struct proxy *px, struct options *opt)
 	if (px->cfg->ls[0].splice) {
 		opt->max_pipes = pool_fit_kernel(
 			&opt->pipe_size, opt->max_pipes,
-			px->workers_keep_admin && privs_have(CAP_SYS_ADMIN),
-			err, sizeof(err));
+			!px->helper.fds && privs_have(CAP_SYS_ADMIN), err,
+			sizeof(err));
 		if (*err)
 			log_warn("%s", err);
 	}

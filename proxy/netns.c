@@ -13,11 +13,14 @@
  * sockets are made by the main thread, which enters the listen namespace
  * and returns home. A worker thread enters the backend namespace once when
  * it starts and stays there, so dialling the backend costs no setns() and
- * needs no privilege later.
+ * needs no privilege later. Under --user the daemon enters nothing after
+ * start: the privileged helper does (privhelper.c), and netns_open() in
+ * the daemon then only names and identifies a namespace.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -28,6 +31,21 @@
 #include <linux/nsfs.h>
 
 #include "netns.h"
+
+/* Whether netns_open() tries entering: not once the helper enters. */
+static bool entry_check = true;
+
+/**
+ * netns_no_entry_check() - netns_open() checks the type, not the entry
+ *
+ * For the daemon after --user, which holds no CAP_SYS_ADMIN: the
+ * privileged helper opens and enters the namespace itself, and refuses
+ * with a line of its own.
+ */
+void netns_no_entry_check(void)
+{
+	entry_check = false;
+}
 
 /**
  * netns_open() - open a network namespace and check that it is one
@@ -54,7 +72,7 @@ int netns_open(const char *path, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	if (netns_enter(fd) || netns_enter(netns_home())) {
+	if (entry_check && (netns_enter(fd) || netns_enter(netns_home()))) {
 		snprintf(err, errlen, "%s: cannot enter it: %s%s", path,
 			 strerror(errno),
 			 errno == EPERM ? " (entering needs CAP_SYS_ADMIN)"

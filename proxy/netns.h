@@ -9,5 +9,6 @@ int netns_open(const char *path, char *err, size_t errlen);
 int netns_enter(int fd);
 int netns_home(void);
 ino_t netns_ino(int fd);
+void netns_no_entry_check(void);
 
 #endif /* SMBSPLICE_NETNS_H */

@@ -14,9 +14,10 @@
  * effective sets alike; the bounding set loses the rest and no-new-privs
  * is set, so nothing can win them back. Capabilities belong to threads:
  * the main thread becomes the user before any worker exists, so workers
- * start with its sets, and each drops CAP_SYS_ADMIN itself once it has
- * entered its namespace (privs_drop_thread_cap()); the main thread, which
- * forwards nothing, keeps it so that a reload can enter namespaces.
+ * start with its sets. With --user the daemon keeps nothing at all: what
+ * still needs a privilege is asked of the privileged helper
+ * (privhelper.c), which privs_restrict() leaves with the few it needs.
+ * Without --user, root keeps everything.
  */
 #include "config.h"
 
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <linux/securebits.h>
 #include <sys/syscall.h>
 
 #include "privs.h"
@@ -54,19 +56,6 @@ bool privs_have(int cap)
 }
 
 /**
- * caps_get() - the calling thread's capability sets
- * @d:	filled in, two words of each set
- *
- * Return: 0, or -1 with errno set.
- */
-static int caps_get(struct __user_cap_data_struct d[2])
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-
-	return (int)syscall(SYS_capget, &h, d);
-}
-
-/**
  * caps_set() - set the calling thread's capability sets
  * @d:	the sets, two words each
  *
@@ -77,27 +66,6 @@ static int caps_set(struct __user_cap_data_struct d[2])
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 
 	return (int)syscall(SYS_capset, &h, d);
-}
-
-/**
- * privs_drop_thread_cap() - give up one capability, in this thread
- * @cap:	the capability's number
- *
- * Return: 0, or -1 with errno set.
- */
-int privs_drop_thread_cap(int cap)
-{
-	struct __user_cap_data_struct d[2];
-	uint32_t bit = 1u << (cap % 32);
-
-	if (caps_get(d))
-		return -1;
-	if (!(d[cap / 32].permitted & bit))
-		return 0;
-	d[cap / 32].effective &= ~bit;
-	d[cap / 32].permitted &= ~bit;
-	d[cap / 32].inheritable &= ~bit;
-	return caps_set(d);
 }
 
 /**
@@ -125,9 +93,72 @@ int privs_check_user(const char *user, char *err, size_t errlen)
 }
 
 /**
+ * drop_bounding() - empty the bounding set but for the capabilities kept
+ * @keep:	a bit per capability to keep
+ *
+ * Needs CAP_SETPCAP, so it comes before any change of user.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int drop_bounding(uint64_t keep)
+{
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (!(keep >> cap & 1) &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+			return -1;
+	return 0;
+}
+
+/**
+ * set_caps() - the permitted and effective sets become @keep, for good
+ * @keep:	a bit per capability
+ *
+ * Inheritable and ambient sets are emptied, and no-new-privs set, so that
+ * nothing run later (nothing is) could win more back.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int set_caps(uint64_t keep)
+{
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	d[0].permitted = d[0].effective = (uint32_t)keep;
+	d[1].permitted = d[1].effective = (uint32_t)(keep >> 32);
+	if (caps_set(d))
+		return -1;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+/**
+ * privs_restrict() - stay root, but with only the capabilities in @keep
+ * @keep:	a bit per capability to keep
+ *
+ * For the privileged helper, which must stay uid 0 so that the listening
+ * sockets it makes belong to root (a SO_REUSEPORT group admits only
+ * sockets of the same owner). The securebits make uid 0 worth no more
+ * than its capabilities, and lock that; the process is made undumpable,
+ * so that the daemon's user cannot ptrace it.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int privs_restrict(uint64_t keep)
+{
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
+			  SECBIT_NOROOT_LOCKED,
+		  0, 0, 0) ||
+	    drop_bounding(keep) || set_caps(keep))
+		return -1;
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/**
  * privs_become() - run as @user, keeping only the capabilities in @keep
  * @user:	the user's name
- * @keep:	a bit per capability to keep (1 << CAP_NET_ADMIN, ...)
+ * @keep:	a bit per capability to keep (1 << CAP_NET_ADMIN, ...); 0
+ *		under the privileged helper
  * @err:	buffer for one line saying what failed
  * @errlen:	its size
  *
@@ -135,7 +166,6 @@ int privs_check_user(const char *user, char *err, size_t errlen)
  */
 int privs_become(const char *user, uint64_t keep, char *err, size_t errlen)
 {
-	struct __user_cap_data_struct d[2] = { { 0 } };
 	struct passwd *pw;
 
 	if (privs_check_user(user, err, errlen))
@@ -145,18 +175,11 @@ int privs_become(const char *user, uint64_t keep, char *err, size_t errlen)
 		snprintf(err, errlen, "--user %s: no such user", user);
 		return -1;
 	}
-	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || drop_bounding(keep))
 		goto fail;
-	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (!(keep >> cap & 1) &&
-		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
-			goto fail;
 	if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
 		goto fail;
-	d[0].permitted = d[0].effective = (uint32_t)keep;
-	d[1].permitted = d[1].effective = (uint32_t)(keep >> 32);
-	if (caps_set(d) || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+	if (set_caps(keep) || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0))
 		goto fail;
 	return 0;
 fail:

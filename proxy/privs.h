@@ -10,6 +10,6 @@
 bool privs_have(int cap);
 int privs_check_user(const char *user, char *err, size_t errlen);
 int privs_become(const char *user, uint64_t keep, char *err, size_t errlen);
-int privs_drop_thread_cap(int cap);
+int privs_restrict(uint64_t keep);
 
 #endif /* SMBSPLICE_PRIVS_H */

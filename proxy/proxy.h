@@ -10,6 +10,7 @@
 #include "limits.h"
 #include "options.h"
 #include "pipepool.h"
+#include "privhelper.h"
 
 struct listener;
 struct scrape;
@@ -39,12 +40,9 @@ struct worker;
  *			or -1 (listeners dial from the process's own, or
  *			from several)
  * @worker_netns_ino:	the namespace workers sit in (netns_ino())
- * @keep_sys_admin:	connections enter a backend namespace one by one,
- *			which needs CAP_SYS_ADMIN in the workers
- * @uses_netns:		a listener used a namespace at start: the main
- *			thread keeps CAP_SYS_ADMIN, for reloads
- * @workers_keep_admin:	workers keep CAP_SYS_ADMIN once in their namespace
- *			(root without --user, or @keep_sys_admin)
+ * @helper:		with --user, the privileged helper (privhelper.c);
+ *			@helper.fds is NULL without one
+ * @home_ino:		the namespace the process started in (netns_ino())
  * @inherited:		listening sockets from socket activation, -1 once
  *			claimed by a listener
  * @ninherited:		how many
@@ -87,7 +85,8 @@ struct proxy {
 	unsigned nworkers;
 	int worker_netns;
 	ino_t worker_netns_ino;
-	bool keep_sys_admin, uses_netns, workers_keep_admin;
+	struct privhelper helper;
+	ino_t home_ino;
 	int *inherited;
 	unsigned ninherited;
 	pthread_mutex_t sync_lock;

@@ -8,9 +8,8 @@
  *	namespaces opened) are made and checked as the workers will use
  *	them (dial_check() from inside the backend namespace), and the
  *	sockets of every listener that needs new ones are opened. Anything
- *	that fails (a bad namespace, a privileged port after --user, an
- *	address in use) rejects the whole configuration, with one line, and
- *	the running one stays as it was.
+ *	that fails (a bad namespace, an address in use) rejects the whole
+ *	configuration, with one line, and the running one stays as it was.
  *   commit: nothing can fail any more. A listener whose socket is the same
  *	(address, namespace, MPTCP) keeps it and gets its new settings, for
  *	the connections it accepts from now on; a new listener's sockets go
@@ -18,13 +17,14 @@
  *	retired: its workers accept what is already queued, close their
  *	sockets, and its open connections run on to their end.
  *
- * Some things a reload cannot do, and it says so rather than half do
- * them. Under --user, entering a namespace needs CAP_SYS_ADMIN, which
- * the main thread keeps only when a listener used a namespace at start;
- * and workers that sit in one backend namespace gave up the privilege to
- * dial from any other. A listener with no listen address under socket
- *activation keeps the socket it was given; only a new one takes a socket still
- *unclaimed.
+ * Under --user the daemon holds no capability: the privileged helper
+ * (privhelper.c) reads the file too, first, and then makes the new
+ * listening sockets (as root, whatever their port) and the sockets that
+ * dial_check() tries in a backend namespace; workers' connections to a
+ * namespace other than theirs get their sockets from it as well.
+ *
+ * A listener with no listen address under socket activation keeps the
+ * socket it was given; only a new one takes a socket still unclaimed.
  */
 #include "config.h"
 
@@ -38,6 +38,7 @@
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
+#include "privhelper.h"
 #include "privs.h"
 #include "proxy.h"
 #include "reload.h"
@@ -102,7 +103,8 @@ static int check_backend_side(struct proxy *px, struct lcfg *cfg, char *err,
 {
 	int ns = cfg->netns[SIDE_BACKEND], r;
 
-	(void)px;
+	if (px->helper.fds) /* it enters, and holds CAP_NET_ADMIN */
+		return dial_check(&cfg->o, &px->helper, err, errlen);
 	if (cfg->o.transparent && !privs_have(CAP_NET_ADMIN)) {
 		snprintf(
 			err, errlen,
@@ -116,7 +118,7 @@ static int check_backend_side(struct proxy *px, struct lcfg *cfg, char *err,
 			 strerror(errno));
 		return -1;
 	}
-	r = dial_check(&cfg->o, err, errlen);
+	r = dial_check(&cfg->o, NULL, err, errlen);
 	if (ns >= 0)
 		netns_enter(netns_home());
 	return r;
@@ -146,64 +148,6 @@ static int check_client_side(const struct lcfg *cfg, char *err, size_t errlen)
 	r = dial_client_side(fd, &cfg->o, err, errlen);
 	close(fd);
 	return r;
-}
-
-/**
- * check_namespaces() - can a reload enter this listener's namespaces
- * @px:		the process, running
- * @cfg:	the listener's settings
- * @err:	buffer for one line saying what cannot
- * @errlen:	its size
- *
- * Return: 0, or -1 with @err set.
- */
-static int check_namespaces(const struct proxy *px, const struct lcfg *cfg,
-			    char *err, size_t errlen)
-{
-	ino_t want = cfg->netns[SIDE_BACKEND] >= 0
-			     ? cfg->netns_ino[SIDE_BACKEND]
-			     : netns_ino(netns_home());
-
-	if (px->workers_keep_admin || want == px->worker_netns_ino)
-		return 0;
-	snprintf(
-		err, errlen,
-		"listener %s: its backend is in %s, but the workers sit in the namespace smbsplice started with and gave up the privilege to leave it; restart smbsplice to dial into another",
-		cfg->o.name,
-		cfg->netns[SIDE_BACKEND] >= 0 ? cfg->o.netns[SIDE_BACKEND]
-					      : "the process's own namespace");
-	return -1;
-}
-
-/**
- * make_cfg() - a listener's new settings, with its namespaces opened
- * @px:		the process
- * @o:		the listener's options
- * @err:	buffer for one line saying what is wrong
- * @errlen:	its size
- *
- * Return: the settings, or NULL with @err set.
- */
-static struct lcfg *make_cfg(const struct proxy *px,
-			     const struct listen_opts *o, char *err,
-			     size_t errlen)
-{
-	struct lcfg *cfg;
-
-	if ((o->netns[SIDE_CLIENT][0] || o->netns[SIDE_BACKEND][0]) &&
-	    px->workers && !privs_have(CAP_SYS_ADMIN)) {
-		snprintf(
-			err, errlen,
-			"listener %s: a namespace needs CAP_SYS_ADMIN, which smbsplice gave up with --user because no listener used one at start; restart smbsplice",
-			o->name);
-		return NULL;
-	}
-	cfg = lcfg_new(o, err, errlen);
-	if (cfg && px->workers && check_namespaces(px, cfg, err, errlen)) {
-		lcfg_put(cfg);
-		return NULL;
-	}
-	return cfg;
 }
 
 /**
@@ -259,7 +203,7 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 	for (i = 0; i < c->nls; i++) {
 		struct plan *p = &plans[i];
 
-		p->cfg = make_cfg(px, &c->ls[i], err, errlen);
+		p->cfg = lcfg_new(&c->ls[i], err, errlen);
 		if (!p->cfg || listener_check(px, p->cfg, err, errlen))
 			goto undo;
 		p->old = find_listener(px, c->ls[i].name);
@@ -397,11 +341,15 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (prepare(px, c, plans, err, errlen)) {
+	/* The helper grants only what its own reading of the file allows. */
+	if ((px->helper.fds && privhelper_reload(&px->helper, err, errlen)) ||
+	    prepare(px, c, plans, err, errlen)) {
 		free(plans);
 		return -1;
 	}
 	commit(px, c, plans, what);
+	if (px->helper.fds)
+		privhelper_commit(&px->helper);
 	free(plans);
 	workers_sync(px); /* so a removed listener is closed when logged */
 	log_debug("listeners: %u added, %u changed, %u removed", what[0],

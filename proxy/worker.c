@@ -23,9 +23,10 @@
  *
  * Lifecycle: worker_init() (main thread: loop, pools), worker_start()
  * (the thread enters the backend namespace if all listeners share one,
- * and runs the loop), commands, worker_join() after WCMD_STOP,
- * worker_destroy(). Every few seconds the worker trims its pools, so the
- * pipes and buffers of a burst are given back once the burst is over.
+ * or under --user is born in it, and runs the loop), commands,
+ * worker_join() after WCMD_STOP, worker_destroy(). Every few seconds the
+ * worker trims its pools, so the pipes and buffers of a burst are given
+ * back once the burst is over.
  */
 #include "config.h"
 
@@ -43,7 +44,6 @@
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
-#include "privs.h"
 #include "proxy.h"
 #include "worker.h"
 
@@ -308,9 +308,10 @@ static void *worker_main(void *arg)
 	struct stat st;
 
 	/* For good, when every listener dials into one namespace: then no
-	 * connection needs a setns(), nor the privilege to make one. */
+	 * connection needs a setns(), nor the privilege to make one. Under
+	 * --user the thread was born there (become_user() in main.c). */
 	if (px->worker_netns >= 0) {
-		if (netns_enter(px->worker_netns)) {
+		if (!px->helper.fds && netns_enter(px->worker_netns)) {
 			log_err("worker %u cannot enter the backend namespace: %s; it serves no one",
 				w->id, strerror(errno));
 			w->draining = true; /* refuses every listener */
@@ -318,8 +319,6 @@ static void *worker_main(void *arg)
 			w->netns_ino = st.st_ino;
 		}
 	}
-	if (!px->workers_keep_admin)
-		privs_drop_thread_cap(CAP_SYS_ADMIN);
 	ev_timer_start(w->loop, &w->trim);
 	ev_run(w->loop, 0);
 	return NULL;
