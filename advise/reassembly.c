@@ -551,6 +551,22 @@ static struct rs_seg *ooo_pop(struct rs_half *h)
 }
 
 /**
+ * ooo_free() - free a direction's heap and the segments in it
+ * @h:	the half
+ *
+ * Once none waits, so that what a direction holds is what waits in it.
+ */
+static void ooo_free(struct rs_half *h)
+{
+	for (uint32_t i = 0; i < h->ooo_count; i++)
+		free(h->ooo[i]);
+	free(h->ooo);
+	h->ooo = NULL;
+	h->ooo_count = h->ooo_cap = 0;
+	h->ooo_bytes = 0;
+}
+
+/**
  * drain() - deliver the waiting segments the stream has now reached
  * @t:	the table
  * @f:	the connection
@@ -571,6 +587,8 @@ static void drain(struct rs_table *t, struct rs_flow *f, enum rs_dir d)
 			t->st.dup_bytes += s->len;
 		free(s);
 	}
+	if (!h->ooo_count)
+		ooo_free(h);
 }
 
 /**
@@ -688,9 +706,6 @@ static void half_flush(struct rs_table *t, struct rs_flow *f, enum rs_dir d)
 			declare_lost(t, f, d, s->off);
 		drain(t, f, d);
 	}
-	free(h->ooo);
-	h->ooo = NULL;
-	h->ooo_cap = 0;
 	end = h->fin ? h->fin_off : h->acked;
 	if (end > h->next)
 		declare_lost(t, f, d, end);
@@ -894,6 +909,8 @@ void rs_finish(struct rs_table *t)
 /**
  * rs_free() - free the table, its connections ended by rs_finish()
  * @t:	the table, or NULL
+ *
+ * Segments still waiting in a connection not ended are freed with it.
  */
 void rs_free(struct rs_table *t)
 {
@@ -904,6 +921,8 @@ void rs_free(struct rs_table *t)
 	for (size_t i = 0; i < t->nbuckets; i++)
 		for (f = t->bucket[i]; f; f = next) {
 			next = f->next;
+			ooo_free(&f->half[0]);
+			ooo_free(&f->half[1]);
 			free(f);
 		}
 	free(t->bucket);
