@@ -477,8 +477,10 @@ enum cap_result capture_next(struct capture *c, struct tcp_seg *s)
 			c->st.first_usec = usec;
 		c->st.last_usec = usec;
 		if (capture_decode(c->linktype, p, h->caplen, h->len, s,
-				   &c->st))
+				   &c->st)) {
+			s->usec = usec;
 			return CAP_SEG;
+		}
 	}
 }
 

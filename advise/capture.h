@@ -28,6 +28,7 @@
  *		capture_next())
  * @caplen:	how many: at most @len, fewer when the snaplen cut them
  * @len:	payload bytes the segment carried on the wire
+ * @usec:	when the capture saw it, microseconds since the epoch
  */
 struct tcp_seg {
 	uint8_t family;
@@ -37,6 +38,7 @@ struct tcp_seg {
 	uint8_t flags;
 	const uint8_t *data;
 	uint32_t caplen, len;
+	uint64_t usec;
 };
 
 /**

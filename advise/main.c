@@ -35,11 +35,15 @@
 
 #define MAX_PORTS 32
 
+/* --max-connections at most: each costs about 1 KiB while it is open. */
+#define MAX_CONNS (16u << 20)
+
 /**
  * struct args - the command line
  * @path:	the capture
  * @ports:	the SMB servers' TCP ports
  * @nports:	how many
+ * @max_conns:	connections followed at once
  * @json:	print JSON
  * @calibrate:	measure this host's crossover
  */
@@ -47,6 +51,7 @@ struct args {
 	const char *path;
 	uint16_t ports[MAX_PORTS];
 	unsigned nports;
+	unsigned long max_conns;
 	bool json, calibrate;
 };
 
@@ -65,6 +70,9 @@ static void usage(FILE *f)
 		"\n"
 		"      --port N                 the SMB server's TCP port; repeat for more\n"
 		"                               (default: 445 and 139)\n"
+		"      --max-connections N      follow at most N connections at once; past it\n"
+		"                               the least recently active is ended early, and\n"
+		"                               the report says how many (default: %u)\n"
 		"      --json                   print JSON instead of a table\n"
 		"      --calibrate              base the recommendation on a short measurement\n"
 		"                               of splice and copy on this host (a few seconds)\n"
@@ -73,7 +81,8 @@ static void usage(FILE *f)
 		"  -V, --version                print the version\n"
 		"\n"
 		"Exit status: 0, a report; 1, the capture is unreadable, holds no SMB or\n"
-		"breaks off (the report covers what came before); 2, a bad command line.\n");
+		"breaks off (the report covers what came before); 2, a bad command line.\n",
+		RS_MAX_CONNS);
 }
 
 /**
@@ -108,6 +117,25 @@ static void add_port(struct args *a, const char *text)
 }
 
 /**
+ * set_max_conns() - take a --max-connections argument
+ * @a:		the command line
+ * @text:	the argument
+ */
+static void set_max_conns(struct args *a, const char *text)
+{
+	char *end, msg[128];
+	unsigned long v = strtoul(text, &end, 10);
+
+	if (!*text || *end || *text == '-' || v == 0 || v > MAX_CONNS) {
+		snprintf(msg, sizeof(msg),
+			 "--max-connections %.40s: expected 1 to %u", text,
+			 MAX_CONNS);
+		bad_usage(msg);
+	}
+	a->max_conns = v;
+}
+
+/**
  * parse_args() - read the command line
  * @argc:	argument count
  * @argv:	arguments
@@ -117,6 +145,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option longs[] = {
 		{ "port", required_argument, NULL, 'p' },
+		{ "max-connections", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "calibrate", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
@@ -126,6 +155,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	a->max_conns = RS_MAX_CONNS;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
 		char msg[96];
@@ -133,6 +163,9 @@ static void parse_args(int argc, char **argv, struct args *a)
 		switch (c) {
 		case 'p':
 			add_port(a, optarg);
+			break;
+		case 'm':
+			set_max_conns(a, optarg);
 			break;
 		case 'j':
 			a->json = true;
@@ -292,6 +325,7 @@ int main(int argc, char **argv)
 	}
 	walk_init(&w);
 	t = rs_new(&walk_ops, &w);
+	rs_set_max_conns(t, a.max_conns);
 	r.broken = !read_capture(&a, &cap, t);
 	rs_finish(t);
 	r.path = a.path;
@@ -300,6 +334,7 @@ int main(int argc, char **argv)
 	r.w = &w;
 	r.ports = a.ports;
 	r.nports = a.nports;
+	r.max_conns = a.max_conns;
 	if (!w.tally.smb_conns)
 		no_smb(&a, &r);
 	choose_basis(&a, &cal, &r);

@@ -64,16 +64,50 @@ struct rs_ops {
  * @dup_bytes:		bytes seen more than once (retransmissions, overlap)
  * @ooo_segments:	segments that came before ones they follow
  * @late_segments:	segments of a connection already over, ignored
+ * @given_up:		lost holes declared because too much waited behind
+ *			them (RS_OOO_MAX_BYTES, RS_OOO_MAX_SEGS in one
+ *			direction, RS_OOO_TOTAL_MAX in all)
+ * @evicted:		connections ended early to make room: more than the
+ *			table's bound were open at once (rs_set_max_conns())
+ * @idle_ended:		connections ended after a long silence (RS_IDLE_USEC,
+ *			RS_NEW_IDLE_USEC before any payload)
  */
 struct rs_stats {
 	uint64_t conns, midstream;
 	uint64_t lost_bytes, lost_holes, lost_conns;
 	uint64_t snapped_bytes, dup_bytes, ooo_segments, late_segments;
+	uint64_t given_up, evicted, idle_ended;
 };
+
+/* Out-of-order data waiting in one direction, at most; past it, the first
+ * hole is taken as lost. A TCP window is rarely above 16 MiB. */
+#define RS_OOO_MAX_BYTES (32u << 20)
+#define RS_OOO_MAX_SEGS	 16384u
+
+/* Out-of-order data waiting in all connections together, with what
+ * holding each segment costs, at most. */
+#define RS_OOO_TOTAL_MAX (256u << 20)
+
+/* Connections open at once, by default; past it the one heard from least
+ * recently is ended (a connection that carried payload last). */
+#define RS_MAX_CONNS 32768u
+
+/* A connection silent this long in capture time is ended: longer than an
+ * SMB session stays idle (servers disconnect idle sessions after 15
+ * minutes, clients echo every minute); before any payload, longer than a
+ * SYN is retried. */
+#define RS_IDLE_USEC	 (3600ull * 1000000u)
+#define RS_NEW_IDLE_USEC (180ull * 1000000u)
+
+/* An ended connection is remembered this long, so that its late segments
+ * (a retransmission after the RST) are ignored rather than taken for a new
+ * connection joined in the middle. */
+#define RS_LINGER_USEC (60ull * 1000000u)
 
 struct rs_table;
 
 struct rs_table *rs_new(const struct rs_ops *ops, void *ctx);
+void rs_set_max_conns(struct rs_table *t, size_t n);
 void rs_segment(struct rs_table *t, const struct tcp_seg *s, bool to_server);
 void rs_finish(struct rs_table *t);
 void rs_free(struct rs_table *t);

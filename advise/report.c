@@ -271,7 +271,8 @@ static void text_complete(FILE *f, const struct report *r)
 	char n1[28], n2[28], n3[28];
 
 	if (!r->broken && !rs->lost_bytes && !rs->snapped_bytes &&
-	    !ws->unparsed_bytes && !ws->opaque && !cs->short_hdr) {
+	    !ws->unparsed_bytes && !ws->opaque && !cs->short_hdr &&
+	    !rs->evicted && !rs->idle_ended) {
 		fprintf(f,
 			"Capture: complete: every byte of every SMB stream was captured and walked.\n");
 		return;
@@ -293,6 +294,23 @@ static void text_complete(FILE *f, const struct report *r)
 			commas(rs->lost_bytes, n1), commas(rs->lost_conns, n2),
 			rs->lost_conns == 1 ? "" : "s",
 			commas(rs->lost_holes, n3));
+	if (rs->given_up)
+		fprintf(f,
+			"  %s of those stretches were given up on: more than %u MiB or %s segments\n"
+			"  waited behind them (%u MiB in all connections)\n",
+			commas(rs->given_up, n1), RS_OOO_MAX_BYTES >> 20,
+			commas(RS_OOO_MAX_SEGS, n2), RS_OOO_TOTAL_MAX >> 20);
+	if (rs->evicted)
+		fprintf(f,
+			"  %s connections were ended early: more than %s were open at once (the\n"
+			"  least recently active went first); raise --max-connections to follow them\n",
+			commas(rs->evicted, n1), commas(r->max_conns, n2));
+	if (rs->idle_ended)
+		fprintf(f,
+			"  %s connections were ended after %u minutes without a segment; any later\n"
+			"  segments of theirs were taken as new connections\n",
+			commas(rs->idle_ended, n1),
+			(unsigned)(RS_IDLE_USEC / 60000000u));
 	if (cs->short_hdr)
 		fprintf(f, "  %s packets cut short before their TCP header\n",
 			commas(cs->short_hdr, n1));
@@ -563,8 +581,13 @@ static void json_capture(FILE *f, const struct report *r)
 	json_str(f, ws->opaque_why);
 	fprintf(f,
 		",\n    \"duplicate_bytes\": %" PRIu64
-		", \"out_of_order_segments\": %" PRIu64 "},\n",
-		rs->dup_bytes, rs->ooo_segments);
+		", \"out_of_order_segments\": %" PRIu64
+		", \"stretches_given_up\": %" PRIu64
+		",\n    \"connections_ended_early\": %" PRIu64
+		", \"max_connections\": %lu"
+		", \"connections_ended_idle\": %" PRIu64 "},\n",
+		rs->dup_bytes, rs->ooo_segments, rs->given_up, rs->evicted,
+		r->max_conns, rs->idle_ended);
 }
 
 /**

@@ -24,6 +24,7 @@
  *		followed
  * @ports:	the TCP ports taken as SMB servers'
  * @nports:	how many
+ * @max_conns:	the bound on connections followed at once (--max-connections)
  * @cal:	the calibration the recommendation is based on, or NULL
  *		for the README's figures
  * @cal_failed:	why --calibrate failed, when it did (the README's figures
@@ -40,6 +41,7 @@ struct report {
 	const struct walk *w;
 	const uint16_t *ports;
 	unsigned nports;
+	unsigned long max_conns;
 	const struct calibration *cal;
 	const char *cal_failed;
 	uint32_t crossover;

@@ -164,24 +164,44 @@ def file_sha256(path):
 
 
 # smbsplice renders /metrics at most once a second and serves that page
-# in between; scrape() waits out the second, so every scrape is fresh.
+# in between. It renders a new page when its loop's clock, read once the
+# request is in, is a second past the last page's rendering; and that page
+# was rendered before its response was received here. So a page is fresh
+# (rendered after the request was sent, with every counter as of then)
+# when the request goes out a second after the last page's response came
+# in. Counting from when the last request was sent is not enough: a
+# response that took 0.1 s to come (a loaded machine, the sanitizers)
+# left its page cached until 0.1 s later, and a test comparing counters
+# before and after an event read the page from before it (copy +0).
 METRICS_CACHE = 1.0
 _last_scrape = {}
 
 
 def note_scrape(port):
-    """Record a scrape made by hand, so the next scrape() waits it out."""
+    """Record that a page of `port` was received just now (call it after
+    reading the response of a scrape made by hand), so that the next
+    scrape() waits until a fresh page is rendered."""
     _last_scrape[port] = time.monotonic()
 
 
-def scrape_text(port, path="/metrics"):
-    """GET a fresh metrics page (not the 1-s cached one); return its text."""
+def wait_fresh(port):
+    """Wait until a scrape of `port` sent now gets a page rendered for it,
+    not the one cached for the last (see METRICS_CACHE)."""
     wait = _last_scrape.get(port, 0) + METRICS_CACHE + 0.05 - time.monotonic()
     if wait > 0:
         time.sleep(wait)
-    _last_scrape[port] = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-        return r.read().decode()
+
+
+def scrape_text(port, path="/metrics"):
+    """GET a fresh metrics page (not the 1-s cached one), rendered after
+    this call began; return its text. Every test that compares counters
+    before and after an event goes through here (scrape())."""
+    wait_fresh(port)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.read().decode()
+    finally:
+        note_scrape(port)
 
 
 def scrape(port, path="/metrics"):

@@ -33,7 +33,16 @@ pcapng. The clients: impacket (SMB 2.1) READs every size from 4 KiB to
    A packet holding a READ response's header: the framing is lost once,
    found again, and exactly that READ is missing from the counts.
 4. --calibrate: a measurement of a few seconds, said to be the basis.
-5. Errors, one line and the exit status each: a capture cut in the middle
+5. Hostile captures, written here record by record, cost time and memory
+   in proportion to their size, and one SMB connection among them is
+   still counted: 3.4 MB of one-byte segments, each with a gap before it,
+   take under 0.3 s of CPU (a walk of a sorted list took 0.9 s; the gaps
+   given up on as the bound on waiting segments is met, said so); 11 MB
+   of SYNs, each a connection of its own, take under 64 MiB at their peak
+   (150 MiB when every connection was kept to the end), the connections
+   past --max-connections being ended early, those without payload first,
+   and said so.
+6. Errors, one line and the exit status each: a capture cut in the middle
    of a record (1, the report for the records before it, and how many);
    a pcapng merged from captures of two link types, which libpcap cannot
    read on (1); an empty file, a text file, a missing file (1); no SMB on
@@ -43,6 +52,7 @@ import collections
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import struct
@@ -51,7 +61,8 @@ import sys
 import tempfile
 import time
 
-from harness import SRCDIR, TMPDIR, Samba, TestFailure, check, in_netns, need, random_file, run
+from harness import SANITIZED, SRCDIR, TMPDIR, Samba, TestFailure, check, in_netns, need, random_file, run
+from readstream import Stream, request
 
 ADVISE = os.environ.get("SMBSPLICE_ADVISE", os.path.join(SRCDIR, "advise/smbsplice-advise"))
 NS = f"smbsp-advise{os.getpid()}"
@@ -445,6 +456,116 @@ def lost_segments(full_pcap, scratch, want, full_json):
           "a lost header: one READ response fewer, the others all counted")
 
 
+# --- hostile captures, written record by record ----------------------------------
+
+def pcap_record(usec, src, dst, sport, dport, seq, ack, flags, payload=b""):
+    """A classic pcap record of an Ethernet frame holding a TCP segment
+    over IPv4 (checksums left 0: the advisor does not look at them)."""
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags,
+                      65535, 0, 0) + payload
+    ip_hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
+    frame = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip_hdr + tcp
+    return struct.pack("<IIII", usec // 1000000, usec % 1000000, len(frame), len(frame)) + frame
+
+
+PCAP_HEADER = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)  # Ethernet
+SYN, ACK, FIN = 0x02, 0x10, 0x01
+CLIENT, SERVER = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
+
+
+def smb_connection():
+    """One whole SMB connection: handshake, a 4 KiB READ and its
+    response, FINs; records at times 0 to 5 ms."""
+    req, st = request(4096, 1), Stream(4096)
+    resp = st.header(1) + bytes(st.data(1))
+    c, s, cp = 1000, 5000, 40000
+    recs = [(CLIENT, SERVER, cp, 445, c, 0, SYN, b""), (SERVER, CLIENT, 445, cp, s, c + 1, SYN | ACK, b""),
+            (CLIENT, SERVER, cp, 445, c + 1, s + 1, ACK, req),
+            (SERVER, CLIENT, 445, cp, s + 1, c + 1 + len(req), ACK, resp),
+            (CLIENT, SERVER, cp, 445, c + 1 + len(req), s + 1 + len(resp), ACK | FIN, b""),
+            (SERVER, CLIENT, 445, cp, s + 1 + len(resp), c + 2 + len(req), ACK | FIN, b"")]
+    return [pcap_record(i * 1000, *r) for i, r in enumerate(recs)]
+
+
+def write_capture(path, recs, size, more):
+    """The pcap of `recs`, then of more(i) for i = 0, 1, ... until it
+    holds `size` bytes; return how many more() gave."""
+    n, i = len(PCAP_HEADER) + sum(map(len, recs)), 0
+    with open(path, "wb") as f:
+        f.write(PCAP_HEADER + b"".join(recs))
+        while n < size:
+            r = more(i)
+            f.write(r)
+            n += len(r)
+            i += 1
+    return i
+
+
+def advise_measured(path, *args):
+    """Run the advisor on `path` for JSON; return (its JSON, the CPU
+    seconds it took, which other load on the machine does not stretch,
+    and its peak RSS in MiB), failing unless it exits 0."""
+    out = tempfile.TemporaryFile()
+    p = subprocess.Popen([ADVISE, "--json", *args, path], stdout=out, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    took = ru.ru_utime + ru.ru_stime
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode()
+    out.seek(0)
+    text = out.read().decode()
+    if p.returncode:
+        raise TestFailure(f"smbsplice-advise {path} exited {p.returncode}: {err}{text[-2000:]}")
+    return json.loads(text), took, ru.ru_maxrss / 1024
+
+
+def hostile(scratch):
+    # One connection, one-byte segments each one byte past the last: a
+    # gap before every segment, none ever filled.
+    gaps = os.path.join(scratch, "gaps.pcap")
+    n = write_capture(gaps, smb_connection(), int(3.4e6),
+                      lambda i: pcap_record(10000 + i, CLIENT, SERVER, 40001, 445, 1001 + 2 * i, 0, ACK, b"x"))
+    d, took, rss = advise_measured(gaps)
+    c = d["completeness"]
+    bound = 3.0 if SANITIZED else 0.3
+    check(took < bound, f"3.4 MB with a gap before each of its {n} segments: {took:.2f} s of CPU "
+          f"(< {bound} s), {rss:.0f} MiB")
+    # Past 16384 waiting, each segment gives up on the gap before the
+    # first of them; the rest are missing at the end.
+    check(c["out_of_order_segments"] == n - 1 and c["stretches_given_up"] == n - 1 - 16384
+          and c["bytes_missing"] == n - 1,
+          f"gaps: {c['out_of_order_segments']} segments out of order, {c['stretches_given_up']} stretches given up "
+          f"on, {c['bytes_missing']} bytes missing")
+    check((d["read"]["count"], d["read"]["bytes"]) == (1, 4096), "gaps: the SMB connection's READ is counted")
+    out, _ = advise(gaps)
+    check("stretches were given up on" in out, "gaps: the table says stretches were given up on")
+
+    # SYNs from as many clients, never answered; after the first
+    # connection, the SMB one, which is open (no FIN) while they come.
+    syns = os.path.join(scratch, "syns.pcap")
+    smb = smb_connection()[:-2]
+    n = write_capture(syns, smb, 11 << 20,
+                      lambda i: pcap_record(10000 + i, bytes([198, 18 + (i >> 16) % 2, (i >> 8) & 255, i & 255]),
+                                            SERVER, 1024 + i % 60000, 445, i * 7919, 0, SYN))
+    d, took, rss = advise_measured(syns)
+    c = d["completeness"]
+    over = n + 1 - c["max_connections"]
+    if SANITIZED:
+        print(f"note: 11 MB of SYNs: peak RSS {rss:.0f} MiB, not bounded under the sanitizers", flush=True)
+    else:
+        check(rss < 64, f"11 MB of SYNs, {n} connections: peak RSS {rss:.0f} MiB (< 64 MiB), {took:.2f} s of CPU")
+    check(d["connections"] == 1 and c["connections_ended_early"] == over,
+          f"SYNs: {d['connections']} SMB connection, {c['connections_ended_early']} ended early "
+          f"(past --max-connections {c['max_connections']}: {over})")
+    check((d["read"]["count"], d["read"]["bytes"]) == (1, 4096) and c["bytes_missing"] == 0,
+          "SYNs: the SMB connection, with payload, outlived them all, its READ counted, nothing missing")
+    out, _ = advise(syns)
+    check(f"{over:,} connections were ended early" in out and "--max-connections" in out,
+          "SYNs: the table says how many connections were ended early, and what raises the bound")
+    d, _ = advise_json("--max-connections", "1000", syns)
+    check(d["completeness"]["connections_ended_early"] == n + 1 - 1000,
+          f"--max-connections 1000: {d['completeness']['connections_ended_early']} ended early")
+
+
 # --- the parts ---------------------------------------------------------------------
 
 def full_captures(pcapng, pcap, clean):
@@ -563,6 +684,11 @@ def errors(scratch, pcap, pcapng):
 
 
 def main():
+    check(os.access(ADVISE, os.X_OK), f"the advisor is built: {ADVISE}")
+    os.makedirs(TMPDIR, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="advise-", dir=TMPDIR)
+    hostile(scratch)
+    subprocess.run(["rm", "-rf", scratch])
     need("dumpcap", "wireshark-common")
     need("tshark", "tshark")
     need("smbd", "samba")

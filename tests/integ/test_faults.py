@@ -50,9 +50,7 @@ HOLD_WAIT = 0.25            # after a stall starts, before the pipe is checked
 def cache_wait(px):
     """Wait out the metrics page's cache now, so that the next scrape()
     returns at once (timed steps must not sleep in it)."""
-    wait = harness._last_scrape.get(px.stats_port, 0) + harness.METRICS_CACHE + 0.05 - time.monotonic()
-    if wait > 0:
-        time.sleep(wait)
+    harness.wait_fresh(px.stats_port)
 
 
 def new_line(px, before, label):

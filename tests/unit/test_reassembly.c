@@ -38,8 +38,9 @@ struct dir_rec {
 	uint8_t *bytes; /* grown as bytes come */
 	uint64_t off;	/* bytes and holes so far */
 	size_t nbytes;
-	struct hole_rec holes[MAXHOLES];
-	unsigned nholes;
+	struct hole_rec holes[MAXHOLES]; /* the first MAXHOLES */
+	unsigned nholes;		 /* all of them */
+	uint64_t hole_bytes;
 };
 
 struct conn_rec {
@@ -94,8 +95,10 @@ static void rec_hole(void *conn, enum rs_dir d, uint64_t n,
 
 	assert_true(r->begun);
 	assert_true(n > 0);
-	assert_true(r->nholes < MAXHOLES);
-	r->holes[r->nholes++] = (struct hole_rec){ r->off, n, kind };
+	if (r->nholes < MAXHOLES)
+		r->holes[r->nholes] = (struct hole_rec){ r->off, n, kind };
+	r->nholes++;
+	r->hole_bytes += n;
 	r->off += n;
 }
 
@@ -117,9 +120,13 @@ static const struct rs_ops rec_ops = {
 
 static struct rs_table *table;
 
+/* The capture time of the segments seg() builds, in microseconds. */
+static uint64_t clock_usec;
+
 static int setup(void **state)
 {
 	nconns = 0;
+	clock_usec = 0;
 	table = rs_new(&rec_ops, NULL);
 	return 0;
 }
@@ -167,6 +174,7 @@ static struct tcp_seg seg(unsigned id, bool to_server, uint32_t isn,
 	s.data = pattern + off;
 	s.len = len;
 	s.caplen = cap;
+	s.usec = clock_usec;
 	return s;
 }
 
@@ -404,8 +412,153 @@ static void test_waiting_bound(void **state)
 		send_seg(1, true, 0, 10 + i, 1, TCP_F_ACK);
 	assert_int_equal(conns[0]->dir[RS_TO_SERVER].nholes, 1);
 	assert_int_equal(conns[0]->dir[RS_TO_SERVER].holes[0].n, 10);
+	assert_int_equal(rs_stats(table)->given_up, 1);
 	rs_finish(table);
 	assert_int_equal(conns[0]->dir[RS_TO_SERVER].off, 10 + 16500);
+}
+
+/* Segments in a scrambled order, many waiting at once, some of them
+ * twice: every byte once, in order. */
+static void test_any_order(void **state)
+{
+	const unsigned n = 5000, len = 200;
+	unsigned i, k;
+
+	send_syn(1, true, 3);
+	/* i -> i * 2003 mod n is a permutation: 2003 is prime to 5000. */
+	for (i = 0; i < n; i++) {
+		k = (i * 2003u) % n;
+		if (!k)
+			continue;
+		send_seg(1, true, 3, k * len, len, TCP_F_ACK);
+		if (i % 7 == 0)
+			send_seg(1, true, 3, k * len, len, TCP_F_ACK);
+	}
+	assert_int_equal(conns[0]->dir[RS_TO_SERVER].nbytes, 0);
+	send_seg(1, true, 3, 0, len, TCP_F_ACK);
+	assert_stream(&conns[0]->dir[RS_TO_SERVER], n * len);
+	assert_int_equal(conns[0]->dir[RS_TO_SERVER].nholes, 0);
+	assert_int_equal(rs_stats(table)->given_up, 0);
+}
+
+/* Two segments at one offset with different bytes (a hostile capture):
+ * the one that came first is delivered, as a sorted list would have it,
+ * and the second counts as repeated. */
+static void test_same_offset_first_wins(void **state)
+{
+	static const uint8_t other[100];
+	struct tcp_seg s;
+
+	send_syn(1, true, 0);
+	for (int i = 0; i < 9; i++) /* others around them in the heap */
+		send_seg(1, true, 0, 1000 + (uint32_t)i * 100, 100, 0);
+	send_seg(1, true, 0, 100, 100, 0);
+	s = seg(1, true, 0, 100, 100, 100, 0);
+	s.data = other;
+	rs_segment(table, &s, true);
+	send_seg(1, true, 0, 200, 800, 0);
+	send_seg(1, true, 0, 0, 100, 0);
+	assert_stream(&conns[0]->dir[RS_TO_SERVER], 1900);
+	assert_int_equal(rs_stats(table)->dup_bytes, 100);
+}
+
+/* A gap before every segment, never filled: past the bound each segment
+ * gives up on one gap, and what is held stays at the bound. */
+static void test_gap_before_every_segment(void **state)
+{
+	const uint32_t n = 40000;
+	const struct dir_rec *r;
+
+	send_syn(1, true, 0);
+	for (uint32_t i = 0; i < n; i++)
+		send_seg(1, true, 0, 2 * i + 1, 1, 0);
+	r = &conns[0]->dir[RS_TO_SERVER];
+	assert_int_equal(rs_stats(table)->given_up, n - 16384);
+	assert_int_equal(r->nbytes, n - 16384);
+	assert_int_equal(r->nholes, n - 16384);
+	rs_finish(table);
+	assert_int_equal(r->nbytes, n);
+	assert_int_equal(r->hole_bytes, n);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(r->bytes[i], pattern[2 * i + 1]);
+}
+
+/* Past the bound on connections, the least recent one without payload
+ * makes room, then ended ones go first, uncounted; one with payload
+ * outlives them. */
+static void test_connection_bound(void **state)
+{
+	const struct rs_stats *st = rs_stats(table);
+
+	rs_set_max_conns(table, 100);
+	send_syn(0, true, 0);
+	send_seg(0, true, 0, 0, 10, 0);
+	for (unsigned id = 1; id <= 150; id++)
+		send_syn(id, true, id);
+	assert_int_equal(nconns, 151);
+	assert_int_equal(st->evicted, 51);
+	for (unsigned i = 1; i <= 51; i++)
+		assert_true(conns[i]->closed);
+	for (unsigned i = 52; i <= 150; i++)
+		assert_false(conns[i]->closed);
+	assert_false(conns[0]->closed);
+	/* An ended one is remembered, and is the first to go. */
+	send_seg(100, true, 100, 0, 0, TCP_F_RST);
+	assert_true(conns[100]->closed);
+	send_syn(200, true, 9);
+	assert_int_equal(st->evicted, 51);
+	assert_int_equal(nconns, 152);
+	/* A segment of one that was ended early starts a new connection,
+	 * joined in the middle. */
+	send_seg(1, true, 1, 0, 10, 0);
+	assert_int_equal(nconns, 153);
+	assert_int_equal(st->evicted, 52);
+	assert_false(conns[152]->dir[RS_TO_SERVER].at_start);
+	send_seg(0, true, 0, 10, 10, 0);
+	rs_finish(table);
+	assert_stream(&conns[0]->dir[RS_TO_SERVER], 20);
+}
+
+/* Idle connections are ended; ended ones are remembered for their late
+ * segments for a while, then forgotten. */
+static void test_idle_and_linger(void **state)
+{
+	const struct rs_stats *st = rs_stats(table);
+
+	send_syn(1, true, 0);
+	send_seg(1, true, 0, 0, 10, 0); /* payload: idle after an hour */
+	send_syn(2, true, 0);		/* none: after 3 minutes */
+	send_syn(3, true, 0);
+	send_seg(3, true, 0, 0, 10, TCP_F_RST);
+	clock_usec = 59000000;
+	send_seg(3, true, 0, 10, 10, 0); /* late: remembered */
+	assert_int_equal(st->late_segments, 1);
+	assert_int_equal(nconns, 3);
+	clock_usec = 61000000;
+	send_syn(4, true, 0); /* time moves on: 3 is forgotten */
+	send_seg(3, true, 0, 20, 10, 0);
+	assert_int_equal(st->late_segments, 1);
+	assert_int_equal(nconns, 5);
+	assert_false(conns[4]->dir[RS_TO_SERVER].at_start);
+	assert_false(conns[1]->closed);
+	clock_usec = 181000001;
+	send_syn(5, true, 0);
+	assert_true(conns[1]->closed);
+	assert_false(conns[0]->closed);
+	assert_int_equal(st->idle_ended, 0);
+	clock_usec = 3600000001;
+	send_syn(6, true, 0);
+	assert_true(conns[0]->closed);
+	assert_stream(&conns[0]->dir[RS_TO_SERVER], 10);
+	assert_int_equal(st->idle_ended, 1);
+	/* Its next segment is a new connection. */
+	send_seg(1, true, 0, 10, 10, 0);
+	assert_int_equal(nconns, 8);
+	/* Time going back (a merged capture) ends nothing. */
+	clock_usec = 1;
+	send_seg(1, true, 0, 20, 10, 0);
+	rs_finish(table);
+	assert_int_equal(conns[7]->dir[RS_TO_SERVER].nbytes, 20);
 }
 
 /* Many connections at once, IPv6 among them, interleaved. */
@@ -598,6 +751,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waiting_bound, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_many_connections, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_any_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_same_offset_first_wins,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap_before_every_segment,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_bound, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_idle_and_linger, setup,
 						teardown),
 		cmocka_unit_test(test_decode_ethernet_vlan),
 		cmocka_unit_test(test_decode_sll2_and_offload),
