@@ -108,8 +108,8 @@ static void log_settings(const struct wanem *w, const char *what)
 {
 	char ab[256], ba[256];
 
-	options_describe(&w->conf, DIR_AB, ab, sizeof(ab));
-	options_describe(&w->conf, DIR_BA, ba, sizeof(ba));
+	wan_options_describe(&w->conf, DIR_AB, ab, sizeof(ab));
+	wan_options_describe(&w->conf, DIR_BA, ba, sizeof(ba));
 	log_info("%s: a->b: %s; b->a: %s", what, ab, ba);
 }
 
@@ -262,8 +262,8 @@ static void reload(struct wanem *w)
 			"SIGHUP: there is no --control file to read; nothing changed");
 		return;
 	}
-	if (options_control(w->base.control, &w->base, &w->conf, err,
-			    sizeof(err))) {
+	if (wan_options_control(w->base.control, &w->base, &w->conf, err,
+				sizeof(err))) {
 		log_err("SIGHUP: %s; nothing changed", err);
 		return;
 	}
@@ -424,12 +424,12 @@ int main(int argc, char **argv)
 	int status;
 
 	log_ident = "wanem";
-	switch (options_parse(argc, argv, &w.conf)) {
-	case OPT_EXIT_OK:
+	switch (wan_options_parse(argc, argv, &w.conf)) {
+	case WAN_EXIT_OK:
 		return 0;
-	case OPT_EXIT_USAGE:
+	case WAN_EXIT_USAGE:
 		return 2;
-	case OPT_RUN:
+	case WAN_RUN:
 		break;
 	}
 	if (netns_home() < 0) {

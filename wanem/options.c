@@ -29,15 +29,16 @@
 
 #include "options.h"
 
-#define MS_MAX	    3600000.0 /* an hour: anything longer is a typo */
-#define RATE_MAX    1e6	      /* Mbit/s: a terabit */
-#define QUEUE_MAX   1000000u
-#define MTU_MIN	    68u
-#define MTU_MAX	    65535u
-#define SLAB_BYTES  (64u << 20) /* default memory of one direction */
-#define LIMIT_MAX   8192u	/* default packets of one direction */
-#define CONTROL_MAX (64u << 10)
-#define MAX_TOKENS  256
+#define MS_MAX	      3600000.0 /* an hour: anything longer is a typo */
+#define RATE_MAX      1e6	/* Mbit/s: a terabit */
+#define QUEUE_MAX     1000000u
+#define QUEUE_DEFAULT 1000u
+#define MTU_MIN	      68u
+#define MTU_MAX	      65535u
+#define SLAB_BYTES    (64u << 20) /* default memory of one direction */
+#define LIMIT_MAX     8192u	  /* default packets of one direction */
+#define CONTROL_MAX   (64u << 10)
+#define MAX_TOKENS    256
 
 enum opt_id {
 	O_A,
@@ -86,7 +87,7 @@ static const struct opt opts[] = {
 	[O_RATE] = { "rate", "MBIT[/MBIT]", true,
 		     "bottleneck rate in Mbit/s, 0 for none (0)" },
 	[O_QUEUE] = { "queue", "PACKETS[/PACKETS]", true,
-		      "bottleneck queue, tail drop beyond (1000)" },
+		      "bottleneck queue, tail drop beyond (1000, or --limit)" },
 	[O_LIMIT] = { "limit", "PACKETS", false,
 		      "packets held per direction, queue and delay (64 MiB worth, 8192 at most)" },
 	[O_MTU] = { "mtu", "BYTES", false, "MTU of both tun devices (1500)" },
@@ -427,22 +428,20 @@ static void defaults(struct wan_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->mtu = 1500;
-	for (int d = 0; d < NDIRS; d++)
-		c->dir[d].queue = 1000;
 }
 
 /**
- * options_parse() - the command line
+ * wan_options_parse() - the command line
  * @argc:	as main() has it
  * @argv:	likewise
  * @c:		the settings
  *
  * A mistake is one line on standard error.
  *
- * Return: OPT_RUN, or what to exit with after --help, --version or a
+ * Return: WAN_RUN, or what to exit with after --help, --version or a
  * mistake.
  */
-enum opt_result options_parse(int argc, char **argv, struct wan_conf *c)
+enum wan_opt_result wan_options_parse(int argc, char **argv, struct wan_conf *c)
 {
 	char err[256];
 	int seen = -1;
@@ -452,43 +451,49 @@ enum opt_result options_parse(int argc, char **argv, struct wan_conf *c)
 	if (apply_words(c, argc - 1, argv + 1, false, &seen, err,
 			sizeof(err))) {
 		fprintf(stderr, "wanem: %s\n", err);
-		return OPT_EXIT_USAGE;
+		return WAN_EXIT_USAGE;
 	}
 	if (seen == O_HELP) {
 		usage();
-		return OPT_EXIT_OK;
+		return WAN_EXIT_OK;
 	}
 	if (seen == O_VERSION) {
 		printf("wanem %s\n", PACKAGE_VERSION);
-		return OPT_EXIT_OK;
+		return WAN_EXIT_OK;
 	}
 	if (!c->ifname[0][0] || !c->ifname[1][0]) {
 		fprintf(stderr,
 			"wanem: --a and --b are both needed (see --help)\n");
-		return OPT_EXIT_USAGE;
+		return WAN_EXIT_USAGE;
 	}
 	if (!strcmp(c->ns[0], c->ns[1]) &&
 	    !strcmp(c->ifname[0], c->ifname[1])) {
 		fprintf(stderr, "wanem: --a and --b name the same device\n");
-		return OPT_EXIT_USAGE;
+		return WAN_EXIT_USAGE;
 	}
 	if (!c->limit) {
 		slot = c->mtu;
 		c->limit = SLAB_BYTES / slot < LIMIT_MAX ? SLAB_BYTES / slot
 							 : LIMIT_MAX;
 	}
-	for (int d = 0; d < NDIRS; d++)
+	for (int d = 0; d < NDIRS; d++) {
+		/* Not given: QUEUE_DEFAULT, or all --limit holds if less. */
+		if (!c->dir[d].queue)
+			c->dir[d].queue = QUEUE_DEFAULT < c->limit
+						  ? QUEUE_DEFAULT
+						  : c->limit;
 		if (c->dir[d].queue > c->limit) {
 			fprintf(stderr,
 				"wanem: --queue %u exceeds --limit %u, which holds the queue too: raise --limit\n",
 				c->dir[d].queue, c->limit);
-			return OPT_EXIT_USAGE;
+			return WAN_EXIT_USAGE;
 		}
-	return OPT_RUN;
+	}
+	return WAN_RUN;
 }
 
 /**
- * options_control() - the control file over the command line's settings
+ * wan_options_control() - the control file over the command line's settings
  * @path:	the file
  * @base:	the command line's settings
  * @out:	the new settings (written only on success)
@@ -497,8 +502,8 @@ enum opt_result options_parse(int argc, char **argv, struct wan_conf *c)
  *
  * Return: 0, or -1 with @err set and @out untouched.
  */
-int options_control(const char *path, const struct wan_conf *base,
-		    struct wan_conf *out, char *err, size_t errlen)
+int wan_options_control(const char *path, const struct wan_conf *base,
+			struct wan_conf *out, char *err, size_t errlen)
 {
 	static char text[CONTROL_MAX + 1];
 	char *words[MAX_TOKENS], *p, *save = NULL;
@@ -543,13 +548,14 @@ int options_control(const char *path, const struct wan_conf *base,
 }
 
 /**
- * options_describe() - one direction's settings, for the log
+ * wan_options_describe() - one direction's settings, for the log
  * @c:		the settings
  * @dir:	DIR_AB or DIR_BA
  * @buf:	for the text
  * @len:	its size
  */
-void options_describe(const struct wan_conf *c, int dir, char *buf, size_t len)
+void wan_options_describe(const struct wan_conf *c, int dir, char *buf,
+			  size_t len)
 {
 	const struct path_conf *pc = &c->dir[dir];
 	int n;

@@ -66,12 +66,14 @@ struct wan_conf {
 	struct path_conf dir[NDIRS];
 };
 
-/* What options_parse() found: go on, or exit with status 0 or 2. */
-enum opt_result { OPT_RUN, OPT_EXIT_OK, OPT_EXIT_USAGE };
+/* What wan_options_parse() found: go on, or exit with status 0 or 2. */
+enum wan_opt_result { WAN_RUN, WAN_EXIT_OK, WAN_EXIT_USAGE };
 
-enum opt_result options_parse(int argc, char **argv, struct wan_conf *c);
-int options_control(const char *path, const struct wan_conf *base,
-		    struct wan_conf *out, char *err, size_t errlen);
-void options_describe(const struct wan_conf *c, int dir, char *buf, size_t len);
+enum wan_opt_result wan_options_parse(int argc, char **argv,
+				      struct wan_conf *c);
+int wan_options_control(const char *path, const struct wan_conf *base,
+			struct wan_conf *out, char *err, size_t errlen);
+void wan_options_describe(const struct wan_conf *c, int dir, char *buf,
+			  size_t len);
 
 #endif /* WANEM_OPTIONS_H */
