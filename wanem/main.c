@@ -439,8 +439,6 @@ int main(int argc, char **argv)
 	if (!w.conf.seeded && getrandom(&w.conf.seed, sizeof(w.conf.seed), 0) !=
 				      (ssize_t)sizeof(w.conf.seed))
 		w.conf.seed = mono_ns();
-	/* Within the range --seed takes, so the logged seed repeats a run. */
-	w.conf.seed %= 1000000000000000000ull;
 	w.base = w.conf;
 	rng_seed(&w.rng, w.conf.seed);
 	if (setup(&w))

@@ -263,7 +263,7 @@ static int apply(struct wan_conf *c, enum opt_id id, const char *val, char *err,
 {
 	const struct opt *o = &opts[id];
 	const char *slash;
-	char first[128];
+	char first[128], *end;
 	double v;
 
 	if (o->path && o->arg) {
@@ -311,9 +311,11 @@ static int apply(struct wan_conf *c, enum opt_id id, const char *val, char *err,
 		c->control = val;
 		return 0;
 	case O_SEED:
-		if (number(val, 0, 1e18, &v) || v != floor(v))
+		/* Whole, not through a double: every seed logged repeats. */
+		errno = 0;
+		c->seed = strtoull(val, &end, 10);
+		if (end == val || *end || errno || *val == '-')
 			goto bad;
-		c->seed = (uint64_t)v;
 		c->seeded = true;
 		return 0;
 	default:

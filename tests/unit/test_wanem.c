@@ -28,7 +28,17 @@
 #define MS 1000000ull
 #define US 1000ull
 
-/* Take a slot and push a packet of @len bytes arriving at @now. */
+/**
+ * push() - take a slot and push a packet into the line
+ * @l:		the line
+ * @pc:		the direction's settings
+ * @reorder:	jitter may reorder
+ * @jitter:	the packet's jitter draw
+ * @len:	its length
+ * @now:	its arrival
+ *
+ * Return: what line_push() did with it.
+ */
 static enum line_verdict push(struct line *l, const struct path_conf *pc,
 			      bool reorder, int64_t jitter, uint32_t len,
 			      uint64_t now)
@@ -39,7 +49,13 @@ static enum line_verdict push(struct line *l, const struct path_conf *pc,
 	return line_push(l, pc, reorder, jitter, slot, len, now);
 }
 
-/* Pop the head and say when it was due. */
+/**
+ * pop() - pop the line's head
+ * @l:		the line, not empty
+ * @len:	set to the head's length, unless NULL
+ *
+ * Return: when the head was due.
+ */
 static uint64_t pop(struct line *l, uint32_t *len)
 {
 	const struct pkt *p = line_head(l);
@@ -213,6 +229,13 @@ static void test_jitter_draw(void **state)
 	assert_true(lo < -990 && hi > 990);
 }
 
+/**
+ * parse() - wanem's command line from one string
+ * @c:		the settings
+ * @line:	the options, split at spaces
+ *
+ * Return: what wan_options_parse() said.
+ */
 static enum wan_opt_result parse(struct wan_conf *c, const char *line)
 {
 	static char buf[512];
@@ -249,6 +272,12 @@ static void test_options(void **state)
 	/* 64 MiB of 9000-byte slots. */
 	assert_int_equal(c.limit, (64u << 20) / 9000);
 
+	/* A seed as the log prints it, to the last digit. */
+	assert_int_equal(parse(&c, "--a :x --b :y --seed 18446744073709551615"),
+			 WAN_RUN);
+	assert_true(c.seeded && c.seed == UINT64_MAX);
+	assert_int_equal(parse(&c, "--a :x --b :y --seed -1"), WAN_EXIT_USAGE);
+
 	assert_int_equal(parse(&c, "--a :x --b :y"), WAN_RUN);
 	assert_string_equal(c.ns[0], "");
 	assert_int_equal(c.limit, 8192);
@@ -267,6 +296,11 @@ static void test_options(void **state)
 	assert_int_equal(parse(&c, "--a :x --b :y x"), WAN_EXIT_USAGE);
 }
 
+/**
+ * write_file() - a control file with @text in it
+ * @path:	where
+ * @text:	what
+ */
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
