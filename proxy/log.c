@@ -42,6 +42,10 @@
 
 int log_verbosity;
 
+/* The word every line starts with; wanem, which shares this file, sets
+ * its own. */
+const char *log_ident = "smbsplice";
+
 static const char *const level_word[] = { "error", "warning", "info", "debug" };
 static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
@@ -142,7 +146,7 @@ static void out(const char *p, size_t n)
  */
 void log_use_syslog(void)
 {
-	openlog("smbsplice", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	to_syslog = true;
 }
 
@@ -157,7 +161,7 @@ void log_reopen(void)
 	if (!to_syslog)
 		return;
 	closelog();
-	openlog("smbsplice", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
 /**
@@ -175,7 +179,7 @@ static size_t format_line(char *line, enum log_level lvl, const char *fmt,
 {
 	int n, m;
 
-	n = snprintf(line, LINE_MAX_LEN, "smbsplice: %s: ", level_word[lvl]);
+	n = snprintf(line, LINE_MAX_LEN, "%s: %s: ", log_ident, level_word[lvl]);
 	m = vsnprintf(line + n, LINE_MAX_LEN - n - 1, fmt, ap);
 	n += m < 0 ? 0 : m;
 	if (suffix && n < LINE_MAX_LEN - 2)

@@ -7,6 +7,7 @@
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 extern int log_verbosity;
+extern const char *log_ident;
 
 /**
  * struct log_limit - the rate limit of one kind of log line, in one thread

@@ -74,6 +74,18 @@ def need(tool, package):
         sys.exit(77)
 
 
+def wait_for(what, fn, timeout=10.0):
+    """Poll fn() until it returns something true; return that."""
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise TestFailure(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
 def in_netns(netns, argv):
     """`argv` run inside the network namespace named `netns` (one made
     with `ip netns add`), or as it is if `netns` is None."""

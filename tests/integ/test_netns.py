@@ -43,7 +43,7 @@ import time
 
 import smbgen
 from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, free_port, free_ports,
-                     in_netns, need, parse_conn_line, random_file, run, sanitizer_report, user_copy)
+                     in_netns, need, parse_conn_line, random_file, run, sanitizer_report, user_copy, wait_for)
 
 MIB = 64
 NS = f"smbsp-netns{os.getpid()}"
@@ -53,18 +53,6 @@ def ip(*args):
     r = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
     if r.returncode:
         raise TestFailure(f"ip {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
-
-
-def wait_for(what, fn, timeout=10.0):
-    """Poll fn() until it returns something true; return that."""
-    end = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise TestFailure(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 def tcp_of(pid, netns=None, listening=False):
