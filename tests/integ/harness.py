@@ -241,6 +241,18 @@ def metric(m, name, **labels):
     return sum(v for (n, ls), v in m.items() if n == name and want <= set(ls))
 
 
+def wait_metric(port, name, want, timeout=10.0, **labels):
+    """Scrape `port` until metric(@name, @labels) is @want, for up to
+    @timeout seconds (each scrape a fresh page); whether it got there.
+    For counts the log cannot give: end lines of connections that
+    forwarded nothing are rate limited."""
+    end = time.monotonic() + timeout
+    while metric(scrape(port), name, **labels) != want:
+        if time.monotonic() > end:
+            return False
+    return True
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
     return free_ports(1, family, host)[0]
 

@@ -100,7 +100,8 @@ def long_line():
     """A config line longer than libinih takes is refused with FILE:LINE,
     never cut into a live setting (a long comment ending in workers = 0):
     by --check, at start, and by a reload, which keeps what runs."""
-    srv = Server(lambda c: c.sendall(c.recv(100)))
+    hello = smbgen.hello(1).buf  # an SMB client's first frame, echoed
+    srv = Server(lambda c: c.sendall(recv_exact(c, len(hello))))
     port = free_port()
     good = f"[global]\nworkers = 2\n\n[main]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\n"
     bad = good.replace("\n\n", f"\n# {'x' * 4000} workers = 0\n\n", 1)
@@ -125,8 +126,8 @@ def long_line():
         check(re.search(r"smbsplice.conf:3: line longer than \d+ bytes; the running configuration stays", line),
               f"SIGHUP: refused in one line: {line.strip()}")
         c = px.connect()
-        c.sendall(b"\0ping")
-        check(recv_exact(c, 5) == b"\0ping", "... and the running configuration serves")
+        c.sendall(hello)
+        check(recv_exact(c, len(hello)) == hello, "... and the running configuration serves")
         c.close()
         px.wait_log(r" end=")
         px.stop()

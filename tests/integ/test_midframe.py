@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 
-from harness import Proxy, Server, check, metric, recv_all, recv_exact, run, scrape
+from harness import NOT_SMB, Proxy, Server, check, metric, recv_all, recv_exact, run, scrape
 import readstream
 import smbgen
 
@@ -100,9 +100,12 @@ def start(through, serve, rcvbuf=None):
     """A server running @serve for its connection, smbsplice in smb mode in
     front of it unless @through is "direct", and a client connected to
     whichever comes first (with its receive buffer set to @rcvbuf before
-    the connect, if given). Return (server, smbsplice or None, client)."""
+    the connect, if given). Return (server, smbsplice or None, client).
+    The clients open with a WRITE or a READ, not a NEGOTIATE, so that
+    each case's streams are the issue's and the same both ways: NOT_SMB
+    has smbsplice dial on the first byte, its framer parsing as ever."""
     srv = Server(serve)
-    px = Proxy(srv.addr, "--read-threshold", "64K", stats=True) if through == "smbsplice" else None
+    px = Proxy(srv.addr, "--read-threshold", "64K", *NOT_SMB, stats=True) if through == "smbsplice" else None
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)

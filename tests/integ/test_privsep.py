@@ -34,6 +34,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -177,7 +178,9 @@ def transparent_in_namespace():
 
 
 def bind_as(user, port):
-    """As `user`, bind 127.0.0.1:port with SO_REUSEPORT: "ok" or the error."""
+    """As `user`, bind 127.0.0.1:port with SO_REUSEPORT: "ok" or the error.
+    Run by the test's own interpreter (make check's, /usr/bin/python3):
+    the python3 first on root's PATH may be one `user` cannot reach."""
     code = ("import socket, sys\n"
             "s = socket.socket()\n"
             "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n"
@@ -187,7 +190,7 @@ def bind_as(user, port):
             "    print(e.errno)\n")
     pw = pwd.getpwnam(user)
     r = subprocess.run(["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
-                        "python3", "-c", code], capture_output=True, text=True, timeout=20)
+                        sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     return r.stdout.strip() or r.stderr.strip()
 
 

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import SMBSPLICE, Proxy, Samba, Server, check, free_port, need, random_file, run
+from harness import NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, need, random_file, run
 from smbgen import prefix, smb2_header
 from test_trace import trace_records, tshark
 
@@ -232,13 +232,14 @@ def body(nobody, base, traces, rootonly, theirs):
           f"--mode tcp: no NTLMSSP message in the trace ({len(raw)} bytes)")
     smb.stop()
 
-    # 6. Records follow the bytes, not the claim.
+    # 6. Records follow the bytes, not the claim. The clients open with
+    # the WRITE itself: NOT_SMB has it forwarded (and traced) all the same.
     def drain(c):
         while c.recv(65536):
             pass
     srv = Server(drain)
     tr = os.path.join(base, "amp.pcap")
-    px = Proxy(srv.addr, "--trace", tr, stats=True)
+    px = Proxy(srv.addr, "--trace", tr, *NOT_SMB, stats=True)
     conns = 50
     for _ in range(conns):
         c = socket.create_connection(("127.0.0.1", px.port), timeout=10)
@@ -251,7 +252,7 @@ def body(nobody, base, traces, rootonly, theirs):
           f"({len(write_claim(0xFFFFFF, 100))} bytes sent): {n} records, {size} bytes of trace")
 
     tr = os.path.join(base, "amp2.pcap")
-    px = Proxy(srv.addr, "--trace", tr)
+    px = Proxy(srv.addr, "--trace", tr, *NOT_SMB)
     msg = write_claim(0xFFFFFF, 200000)
     c = socket.create_connection(("127.0.0.1", px.port), timeout=10)
     c.sendall(msg)
