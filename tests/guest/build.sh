@@ -42,6 +42,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUSYBOX=/bin/busybox
+QEMU=${GUEST_QEMU:-qemu-system-x86_64}
 # The crypto modules are those SMB3 signing (cmac, sha512) and encryption
 # (ccm, gcm) need; aesni_intel is there so that a guest on real KVM gets AES-NI.
 SMB_MODULES="virtio_pci virtio_net ksmbd cifs nls_utf8 cmac ccm gcm ecb ctr
@@ -76,8 +77,8 @@ cache_root() {
 
 # check_host: skip unless the tools a build and a boot need are here
 check_host() {
-	command -v qemu-system-x86_64 >/dev/null ||
-		skip "qemu-system-x86_64 not found: install the Debian package qemu-system-x86"
+	command -v "$QEMU" >/dev/null ||
+		skip "$QEMU not found: install the Debian package qemu-system-x86"
 	# busybox-static's binary is copied into the guest as it is: it must
 	# need no shared library
 	[ -x "$BUSYBOX" ] && ! ldd "$BUSYBOX" >/dev/null 2>&1 ||

@@ -16,7 +16,8 @@ QEMU is started with PR_SET_PDEATHSIG, so it is killed when the test
 process dies however it dies; and the guest's init powers itself off after
 `timeout` seconds (-no-reboot turns that into QEMU's exit) even when the
 host has hung. Guests run one vCPU under software emulation (TCG) by
-default, niced: GUEST_ACCEL=kvm for hardware KVM where it works.
+default, niced: GUEST_ACCEL=kvm for hardware KVM where it works;
+GUEST_QEMU names another QEMU binary.
 """
 import ctypes
 import hashlib
@@ -150,7 +151,7 @@ class Guest:
         hostfwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in (fwd or {}).items())
         accel = ["-enable-kvm", "-cpu", "host"] if os.environ.get("GUEST_ACCEL") == "kvm" else \
             ["-accel", "tcg", "-cpu", "max"]
-        self.argv = ["nice", "-n", "5", "qemu-system-x86_64", "-nodefaults", "-no-user-config",
+        self.argv = ["nice", "-n", "5", os.environ.get("GUEST_QEMU", "qemu-system-x86_64"), "-nodefaults", "-no-user-config",
                      "-display", "none", "-no-reboot", *accel, "-m", str(mem), "-smp", "1",
                      "-kernel", os.path.join(img, "vmlinux"), "-initrd", initrd,
                      "-append", f"console=ttyS0 quiet panic=-1 mitigations=off guest.timeout={timeout}",
