@@ -74,3 +74,23 @@ sums() {
 		say sum "${f#./}" "$(sha256sum "$f" | cut -d' ' -f1)"
 	done)
 }
+
+# make_tree DIR: the same tree every time, for copies to compare: 20 files
+# of 0 B to 300000 B (randfill, seeds 1 to 20) in DIR and three directories
+make_tree() {
+	local d s i=0
+	mkdir -p "$1/a/b" "$1/c"
+	for d in "$1" "$1/a" "$1/a/b" "$1/c"; do
+		for s in 0 1 4095 70000 300000; do
+			i=$((i + 1))
+			randfill $s $i >"$d/f$s"
+		done
+	done
+}
+
+# drop_caches: write back and drop the page cache, so that the next read
+# of a file goes to the server rather than to memory
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}

@@ -46,7 +46,7 @@ def image():
     global _image
     if _image is None:
         t0 = time.monotonic()
-        r = subprocess.run(["nice", "-n", "5", BUILD], capture_output=True, text=True, timeout=900)
+        r = subprocess.run(["nice", "-n", "5", "bash", BUILD], capture_output=True, text=True, timeout=900)
         if r.returncode == 77:
             print(r.stdout.strip() or "SKIP: tests/guest/build.sh cannot build a guest here", flush=True)
             sys.exit(77)
@@ -107,6 +107,22 @@ class Capture:
         if r.returncode:
             raise TestFailure(f"tshark failed on {self.path}: {r.stderr}")
         return [[v.split(",") if v else [] for v in line.split("\t")] for line in r.stdout.splitlines()]
+
+
+def tree_sums():
+    """{relative path: sha256} of the tree lib.sh's make_tree makes."""
+    sums, i = {}, 0
+    for d in (".", "a", "a/b", "c"):
+        for size in (0, 1, 4095, 70000, 300000):
+            i += 1
+            sums[os.path.normpath(os.path.join(d, f"f{size}"))] = randfill(None, size, i)
+    return sums
+
+
+def dir_sums(top):
+    """{relative path: sha256} of every file under `top`."""
+    return {os.path.relpath(os.path.join(d, f), top): harness.file_sha256(os.path.join(d, f))
+            for d, _, fs in os.walk(top) for f in fs}
 
 
 def _die_with_parent():

@@ -19,19 +19,14 @@ set -e
 mkdir -p /srv/share
 randfill $SIZE 5 >/srv/share/served.bin
 randfill $SIZE 6 >/tmp/g.bin
-mkdir -p /tmp/tree/a/b /tmp/tree/c
-i=0
-for d in /tmp/tree /tmp/tree/a /tmp/tree/a/b /tmp/tree/c; do
-	for s in 0 1 4095 70000 300000; do i=$((i + 1)); randfill $s $i >"$d/f$s"; done
-done
+make_tree /tmp/tree
 ksmbd_serve share=/srv/share
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 sum() { sha256sum "$1" | cut -d' ' -f1; }
 for m in $MOUNTS; do
 	tag=${m%%:*}; opts=${m#*:}
 	cifs_mount //10.0.2.2/share /mnt "port=$PORT,$opts"
 	dd if=/tmp/g.bin of=/mnt/$tag-dd.bin bs=1M 2>/dev/null
-	drop
+	drop_caches
 	dd if=/mnt/served.bin of=/tmp/h.bin bs=1M 2>/dev/null
 	say read $tag dd $(sum /tmp/h.bin)
 	ways=dd
@@ -39,14 +34,14 @@ for m in $MOUNTS; do
 		ways="dd splice sendfile"
 		splicecp splice /tmp/g.bin /mnt/$tag-splice.bin
 		splicecp sendfile /tmp/g.bin /mnt/$tag-sendfile.bin
-		drop
+		drop_caches
 		splicecp splice /mnt/served.bin /tmp/h.bin
 		say read $tag splice $(sum /tmp/h.bin)
-		drop
+		drop_caches
 		splicecp sendfile /mnt/served.bin /tmp/h.bin
 		say read $tag sendfile $(sum /tmp/h.bin)
 		cp -r /tmp/tree /mnt/tree
-		drop
+		drop_caches
 		cp -r /mnt/tree /tmp/back
 		if diff -r /tmp/tree /tmp/back && diff -r /tmp/tree /srv/share/tree; then
 			say tree same

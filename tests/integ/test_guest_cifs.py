@@ -15,7 +15,7 @@ import os
 import subprocess
 import tempfile
 
-from guest import Capture, Guest, randfill
+from guest import Capture, Guest, dir_sums, randfill, tree_sums
 from harness import Proxy, Samba, TMPDIR, check, file_sha256, metric, need, run, scrape
 
 MIB = 1 << 20
@@ -25,35 +25,30 @@ SIZE = 16 * MIB
 SCRIPT = """
 set -e
 randfill $SIZE 7 >/tmp/g.bin
-mkdir -p /tmp/tree/a/b /tmp/tree/c
-i=0
-for d in /tmp/tree /tmp/tree/a /tmp/tree/a/b /tmp/tree/c; do
-	for s in 0 1 4095 70000 300000; do i=$((i + 1)); randfill $s $i >"$d/f$s"; done
-done
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+make_tree /tmp/tree
 readsum() { say read "$1" "$2" "$(sha256sum "$3" | cut -d' ' -f1)"; }
 for m in $MOUNTS; do
 	tag=${m%%:*}; rest=${m#*:}; port=${rest%%:*}; opts=${rest#*:}
 	cifs_mount //10.0.2.2/share /mnt "port=$port,$opts"
 	case $tag in tree*) ;; *)
 		dd if=/tmp/g.bin of=/mnt/$tag-dd.bin bs=1M 2>/dev/null
-		drop
+		drop_caches
 		dd if=/mnt/host.bin of=/tmp/h.bin bs=1M 2>/dev/null
 		readsum $tag dd /tmp/h.bin
 	esac
 	case $tag in full*)
 		splicecp splice /tmp/g.bin /mnt/$tag-splice.bin
 		splicecp sendfile /tmp/g.bin /mnt/$tag-sendfile.bin
-		drop
+		drop_caches
 		splicecp splice /mnt/host.bin /tmp/h.bin
 		readsum $tag splice /tmp/h.bin
-		drop
+		drop_caches
 		splicecp sendfile /mnt/host.bin /tmp/h.bin
 		readsum $tag sendfile /tmp/h.bin
 		;;
 	tree*)
 		cp -r /tmp/tree /mnt/$tag-tree
-		drop
+		drop_caches
 		rm -rf /tmp/back; cp -r /mnt/$tag-tree /tmp/back
 		if diff -r /tmp/tree /tmp/back; then say tree $tag same; else say tree $tag differs; fi
 		# idle, for the ECHO keepalive (echo_interval=1)
@@ -106,11 +101,11 @@ def main():
             check(reads.get((tag, w)) == want_host, f"cifs {opts} {w} read {how} is byte-exact")
             got = file_sha256(os.path.join(smb.share, f"{tag}-{w}.bin"))
             check(got == want_guest, f"cifs {opts} {w} write {how} is byte-exact")
-    trees = dict(g.said("tree"))
+    trees, want_tree = dict(g.said("tree")), tree_sums()
     for tag in ("treepx", "treedirect"):
         check(trees.get(tag) == "same", f"a directory tree copied to {tag} and back is the same ({trees.get(tag)})")
-        n = sum(len(fs) for _, _, fs in os.walk(os.path.join(smb.share, f"{tag}-tree")))
-        check(n == 20, f"Samba holds the {tag} tree's 20 files ({n})")
+        got = dir_sums(os.path.join(smb.share, f"{tag}-tree"))
+        check(got == want_tree, f"Samba holds the {tag} tree's {len(want_tree)} files byte-exact ({len(got)} files)")
 
     m = scrape(px.stats_port)
     spliced_r = metric(m, "smbsplice_payload_bytes_total", direction="to_client", **{"class": "read"}, path="splice")

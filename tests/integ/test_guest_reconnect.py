@@ -41,8 +41,7 @@ say dd $?
 sync
 say copied
 head -c 4194304 /tmp/g.bin >/mnt/after-$NAME; say after $?
-sync
-echo 3 >/proc/sys/vm/drop_caches
+drop_caches
 say readback $(sha256sum /mnt/$NAME | cut -d' ' -f1)
 umount /mnt
 """
