@@ -4,13 +4,18 @@
 # benchmark harness compares against. Installs only what is missing, runs
 # apt-get update once and only if something is, and does nothing at all on
 # a machine that has everything. Needs root (or sudo) when it installs.
+# The guest tests (docs/testing-guests.md) need only QEMU and busybox-static
+# installed, and the libraries ksmbd-tools and mount.cifs link, which the
+# guest copies from the host: ksmbd-tools itself is never installed (it
+# would remove samba), but downloaded and unpacked by tests/guest/build.sh.
 set -euo pipefail
 
 pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev libinih-dev libsystemd-dev scdoc
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
-	clang libclang-rt-14-dev iperf3 iputils-ping)
+	clang libclang-rt-14-dev iperf3 iputils-ping
+	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0)
 bench=(haproxy socat passt gnuplot-nox libsmbclient-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 

@@ -32,6 +32,9 @@ SMBSPLICE = os.environ.get("SMBSPLICE", os.path.join(SRCDIR, "proxy/smbsplice"))
 # Scratch space under the build tree (smbd's directories, test files).
 TMPDIR = os.path.join(os.getcwd(), "tests", "tmp")
 TIMEOUT = 60.0
+# More things run() stops when a test ends, however it ends (guest.py's
+# QEMU guests): functions of no argument.
+CLEANUPS = []
 
 
 class TestFailure(Exception):
@@ -64,6 +67,8 @@ def run(main, alarm=600):
     finally:
         Proxy.stop_all(check=False)
         Samba.stop_all()
+        for stop in CLEANUPS:
+            stop()
     sys.exit(0)
 
 

@@ -10,9 +10,12 @@ SUITES = ("smb2.read", "smb2.rw", "smb2.compound")
 RESULT = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess): (\S+)", re.M)
 
 
-def torture(smb, port, suite):
-    argv = ["smbtorture", f"//127.0.0.1/share", "-p", str(port), "-U", f"root%{smb.password}", suite]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+def torture(password, port, suite, timeout=300):
+    """{test: result} of smbtorture's `suite` (a name, or a list of them)
+    against //127.0.0.1/share on `port`, as root with `password`."""
+    names = [suite] if isinstance(suite, str) else list(suite)
+    argv = ["smbtorture", f"//127.0.0.1/share", "-p", str(port), "-U", f"root%{password}", *names]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     results = {name: res for res, name in RESULT.findall(r.stdout)}
     if not results:
         raise AssertionError(f"no results from {' '.join(argv)}:\n{r.stdout}{r.stderr}")
@@ -24,8 +27,8 @@ def main():
     smb = Samba()
     px = Proxy(smb.addr)
     for suite in SUITES:
-        direct = torture(smb, smb.port, suite)
-        proxied = torture(smb, px.port, suite)
+        direct = torture(smb.password, smb.port, suite)
+        proxied = torture(smb.password, px.port, suite)
         diff = {t: (direct.get(t), proxied.get(t)) for t in set(direct) | set(proxied)
                 if direct.get(t) != proxied.get(t)}
         summary = ", ".join(f"{n} {r}" for r, n in sorted(
