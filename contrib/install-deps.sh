@@ -10,7 +10,8 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev libinih-dev libsystemd-dev scdoc
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
-	clang libclang-rt-14-dev)
+	clang libclang-rt-14-dev
+	dpkg-dev debhelper lintian)
 bench=(haproxy socat passt iperf3 gnuplot-nox libsmbclient-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 
