@@ -15,7 +15,8 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
 	clang libclang-rt-14-dev iperf3 iputils-ping
-	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0)
+	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0
+	dpkg-dev debhelper lintian)
 bench=(haproxy socat passt gnuplot-nox libsmbclient-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 

@@ -1,0 +1,244 @@
+"""The Debian package (debian/): built, linted, installed on this machine,
+checked and purged, leaving the machine as it found it.
+
+From the build tree's `make distdir` (the distributed files, so that a
+file debian/ needs and EXTRA_DIST lacks fails here too), in a scratch
+directory, `dpkg-buildpackage -us -uc -b` builds smbsplice and
+smbsplice-advise, and lintian finds no error in them. Then, twice:
+
+- with no user smbsplice on the machine: `dpkg -i` installs both; the
+  installed smbsplice --version is this build's version and --check
+  accepts the installed /etc/smbsplice/smbsplice.conf, which dpkg lists as
+  a conffile; smbsplice-advise --version runs; the man pages, both units
+  and the drop-in that makes the service run as the user smbsplice are
+  there; postinst made the system user smbsplice (no login shell) and its
+  group; neither unit is enabled, and none runs;
+- with a user smbsplice an administrator made first: postinst keeps it;
+
+and each time `dpkg --purge` removes every file, /etc/smbsplice,
+deb-systemd-helper's state of the units and, only the first time, the user
+and group: /etc/passwd, group, shadow and gshadow are byte for byte what
+they were before. Whatever fails, the packages are purged (and the user
+the test made removed) before the test ends.
+
+Skips (77) when not root, without dpkg-buildpackage or debhelper, in a
+sanitizer build (which would build the same package again), or when a
+smbsplice package, /etc/smbsplice or a user or group smbsplice is on the
+machine already.
+"""
+import glob
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import SANITIZED, TMPDIR, TestFailure, check, need, run
+
+BUILDDIR = os.environ.get("BUILDDIR", os.getcwd())
+# A make run by `make check` would inherit its jobserver, whose
+# descriptors this process does not pass on.
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+MAKE = os.environ.get("MAKE", "make")
+PACKAGES = ("smbsplice", "smbsplice-advise")
+ACCOUNTS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
+CONF = "/etc/smbsplice/smbsplice.conf"
+UNITDIR = "/lib/systemd/system"
+DSH = "/var/lib/systemd/deb-systemd-helper-*"
+# What the package owns, and what its maintainer scripts make.
+LEFTOVERS = ("/usr/bin/smbsplice", "/usr/bin/smbsplice-advise", "/etc/smbsplice", "/var/lib/smbsplice",
+             f"{UNITDIR}/smbsplice.service", f"{UNITDIR}/smbsplice.socket", f"{UNITDIR}/smbsplice.service.d",
+             "/usr/share/doc/smbsplice", "/usr/share/doc/smbsplice-advise", "/usr/share/man/man8/smbsplice.8.gz",
+             "/usr/share/man/man5/smbsplice.conf.5.gz", "/usr/share/man/man1/smbsplice-advise.1.gz")
+
+
+def cmd(argv, timeout=120, env=None, cwd=None):
+    """Run argv; fail the test with its output unless it exits 0."""
+    r = subprocess.run(argv, env=env or ENV, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode:
+        raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
+    return r.stdout + r.stderr
+
+
+def dpkg(*args):
+    """dpkg, waiting up to a minute for a lock another apt or dpkg holds."""
+    end = time.monotonic() + 60
+    while True:
+        r = subprocess.run(["dpkg", *args], env=ENV, capture_output=True, text=True, timeout=120)
+        if r.returncode == 0:
+            return r.stdout + r.stderr
+        if "lock" not in r.stderr or time.monotonic() > end:
+            raise TestFailure(f"dpkg {' '.join(args)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+        time.sleep(1)
+
+
+def installed(pkg):
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", pkg], capture_output=True, text=True)
+    return r.returncode == 0 and not r.stdout.endswith("not-installed")
+
+
+def getent(db, name):
+    r = subprocess.run(["getent", db, name], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def accounts():
+    out = {}
+    for path in ACCOUNTS:
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                out[path] = f.read()
+    return out
+
+
+def version():
+    with open(os.path.join(os.environ.get("SRCDIR", "."), "configure.ac")) as f:
+        return re.search(r"AC_INIT\(\[smbsplice\], \[([^]]+)\]", f.read()).group(1)
+
+
+def build(work):
+    """The packages, built from `make distdir` in work/; their paths."""
+    src = os.path.join(work, "smbsplice-" + version())
+    cmd([MAKE, "-C", BUILDDIR, f"distdir={src}", f"top_distdir={src}", "distdir"])
+    check(os.path.isfile(os.path.join(src, "debian/rules")), "make distdir carries debian/")
+    t = time.monotonic()
+    # The unit tests run in `make check` already; no debug symbol packages.
+    env = dict(ENV, DEB_BUILD_OPTIONS="nocheck noddebs parallel=2")
+    cmd(["dpkg-buildpackage", "-us", "-uc", "-b"], timeout=600, env=env, cwd=src)
+    debs = {p: glob.glob(os.path.join(work, f"{p}_*.deb")) for p in PACKAGES}
+    check(all(len(d) == 1 for d in debs.values()),
+          f"dpkg-buildpackage -us -uc -b built {', '.join(os.path.basename(d[0]) for d in debs.values() if d)} "
+          f"in {time.monotonic() - t:.0f} s")
+    changes = glob.glob(os.path.join(work, "*.changes"))
+    if shutil.which("lintian"):
+        r = subprocess.run(["lintian", "--fail-on", "error", *changes], env=ENV, capture_output=True, text=True,
+                           timeout=300)
+        tags = [line for line in r.stdout.splitlines() if re.match(r"[EWI]: ", line)]
+        check(r.returncode == 0 and not any(t.startswith("E: ") for t in tags),
+              f"lintian: no error{' (' + '; '.join(tags) + ')' if tags else ''}")
+    else:
+        print("note: no lintian (Debian package lintian): packages not linted", flush=True)
+    return [d[0] for d in debs.values()]
+
+
+def check_installed(ver, ours):
+    """The installed packages: binaries, config, pages, units and user."""
+    r = subprocess.run(["/usr/bin/smbsplice", "--version"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.split()[:2] == ["smbsplice", ver],
+          f"installed smbsplice --version: {r.stdout.strip()}")
+    r = subprocess.run(["/usr/bin/smbsplice", "--check", "-c", CONF], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and "configuration OK" in r.stdout,
+          f"installed smbsplice --check -c {CONF}: {(r.stdout + r.stderr).strip()}")
+    r = subprocess.run(["/usr/bin/smbsplice-advise", "--version"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.startswith("smbsplice-advise "),
+          f"installed smbsplice-advise --version: {r.stdout.strip()}")
+    conffiles = cmd(["dpkg-query", "-W", "-f", "${Conffiles}", "smbsplice"])
+    check(re.search(rf"^ {re.escape(CONF)} [0-9a-f]{{32}}$", conffiles, re.M) is not None,
+          f"{CONF} is a conffile")
+    for path in LEFTOVERS:
+        if not path.startswith("/var/lib") or ours:
+            check(os.path.exists(path), f"installed {path}")
+    with open(f"{UNITDIR}/smbsplice.service") as f:
+        check(f"ExecStart=/usr/bin/smbsplice -c {CONF}\n" in f.read(), f"the service runs smbsplice -c {CONF}")
+    with open(f"{UNITDIR}/smbsplice.service.d/debian.conf") as f:
+        dropin = f.read()
+    check(re.search(r"^User=smbsplice$", dropin, re.M) and re.search(r"^Group=smbsplice$", dropin, re.M),
+          "its drop-in runs it as User=smbsplice, Group=smbsplice")
+
+    pw = pwd.getpwnam("smbsplice")
+    check(pw.pw_uid < 1000 and pw.pw_shell in ("/usr/sbin/nologin", "/bin/false") and getent("group", "smbsplice"),
+          f"{'postinst made' if ours else 'postinst kept'} the system user smbsplice "
+          f"(uid {pw.pw_uid}, shell {pw.pw_shell}) and its group")
+    check(os.path.exists("/var/lib/smbsplice/created-user") == ours,
+          f"postinst records {'that it made the user' if ours else 'nothing: it made no user'}")
+
+    wants = glob.glob("/etc/systemd/system/*.wants/smbsplice.*")
+    check(not wants, f"neither unit is enabled{': ' + ', '.join(wants) if wants else ''}")
+    if os.path.isdir("/run/systemd/system"):
+        r = subprocess.run(["systemctl", "is-active", "smbsplice.service", "smbsplice.socket"], capture_output=True,
+                           text=True, timeout=30)
+        check(r.stdout.split() == ["inactive", "inactive"], f"neither unit runs: {' '.join(r.stdout.split())}")
+    else:
+        r = subprocess.run(["pgrep", "-x", "smbsplice"], capture_output=True, text=True)
+        others = [p for p in r.stdout.split() if os.path.realpath(f"/proc/{p}/exe") == "/usr/bin/smbsplice"]
+        check(not others, "no /usr/bin/smbsplice runs (no systemd here to start one)")
+
+
+def check_purged(before):
+    for p in PACKAGES:
+        check(not installed(p), f"dpkg --purge: {p} is gone")
+    left = [p for p in LEFTOVERS if os.path.lexists(p)] + glob.glob(f"{DSH}/*smbsplice*")
+    check(not left, f"... with every file and deb-systemd-helper's state{': left ' + ', '.join(left) if left else ''}")
+    changed = [p for p, text in accounts().items() if before.get(p) != text]
+    check(not changed, f"... {', '.join(ACCOUNTS)} are as they were{': not ' + ', '.join(changed) if changed else ''}")
+
+
+def install_and_purge(debs, ver, ours):
+    before = accounts()
+    try:
+        dpkg("-i", *debs)
+        check(all(installed(p) for p in PACKAGES), f"dpkg -i installed {', '.join(PACKAGES)}")
+        check_installed(ver, ours)
+    finally:
+        if any(installed(p) for p in PACKAGES):
+            dpkg("--purge", *PACKAGES)
+    if not ours:
+        check(getent("passwd", "smbsplice") is not None, "purge kept the user smbsplice it did not make")
+    check_purged(before)
+
+
+def remove_user():
+    """Take away the user, group and record smbsplice, which were not on
+    the machine when the test began."""
+    if getent("passwd", "smbsplice"):
+        subprocess.run(["deluser", "--quiet", "--system", "smbsplice"], capture_output=True)
+    if getent("group", "smbsplice"):
+        subprocess.run(["delgroup", "--quiet", "--system", "smbsplice"], capture_output=True)
+    shutil.rmtree("/var/lib/smbsplice", ignore_errors=True)
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: installs a package: needs root", flush=True)
+        sys.exit(77)
+    need("dpkg-buildpackage", "dpkg-dev")
+    need("dh", "debhelper")
+    need("adduser", "adduser")
+    if SANITIZED:
+        print("SKIP: a sanitizer build: the package builds with its own flags, and the first pass built it",
+              flush=True)
+        sys.exit(77)
+    there = [p for p in PACKAGES if installed(p)] + [p for p in ("/etc/smbsplice", "/var/lib/smbsplice")
+                                                     if os.path.lexists(p)]
+    there += [f"{db} smbsplice" for db in ("passwd", "group") if getent(db, "smbsplice")]
+    if there:
+        print(f"SKIP: this machine has {', '.join(there)} already: the test would change it", flush=True)
+        sys.exit(77)
+
+    os.makedirs(TMPDIR, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="package-", dir=TMPDIR)
+    debs = build(work)
+    ver = version()
+    try:
+        install_and_purge(debs, ver, ours=True)
+    finally:
+        remove_user()  # a postinst or postrm that went wrong left it
+
+    # An administrator's user smbsplice, made before the package: kept.
+    before = accounts()
+    cmd(["adduser", "--quiet", "--system", "--group", "--no-create-home", "--home", "/nonexistent", "smbsplice"])
+    try:
+        install_and_purge(debs, ver, ours=False)
+    finally:
+        remove_user()
+    changed = [p for p, text in accounts().items() if before.get(p) != text]
+    check(not changed, f"the administrator's user removed again: {', '.join(ACCOUNTS)} as they were"
+          f"{': not ' + ', '.join(changed) if changed else ''}")
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    run(main, alarm=400)
