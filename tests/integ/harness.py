@@ -10,6 +10,7 @@ exit 0 on SIGTERM, its log must hold no sanitizer report (a build with
 the test stopped it with connections open on purpose, it must hold no
 socket or pipe it did not hold once it was listening.
 """
+import atexit
 import hashlib
 import os
 import shutil
@@ -29,8 +30,26 @@ import time
 
 SRCDIR = os.environ.get("SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 SMBSPLICE = os.environ.get("SMBSPLICE", os.path.join(SRCDIR, "proxy/smbsplice"))
-# Scratch space under the build tree (smbd's directories, test files).
-TMPDIR = os.path.join(os.getcwd(), "tests", "tmp")
+# Scratch space under the build tree (smbd's directories, test files): one
+# directory per test process, removed when the test passes (kept, with the
+# logs, when it fails), so that a run of the suite leaves no gigabytes behind.
+TMPDIR = os.path.join(os.getcwd(), "tests", "tmp",
+                      f"{os.path.splitext(os.path.basename(sys.argv[0] or 'py'))[0]}-{os.getpid()}")
+os.makedirs(TMPDIR, exist_ok=True)
+_TMPDIR_PID = os.getpid()
+_passed = False
+
+
+def _tmpdir_cleanup():
+    """At exit: the test's scratch directory goes if it passed; a process
+    that imported the harness without running a test leaves nothing."""
+    if os.getpid() != _TMPDIR_PID:
+        return
+    if _passed or not os.listdir(TMPDIR):
+        shutil.rmtree(TMPDIR, ignore_errors=True)
+
+
+atexit.register(_tmpdir_cleanup)
 TIMEOUT = 60.0
 # More things run() stops when a test ends, however it ends (guest.py's
 # QEMU guests): functions of no argument.
@@ -51,12 +70,14 @@ def check(cond, what):
 def run(main, alarm=600):
     """Run a test's main(), turn its outcome into an exit status. A daemon
     the test left running is stopped and checked like one it stopped."""
+    global _passed
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TestFailure(f"test hung for {alarm}s")))
     signal.alarm(alarm)
     try:
         main()
         Proxy.stop_all()
         Proxy.remove_logs()  # kept only when the test fails
+        _passed = True
     except Exception as e:  # an unexpected error too: the logs say why
         print(f"FAIL: {e if isinstance(e, TestFailure) else repr(e)}", flush=True)
         if not isinstance(e, TestFailure):
