@@ -43,13 +43,13 @@ BUILDDIR = os.environ.get("BUILDDIR", os.getcwd())
 # descriptors this process does not pass on.
 ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
 MAKE = os.environ.get("MAKE", "make")
-PACKAGES = ("smbsplice", "smbsplice-advise")
+PACKAGES = ("smbsplice", "smbsplice-advise", "wanem")
 ACCOUNTS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
 CONF = "/etc/smbsplice/smbsplice.conf"
 UNITDIR = "/lib/systemd/system"
 DSH = "/var/lib/systemd/deb-systemd-helper-*"
 # What the package owns, and what its maintainer scripts make.
-LEFTOVERS = ("/usr/bin/smbsplice", "/usr/bin/smbsplice-advise", "/etc/smbsplice", "/var/lib/smbsplice",
+LEFTOVERS = ("/usr/bin/smbsplice", "/usr/bin/smbsplice-advise", "/usr/bin/wanem", "/usr/share/man/man1/wanem.1.gz", "/etc/smbsplice", "/var/lib/smbsplice",
              f"{UNITDIR}/smbsplice.service", f"{UNITDIR}/smbsplice.socket", f"{UNITDIR}/smbsplice.service.d",
              "/usr/share/doc/smbsplice", "/usr/share/doc/smbsplice-advise", "/usr/share/man/man8/smbsplice.8.gz",
              "/usr/share/man/man5/smbsplice.conf.5.gz", "/usr/share/man/man1/smbsplice-advise.1.gz")
@@ -135,6 +135,8 @@ def check_installed(ver, ours):
     r = subprocess.run(["/usr/bin/smbsplice-advise", "--version"], capture_output=True, text=True, timeout=10)
     check(r.returncode == 0 and r.stdout.startswith("smbsplice-advise "),
           f"installed smbsplice-advise --version: {r.stdout.strip()}")
+    r = subprocess.run(["/usr/bin/wanem", "--version"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.startswith("wanem "), f"installed wanem --version: {r.stdout.strip()}")
     conffiles = cmd(["dpkg-query", "-W", "-f", "${Conffiles}", "smbsplice"])
     check(re.search(rf"^ {re.escape(CONF)} [0-9a-f]{{32}}$", conffiles, re.M) is not None,
           f"{CONF} is a conffile")
