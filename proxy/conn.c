@@ -47,6 +47,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +83,26 @@ static const char *const end_word[] = { "fin", "rst", "timeout", "error",
 					"shutdown" };
 
 enum conn_state {
+	CS_NEW,	       /* accepted, not yet in a stage */
 	CS_HANDSHAKE,  /* waiting for the client's first frame (smb mode) */
 	CS_CONNECTING, /* the backend connect is in flight, or waits for a
 			* descriptor */
 	CS_OPEN,       /* both directions forward */
+	CS_ENDED,      /* logged and closed, about to be freed */
+	CS_COUNT
 };
+
+static const char *const conn_state_name[] = {
+	[CS_NEW] = "new",
+	[CS_HANDSHAKE] = "handshake",
+	[CS_CONNECTING] = "connecting",
+	[CS_OPEN] = "open",
+	[CS_ENDED] = "ended",
+};
+
+_Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) ==
+		       CS_COUNT,
+	       "a name per connection state");
 
 /* After the backend socket could not be created for want of descriptors:
  * how long to wait before the next try (and the accept pause). */
@@ -102,6 +118,16 @@ enum conn_state {
 
 struct conn;
 
+/* What has happened to a direction; each bit is set once, never cleared. */
+enum dir_flag {
+	DIR_F_DONE = 1u << 0,	    /* end of file was forwarded */
+	DIR_F_OPAQUE = 1u << 1,	    /* the framer gave up; that was logged */
+	DIR_F_MULTICHANNEL = 1u << 2, /* the server's offer of multichannel
+				       * was logged */
+	DIR_F_IFLIST = 1u << 3,	    /* the server's interface list was
+				     * logged */
+};
+
 /**
  * struct dir - a direction and the two watchers that drive it
  * @h:		the bytes and the pumps
@@ -109,10 +135,7 @@ struct conn;
  * @wr:		writable watcher on @h.dst
  * @c:		the connection
  * @fr:		the SMB framer, used in smb mode
- * @done:	end of file was forwarded
- * @opaque_logged: the framer's giving up was logged
- * @mc_logged:	the server's offer of multichannel was logged
- * @il_logged:	the server's interface list was logged
+ * @flags:	what has happened to it, DIR_F_* (set through dir_set())
  * @stall_prev:	link in the worker's list of stalled pipes
  * @stall_next:	likewise
  * @stall_since: when its pipe began to wait for the destination, 0 when
@@ -123,8 +146,7 @@ struct dir {
 	ev_io rd, wr;
 	struct conn *c;
 	struct smb_framer fr;
-	bool done;
-	bool opaque_logged, mc_logged, il_logged;
+	unsigned flags;
 	struct dir *stall_prev, *stall_next;
 	ev_tstamp stall_since;
 };
@@ -185,6 +207,41 @@ struct conn {
 	struct trace_conn *trace;
 };
 
+/* The stages a connection may go to from each: the whole life of one. */
+static const unsigned conn_state_next[CS_COUNT] = {
+	[CS_NEW] = 1u << CS_HANDSHAKE | 1u << CS_CONNECTING,
+	[CS_HANDSHAKE] = 1u << CS_CONNECTING | 1u << CS_ENDED,
+	[CS_CONNECTING] = 1u << CS_CONNECTING | 1u << CS_OPEN | 1u << CS_ENDED,
+	[CS_OPEN] = 1u << CS_ENDED,
+};
+
+/**
+ * conn_set_state() - move a connection to its next stage
+ * @c:		the connection
+ * @next:	the stage, one conn_state_next[] allows from the current
+ *
+ * The one place the stage changes, so that a debug log shows every
+ * connection's whole life; dialling the next backend stays connecting.
+ */
+static void conn_set_state(struct conn *c, enum conn_state next)
+{
+	assert(conn_state_next[c->state] & 1u << next);
+	if (c->state != next)
+		log_debug("conn %s: %s -> %s", c->cli_text,
+			  conn_state_name[c->state], conn_state_name[next]);
+	c->state = next;
+}
+
+/**
+ * dir_set() - record that something happened to a direction
+ * @d:		the direction
+ * @flag:	one DIR_F_*
+ */
+static void dir_set(struct dir *d, enum dir_flag flag)
+{
+	d->flags |= flag;
+}
+
 /**
  * midframe_word() - which streams ended in the middle of an SMB message
  * @c:	the connection
@@ -228,7 +285,7 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 		(unsigned long long)u->write_bytes,
 		u->signed_seen || d->signed_seen ? "yes" : "no",
 		u->encrypted_seen || d->encrypted_seen ? "yes" : "no",
-		c->up.opaque_logged || c->down.opaque_logged ? " opaque=yes"
+		(c->up.flags | c->down.flags) & DIR_F_OPAQUE ? " opaque=yes"
 							     : "",
 		midframe_word(c));
 	return out;
@@ -405,6 +462,7 @@ static void conn_end(struct conn *c, enum conn_end end, const char *why)
 	struct ev_loop *loop = w->loop;
 
 	conn_log_end(c, end, why);
+	conn_set_state(c, CS_ENDED);
 	stall_forget(&c->up);
 	stall_forget(&c->down);
 	ev_io_stop(loop, &c->up.rd);
@@ -467,9 +525,9 @@ static void dir_went_opaque(struct dir *d)
 	struct conn *c = d->c;
 
 	/* One count per connection, whichever direction gives up first. */
-	if (!c->up.opaque_logged && !c->down.opaque_logged)
+	if (!((c->up.flags | c->down.flags) & DIR_F_OPAQUE))
 		counter_add(&c->st->tot.opaque_conns, 1);
-	d->opaque_logged = true;
+	dir_set(d, DIR_F_OPAQUE);
 	if (d == &c->down)
 		timing_responses_hidden(&c->tm);
 	log_rate(
@@ -506,15 +564,15 @@ static void dir_log_multichannel(struct dir *d)
 {
 	const struct smb_stream_facts *f = &d->fr.facts;
 
-	if (f->multichannel && !d->mc_logged) {
-		d->mc_logged = true;
+	if (f->multichannel && !(d->flags & DIR_F_MULTICHANNEL)) {
+		dir_set(d, DIR_F_MULTICHANNEL);
 		log_rate(
 			LOG_LVL_WARN,
 			"conn %s: the server offers SMB3 multichannel; clients may open connections to its own addresses, around smbsplice (set 'server multi channel support = no' in smb.conf, see README)",
 			d->c->cli_text);
 	}
-	if (f->interface_list && !d->il_logged) {
-		d->il_logged = true;
+	if (f->interface_list && !(d->flags & DIR_F_IFLIST)) {
+		dir_set(d, DIR_F_IFLIST);
 		log_rate(
 			LOG_LVL_WARN,
 			"conn %s: the server sent the client its network interface list (FSCTL_QUERY_NETWORK_INTERFACE_INFO); the client may connect to those addresses directly, around smbsplice",
@@ -563,7 +621,7 @@ static void dir_run(struct dir *d)
 	 * not keep a stuck connection alive. */
 	if (progress)
 		c->last_active = ev_now(loop);
-	if (d->h.fr && !d->opaque_logged && smb_framer_opaque(d->h.fr))
+	if (d->h.fr && !(d->flags & DIR_F_OPAQUE) && smb_framer_opaque(d->h.fr))
 		dir_went_opaque(d);
 	if (d->h.fr)
 		dir_log_multichannel(d);
@@ -589,8 +647,8 @@ static void dir_run(struct dir *d)
 		stall_forget(d);
 		ev_io_stop(loop, &d->rd);
 		ev_io_stop(loop, &d->wr);
-		d->done = true;
-		if (other->done)
+		dir_set(d, DIR_F_DONE);
+		if (other->flags & DIR_F_DONE)
 			conn_end(c, END_FIN, NULL);
 		return;
 	case PUMP_SRC_ERR:
@@ -663,6 +721,10 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)revents;
 	switch (c->state) {
+	case CS_NEW:
+	case CS_ENDED:
+	case CS_COUNT:
+		return; /* no timer runs in these */
 	case CS_HANDSHAKE:
 		if (!ev_is_active(&c->connect_w) &&
 		    ev_now(loop) < c->deadline) {
@@ -788,8 +850,7 @@ static void dir_init(struct conn *c, struct dir *d, struct sock *src,
 	if (c->trace)
 		half_tap(&d->h, dir_tap, d);
 	d->c = c;
-	d->done = false;
-	d->opaque_logged = false;
+	d->flags = 0;
 	ev_io_init(&d->rd, on_io, src->fd, EV_READ);
 	ev_io_init(&d->wr, on_io, dst->fd, EV_WRITE);
 	d->rd.data = d->wr.data = d;
@@ -827,7 +888,7 @@ static void conn_start_forwarding(struct conn *c)
 {
 	struct ev_loop *loop = c->w->loop;
 
-	c->state = CS_OPEN;
+	conn_set_state(c, CS_OPEN);
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
 	timing_init(&c->tm, &c->w->timing, &c->st->tot);
@@ -945,7 +1006,7 @@ static void conn_connect(struct conn *c)
 static void conn_dial(struct conn *c)
 {
 	ev_io_stop(c->w->loop, &c->connect_w);
-	c->state = CS_CONNECTING;
+	conn_set_state(c, CS_CONNECTING);
 	c->deadline = ev_now(c->w->loop) + c->lo->connect_timeout;
 	log_debug("conn %s: connecting to %s", c->cli_text,
 		  c->lo->backend[c->be].text);
@@ -1209,7 +1270,7 @@ void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
 		conn_dial(c);
 		return;
 	}
-	c->state = CS_HANDSHAKE;
+	conn_set_state(c, CS_HANDSHAKE);
 	c->deadline = c->started + o->handshake_timeout;
 	ev_io_start(w->loop, &c->connect_w);
 	conn_rearm(c, o->handshake_timeout);
