@@ -107,7 +107,7 @@ static unsigned long open_conns(const struct proxy *px)
 	unsigned long n = 0;
 
 	for (unsigned i = 0; i < px->nworkers; i++)
-		n += counter_read(&px->workers[i].active);
+		n += worker_active(&px->workers[i]);
 	return n;
 }
 
@@ -581,7 +581,7 @@ static uint64_t destroy_all(struct proxy *px)
 
 	if (px->workers) {
 		for (unsigned i = 0; i < px->nworkers; i++) {
-			total += counter_read(&px->workers[i].accepted);
+			total += worker_accepted(&px->workers[i]);
 			worker_destroy(&px->workers[i]);
 		}
 		free(px->workers);
