@@ -382,6 +382,7 @@ struct wlistener *accept_find(struct acceptor *a, const struct listener *l)
 void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
 		 unsigned id, struct conn_host *host)
 {
-	*a = (struct acceptor){ .px = px, .loop = loop, .id = id,
-				.host = host };
+	*a = (struct acceptor){
+		.px = px, .loop = loop, .id = id, .host = host
+	};
 }

@@ -108,14 +108,19 @@ static int dir_unpipe(struct stall *s)
  * @ops:	its calls back (see struct conn_host_ops)
  * @ctx:	their argument
  */
-void conn_host_init(struct conn_host *h, struct proxy *px,
-		    struct ev_loop *loop, unsigned id, struct pipe_pool *pipes,
-		    struct buf_pool *bufs, struct timing_pool *timing,
-		    const struct conn_host_ops *ops, void *ctx)
+void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
+		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
+		    struct timing_pool *timing, const struct conn_host_ops *ops,
+		    void *ctx)
 {
-	*h = (struct conn_host){ .px = px, .loop = loop, .id = id,
-				 .pipes = pipes, .bufs = bufs,
-				 .timing = timing, .ops = ops, .ctx = ctx };
+	*h = (struct conn_host){ .px = px,
+				 .loop = loop,
+				 .id = id,
+				 .pipes = pipes,
+				 .bufs = bufs,
+				 .timing = timing,
+				 .ops = ops,
+				 .ctx = ctx };
 	stall_list_init(&h->stalls, loop, dir_unpipe);
 }
 
@@ -214,9 +219,10 @@ static void conn_open_timer(struct conn *c)
 	if (c->unauth && o->auth_timeout > 0 &&
 	    now >= c->started + o->auth_timeout) {
 		counter_add(&c->st->auth_timeouts, 1);
-		snprintf(why, sizeof(why),
-			 "no session setup completed within %gs (--auth-timeout)",
-			 o->auth_timeout);
+		snprintf(
+			why, sizeof(why),
+			"no session setup completed within %gs (--auth-timeout)",
+			o->auth_timeout);
 		conn_end(c, END_TIMEOUT, why);
 		return;
 	}

@@ -29,8 +29,8 @@
 #include "options.h"
 
 static const char *const end_word[] = {
-	[END_FIN] = "fin",	   [END_RST] = "rst",
-	[END_TIMEOUT] = "timeout", [END_ERROR] = "error",
+	[END_FIN] = "fin",	     [END_RST] = "rst",
+	[END_TIMEOUT] = "timeout",   [END_ERROR] = "error",
 	[END_SHUTDOWN] = "shutdown",
 };
 
@@ -154,7 +154,8 @@ void connlog_opaque(const struct dir *d)
 		LOG_LVL_WARN,
 		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
 		d->c->cli_text,
-		d->id == DIR_TO_SERVER ? "client to server" : "server to client",
+		d->id == DIR_TO_SERVER ? "client to server"
+				       : "server to client",
 		d->fr.why);
 }
 

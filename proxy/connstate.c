@@ -42,8 +42,7 @@ static const char *const conn_state_name[] = {
 	[CS_ENDED] = "ended",
 };
 
-_Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) ==
-		       CS_COUNT,
+_Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) == CS_COUNT,
 	       "a name per connection state");
 
 /* The stages a connection may go to from each: the whole life of one. */

@@ -335,17 +335,15 @@ int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,
  *
  * Return: as dial_backend().
  */
-int dial_from(struct proxy *px, ino_t here, const struct dial_req *r,
-	      int *fd)
+int dial_from(struct proxy *px, ino_t here, const struct dial_req *r, int *fd)
 {
 	int ns = r->netns, home, ret, err;
 	ino_t want = ns >= 0 ? r->netns_ino : 0;
 
 	if (px->helper.fds &&
 	    (r->lo->transparent || (want ? want : px->home_ino) != here))
-		return dial_backend_helped(&px->helper,
-					   r->chan, r->lo, r->be, r->client_fd,
-					   fd);
+		return dial_backend_helped(&px->helper, r->chan, r->lo, r->be,
+					   r->client_fd, fd);
 	if (!want || want == here) {
 		if (ns >= 0 || px->worker_netns < 0)
 			return dial_backend(r->lo, r->be, r->client, fd);

@@ -61,8 +61,8 @@ static bool netbios_port(int fd)
  *
  * Return: the verdict.
  */
-enum first_frame handshake_peek(int fd, bool any_first_frame,
-				unsigned *peeked, struct first_peek *out)
+enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
+				struct first_peek *out)
 {
 	uint8_t buf[SMB_OPENING_MAX];
 	size_t want = any_first_frame ? 1 : sizeof(buf);

@@ -27,7 +27,7 @@ struct first_peek {
 	int err;
 };
 
-enum first_frame handshake_peek(int fd, bool any_first_frame,
-				unsigned *peeked, struct first_peek *out);
+enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
+				struct first_peek *out);
 
 #endif /* SMBSPLICE_HANDSHAKE_H */

@@ -57,6 +57,40 @@
 /* Free copy buffers a worker keeps for the next burst, in bytes. */
 #define BUF_KEEP_BYTES (2u << 20)
 
+static const char *const worker_state_name[] = {
+	[WS_RUNNING] = "running",
+	[WS_NO_NETNS] = "no_netns",
+	[WS_DRAINING] = "drain", /* not "draining": scripts wait for that word */
+	[WS_IDLE] = "idle",
+};
+
+_Static_assert(sizeof(worker_state_name) / sizeof(worker_state_name[0]) ==
+		       WS_COUNT,
+	       "a name per worker state");
+
+/**
+ * worker_set_state() - move a worker to its next stage, from its thread
+ * @w:		the worker
+ * @next:	the stage
+ */
+static void worker_set_state(struct worker *w, enum worker_state next)
+{
+	log_debug("worker %u: %s -> %s", w->id, worker_state_name[w->state],
+		  worker_state_name[next]);
+	__atomic_store_n(&w->state, next, __ATOMIC_RELEASE);
+}
+
+/**
+ * worker_is_idle() - has a draining worker no connection left
+ * @w:	the worker, from any thread
+ *
+ * Return: true once it has said so.
+ */
+bool worker_is_idle(const struct worker *w)
+{
+	return __atomic_load_n(&w->state, __ATOMIC_ACQUIRE) == WS_IDLE;
+}
+
 /**
  * worker_conn_ended() - a connection of this worker has ended
  * @ctx:	the worker
@@ -67,9 +101,9 @@ static void worker_conn_ended(void *ctx)
 {
 	struct worker *w = ctx;
 
-	if (!w->draining || !conn_host_empty(&w->host) || w->idle)
+	if (w->state != WS_DRAINING || !conn_host_empty(&w->host))
 		return;
-	__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
+	worker_set_state(w, WS_IDLE);
 	ev_async_send(w->px->loop, &w->px->drained_w);
 }
 
@@ -104,7 +138,7 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 
 	switch (c->kind) {
 	case WCMD_ADD:
-		if (w->draining) {
+		if (w->state != WS_RUNNING) {
 			close(c->fd);
 			listener_put(c->l);
 		} else {
@@ -124,7 +158,8 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 			accept_remove(wl, true);
 		return false;
 	case WCMD_DRAIN:
-		w->draining = true;
+		if (w->state != WS_DRAINING && w->state != WS_IDLE)
+			worker_set_state(w, WS_DRAINING);
 		accept_remove_all(&w->acc, true);
 		worker_conn_ended(w);
 		return false;
@@ -319,7 +354,7 @@ static void *worker_main(void *arg)
 		if (!px->helper.fds && netns_enter(px->worker_netns)) {
 			log_err("worker %u cannot enter the backend namespace: %s; it serves no one",
 				w->id, strerror(errno));
-			w->draining = true; /* refuses every listener */
+			worker_set_state(w, WS_NO_NETNS);
 		} else if (!fstat(px->worker_netns, &st)) {
 			w->netns_ino = st.st_ino;
 			conn_host_sits_in(&w->host, w->netns_ino);

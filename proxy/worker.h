@@ -30,6 +30,18 @@ enum worker_cmd_kind {
 	WCMD_SYNC,   /* tell the main thread every command before is done */
 };
 
+/* A worker's stage; worker_set_state() alone moves it:
+ *   running -> no_netns (it could not enter the backend namespace)
+ *   running, no_netns -> draining (WCMD_DRAIN) -> idle (none left) */
+enum worker_state {
+	WS_RUNNING,  /* accepts and serves */
+	WS_NO_NETNS, /* could not enter the backend namespace: refuses every
+		      * listener */
+	WS_DRAINING, /* stopped accepting; says when no connection is left */
+	WS_IDLE,     /* draining, and no connection left */
+	WS_COUNT
+};
+
 /**
  * struct worker_cmd - one thing the main thread asks of a worker
  * @kind:	what
@@ -61,10 +73,8 @@ struct worker_cmd {
  * @wake:	the main thread's way to reach this loop (see @cmds)
  * @lock:	guards @cmds
  * @cmds:	commands from the main thread, oldest first
- * @draining:	stopped accepting; tells the main thread when it has no
- *		connection left
- * @idle:	draining, and no connection left (set by the worker, read by
- *		the main thread)
+ * @state:	its stage (written by the worker, atomic: the main thread
+ *		reads it with worker_is_idle())
  * @netns_ino:	the network namespace the thread sits in (its inode), for
  *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
@@ -85,7 +95,7 @@ struct worker {
 	ev_async wake;
 	pthread_mutex_t lock;
 	struct worker_cmd *cmds;
-	bool draining, idle;
+	enum worker_state state;
 	ino_t netns_ino;
 	ev_timer trim;
 };
@@ -98,6 +108,7 @@ void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
 		   uint64_t *accepted);
+bool worker_is_idle(const struct worker *w);
 uint64_t worker_active(const struct worker *w);
 uint64_t worker_accepted(const struct worker *w);
 void workers_sync(struct proxy *px);
