@@ -64,9 +64,9 @@ enum dir_flag {
 
 /**
  * struct dir - a direction and the two watchers that drive it
- * @h:		the bytes and the pumps
- * @rd:		readable watcher on @h.src
- * @wr:		writable watcher on @h.dst
+ * @pump:	its bytes and how they move (pump.c)
+ * @rd:		readable watcher on @pump.src
+ * @wr:		writable watcher on @pump.dst
  * @c:		the connection
  * @id:		which way it goes
  * @fr:		the SMB framer, used in smb mode
@@ -74,7 +74,7 @@ enum dir_flag {
  * @stall:	its entry in the worker's list of stalled pipes (stall.c)
  */
 struct dir {
-	struct half h;
+	struct pump pump;
 	ev_io rd, wr;
 	struct conn *c;
 	enum dir_index id;

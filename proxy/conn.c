@@ -84,15 +84,15 @@ static void conn_peek_first(struct conn *c);
  * dir_unpipe() - move a stalled direction's pipe into a buffer
  * @s:	&dir.stall, handed over by stall.c
  *
- * Return: as half_unpipe(); on failure the connection has ended.
+ * Return: as pump_unpipe(); on failure the connection has ended.
  */
 static int dir_unpipe(struct stall *s)
 {
 	struct dir *d = (struct dir *)((char *)s - offsetof(struct dir, stall));
-	int r = half_unpipe(&d->h);
+	int r = pump_unpipe(&d->pump);
 
 	if (r < 0)
-		conn_end(d->c, END_ERROR, strerror(d->h.err));
+		conn_end(d->c, END_ERROR, strerror(d->pump.err));
 	return r;
 }
 
@@ -174,7 +174,8 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 				      c->dir[DIR_TO_CLIENT].flags & DIR_F_DONE)
 		conn_end(c, END_FIN, NULL);
 	else if (st == PUMP_SRC_ERR || st == PUMP_DST_ERR)
-		conn_end(c, conn_end_for_errno(d->h.err), strerror(d->h.err));
+		conn_end(c, conn_end_for_errno(d->pump.err),
+			 strerror(d->pump.err));
 }
 
 /**

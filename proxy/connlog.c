@@ -54,8 +54,8 @@ static const char *midframe_word(const struct conn *c)
 					    " midframe=to_client",
 					    " midframe=both" };
 
-	return word[c->dir[DIR_TO_SERVER].h.midframe |
-		    c->dir[DIR_TO_CLIENT].h.midframe << 1];
+	return word[c->dir[DIR_TO_SERVER].pump.midframe |
+		    c->dir[DIR_TO_CLIENT].pump.midframe << 1];
 }
 
 /**
@@ -103,8 +103,8 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
  */
 void connlog_end(const struct conn *c, enum conn_end end, const char *why)
 {
-	const struct half *u = &c->dir[DIR_TO_SERVER].h,
-			  *d = &c->dir[DIR_TO_CLIENT].h;
+	const struct pump *u = &c->dir[DIR_TO_SERVER].pump,
+			  *d = &c->dir[DIR_TO_CLIENT].pump;
 	char smb[256], line[1024];
 
 	snprintf(

@@ -88,7 +88,7 @@ void conn_end(struct conn *c, enum conn_end end, const char *why)
 	ev_io_stop(h->loop, &c->connect_w);
 	ev_timer_stop(h->loop, &c->timer);
 	for (unsigned i = 0; i < DIR_COUNT; i++)
-		half_release(&c->dir[i].h);
+		pump_release(&c->dir[i].pump);
 	observe_end(c, end == END_FIN);
 	if (end != END_FIN) {
 		sock_set_linger0(c->cli.fd);

@@ -50,7 +50,7 @@ void dir_init(struct dir *d, struct conn *c, enum dir_index id,
 	struct dir_totals *tot = &c->st->tot.dir[id];
 
 	smb_framer_init(&d->fr, &o->th, &tot->smb);
-	half_init(&d->h, src, dst, c->host->pipes, c->host->bufs, o->splice,
+	pump_init(&d->pump, src, dst, c->host->pipes, c->host->bufs, o->splice,
 		  o->mode == MODE_SMB ? &d->fr : NULL, &tot->pump);
 	d->c = c;
 	d->id = id;
@@ -92,13 +92,14 @@ static void dir_went_opaque(struct dir *d)
 enum pump_status dir_step(struct dir *d, bool *progress)
 {
 	struct conn_host *h = d->c->host;
-	uint64_t moved = d->h.spliced + d->h.copied;
-	enum pump_status st = half_run(&d->h);
+	uint64_t moved = d->pump.spliced + d->pump.copied;
+	enum pump_status st = pump_run(&d->pump);
 
-	*progress = d->h.spliced + d->h.copied != moved;
-	if (d->h.fr && !(d->flags & DIR_F_OPAQUE) && smb_framer_opaque(d->h.fr))
+	*progress = d->pump.spliced + d->pump.copied != moved;
+	if (d->pump.fr && !(d->flags & DIR_F_OPAQUE) &&
+	    smb_framer_opaque(d->pump.fr))
 		dir_went_opaque(d);
-	if (d->h.fr)
+	if (d->pump.fr)
 		dir_set(d, connlog_smb_warnings(d));
 	switch (st) {
 	case PUMP_WAIT_READ:
@@ -109,9 +110,9 @@ enum pump_status dir_step(struct dir *d, bool *progress)
 	case PUMP_WAIT_WRITE:
 		/* The stall clock measures how long the destination has
 		 * taken nothing: bytes written restart it. */
-		if (*progress || !half_holds_pipe(&d->h))
+		if (*progress || !pump_holds_pipe(&d->pump))
 			stall_forget(&h->stalls, &d->stall);
-		if (half_holds_pipe(&d->h))
+		if (pump_holds_pipe(&d->pump))
 			stall_note(&h->stalls, &d->stall);
 		ev_io_stop(h->loop, &d->rd);
 		ev_io_start(h->loop, &d->wr);

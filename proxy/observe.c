@@ -5,7 +5,7 @@
  * changing what it does: --trace, which captures its streams (trace.c,
  * tracefile.c), and --latency, which times its SMB messages from request
  * to response (timing.c). Both hang on hooks the framer and the pump
- * offer (smb_framer_observe(), half_tap(), half_watch_writes()), set here
+ * offer (smb_framer_observe(), pump_tap(), pump_watch_writes()), set here
  * only when asked for, so a connection that is neither traced nor timed
  * pays one test of a NULL pointer per read.
  */
@@ -48,7 +48,7 @@ static void dir_tap(void *ctx, const void *p, size_t n, bool walked)
 		trace_chunk(d->c->trace, d->id, p, n);
 	else
 		trace_chunk_done(d->c->trace, d->id,
-				 !d->h.fr || smb_framer_opaque(&d->fr));
+				 !d->pump.fr || smb_framer_opaque(&d->fr));
 }
 
 /**
@@ -98,9 +98,9 @@ void observe_dir(struct dir *d)
 	if (o->mode == MODE_SMB && (o->latency || d->c->trace))
 		smb_framer_observe(&d->fr, dir_saw_message, d);
 	if (o->mode == MODE_SMB && o->latency)
-		half_watch_writes(&d->h, dir_wrote, d);
+		pump_watch_writes(&d->pump, dir_wrote, d);
 	if (d->c->trace)
-		half_tap(&d->h, dir_tap, d);
+		pump_tap(&d->pump, dir_tap, d);
 }
 
 /**

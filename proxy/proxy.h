@@ -38,7 +38,7 @@ enum proxy_state {
  * @limits:		caps on connections and descriptors, for all workers
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
  * @unpipe:		bytes that stalled pipes may be moved into
- *			(half_unpipe()), --max-pipes × --pipe-size in all, so
+ *			(pump_unpipe()), --max-pipes × --pipe-size in all, so
  *			that moved bytes are bounded as pipes are
  * @listeners:		every listener, retired ones included until their
  *			last connection ends
