@@ -38,8 +38,9 @@
  *
  * A connection sees the thread it lives in only as a struct conn_host
  * (connhost.c): the pools it draws on, the stalled-pipe list (stall.c),
- * and two calls back. Its two descriptors are reserved with conn_reserve()
- * before the accept and given back by conn_unreserve() when it ends.
+ * and two calls back. Its two descriptors are reserved with
+ * conn_host_reserve() before the accept and given back by
+ * conn_host_unreserve() when it ends (connstate.c).
  */
 #include "config.h"
 
@@ -509,8 +510,8 @@ static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
  * @cli_fd:	the accepted, non-blocking client socket
  * @peer:	the client's address
  * @source:	the same, as admitted by limits_admit(); the connection
- *		releases it, and the descriptors conn_reserve() took, when
- *		it ends
+ *		releases it, and the descriptors conn_host_reserve() took,
+ *		when it ends
  */
 void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	       int cli_fd, const struct sockaddr *peer,
