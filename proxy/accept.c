@@ -43,9 +43,9 @@
 #include "limits.h"
 #include "listener.h"
 #include "log.h"
+#include "options.h"
 #include "proxy.h"
 #include "sock.h"
-#include "worker.h"
 
 #define ACCEPT_BATCH	  64
 #define ACCEPT_PAUSE	  0.1
@@ -107,23 +107,23 @@ void accept_pause_init(ev_timer *t, ev_io *w)
 
 /**
  * accept_pause_all() - stop a worker accepting for a moment
- * @w:		the worker
+ * @a:		the worker's acceptor
  * @why:	what ran out: strerror() of accept()'s or socket()'s errno,
  *		or the descriptor budget
  */
-void accept_pause_all(struct worker *w, const char *why)
+void accept_pause_all(struct acceptor *a, const char *why)
 {
-	ev_tstamp now = ev_now(w->loop);
+	ev_tstamp now = ev_now(a->loop);
 
 	/* One line per ACCEPT_WARN_EVERY seconds, not one per pause. */
-	if (now - w->accept_warned >= ACCEPT_WARN_EVERY) {
-		w->accept_warned = now;
+	if (now - a->warned >= ACCEPT_WARN_EVERY) {
+		a->warned = now;
 		log_warn(
 			"out of file descriptors (%s); pausing accepts for %gs (%u connections open; raise ulimit -n or LimitNOFILE=)",
-			why, ACCEPT_PAUSE, limits_conns(&w->px->limits));
+			why, ACCEPT_PAUSE, limits_conns(&a->px->limits));
 	}
-	for (struct wlistener *wl = w->listeners; wl; wl = wl->next)
-		accept_backoff(w->loop, &wl->pause);
+	for (struct wlistener *wl = a->list; wl; wl = wl->next)
+		accept_backoff(a->loop, &wl->pause);
 }
 
 /**
@@ -171,16 +171,16 @@ static void turn_away(int fd, const struct sockaddr *peer, const char *lname,
 static void take_client(struct wlistener *wl, int fd,
 			const struct sockaddr *peer)
 {
-	struct worker *w = wl->w;
-	const struct options *o = w->px->opt;
-	struct lstats *st = &wl->l->st[w->id];
-	struct limits *lim = &w->px->limits;
+	struct acceptor *acc = wl->a;
+	const struct options *o = acc->px->opt;
+	struct lstats *st = &wl->l->st[acc->id];
+	struct limits *lim = &acc->px->limits;
 	struct source_key key;
 	char why[160];
 	enum admit a;
 
 	if (!allowed(&wl->cfg->o, peer)) {
-		budget_give(&lim->fds, 2);
+		conn_host_unreserve(acc->host);
 		counter_add(&st->denied, 1);
 		turn_away(fd, peer, wl->l->name, "not in --allow");
 		return;
@@ -201,13 +201,13 @@ static void take_client(struct wlistener *wl, int fd,
 			"its address has %u connections that have not completed a session setup (--max-preauth-per-source)",
 			o->max_preauth);
 	if (a != ADMIT_OK) {
-		budget_give(&lim->fds, 2);
+		conn_host_unreserve(acc->host);
 		counter_add(&st->refused[a], 1);
 		turn_away(fd, peer, wl->l->name, why);
 		return;
 	}
 	counter_add(&st->accepted, 1);
-	conn_open(w, wl->l, wl->cfg, fd, peer, &key);
+	conn_open(acc->host, wl->l, wl->cfg, fd, peer, &key);
 }
 
 /**
@@ -219,19 +219,18 @@ static void take_client(struct wlistener *wl, int fd,
  */
 static bool accept_batch(struct wlistener *wl, int max)
 {
-	struct worker *w = wl->w;
-	struct budget *fds = &w->px->limits.fds;
+	struct acceptor *a = wl->a;
 	struct sockaddr_storage peer;
 	char why[96];
 	socklen_t len;
 	int fd;
 
 	for (int i = 0; i < max; i++) {
-		if (!budget_take(fds, 2)) {
+		if (!conn_host_reserve(a->host)) {
 			snprintf(why, sizeof(why),
 				 "budget of %ld spent by connections and pipes",
-				 fds->limit);
-			accept_pause_all(w, why);
+				 a->px->limits.fds.limit);
+			accept_pause_all(a, why);
 			return true;
 		}
 		len = sizeof(peer);
@@ -241,11 +240,11 @@ static bool accept_batch(struct wlistener *wl, int max)
 			take_client(wl, fd, (struct sockaddr *)&peer);
 			continue;
 		}
-		budget_give(fds, 2);
+		conn_host_unreserve(a->host);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (accept_out_of_resources(errno))
-			accept_pause_all(w, strerror(errno));
+			accept_pause_all(a, strerror(errno));
 		else if (errno != EAGAIN && errno != EWOULDBLOCK)
 			log_rate(LOG_LVL_ERR, "accept: %s", strerror(errno));
 		return true;
@@ -268,7 +267,7 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 
 /**
  * accept_add() - start accepting on a listener's socket, in its worker
- * @w:		the worker
+ * @a:		the worker's acceptor
  * @l:		the listener, whose reference (taken by the main thread for
  *		this worker) the worker now holds
  * @fd:		the worker's socket for it
@@ -276,18 +275,18 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
  * Return: the worker's handle on it, or NULL if memory ran out (the
  * socket is closed and the reference dropped).
  */
-struct wlistener *accept_add(struct worker *w, struct listener *l, int fd)
+struct wlistener *accept_add(struct acceptor *a, struct listener *l, int fd)
 {
 	struct wlistener *wl = calloc(1, sizeof(*wl));
 
 	if (!wl) {
-		log_err("worker %u: out of memory for listener %s", w->id,
+		log_err("worker %u: out of memory for listener %s", a->id,
 			l->name);
 		close(fd);
 		listener_put(l);
 		return NULL;
 	}
-	wl->w = w;
+	wl->a = a;
 	wl->l = l;
 	wl->cfg = l->cfg;
 	lcfg_get(wl->cfg);
@@ -295,9 +294,9 @@ struct wlistener *accept_add(struct worker *w, struct listener *l, int fd)
 	ev_io_init(&wl->io, on_accept, fd, EV_READ);
 	wl->io.data = wl;
 	accept_pause_init(&wl->pause, &wl->io);
-	ev_io_start(w->loop, &wl->io);
-	wl->next = w->listeners;
-	w->listeners = wl;
+	ev_io_start(a->loop, &wl->io);
+	wl->next = a->list;
+	a->list = wl;
 	return wl;
 }
 
@@ -330,18 +329,60 @@ void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg)
  */
 void accept_remove(struct wlistener *wl, bool drain)
 {
-	struct worker *w = wl->w;
-	struct wlistener **link = &w->listeners;
+	struct acceptor *a = wl->a;
+	struct wlistener **link = &a->list;
 
 	while (*link != wl)
 		link = &(*link)->next;
 	*link = wl->next;
-	ev_io_stop(w->loop, &wl->io);
-	ev_timer_stop(w->loop, &wl->pause);
+	ev_io_stop(a->loop, &wl->io);
+	ev_timer_stop(a->loop, &wl->pause);
 	if (drain)
 		accept_batch(wl, ACCEPT_DRAIN_MAX);
 	close(wl->fd);
 	lcfg_put(wl->cfg);
 	listener_put(wl->l);
 	free(wl);
+}
+
+/**
+ * accept_remove_all() - stop accepting on every listener of a worker
+ * @a:		the worker's acceptor
+ * @drain:	as accept_remove()
+ */
+void accept_remove_all(struct acceptor *a, bool drain)
+{
+	while (a->list)
+		accept_remove(a->list, drain);
+}
+
+/**
+ * accept_find() - the worker's handle on a listener
+ * @a:	the worker's acceptor
+ * @l:	the listener
+ *
+ * Return: the handle, or NULL if the worker does not accept on it.
+ */
+struct wlistener *accept_find(struct acceptor *a, const struct listener *l)
+{
+	for (struct wlistener *wl = a->list; wl; wl = wl->next)
+		if (wl->l == l)
+			return wl;
+	return NULL;
+}
+
+/**
+ * accept_init() - set up a worker's acceptor, with no listener yet
+ * @a:		the acceptor
+ * @px:		the process
+ * @loop:	the worker's loop
+ * @id:		the worker's number
+ * @host:	where accepted clients become connections
+ */
+void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
+		 unsigned id, struct conn_host *host)
+{
+	*a = (struct acceptor){
+		.px = px, .loop = loop, .id = id, .host = host
+	};
 }

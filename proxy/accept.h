@@ -5,13 +5,35 @@
 #include <ev.h>
 #include <stdbool.h>
 
+struct conn_host;
 struct lcfg;
 struct listener;
-struct worker;
+struct proxy;
+struct wlistener;
+
+/**
+ * struct acceptor - what one worker accepts on
+ * @px:		the process
+ * @loop:	the worker's loop
+ * @id:		the worker's number
+ * @host:	where accepted clients become connections
+ * @list:	the worker's listeners
+ * @warned:	when the last pause for descriptors was logged
+ *
+ * Embedded in the worker; only accept.c writes it.
+ */
+struct acceptor {
+	struct proxy *px;
+	struct ev_loop *loop;
+	unsigned id;
+	struct conn_host *host;
+	struct wlistener *list;
+	ev_tstamp warned;
+};
 
 /**
  * struct wlistener - one listener as one worker accepts on it
- * @w:		the worker
+ * @a:		the worker's acceptor
  * @l:		the listener (a reference)
  * @cfg:	the settings new connections start with (a reference)
  * @fd:		the worker's listening socket for it
@@ -21,7 +43,7 @@ struct worker;
  * @next:	the worker's list
  */
 struct wlistener {
-	struct worker *w;
+	struct acceptor *a;
 	struct listener *l;
 	struct lcfg *cfg;
 	int fd;
@@ -31,10 +53,14 @@ struct wlistener {
 	struct wlistener *next;
 };
 
-struct wlistener *accept_add(struct worker *w, struct listener *l, int fd);
+void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
+		 unsigned id, struct conn_host *host);
+struct wlistener *accept_add(struct acceptor *a, struct listener *l, int fd);
+struct wlistener *accept_find(struct acceptor *a, const struct listener *l);
 void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg);
 void accept_remove(struct wlistener *wl, bool drain);
-void accept_pause_all(struct worker *w, const char *why);
+void accept_remove_all(struct acceptor *a, bool drain);
+void accept_pause_all(struct acceptor *a, const char *why);
 bool accept_out_of_resources(int err);
 void accept_pause_init(ev_timer *t, ev_io *w);
 void accept_backoff(struct ev_loop *loop, ev_timer *t);

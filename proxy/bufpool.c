@@ -99,7 +99,7 @@ void bufpool_put(struct buf_pool *p, void *buf)
  * @p:		the pool, which counts it as lent
  * @size:	its size
  *
- * For the bytes of a stalled pipe (see half_unpipe()): rare, so it comes
+ * For the bytes of a stalled pipe (see pump_unpipe()): rare, so it comes
  * straight from the allocator and goes straight back; but it is counted,
  * so the metrics show every byte smbsplice holds for a slow receiver.
  * Past the bound set by bufpool_bound_large(), none is lent.

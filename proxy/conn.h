@@ -2,19 +2,31 @@
 #ifndef SMBSPLICE_CONN_H
 #define SMBSPLICE_CONN_H
 
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
+#include "conn-t.h"
+#include "connhost.h"
 #include "limits.h"
 
+struct buf_pool;
+struct conn;
 struct lcfg;
 struct listener;
-struct worker;
+struct pipe_pool;
+struct proxy;
+struct timing_pool;
 
-void conn_open(struct worker *w, struct listener *l, struct lcfg *cfg,
+void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
+		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
+		    struct timing_pool *timing, const struct conn_host_ops *ops,
+		    void *ctx);
+void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	       int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source);
-void conn_close_all(struct worker *w);
-void conn_worker_init(struct worker *w);
-void conn_log_quiet(void);
+void conn_close_all(struct conn_host *h);
 
 #endif /* SMBSPLICE_CONN_H */

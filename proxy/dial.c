@@ -10,7 +10,9 @@
  * and Multipath TCP.
  *
  * Backend sockets are made by worker threads, which sit in the backend
- * network namespace (netns.c), so nothing here enters a namespace. Under
+ * network namespace (netns.c) when every listener dials into the same
+ * one; otherwise dial_from() makes the socket from inside the listener's
+ * and goes back where the thread was. Under
  * --user the daemon holds no capability: a socket that needs one (made in
  * another namespace, or --transparent's) comes from the privileged helper
  * (privhelper.c), and gets every other setting, and its connect, here.
@@ -28,7 +30,9 @@
 #include <netinet/in.h>
 
 #include "dial.h"
+#include "netns.h"
 #include "privhelper.h"
+#include "proxy.h"
 #include "sock.h"
 
 /* What to look at when an algorithm is refused, on either side. */
@@ -315,4 +319,69 @@ int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,
 		close(fd);
 	}
 	return 0;
+}
+
+/**
+ * dial_from() - dial a backend from its namespace
+ * @px:		the process: its helper and its namespaces
+ * @here:	the namespace the calling thread sits in (its inode)
+ * @r:		the connect
+ * @fd:		the new socket, on success
+ *
+ * A worker sits in the backend namespace already when every listener
+ * dials into the same one; otherwise the socket is made from inside the
+ * listener's, and the thread goes back where it was. Under --user the
+ * privileged helper makes it instead, and every --transparent one.
+ *
+ * Return: as dial_backend().
+ */
+int dial_from(struct proxy *px, ino_t here, const struct dial_req *r, int *fd)
+{
+	int ns = r->netns, home, ret, err;
+	ino_t want = ns >= 0 ? r->netns_ino : 0;
+
+	if (px->helper.fds &&
+	    (r->lo->transparent || (want ? want : px->home_ino) != here))
+		return dial_backend_helped(&px->helper, r->chan, r->lo, r->be,
+					   r->client_fd, fd);
+	if (!want || want == here) {
+		if (ns >= 0 || px->worker_netns < 0)
+			return dial_backend(r->lo, r->be, r->client, fd);
+		ns = netns_home(); /* the worker sits elsewhere */
+	}
+	home = px->worker_netns >= 0 ? px->worker_netns : netns_home();
+	if (netns_enter(ns))
+		return -1;
+	ret = dial_backend(r->lo, r->be, r->client, fd);
+	err = errno;
+	netns_enter(home);
+	errno = err;
+	return ret;
+}
+
+/**
+ * dial_failure_text() - why a connection ends when no backend is left
+ * @lo:		the listener's settings
+ * @why:	what failed, the last time
+ * @timed_out:	the last connect timed out
+ * @out:	buffer
+ * @outlen:	its size
+ *
+ * With --transparent, the server answers the client's address; if the
+ * routing does not bring that answer back to this host, the connect never
+ * completes, and the timeout is all anyone sees: the text says so.
+ */
+void dial_failure_text(const struct listen_opts *lo, const char *why,
+		       bool timed_out, char *out, size_t outlen)
+{
+	const char *hint =
+		lo->transparent && timed_out
+			? "; with --transparent, check that the server's replies to the client's address are routed back through this host (see README)"
+			: "";
+
+	if (lo->nbackends > 1)
+		snprintf(out, outlen, "all %u backends failed, the last: %s%s",
+			 lo->nbackends, why, hint);
+	else
+		snprintf(out, outlen, "backend %s%s", why, hint);
 }

@@ -34,6 +34,7 @@
 
 #include "dial.h"
 #include "listener.h"
+#include "log.h"
 #include "netns.h"
 #include "privhelper.h"
 #include "proxy.h"
@@ -291,7 +292,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	fd = take_inherited(px, cfg);
 	if (fd >= 0) {
 		/* One socket from systemd: every worker accepts on it. */
-		l->inherited = true;
+		listener_mark(l, LISTENER_INHERITED);
 		l->fds[0] = fd;
 		for (unsigned i = 1; i < l->nworkers; i++)
 			l->fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -369,7 +370,7 @@ void listener_share_counters(struct listener *l, struct listener *old)
 	l->counters = old->counters;
 	l->counters->users++;
 	l->st = l->counters->w;
-	old->passed_on = true;
+	listener_mark(old, LISTENER_PASSED_ON);
 }
 
 /**
@@ -391,6 +392,21 @@ void listener_free(struct listener *l)
 }
 
 /**
+ * listener_mark() - record what happened to a listener
+ * @l:		the listener
+ * @flag:	one LISTENER_*, never cleared
+ */
+void listener_mark(struct listener *l, enum listener_flag flag)
+{
+	if (!(l->flags & flag))
+		log_debug("listener %s: %s", l->name,
+			  flag == LISTENER_INHERITED   ? "inherited"
+			  : flag == LISTENER_PASSED_ON ? "passed on"
+						       : "retired");
+	l->flags |= flag;
+}
+
+/**
  * listener_reap() - free the retired listeners whose last connection ended
  * @px:	the process
  */
@@ -399,7 +415,7 @@ void listener_reap(struct proxy *px)
 	struct listener **link = &px->listeners, *l;
 
 	while ((l = *link)) {
-		if (l->retired &&
+		if (listener_is(l, LISTENER_RETIRED) &&
 		    !__atomic_load_n(&l->refs, __ATOMIC_ACQUIRE)) {
 			*link = l->next;
 			listener_free(l);

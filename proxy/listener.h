@@ -63,20 +63,29 @@ struct lcfg {
 	unsigned refs;
 };
 
+/* What has happened to a listener; each bit is set once, through
+ * listener_mark(), and never cleared. */
+enum listener_flag {
+	LISTENER_INHERITED = 1u << 0, /* its sockets came from socket
+				       * activation, not from bind() */
+	LISTENER_PASSED_ON = 1u << 1, /* a newer listener of the same name
+				       * reports its counters */
+	LISTENER_RETIRED = 1u << 2,   /* removed from the configuration;
+				       * freed once its refs are 0 */
+};
+
 /**
  * struct listener - one named listener of the process
  * @name:	its section's name ("main" from the command line)
  * @cfg:	its current settings
  * @fds:	listening sockets, one per worker, each handed to its worker
- * @inherited:	@fds came from socket activation, not from bind()
  * @counters:	counters, shared with the listener of the same name that
  *		this one replaced, or that replaced it
  * @st:		@counters' sets, one per worker
- * @passed_on:	a newer listener of the same name reports @counters
  * @nworkers:	how many
  * @refs:	the process's 1 while configured, one per worker that
  *		accepts on it and one per connection (atomic)
- * @retired:	removed from the configuration; freed once @refs is 0
+ * @flags:	what has happened to it, LISTENER_* (main thread only)
  * @next:	the process's list
  *
  * Made and freed by the main thread; workers only accept on their socket
@@ -86,13 +95,11 @@ struct listener {
 	char name[OPT_NAME_LEN];
 	struct lcfg *cfg;
 	int *fds;
-	bool inherited;
 	struct lcounters *counters;
 	struct lstats *st;
-	bool passed_on;
 	unsigned nworkers;
 	unsigned refs;
-	bool retired;
+	unsigned flags;
 	struct listener *next;
 };
 
@@ -107,7 +114,21 @@ bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);
 void listener_share_counters(struct listener *l, struct listener *old);
+void listener_mark(struct listener *l, enum listener_flag flag);
 void listener_free(struct listener *l);
+
+/**
+ * listener_is() - has this happened to a listener
+ * @l:		the listener
+ * @flag:	one LISTENER_*
+ *
+ * Return: true if it has.
+ */
+static inline bool listener_is(const struct listener *l,
+			       enum listener_flag flag)
+{
+	return l->flags & flag;
+}
 void listener_reap(struct proxy *px);
 
 #endif /* SMBSPLICE_LISTENER_H */

@@ -107,7 +107,7 @@ static unsigned long open_conns(const struct proxy *px)
 	unsigned long n = 0;
 
 	for (unsigned i = 0; i < px->nworkers; i++)
-		n += counter_read(&px->workers[i].active);
+		n += worker_active(&px->workers[i]);
 	return n;
 }
 
@@ -122,9 +122,9 @@ static unsigned long open_conns(const struct proxy *px)
  */
 static void stop_now(struct proxy *px)
 {
-	if (px->stopped)
+	if (px->state == PX_STOPPED)
 		return;
-	px->stopped = true;
+	px->state = PX_STOPPED;
 	ev_timer_stop(px->loop, &px->drain_timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_STOP, NULL, NULL, -1);
@@ -164,7 +164,7 @@ static void on_drained(struct ev_loop *loop, ev_async *a, int revents)
 	(void)loop;
 	(void)revents;
 	for (unsigned i = 0; i < px->nworkers; i++)
-		if (!__atomic_load_n(&px->workers[i].idle, __ATOMIC_ACQUIRE))
+		if (!worker_is_idle(&px->workers[i]))
 			return;
 	log_info("drained: every connection has ended");
 	stop_now(px);
@@ -200,13 +200,13 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	unsigned long open = open_conns(px);
 
 	(void)revents;
-	if (px->draining) {
+	if (px->state != PX_RUNNING) {
 		log_info("signal %d again: stopping, %lu connections open",
 			 w->signum, open);
 		stop_now(px);
 		return;
 	}
-	px->draining = true;
+	px->state = PX_DRAINING;
 	notify_stopping(open);
 	listeners_retire_all(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
@@ -239,7 +239,7 @@ static void log_listeners(const struct proxy *px)
 	for (const struct listener *l = px->listeners; l; l = l->next) {
 		const struct listen_opts *lo = &l->cfg->o;
 
-		if (l->retired)
+		if (listener_is(l, LISTENER_RETIRED))
 			continue;
 		n = 0;
 		backends[0] = '\0';
@@ -253,8 +253,9 @@ static void log_listeners(const struct proxy *px)
 			l->name, lo->listen.text,
 			lo->netns[SIDE_CLIENT][0] ? " in " : "",
 			lo->netns[SIDE_CLIENT],
-			l->inherited ? " (from systemd)" : "", backends,
-			lo->netns[SIDE_BACKEND][0] ? " in " : "",
+			listener_is(l, LISTENER_INHERITED) ? " (from systemd)"
+							   : "",
+			backends, lo->netns[SIDE_BACKEND][0] ? " in " : "",
 			lo->netns[SIDE_BACKEND],
 			lo->mode == MODE_SMB ? "smb" : "tcp",
 			lo->splice ? "" : ", no splice",
@@ -299,7 +300,7 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	tracefile_reopen();
-	if (px->draining)
+	if (px->state != PX_RUNNING)
 		return;
 	if (!*px->opt->config) {
 		if (!tracefile_enabled())
@@ -581,7 +582,7 @@ static uint64_t destroy_all(struct proxy *px)
 
 	if (px->workers) {
 		for (unsigned i = 0; i < px->nworkers; i++) {
-			total += counter_read(&px->workers[i].accepted);
+			total += worker_accepted(&px->workers[i]);
 			worker_destroy(&px->workers[i]);
 		}
 		free(px->workers);

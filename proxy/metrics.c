@@ -155,7 +155,8 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 		goto out;
 	n = 0;
 	for (l = px->listeners; l; l = l->next)
-		if (!l->passed_on) /* its newer namesake reports them */
+		if (!listener_is(l, LISTENER_PASSED_ON)) /* its newer namesake
+							    reports them */
 			report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &g, &accepted[i]);
@@ -165,7 +166,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	g.fds_limit = (uint64_t)px->limits.fds.limit;
 	g.log_dropped = log_dropped();
 	tracefile_counts(&g.trace_records, &g.trace_dropped);
-	g.draining = px->draining;
+	g.draining = px->state == PX_DRAINING;
 	out = open_memstream(&body, len);
 	if (out) {
 		metrics_write(out, ls, n, &g, accepted, px->nworkers);

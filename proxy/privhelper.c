@@ -78,6 +78,7 @@
 
 #include "log.h"
 #include "netns.h"
+#include "privgrant.h"
 #include "privhelper.h"
 #include "privs.h"
 #include "sock.h"
@@ -85,170 +86,7 @@
 /* How long the daemon waits for a reply before it gives up on one. */
 #define REPLY_TIMEOUT_MS 1000
 
-enum ph_op { PH_BACKEND = 1, PH_LISTEN, PH_RELOAD, PH_COMMIT };
-
-/* The configurations requests are granted from (struct allowed). */
-enum { SET_CANDIDATE, SET_RUNNING, SET_PREVIOUS, NSETS };
-
-/**
- * struct ph_req - one request
- * @seq:	its number, echoed in the reply
- * @op:		enum ph_op
- * @family:	PH_BACKEND: the socket's address family
- * @mptcp:	IPPROTO_MPTCP rather than TCP
- * @transparent: PH_BACKEND: IP_TRANSPARENT, bound to the address of the
- *		client socket that comes with the request
- * @netns:	the namespace's path as configured; "" for the process's own
- * @addr:	PH_LISTEN: the address to listen on
- * @addrlen:	its length
- */
-struct ph_req {
-	uint32_t seq, op;
-	int32_t family;
-	uint8_t mptcp, transparent;
-	char netns[OPT_PATH_LEN];
-	struct sockaddr_storage addr;
-	uint32_t addrlen;
-};
-
-/**
- * struct ph_rep - one reply
- * @seq:	the request's number
- * @err:	0 if a descriptor comes with it (PH_RELOAD: none), or an errno
- * @msg:	PH_RELOAD: why the configuration was refused
- */
-struct ph_rep {
-	uint32_t seq;
-	int32_t err;
-	char msg[256];
-};
-
-/**
- * struct allowed - one configuration the helper grants requests from
- * @cfg:	as the helper read it
- * @ns:		the namespaces it names, opened by the helper, per listener
- *		and side; -1 for the process's own
- */
-struct allowed {
-	struct config *cfg;
-	int ns[CONFIG_MAX_LISTENERS][SIDE_COUNT];
-};
-
 /* ---- the helper's side -------------------------------------------------- */
-
-/**
- * allowed_free() - close a configuration's namespaces and free it
- * @a:	the configuration, or one with @cfg NULL
- */
-static void allowed_free(struct allowed *a)
-{
-	if (!a->cfg)
-		return;
-	for (unsigned i = 0; i < a->cfg->nls; i++)
-		for (int side = 0; side < SIDE_COUNT; side++)
-			if (a->ns[i][side] >= 0)
-				close(a->ns[i][side]);
-	free(a->cfg);
-	a->cfg = NULL;
-}
-
-/**
- * allowed_open() - open every namespace a configuration names
- * @a:		@cfg set, @ns filled in
- * @err:	buffer for one line saying which cannot be opened
- * @errlen:	its size
- *
- * Return: 0, or -1 with @err set (and what was opened closed).
- */
-static int allowed_open(struct allowed *a, char *err, size_t errlen)
-{
-	char why[160];
-
-	for (unsigned i = 0; i < CONFIG_MAX_LISTENERS; i++)
-		a->ns[i][SIDE_CLIENT] = a->ns[i][SIDE_BACKEND] = -1;
-	for (unsigned i = 0; i < a->cfg->nls; i++)
-		for (int side = 0; side < SIDE_COUNT; side++) {
-			const char *path = a->cfg->ls[i].netns[side];
-
-			if (!*path)
-				continue;
-			a->ns[i][side] = netns_open(path, why, sizeof(why));
-			if (a->ns[i][side] < 0) {
-				snprintf(err, errlen, "listener %s: %s",
-					 a->cfg->ls[i].name, why);
-				allowed_free(a);
-				return -1;
-			}
-		}
-	return 0;
-}
-
-/**
- * backend_allowed() - does a listener allow this backend socket
- * @lo:	the listener
- * @r:	the request
- *
- * A socket without IP_TRANSPARENT is less than one with it, so a
- * transparent listener allows both.
- *
- * Return: true if it does.
- */
-static bool backend_allowed(const struct listen_opts *lo,
-			    const struct ph_req *r)
-{
-	bool family = false;
-
-	for (unsigned b = 0; b < lo->nbackends; b++)
-		family |= lo->backend[b].addr.ss_family == r->family;
-	return family && !strcmp(lo->netns[SIDE_BACKEND], r->netns) &&
-	       lo->mptcp[SIDE_BACKEND] == !!r->mptcp &&
-	       (lo->transparent || !r->transparent);
-}
-
-/**
- * listen_allowed() - does a listener listen on exactly this
- * @lo:	the listener
- * @r:	the request
- *
- * Return: true if it does.
- */
-static bool listen_allowed(const struct listen_opts *lo, const struct ph_req *r)
-{
-	return lo->listen.len && lo->listen.len == r->addrlen &&
-	       !memcmp(&lo->listen.addr, &r->addr, r->addrlen) &&
-	       !strcmp(lo->netns[SIDE_CLIENT], r->netns) &&
-	       lo->mptcp[SIDE_CLIENT] == !!r->mptcp;
-}
-
-/**
- * find_ns() - the namespace a request may be served in
- * @set:	the configurations requests are granted from
- * @r:		the request
- * @ns:		set to the namespace's descriptor (netns_home() for "")
- *
- * Return: 0, or -1 if no listener allows the request (EPERM).
- */
-static int find_ns(const struct allowed set[NSETS], const struct ph_req *r,
-		   int *ns)
-{
-	for (int g = 0; g < NSETS; g++) {
-		const struct config *c = set[g].cfg;
-
-		for (unsigned i = 0; c && i < c->nls; i++) {
-			int side =
-				r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
-
-			if (r->op == PH_LISTEN ? !listen_allowed(&c->ls[i], r)
-					       : !backend_allowed(&c->ls[i], r))
-				continue;
-			*ns = set[g].ns[i][side] >= 0 ? set[g].ns[i][side]
-						      : netns_home();
-			return 0;
-		}
-	}
-	errno = EPERM;
-	return -1;
-}
 
 /**
  * make_backend() - a backend socket, made IP_TRANSPARENT and bound to the
@@ -285,55 +123,6 @@ static int make_backend(const struct ph_req *r, int client)
 }
 
 /**
- * read_file() - PH_RELOAD: read the configuration as the candidate
- * @set:	the configurations requests are granted from
- * @argc:	the daemon's command line
- * @argv:	its arguments
- * @inherited:	the daemon had sockets from socket activation
- * @msg:	buffer for one line saying why the file is refused
- * @msglen:	its size
- *
- * A candidate a refused reload left is replaced.
- *
- * Return: 0, or an errno with @msg set.
- */
-static int read_file(struct allowed set[NSETS], int argc, char **argv,
-		     bool inherited, char *msg, size_t msglen)
-{
-	struct allowed next = { calloc(1, sizeof(*next.cfg)), { { 0 } } };
-
-	if (!next.cfg)
-		return ENOMEM;
-	if (options_parse(next.cfg, argc, argv, inherited, msg, msglen) !=
-	    OPT_OK) {
-		free(next.cfg);
-		return EINVAL;
-	}
-	if (allowed_open(&next, msg, msglen))
-		return EINVAL;
-	allowed_free(&set[SET_CANDIDATE]);
-	set[SET_CANDIDATE] = next;
-	return 0;
-}
-
-/**
- * commit() - PH_COMMIT: the candidate runs; the one before stays a while
- * @set:	the configurations requests are granted from
- *
- * Return: 0, or EINVAL if there is no candidate.
- */
-static int commit(struct allowed set[NSETS])
-{
-	if (!set[SET_CANDIDATE].cfg)
-		return EINVAL;
-	allowed_free(&set[SET_PREVIOUS]);
-	set[SET_PREVIOUS] = set[SET_RUNNING];
-	set[SET_RUNNING] = set[SET_CANDIDATE];
-	set[SET_CANDIDATE].cfg = NULL;
-	return 0;
-}
-
-/**
  * serve() - carry out one request
  * @set:	the configurations requests are checked against
  * @argv:	the daemon's command line, for PH_RELOAD
@@ -356,9 +145,9 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 	if (r->op == PH_RELOAD || r->op == PH_COMMIT) {
 		here = -1; /* netns_open() comes home; numbers get reused */
 		rep->err = r->op == PH_RELOAD
-				   ? read_file(set, argc, argv, inherited,
-					       rep->msg, sizeof(rep->msg))
-				   : commit(set);
+				   ? allowed_reload(set, argc, argv, inherited,
+						    rep->msg, sizeof(rep->msg))
+				   : allowed_commit(set);
 		return -1;
 	}
 	if ((r->op != PH_BACKEND && r->op != PH_LISTEN) ||
@@ -367,7 +156,7 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 		rep->err = EINVAL;
 		return -1;
 	}
-	if (find_ns(set, r, &ns) || (ns != here && netns_enter(ns))) {
+	if (allowed_find(set, r, &ns) || (ns != here && netns_enter(ns))) {
 		rep->err = errno;
 		here = -1;
 		return -1;
@@ -502,32 +291,26 @@ static void close_all_but(const int *keep, unsigned n)
 }
 
 /**
- * helper_main() - the helper process, from fork() to its end
- * @cfg:	the daemon's configuration at start (the helper's copy)
- * @argc:	the daemon's command line, for PH_RELOAD
- * @argv:	its arguments
- * @inherited:	the daemon had sockets from socket activation
- * @fds:	the helper's ends of the channels
+ * helper_isolate() - make the forked process the helper: quiet, alone,
+ *		      with only PRIVHELPER_CAPS, and bound to the daemon
+ * @fds:	the helper's ends of the channels, kept open
  * @nchan:	how many
  * @parent:	the daemon's pid
+ *
+ * Exits the process on any failure: a helper half isolated serves no one.
  */
-static void __attribute__((noreturn))
-helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
-	    int *fds, unsigned nchan, pid_t parent)
+static void helper_isolate(const int *fds, unsigned nchan, pid_t parent)
 {
 	static const int quiet[] = { SIGHUP,  SIGINT,  SIGTERM,
 				     SIGUSR1, SIGUSR2, SIGPIPE };
-	struct allowed set[NSETS] = { { 0 } };
-	struct pollfd *p = calloc(nchan, sizeof(*p));
 	int *keep = calloc(nchan + 4, sizeof(int)), nul;
-	char why[256];
 	sigset_t none;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
 		signal(quiet[i], SIG_IGN); /* the daemon's to act on */
-	if (!p || !keep)
+	if (!keep)
 		_exit(1);
 	prctl(PR_SET_NAME, "smbsplice-priv", 0, 0, 0);
 	/* 0, 1 and 2 stay taken, so that no socket of the helper's is
@@ -542,9 +325,74 @@ helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
 	keep[nchan + 2] = 1;
 	keep[nchan + 3] = 2;
 	close_all_but(keep, nchan + 4);
+	free(keep);
 	/* After the drop: a change of credentials may clear it. */
 	if (privs_restrict(PRIVHELPER_CAPS) ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || getppid() != parent)
+		_exit(1);
+}
+
+/**
+ * helper_answer() - read one request from a channel and answer it
+ * @chan:	the channel
+ * @set:	the configurations requests are granted from
+ * @argc:	the daemon's command line, for PH_RELOAD
+ * @argv:	its arguments
+ * @inherited:	the daemon had sockets from socket activation
+ *
+ * Exits the process when the daemon is gone.
+ */
+static void helper_answer(int chan, struct allowed set[NSETS], int argc,
+			  char **argv, bool inherited)
+{
+	struct ph_req r;
+	struct ph_rep rep;
+	int client, fd;
+	ssize_t n;
+
+	n = recv_one(chan, &r, sizeof(r), MSG_DONTWAIT, &client);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR &&
+		       errno != EBADMSG && errno != EMFILE))
+		_exit(0); /* the daemon is gone */
+	if (n < 0 && errno != EBADMSG && errno != EMFILE)
+		return;
+	memset(&rep, 0, sizeof(rep));
+	if (n < 0) {
+		rep.seq = errno == EMFILE ? r.seq : 0;
+		rep.err = errno == EMFILE ? EMFILE : EINVAL;
+		fd = -1;
+	} else {
+		rep.seq = r.seq;
+		fd = serve(set, argc, argv, inherited, &r, client, &rep);
+	}
+	if (client >= 0)
+		close(client);
+	/* A daemon that does not read loses the reply. */
+	send_one(chan, &rep, sizeof(rep), fd, MSG_DONTWAIT);
+	if (fd >= 0)
+		close(fd);
+}
+
+/**
+ * helper_main() - the helper process, from fork() to its end
+ * @cfg:	the daemon's configuration at start (the helper's copy)
+ * @argc:	the daemon's command line, for PH_RELOAD
+ * @argv:	its arguments
+ * @inherited:	the daemon had sockets from socket activation
+ * @fds:	the helper's ends of the channels
+ * @nchan:	how many
+ * @parent:	the daemon's pid
+ */
+static void __attribute__((noreturn))
+helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
+	    int *fds, unsigned nchan, pid_t parent)
+{
+	struct allowed set[NSETS] = { { 0 } };
+	struct pollfd *p = calloc(nchan, sizeof(*p));
+	char why[256];
+
+	helper_isolate(fds, nchan, parent);
+	if (!p)
 		_exit(1);
 	set[SET_RUNNING].cfg = malloc(sizeof(*cfg));
 	if (!set[SET_RUNNING].cfg)
@@ -560,39 +408,10 @@ helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
 				continue;
 			_exit(1);
 		}
-		for (unsigned i = 0; i < nchan; i++) {
-			struct ph_req r;
-			struct ph_rep rep;
-			int client, fd;
-			ssize_t n;
-
-			if (!p[i].revents)
-				continue;
-			n = recv_one(fds[i], &r, sizeof(r), MSG_DONTWAIT,
-				     &client);
-			if (n == 0 ||
-			    (n < 0 && errno != EAGAIN && errno != EINTR &&
-			     errno != EBADMSG && errno != EMFILE))
-				_exit(0); /* the daemon is gone */
-			if (n < 0 && errno != EBADMSG && errno != EMFILE)
-				continue;
-			memset(&rep, 0, sizeof(rep));
-			if (n < 0) {
-				rep.seq = errno == EMFILE ? r.seq : 0;
-				rep.err = errno == EMFILE ? EMFILE : EINVAL;
-				fd = -1;
-			} else {
-				rep.seq = r.seq;
-				fd = serve(set, argc, argv, inherited, &r,
-					   client, &rep);
-			}
-			if (client >= 0)
-				close(client);
-			/* A daemon that does not read loses the reply. */
-			send_one(fds[i], &rep, sizeof(rep), fd, MSG_DONTWAIT);
-			if (fd >= 0)
-				close(fd);
-		}
+		for (unsigned i = 0; i < nchan; i++)
+			if (p[i].revents)
+				helper_answer(fds[i], set, argc, argv,
+					      inherited);
 	}
 }
 

@@ -16,6 +16,14 @@ struct listener;
 struct scrape;
 struct worker;
 
+/* The process's stage; only main.c moves it, forward only:
+ *   running -> draining (SIGTERM) -> stopped; running -> stopped (SIGINT) */
+enum proxy_state {
+	PX_RUNNING,  /* serving; reloads are taken */
+	PX_DRAINING, /* SIGTERM came: no listener, connections running out */
+	PX_STOPPED,  /* stop_now() ran: the workers are joined */
+};
+
 /**
  * struct proxy - the process: its listeners, its workers, and the main
  *		  thread's duties
@@ -30,7 +38,7 @@ struct worker;
  * @limits:		caps on connections and descriptors, for all workers
  * @pipe_budget:	--max-pipes, shared by every worker's pipe pool
  * @unpipe:		bytes that stalled pipes may be moved into
- *			(half_unpipe()), --max-pipes × --pipe-size in all, so
+ *			(pump_unpipe()), --max-pipes × --pipe-size in all, so
  *			that moved bytes are bounded as pipes are
  * @listeners:		every listener, retired ones included until their
  *			last connection ends
@@ -56,8 +64,7 @@ struct worker;
  * @drained_w:		a worker says it has drained
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then
- * @draining:		SIGTERM came: no listener, connections running out
- * @stopped:		stop_now() ran: the workers are joined
+ * @state:		its stage
  * @metrics_fd:		the --stats listening socket, -1 if none
  * @metrics_w:		readable watcher on @metrics_fd
  * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
@@ -96,7 +103,7 @@ struct proxy {
 	ev_async drained_w;
 	ev_timer drain_timer;
 	ev_timer reaper;
-	bool draining, stopped;
+	enum proxy_state state;
 	int metrics_fd;
 	ev_io metrics_w;
 	ev_timer metrics_pause;

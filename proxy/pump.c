@@ -39,7 +39,7 @@
  * end of file. The direction only notes it (@midframe, counted), so that
  * the log and the metrics can say so; the other direction goes on.
  *
- * No function here knows about the event loop: half_run() reports what it
+ * No function here knows about the event loop: pump_run() reports what it
  * waits for and the caller arms its watchers to match.
  */
 #include "config.h"
@@ -62,7 +62,7 @@ enum io_res {
 };
 
 /**
- * half_init() - set up a direction
+ * pump_init() - set up a direction
  * @h:		the direction
  * @src:	socket it reads
  * @dst:	socket it writes
@@ -72,11 +72,11 @@ enum io_res {
  * @fr:		SMB framer for this direction, or NULL for opaque forwarding
  * @tot:	the thread's counters for this direction
  */
-void half_init(struct half *h, struct sock *src, struct sock *dst,
+void pump_init(struct pump *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
-	       struct smb_framer *fr, struct half_stats *tot)
+	       struct smb_framer *fr, struct pump_stats *tot)
 {
-	*h = (struct half){
+	*h = (struct pump){
 		.src = src,
 		.dst = dst,
 		.pipes = pipes,
@@ -91,7 +91,7 @@ void half_init(struct half *h, struct sock *src, struct sock *dst,
  * buf_return() - give the copy buffer back to the pool
  * @h:	the direction, holding a buffer with nothing pending
  */
-static void buf_return(struct half *h)
+static void buf_return(struct pump *h)
 {
 	if (h->buf_own)
 		bufpool_put_large(h->bufs, h->buf, h->buf_len);
@@ -108,7 +108,7 @@ static void buf_return(struct half *h)
  *
  * Return: true in smb mode until the framer gives up on the stream.
  */
-static bool framed(const struct half *h)
+static bool framed(const struct pump *h)
 {
 	return h->fr && !smb_framer_opaque(h->fr);
 }
@@ -120,7 +120,7 @@ static bool framed(const struct half *h)
  *
  * Return: PUMP_SPLICE or PUMP_COPY.
  */
-static enum pump_kind next_pump(const struct half *h, size_t *limit)
+static enum pump_kind next_pump(const struct pump *h, size_t *limit)
 {
 	if (framed(h)) {
 		/* The tail of a payload whose start came in with its header
@@ -147,7 +147,7 @@ static enum pump_kind next_pump(const struct half *h, size_t *limit)
  * back would only cost an uncork at the EAGAIN that follows); otherwise
  * whether the read looked like part of a larger burst.
  */
-static void note_read(struct half *h, enum pump_kind k, size_t got,
+static void note_read(struct pump *h, enum pump_kind k, size_t got,
 		      size_t asked)
 {
 	const void *p = k == PUMP_COPY ? h->buf : NULL;
@@ -179,7 +179,7 @@ out:
  * Return: IO_BLOCKED for EAGAIN, IO_ERR otherwise. EINTR is handled by the
  * callers, which retry.
  */
-static enum io_res io_fail(struct half *h)
+static enum io_res io_fail(struct pump *h)
 {
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		return IO_BLOCKED;
@@ -193,7 +193,7 @@ static enum io_res io_fail(struct half *h)
  *
  * Return: IO_DONE when the buffer is empty, IO_BLOCKED or IO_ERR.
  */
-static enum io_res flush_buf(struct half *h)
+static enum io_res flush_buf(struct pump *h)
 {
 	int flags = MSG_NOSIGNAL | (h->more ? MSG_MORE : 0);
 	ssize_t n;
@@ -228,7 +228,7 @@ static enum io_res flush_buf(struct half *h)
  *
  * Return: IO_DONE when the pipe is empty, IO_BLOCKED or IO_ERR.
  */
-static enum io_res flush_pipe(struct half *h)
+static enum io_res flush_pipe(struct pump *h)
 {
 	unsigned int flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
 			     (h->more ? SPLICE_F_MORE : 0);
@@ -268,7 +268,7 @@ static enum io_res flush_pipe(struct half *h)
  *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
-static enum io_res fill_copy(struct half *h)
+static enum io_res fill_copy(struct pump *h)
 {
 	size_t asked = h->bufs->size, limit;
 	ssize_t n;
@@ -314,7 +314,7 @@ static enum io_res fill_copy(struct half *h)
  *
  * Return: IO_DONE, IO_BLOCKED, IO_EOF or IO_ERR.
  */
-static enum io_res fill_splice(struct half *h, size_t limit, bool first)
+static enum io_res fill_splice(struct pump *h, size_t limit, bool first)
 {
 	enum io_res r;
 	size_t asked;
@@ -344,14 +344,14 @@ static enum io_res fill_splice(struct half *h, size_t limit, bool first)
 }
 
 /**
- * half_finish() - forward end of file once nothing is pending
+ * pump_finish() - forward end of file once nothing is pending
  * @h:	the direction
  *
- * Called once: it sets @dst_shut, and half_run() goes no further after.
+ * Called once: it sets @dst_shut, and pump_run() goes no further after.
  *
  * Return: PUMP_FIN, or PUMP_DST_ERR if the destination is already gone.
  */
-static enum pump_status half_finish(struct half *h)
+static enum pump_status pump_finish(struct pump *h)
 {
 	if (framed(h) && smb_framer_mid_message(h->fr)) {
 		h->midframe = true;
@@ -372,7 +372,7 @@ static enum pump_status half_finish(struct half *h)
  *
  * Return: PUMP_WAIT_READ, or PUMP_DST_ERR if the push failed.
  */
-static enum pump_status wait_read(struct half *h)
+static enum pump_status wait_read(struct pump *h)
 {
 	counter_add(&h->tot->uncorks, h->dst->corked);
 	if (sock_uncork(h->dst)) {
@@ -383,13 +383,13 @@ static enum pump_status wait_read(struct half *h)
 }
 
 /**
- * half_tap() - be shown every read, before and after the framer walks it
+ * pump_tap() - be shown every read, before and after the framer walks it
  * @h:		the direction
  * @fn:		called with the bytes (NULL when spliced), their count, and
  *		whether the framer has walked them yet; NULL to stop
  * @ctx:	passed to @fn
  */
-void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
+void pump_tap(struct pump *h, void (*fn)(void *, const void *, size_t, bool),
 	      void *ctx)
 {
 	h->tap = fn;
@@ -397,7 +397,7 @@ void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
 }
 
 /**
- * half_watch_writes() - be told of every write that handed bytes on
+ * pump_watch_writes() - be told of every write that handed bytes on
  * @h:		the direction
  * @fn:		called with the bytes written so far, and the time
  *		(mono_ns()) the writes that moved them began; NULL to stop
@@ -411,7 +411,7 @@ void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
  * run first, do its work and answer before this thread gets the CPU back,
  * and a clock read after the write would miss all of that.
  */
-void half_watch_writes(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
+void pump_watch_writes(struct pump *h, void (*fn)(void *, uint64_t, uint64_t),
 		       void *ctx)
 {
 	h->wrote = fn;
@@ -419,12 +419,12 @@ void half_watch_writes(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
 }
 
 /**
- * half_run() - move bytes from source to destination until something blocks
+ * pump_run() - move bytes from source to destination until something blocks
  * @h:	the direction
  *
  * Return: what the direction waits for next (see enum pump_status).
  */
-enum pump_status half_run(struct half *h)
+enum pump_status pump_run(struct pump *h)
 {
 	enum io_res r;
 	size_t limit;
@@ -434,7 +434,7 @@ enum pump_status half_run(struct half *h)
 		return PUMP_FIN;
 	for (budget = PUMP_BUDGET;; budget--) {
 		uint64_t was = h->spliced + h->copied;
-		uint64_t began = h->wrote && half_pending(h) ? mono_ns() : 0;
+		uint64_t began = h->wrote && pump_pending(h) ? mono_ns() : 0;
 
 		r = h->in_pipe ? flush_pipe(h) : flush_buf(h);
 		if (r == IO_ERR)
@@ -444,7 +444,7 @@ enum pump_status half_run(struct half *h)
 		if (r == IO_BLOCKED)
 			return PUMP_WAIT_WRITE;
 		if (h->src_eof)
-			return half_finish(h);
+			return pump_finish(h);
 		/* The last read may have emptied the socket, and then no
 		 * event would come to push what MORE held back. */
 		if (!budget)
@@ -472,29 +472,29 @@ enum pump_status half_run(struct half *h)
 }
 
 /**
- * half_pending() - does the direction hold bytes not yet written
+ * pump_pending() - does the direction hold bytes not yet written
  * @h:	the direction
  *
  * Return: true if bytes sit in the copy buffer or the pipe.
  */
-bool half_pending(const struct half *h)
+bool pump_pending(const struct pump *h)
 {
 	return h->in_pipe || h->buf_off < h->buf_len;
 }
 
 /**
- * half_holds_pipe() - does the direction hold a pipe with bytes in it
+ * pump_holds_pipe() - does the direction hold a pipe with bytes in it
  * @h:	the direction
  *
  * Return: true while a splice waits for its destination.
  */
-bool half_holds_pipe(const struct half *h)
+bool pump_holds_pipe(const struct pump *h)
 {
 	return h->pipe && h->in_pipe;
 }
 
 /**
- * half_unpipe() - move the bytes of a stalled pipe into a buffer
+ * pump_unpipe() - move the bytes of a stalled pipe into a buffer
  * @h:	the direction, holding a pipe whose destination is not taking them
  *
  * A receiver that stalls would keep its pipe for as long as it stalls,
@@ -510,14 +510,14 @@ bool half_holds_pipe(const struct half *h)
  * pipe could not be read (@err is set: bytes are lost, so the connection
  * must end).
  */
-int half_unpipe(struct half *h)
+int pump_unpipe(struct pump *h)
 {
 	size_t n = h->in_pipe, got = 0;
 	bool own = n > h->bufs->size;
 	char *buf;
 	ssize_t k;
 
-	if (!half_holds_pipe(h))
+	if (!pump_holds_pipe(h))
 		return 0;
 	buf = own ? bufpool_get_large(h->bufs, n) : bufpool_get(h->bufs);
 	if (!buf)
@@ -547,14 +547,14 @@ int half_unpipe(struct half *h)
 }
 
 /**
- * half_release() - give back the direction's pipe and buffer, if it holds any
+ * pump_release() - give back the direction's pipe and buffer, if it holds any
  * @h:	the direction, about to be freed
  *
  * A pipe that still holds bytes is closed rather than pooled: those bytes
  * belong to this connection and must never reach another. A buffer's
  * unsent bytes are simply forgotten when it is reused.
  */
-void half_release(struct half *h)
+void pump_release(struct pump *h)
 {
 	if (h->buf)
 		buf_return(h);

@@ -13,7 +13,7 @@
 #include "sock.h"
 
 /**
- * struct half_stats - what one direction moved, and how, summed over the
+ * struct pump_stats - what one direction moved, and how, summed over the
  *		       connections of one thread (see counter.h)
  * @spliced:		bytes that went socket -> pipe -> socket
  * @copied:		bytes that went through the copy buffer
@@ -24,7 +24,7 @@
  * @midframe_ends:	smb mode: sources that ended in the middle of an SMB
  *			message (their end of file was forwarded all the same)
  */
-struct half_stats {
+struct pump_stats {
 	uint64_t spliced, copied;
 	uint64_t splice_calls, copy_calls;
 	uint64_t more_writes;
@@ -33,7 +33,7 @@ struct half_stats {
 };
 
 /**
- * struct half - one direction of a connection: bytes from @src to @dst
+ * struct pump - one direction of a connection: bytes from @src to @dst
  * @src:	socket read from
  * @dst:	socket written to
  * @pipes:	where pipes are borrowed
@@ -42,7 +42,7 @@ struct half_stats {
  * @in_pipe:	bytes in @pipe not yet written to @dst
  * @buf:	copy buffer lent for the bytes in flight, NULL when none
  * @buf_own:	@buf is not one of the pool's but a larger one-off, of
- *		@buf_len bytes (see half_unpipe())
+ *		@buf_len bytes (see pump_unpipe())
  * @buf_off:	first byte of @buf not yet written to @dst
  * @buf_len:	bytes in @buf
  * @more:	the pending bytes are to be written with MORE
@@ -68,7 +68,7 @@ struct half_stats {
  * pumps without any bookkeeping. A pipe or buffer is held only while it
  * holds bytes, so a direction waiting to read holds neither.
  */
-struct half {
+struct pump {
 	struct sock *src, *dst;
 	struct pipe_pool *pipes;
 	struct buf_pool *bufs;
@@ -83,7 +83,7 @@ struct half {
 	struct smb_framer *fr;
 	struct flow_policy policy;
 	uint64_t spliced, copied;
-	struct half_stats *tot;
+	struct pump_stats *tot;
 	void (*wrote)(void *ctx, uint64_t written, uint64_t began_ns);
 	void *wrote_ctx;
 	void (*tap)(void *ctx, const void *p, size_t n, bool walked);
@@ -99,21 +99,21 @@ enum pump_status {
 	PUMP_DST_ERR,	 /* writing @dst failed, see @err */
 };
 
-/* Reads per half_run() call before yielding to the event loop, so one busy
+/* Reads per pump_run() call before yielding to the event loop, so one busy
  * direction cannot starve the others. */
 #define PUMP_BUDGET 16
 
-void half_init(struct half *h, struct sock *src, struct sock *dst,
+void pump_init(struct pump *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
-	       struct smb_framer *fr, struct half_stats *tot);
-void half_watch_writes(struct half *h, void (*fn)(void *, uint64_t, uint64_t),
+	       struct smb_framer *fr, struct pump_stats *tot);
+void pump_watch_writes(struct pump *h, void (*fn)(void *, uint64_t, uint64_t),
 		       void *ctx);
-void half_tap(struct half *h, void (*fn)(void *, const void *, size_t, bool),
+void pump_tap(struct pump *h, void (*fn)(void *, const void *, size_t, bool),
 	      void *ctx);
-enum pump_status half_run(struct half *h);
-void half_release(struct half *h);
-bool half_pending(const struct half *h);
-bool half_holds_pipe(const struct half *h);
-int half_unpipe(struct half *h);
+enum pump_status pump_run(struct pump *h);
+void pump_release(struct pump *h);
+bool pump_pending(const struct pump *h);
+bool pump_holds_pipe(const struct pump *h);
+int pump_unpipe(struct pump *h);
 
 #endif /* SMBSPLICE_PUMP_H */

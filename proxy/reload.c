@@ -68,7 +68,7 @@ struct plan {
 static struct listener *find_listener(struct proxy *px, const char *name)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!l->retired && !strcmp(l->name, name))
+		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
 			return l;
 	return NULL;
 }
@@ -84,7 +84,8 @@ static struct listener *find_listener(struct proxy *px, const char *name)
 static struct listener *find_namesake(struct proxy *px, const char *name)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!l->passed_on && !strcmp(l->name, name))
+		if (!listener_is(l, LISTENER_PASSED_ON) &&
+		    !strcmp(l->name, name))
 			return l;
 	return NULL;
 }
@@ -161,7 +162,7 @@ static int check_client_side(const struct lcfg *cfg, char *err, size_t errlen)
  */
 static void keep_inherited_address(struct lcfg *cfg, const struct listener *old)
 {
-	if (!cfg->o.listen.len && old && old->inherited)
+	if (!cfg->o.listen.len && old && listener_is(old, LISTENER_INHERITED))
 		cfg->o.listen = old->cfg->o.listen;
 }
 
@@ -234,7 +235,7 @@ undo:
  */
 static void retire(struct proxy *px, struct listener *l)
 {
-	l->retired = true;
+	listener_mark(l, LISTENER_RETIRED);
 	for (unsigned w = 0; w < px->nworkers; w++)
 		worker_send(&px->workers[w], WCMD_REMOVE, l, NULL, -1);
 	listener_put(l); /* the process's reference */
@@ -280,7 +281,7 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
 
 	/* Listeners no section names any more. */
 	for (l = px->listeners; l; l = l->next) {
-		if (l->retired)
+		if (listener_is(l, LISTENER_RETIRED))
 			continue;
 		keep = false;
 		for (unsigned i = 0; i < c->nls && !keep; i++)
@@ -364,8 +365,8 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 void listeners_retire_all(struct proxy *px)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!l->retired) {
-			l->retired = true;
+		if (!listener_is(l, LISTENER_RETIRED)) {
+			listener_mark(l, LISTENER_RETIRED);
 			listener_put(l);
 		}
 }
@@ -377,6 +378,6 @@ void listeners_retire_all(struct proxy *px)
 void listeners_hand_out(struct proxy *px)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!l->retired)
+		if (!listener_is(l, LISTENER_RETIRED))
 			hand_out(px, l);
 }

@@ -138,7 +138,7 @@ static void write_bytes(FILE *out, const struct lreport *ls, unsigned n)
 		"Bytes delivered, by direction and the pump that moved them.");
 	for (unsigned i = 0; i < n; i++)
 		for (int d = 0; d < DIR_COUNT; d++) {
-			const struct half_stats *p = &ls[i].tot.dir[d].pump;
+			const struct pump_stats *p = &ls[i].tot.dir[d].pump;
 
 			fprintf(out,
 				"smbsplice_bytes_total{listener=\"%s\",direction=\"%s\",path=\"splice\"} %llu\n"

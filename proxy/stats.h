@@ -22,7 +22,7 @@ enum dir_index {
  * @forward:	smb mode: per frame, first byte read to last byte written
  */
 struct dir_totals {
-	struct half_stats pump;
+	struct pump_stats pump;
 	struct smb_dir_stats smb;
 	struct hist forward;
 };

@@ -40,6 +40,7 @@
 #include "accept.h"
 #include "alloc.h"
 #include "conn.h"
+#include "connlog.h"
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
@@ -56,35 +57,73 @@
 /* Free copy buffers a worker keeps for the next burst, in bytes. */
 #define BUF_KEEP_BYTES (2u << 20)
 
+static const char *const worker_state_name[] = {
+	[WS_RUNNING] = "running",
+	[WS_NO_NETNS] = "no_netns",
+	[WS_DRAINING] = "drain", /* not "draining": scripts wait for that word */
+	[WS_IDLE] = "idle",
+};
+
+_Static_assert(sizeof(worker_state_name) / sizeof(worker_state_name[0]) ==
+		       WS_COUNT,
+	       "a name per worker state");
+
 /**
- * find_wlistener() - the worker's handle on a listener
- * @w:	the worker
- * @l:	the listener
- *
- * Return: the handle, or NULL if the worker does not accept on it.
+ * worker_set_state() - move a worker to its next stage, from its thread
+ * @w:		the worker
+ * @next:	the stage
  */
-static struct wlistener *find_wlistener(struct worker *w,
-					const struct listener *l)
+static void worker_set_state(struct worker *w, enum worker_state next)
 {
-	for (struct wlistener *wl = w->listeners; wl; wl = wl->next)
-		if (wl->l == l)
-			return wl;
-	return NULL;
+	log_debug("worker %u: %s -> %s", w->id, worker_state_name[w->state],
+		  worker_state_name[next]);
+	__atomic_store_n(&w->state, next, __ATOMIC_RELEASE);
+}
+
+/**
+ * worker_is_idle() - has a draining worker no connection left
+ * @w:	the worker, from any thread
+ *
+ * Return: true once it has said so.
+ */
+bool worker_is_idle(const struct worker *w)
+{
+	return __atomic_load_n(&w->state, __ATOMIC_ACQUIRE) == WS_IDLE;
 }
 
 /**
  * worker_conn_ended() - a connection of this worker has ended
- * @w:	the worker
+ * @ctx:	the worker
  *
  * While draining, the last one tells the main thread.
  */
-void worker_conn_ended(struct worker *w)
+static void worker_conn_ended(void *ctx)
 {
-	if (!w->draining || w->conns || w->idle)
+	struct worker *w = ctx;
+
+	if (w->state != WS_DRAINING || !conn_host_empty(&w->host))
 		return;
-	__atomic_store_n(&w->idle, true, __ATOMIC_RELEASE);
+	worker_set_state(w, WS_IDLE);
 	ev_async_send(w->px->loop, &w->px->drained_w);
 }
+
+/**
+ * worker_out_of_fds() - a connection found no descriptor for its backend
+ * @ctx:	the worker
+ * @why:	strerror() of socket()'s errno
+ */
+static void worker_out_of_fds(void *ctx, const char *why)
+{
+	struct worker *w = ctx;
+
+	accept_pause_all(&w->acc, why);
+}
+
+/* What a worker's connections tell it. */
+static const struct conn_host_ops worker_conn_ops = {
+	.out_of_fds = worker_out_of_fds,
+	.ended = worker_conn_ended,
+};
 
 /**
  * run_cmd() - carry out one command from the main thread
@@ -99,35 +138,34 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 
 	switch (c->kind) {
 	case WCMD_ADD:
-		if (w->draining) {
+		if (w->state != WS_RUNNING) {
 			close(c->fd);
 			listener_put(c->l);
 		} else {
-			accept_add(w, c->l, c->fd);
+			accept_add(&w->acc, c->l, c->fd);
 		}
 		return false;
 	case WCMD_UPDATE:
-		wl = find_wlistener(w, c->l);
+		wl = accept_find(&w->acc, c->l);
 		if (wl)
 			accept_set_cfg(wl, c->cfg);
 		else
 			lcfg_put(c->cfg);
 		return false;
 	case WCMD_REMOVE:
-		wl = find_wlistener(w, c->l);
+		wl = accept_find(&w->acc, c->l);
 		if (wl)
 			accept_remove(wl, true);
 		return false;
 	case WCMD_DRAIN:
-		w->draining = true;
-		while (w->listeners)
-			accept_remove(w->listeners, true);
+		if (w->state != WS_DRAINING && w->state != WS_IDLE)
+			worker_set_state(w, WS_DRAINING);
+		accept_remove_all(&w->acc, true);
 		worker_conn_ended(w);
 		return false;
 	case WCMD_STOP:
-		while (w->listeners)
-			accept_remove(w->listeners, false);
-		conn_close_all(w);
+		accept_remove_all(&w->acc, false);
+		conn_close_all(&w->host);
 		return true;
 	case WCMD_SYNC:
 		pthread_mutex_lock(&w->px->sync_lock);
@@ -166,7 +204,6 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 	if (!stop)
 		return;
 	ev_timer_stop(loop, &w->trim);
-	ev_timer_stop(loop, &w->stall_check);
 	ev_async_stop(loop, &w->wake);
 	ev_break(loop, EVBREAK_ALL);
 }
@@ -254,7 +291,7 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 	timing_pool_trim(&w->timing);
 	if (bufpool_trim(&w->bufs))
 		alloc_release_free_memory();
-	conn_log_quiet();
+	connlog_quiet();
 }
 
 /**
@@ -291,7 +328,10 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 	w->trim.data = w;
 	if (!fstat(netns_home(), &st))
 		w->netns_ino = st.st_ino;
-	conn_worker_init(w);
+	conn_host_init(&w->host, px, w->loop, id, &w->pipes, &w->bufs,
+		       &w->timing, &worker_conn_ops, w);
+	conn_host_sits_in(&w->host, w->netns_ino);
+	accept_init(&w->acc, px, w->loop, id, &w->host);
 	return 0;
 }
 
@@ -314,9 +354,10 @@ static void *worker_main(void *arg)
 		if (!px->helper.fds && netns_enter(px->worker_netns)) {
 			log_err("worker %u cannot enter the backend namespace: %s; it serves no one",
 				w->id, strerror(errno));
-			w->draining = true; /* refuses every listener */
+			worker_set_state(w, WS_NO_NETNS);
 		} else if (!fstat(px->worker_netns, &st)) {
 			w->netns_ino = st.st_ino;
+			conn_host_sits_in(&w->host, w->netns_ino);
 		}
 	}
 	ev_timer_start(w->loop, &w->trim);
@@ -387,14 +428,36 @@ void worker_destroy(struct worker *w)
  */
 void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted)
 {
-	*accepted = counter_read(&w->accepted);
+	*accepted = conn_host_accepted(&w->host);
 	g->total += *accepted;
-	g->active += counter_read(&w->active);
+	g->active += conn_host_active(&w->host);
 	g->pipes_lent += counter_read(&w->pipes.lent);
 	g->pipes_denied += counter_read(&w->pipes.denied);
 	g->pipes_small += counter_read(&w->pipes.small);
-	g->pipe_stalls += counter_read(&w->pipe_stalls);
+	g->pipe_stalls += conn_host_pipe_stalls(&w->host);
 	g->bufs_lent += counter_read(&w->bufs.lent);
 	g->bufs_free += counter_read(&w->bufs.nfree);
 	g->buf_bytes_lent += counter_read(&w->bufs.lent_bytes);
+}
+
+/**
+ * worker_active() - connections open in a worker, from any thread
+ * @w:	the worker
+ *
+ * Return: the gauge.
+ */
+uint64_t worker_active(const struct worker *w)
+{
+	return conn_host_active(&w->host);
+}
+
+/**
+ * worker_accepted() - connections a worker ever accepted, from any thread
+ * @w:	the worker
+ *
+ * Return: the counter.
+ */
+uint64_t worker_accepted(const struct worker *w)
+{
+	return conn_host_accepted(&w->host);
 }

@@ -7,19 +7,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "accept.h"
 #include "bufpool.h"
+#include "conn.h"
 #include "limits.h"
 #include "options.h"
 #include "pipepool.h"
 #include "timing.h"
 #include "stats.h"
 
-struct conn;
-struct dir;
 struct lcfg;
 struct listener;
 struct proxy;
-struct wlistener;
 
 enum worker_cmd_kind {
 	WCMD_ADD,    /* accept on @l's socket @fd */
@@ -29,6 +28,18 @@ enum worker_cmd_kind {
 		      * left */
 	WCMD_STOP,   /* end every connection and leave the loop */
 	WCMD_SYNC,   /* tell the main thread every command before is done */
+};
+
+/* A worker's stage; worker_set_state() alone moves it:
+ *   running -> no_netns (it could not enter the backend namespace)
+ *   running, no_netns -> draining (WCMD_DRAIN) -> idle (none left) */
+enum worker_state {
+	WS_RUNNING,  /* accepts and serves */
+	WS_NO_NETNS, /* could not enter the backend namespace: refuses every
+		      * listener */
+	WS_DRAINING, /* stopped accepting; says when no connection is left */
+	WS_IDLE,     /* draining, and no connection left */
+	WS_COUNT
 };
 
 /**
@@ -57,25 +68,16 @@ struct worker_cmd {
  * @pipes:	its splice pipes (drawing on the process-wide budget)
  * @bufs:	its copy buffers
  * @timing:	spare blocks for timing messages (timing.c)
- * @listeners:	the listening sockets it accepts on (accept.c)
- * @accept_warned: when the last pause for descriptors was logged
+ * @acc:	the listening sockets it accepts on (accept.c)
+ * @host:	its connections (conn.c)
  * @wake:	the main thread's way to reach this loop (see @cmds)
  * @lock:	guards @cmds
  * @cmds:	commands from the main thread, oldest first
- * @draining:	stopped accepting; tells the main thread when it has no
- *		connection left
- * @idle:	draining, and no connection left (set by the worker, read by
- *		the main thread)
+ * @state:	its stage (written by the worker, atomic: the main thread
+ *		reads it with worker_is_idle())
  * @netns_ino:	the network namespace the thread sits in (its inode), for
  *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
- * @stalls:	directions whose pipe waits for its destination (conn.c)
- * @stall_check: runs while @stalls is not empty (conn.c)
- * @pipe_stalls: pipes that waited too long and were moved to a buffer (a
- *		counter any thread may read)
- * @conns:	live connections, newest first
- * @active:	connections open now (a gauge any thread may read)
- * @accepted:	connections ever accepted (a counter any thread may read)
  *
  * Nothing here is shared on the data path: the main thread only reads the
  * counters and gauges (see counter.h), and queues commands under @lock.
@@ -88,19 +90,14 @@ struct worker {
 	struct pipe_pool pipes;
 	struct buf_pool bufs;
 	struct timing_pool timing;
-	struct wlistener *listeners;
-	ev_tstamp accept_warned;
+	struct acceptor acc;
+	struct conn_host host;
 	ev_async wake;
 	pthread_mutex_t lock;
 	struct worker_cmd *cmds;
-	bool draining, idle;
+	enum worker_state state;
 	ino_t netns_ino;
 	ev_timer trim;
-	struct dir *stalls;
-	ev_timer stall_check;
-	uint64_t pipe_stalls;
-	struct conn *conns;
-	uint64_t active, accepted;
 };
 
 int worker_init(struct worker *w, struct proxy *px, unsigned id);
@@ -111,7 +108,9 @@ void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
 		   uint64_t *accepted);
-void worker_conn_ended(struct worker *w);
+bool worker_is_idle(const struct worker *w);
+uint64_t worker_active(const struct worker *w);
+uint64_t worker_accepted(const struct worker *w);
 void workers_sync(struct proxy *px);
 
 #endif /* SMBSPLICE_WORKER_H */

@@ -227,8 +227,8 @@ struct fixture {
 	struct pipe_budget budget;
 	struct pipe_pool pool;
 	struct buf_pool bufs;
-	struct half_stats tot;
-	struct half h;
+	struct pump_stats tot;
+	struct pump h;
 };
 
 static struct fixture fx;
@@ -242,7 +242,7 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
 	fx.budget.pipes.limit = max_pipes;
 	pool_init(&fx.pool, &fx.budget, 8192);
 	bufpool_init(&fx.bufs, BUF, 4 * BUF);
-	half_init(&fx.h, &fx.src, &fx.dst, &fx.pool, &fx.bufs, splice_ok, NULL,
+	pump_init(&fx.h, &fx.src, &fx.dst, &fx.pool, &fx.bufs, splice_ok, NULL,
 		  &fx.tot);
 }
 
@@ -250,7 +250,7 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
  * waits to read holds neither. */
 static void teardown_half(void)
 {
-	half_release(&fx.h);
+	pump_release(&fx.h);
 	assert_int_equal(fx.pool.lent, 0);
 	assert_int_equal(fx.bufs.lent, 0);
 	assert_int_equal(fx.tot.copied, fx.h.copied);
@@ -267,7 +267,7 @@ static void test_small_message_copied_and_pushed(void **state)
 	setup_half(4, true);
 	src_add(A_BYTES, 100, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 100);
 	assert_int_equal(w.recvs, 1);
 	assert_int_equal(w.sends_without_more, 1);
@@ -286,12 +286,12 @@ static void test_uncork_once_when_source_runs_dry(void **state)
 	setup_half(0, true); /* no pipes: everything copies */
 	src_add(A_BYTES, 1024, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.sends_with_more, 1);
 	assert_int_equal(w.uncork_calls, 1);
 	assert_false(fx.dst.corked);
 
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ); /* dry again */
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ); /* dry again */
 	assert_int_equal(w.uncork_calls, 1);
 	teardown_half();
 }
@@ -305,7 +305,7 @@ static void test_small_pipe_tail_is_pushed(void **state)
 	fx.h.policy.splicing = true;
 	src_add(A_BYTES, 3 * 8192, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 3 * 8192);
 	assert_int_equal(w.splices_in, 4); /* three full, one EAGAIN */
 	assert_true(w.last_splice_flags & SPLICE_F_MORE);
@@ -324,7 +324,7 @@ static void test_eintr_is_retried(void **state)
 	src_add(A_BYTES, 300, 0);
 	dst_add(A_ERR, 0, EINTR);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 300);
 	teardown_half();
 }
@@ -337,18 +337,18 @@ static void test_backpressure_on_short_send(void **state)
 	src_add(A_BYTES, 500, 0);
 	dst_add(A_BYTES, 10, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
 	assert_int_equal(w.recvs, 1);
 	assert_int_equal(w.consumed, 10);
-	assert_true(half_pending(&fx.h));
+	assert_true(pump_pending(&fx.h));
 
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 500);
-	assert_false(half_pending(&fx.h));
+	assert_false(pump_pending(&fx.h));
 	/* The read was short, so the pump left the next one to epoll. */
 	assert_int_equal(w.recvs, 1);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 1000);
 	teardown_half();
 }
@@ -372,16 +372,16 @@ static void test_write_watch_hears_each_write_that_moved_bytes(void **state)
 	uint64_t before;
 
 	setup_half(0, true);
-	half_watch_writes(&fx.h, on_wrote, NULL);
+	pump_watch_writes(&fx.h, on_wrote, NULL);
 	src_add(A_BYTES, 500, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
 	assert_int_equal(w.heard, 0);
 
 	before = mono_ns();
 	dst_add(A_BYTES, 10, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
 	assert_int_equal(w.heard, 1);
 	assert_int_equal(w.heard_written, 10);
 	assert_true(before <= w.heard_began);
@@ -389,7 +389,7 @@ static void test_write_watch_hears_each_write_that_moved_bytes(void **state)
 
 	before = mono_ns();
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.heard, 2);
 	assert_int_equal(w.heard_written, 500);
 	assert_true(before <= w.heard_began);
@@ -408,13 +408,13 @@ static void test_short_splices(void **state)
 	dst_add(A_BYTES, 1000, 0);
 	dst_add(A_BYTES, 3000, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
 	assert_int_equal(w.consumed, 4000);
 	assert_int_equal(fx.pool.lent, 1);
 	assert_int_equal(fx.h.in_pipe, 2000);
 
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 6000);
 	assert_int_equal(fx.pool.lent, 0);
 	assert_int_equal(w.splices_out, 4); /* 1000, 3000, EAGAIN, 2000 */
@@ -429,16 +429,16 @@ static void test_fin_after_pending_bytes(void **state)
 	src_add(A_EOF, 0, 0);
 	dst_add(A_BYTES, 40, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
 	assert_int_equal(w.shutdowns, 0);
 
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ); /* short read */
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ); /* short read */
 	assert_int_equal(w.consumed, 100);
 	assert_int_equal(w.shutdowns, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.shutdowns, 1);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN); /* idempotent */
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN); /* idempotent */
 	assert_int_equal(w.shutdowns, 1);
 	teardown_half();
 }
@@ -453,7 +453,7 @@ static void test_fin_through_splice(void **state)
 	src_add(A_BYTES, 8192, 0);
 	src_add(A_EOF, 0, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.consumed, 8192);
 	assert_int_equal(w.recvs, 1);
 	assert_int_equal(w.shutdowns, 1);
@@ -465,7 +465,7 @@ static void test_source_reset(void **state)
 {
 	setup_half(4, true);
 	src_add(A_ERR, 0, ECONNRESET);
-	assert_int_equal(half_run(&fx.h), PUMP_SRC_ERR);
+	assert_int_equal(pump_run(&fx.h), PUMP_SRC_ERR);
 	assert_int_equal(fx.h.err, ECONNRESET);
 	teardown_half();
 }
@@ -475,7 +475,7 @@ static void test_source_reset_while_splicing(void **state)
 	setup_half(4, true);
 	fx.h.policy.splicing = true;
 	src_add(A_ERR, 0, ECONNRESET);
-	assert_int_equal(half_run(&fx.h), PUMP_SRC_ERR);
+	assert_int_equal(pump_run(&fx.h), PUMP_SRC_ERR);
 	assert_int_equal(fx.h.err, ECONNRESET);
 	assert_int_equal(fx.pool.lent, 0);
 	teardown_half();
@@ -486,7 +486,7 @@ static void test_destination_epipe(void **state)
 	setup_half(0, true);
 	src_add(A_BYTES, 10, 0);
 	dst_add(A_ERR, 0, EPIPE);
-	assert_int_equal(half_run(&fx.h), PUMP_DST_ERR);
+	assert_int_equal(pump_run(&fx.h), PUMP_DST_ERR);
 	assert_int_equal(fx.h.err, EPIPE);
 	teardown_half();
 }
@@ -499,9 +499,9 @@ static void test_release_drops_full_pipe(void **state)
 	fx.h.policy.splicing = true;
 	src_add(A_BYTES, 4096, 0);
 	dst_add(A_ERR, 0, ECONNRESET);
-	assert_int_equal(half_run(&fx.h), PUMP_DST_ERR);
+	assert_int_equal(pump_run(&fx.h), PUMP_DST_ERR);
 	assert_int_equal(pool_budget_open(&fx.budget), 1);
-	half_release(&fx.h);
+	pump_release(&fx.h);
 	assert_int_equal(pool_budget_open(&fx.budget), 0);
 	assert_null(fx.pool.free);
 	teardown_half();
@@ -514,7 +514,7 @@ static void test_pool_exhausted_copies(void **state)
 	fx.h.policy.splicing = true;
 	src_add(A_BYTES, 700, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(fx.h.copied, 700);
 	assert_int_equal(fx.h.spliced, 0);
 	assert_true(fx.pool.denied > 0);
@@ -528,13 +528,13 @@ static void test_order_across_pump_switches(void **state)
 	setup_half(4, true);
 	src_add(A_BYTES, 1024 + 100, 0); /* copy 1024, then splice 100 */
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(fx.h.copied, 1024);
 	assert_int_equal(fx.h.spliced, 100);
 	assert_false(fx.h.policy.splicing);
 
 	src_add(A_BYTES, 50, 0); /* the copy pump checks the pattern */
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, 1174);
 	assert_int_equal(fx.h.copied, 1074);
 	teardown_half();
@@ -546,7 +546,7 @@ static void test_no_splice_never_splices(void **state)
 	setup_half(4, false);
 	src_add(A_BYTES, 10 * 1024, 0);
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.splices_in, 0);
 	assert_int_equal(fx.h.copied, 10 * 1024);
 	teardown_half();
@@ -559,9 +559,9 @@ static void test_budget_yields(void **state)
 	setup_half(0, true);
 	src_add(A_BYTES, 1 << 30, 0);
 	dst_add(A_BYTES, (size_t)1 << 40, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.recvs, PUMP_BUDGET);
-	assert_false(half_pending(&fx.h));
+	assert_false(pump_pending(&fx.h));
 	/* The last read might have emptied the socket, and then no event
 	 * would come to push what MORE held back: the pump uncorks. */
 	assert_false(fx.dst.corked);
@@ -612,7 +612,7 @@ static void setup_smb(const struct smb_thresholds *th, size_t total)
 static void run_until(size_t total)
 {
 	for (int i = 0; i < 10 && w.consumed < total; i++)
-		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+		assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, total);
 }
 
@@ -630,7 +630,7 @@ static void test_smb_read_payload_spliced(void **state)
 	setup_half(4, true);
 	n = build_read_response(smbbuf, PIPES_PAYLOAD);
 	setup_smb(&th64k, n);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.consumed, n);
 	assert_int_equal(fx.h.copied, BUF);
 	assert_int_equal(fx.h.spliced, n - BUF);
@@ -670,7 +670,7 @@ static void test_smb_message_end_is_pushed(void **state)
 	n = build_read_response(smbbuf, BUF - 84);
 	assert_int_equal(n, BUF);
 	setup_smb(&th64k, n);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_int_equal(w.sends_with_more, 0);
 	assert_int_equal(w.sends_without_more, 1);
 	assert_int_equal(w.uncork_calls, 0);
@@ -742,7 +742,7 @@ static void test_smb_small_messages_one_recv_one_send(void **state)
 		recvs = w.recvs;
 		sends = w.sends_without_more;
 		src_add(A_BYTES, e, 0);
-		assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+		assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 		assert_int_equal(w.recvs - recvs, 1);
 		assert_int_equal(w.sends_without_more - sends, 1);
 		assert_int_equal(fr.lead, 0); /* a small frame drops the hint */
@@ -763,7 +763,7 @@ static void test_smb_garbage_goes_opaque(void **state)
 	fx.h.fr = &fr;
 	src_add(A_BYTES, 50000, 0); /* the counting pattern starts 0x00 0x07 */
 	dst_add(A_BYTES, 1 << 20, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_READ);
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_READ);
 	assert_true(smb_framer_opaque(&fr));
 	assert_int_equal(w.consumed, 50000);
 	assert_true(fx.h.spliced > 0);
@@ -790,14 +790,14 @@ static void test_smb_midframe_eof_forwarded_after_pipe(void **state)
 	src_add(A_EOF, 0, 0);
 	dst_add(A_BYTES, BUF + 500, 0);
 	dst_add(A_ERR, 0, EAGAIN);
-	assert_int_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
-	assert_true(half_holds_pipe(&fx.h));
+	assert_int_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_true(pump_holds_pipe(&fx.h));
 	assert_int_equal(w.shutdowns, 0);
 
 	dst_add(A_BYTES, 1 << 20, 0);
 	for (int i = 0; i < 10 && !w.shutdowns; i++)
-		assert_int_not_equal(half_run(&fx.h), PUMP_WAIT_WRITE);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+		assert_int_not_equal(pump_run(&fx.h), PUMP_WAIT_WRITE);
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.consumed, cut);
 	assert_int_equal(w.shutdowns, 1);
 	assert_true(fx.h.spliced > 0);
@@ -819,7 +819,7 @@ static void test_smb_midframe_eof_after_more(void **state)
 	n = build_read_response(smbbuf, PIPES_PAYLOAD);
 	setup_smb(&th64k, cut);
 	src_add(A_EOF, 0, 0);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.consumed, cut);
 	assert_true(w.last_splice_flags & SPLICE_F_MORE);
 	assert_int_equal(w.uncork_calls, 0);
@@ -832,8 +832,8 @@ static void test_smb_midframe_eof_after_more(void **state)
 	setup_smb(&th64k, n);
 	src_add(A_EOF, 0, 0);
 	for (int i = 0; i < 10 && !w.shutdowns; i++)
-		half_run(&fx.h);
-	assert_int_equal(half_run(&fx.h), PUMP_FIN);
+		pump_run(&fx.h);
+	assert_int_equal(pump_run(&fx.h), PUMP_FIN);
 	assert_int_equal(w.consumed, n);
 	assert_false(fx.h.midframe);
 	assert_int_equal(fx.tot.midframe_ends, 0);

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_CONNSTATE_H
+#define SMBSPLICE_CONNSTATE_H
+
+#include "conn-t.h"
+
+void conn_set_state(struct conn *c, enum conn_state next);
+void conn_end(struct conn *c, enum conn_end end, const char *why);
+enum conn_end conn_end_for_errno(int err);
+void conn_rearm(struct conn *c, ev_tstamp after);
+
+#endif /* SMBSPLICE_CONNSTATE_H */
