@@ -323,18 +323,3 @@ unsigned limits_conns(const struct limits *l)
 {
 	return __atomic_load_n(&l->conns, __ATOMIC_RELAXED);
 }
-
-/**
- * admit_reason() - a refusal as a log word and metrics label
- * @a:	the refusal
- *
- * Return: "max_conns", "max_conns_per_source", "max_preauth_per_source",
- * or "" for ADMIT_OK.
- */
-const char *admit_reason(enum admit a)
-{
-	return a == ADMIT_MAX_CONNS    ? "max_conns"
-	       : a == ADMIT_PER_SOURCE ? "max_conns_per_source"
-	       : a == ADMIT_PREAUTH    ? "max_preauth_per_source"
-				       : "";
-}

@@ -61,6 +61,5 @@ enum admit limits_admit(struct limits *l, const struct source_key *k,
 void limits_authenticated(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);
-const char *admit_reason(enum admit a);
 
 #endif /* SMBSPLICE_LIMITS_H */
