@@ -4,7 +4,7 @@
 
 #include <sys/socket.h>
 
-#include "limits.h"
+#include "connlimits.h"
 
 struct lcfg;
 struct listener;

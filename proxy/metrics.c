@@ -33,7 +33,7 @@
 
 #include "accept.h"
 #include "counter.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "listener.h"
 #include "log.h"
 #include "tracefile.h"

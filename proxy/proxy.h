@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "limits.h"
+#include "connlimits.h"
 #include "options.h"
 #include "pipepool.h"
 #include "privhelper.h"

@@ -7,7 +7,7 @@
  * pipe and buffer pools and its own connections. A connection lives and
  * dies in the worker that accepted it, so the data path takes no lock and
  * shares no cache line with another thread. What is process-wide is small
- * and read-mostly: the caps (limits.c), the --max-pipes budget (one atomic
+ * and read-mostly: the caps (connlimits.c), the --max-pipes budget (one atomic
  * counter), listeners' settings (immutable, reference counted), and
  * counters that only the worker writes and the main thread reads.
  *

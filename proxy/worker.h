@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "bufpool.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "options.h"
 #include "pipepool.h"
 #include "timing.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_LIMITS_H
-#define SMBSPLICE_LIMITS_H
+#ifndef SMBSPLICE_CONNLIMITS_H
+#define SMBSPLICE_CONNLIMITS_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -62,4 +62,4 @@ void limits_authenticated(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);
 
-#endif /* SMBSPLICE_LIMITS_H */
+#endif /* SMBSPLICE_CONNLIMITS_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* limits.c - caps on connections and descriptors, for the whole process
+/* connlimits.c - caps on connections and descriptors, for the whole process
  *
  * Theory of operation: four limits decide whether a client is served, and
  * each holds across all workers.
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
-#include "limits.h"
+#include "connlimits.h"
 #include "log.h"
 
 /**
