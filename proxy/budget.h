@@ -49,4 +49,26 @@ static inline void budget_give(struct budget *b, long n)
 	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
 }
 
+/**
+ * budget_used() - how much is held now, for a gauge
+ * @b:	the budget
+ *
+ * Return: the amount, which other threads may be changing.
+ */
+static inline long budget_used(const struct budget *b)
+{
+	return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+}
+
+/**
+ * budget_limit() - how much may be held at once
+ * @b:	the budget
+ *
+ * Return: the limit, fixed before any worker starts.
+ */
+static inline long budget_limit(const struct budget *b)
+{
+	return b->limit;
+}
+
 #endif /* SMBSPLICE_BUDGET_H */

@@ -718,7 +718,7 @@ static int exit_early(struct proxy *px, int status)
  */
 int main(int argc, char **argv)
 {
-	struct proxy px = { .metrics_fd = -1,
+	struct proxy px = { .metrics = METRICS_INIT,
 			    .worker_netns = -1,
 			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
 			    .sync_cond = PTHREAD_COND_INITIALIZER };

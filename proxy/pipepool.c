@@ -105,7 +105,7 @@ static void pipe_budget_give(struct pipe_budget *b)
  */
 unsigned pool_budget_open(const struct pipe_budget *b)
 {
-	return (unsigned)__atomic_load_n(&b->pipes.used, __ATOMIC_RELAXED);
+	return (unsigned)budget_used(&b->pipes);
 }
 
 /**
