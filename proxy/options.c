@@ -1000,6 +1000,107 @@ enum opt_result options_apply(struct config *c, struct listen_opts *l,
 }
 
 /**
+ * struct file_state - where options_load() is in a config file
+ * @l:		the current section's listener, NULL in [global]
+ * @seen:	keys given in the current section
+ */
+struct file_state {
+	struct listen_opts *l;
+	bool seen[OPT_COUNT];
+};
+
+/**
+ * file_section() - a section of the config file begins
+ * @c:		the configuration being filled
+ * @fs:		where the load is
+ * @name:	the section's name
+ * @err:	buffer for the complaint
+ * @errlen:	its size
+ *
+ * [global] holds the process-wide settings; every other section is one
+ * listener, named by the section.
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+static enum opt_result file_section(struct config *c, struct file_state *fs,
+				    const char *name, char *err, size_t errlen)
+{
+	if (strlen(name) >= OPT_NAME_LEN || !*name) {
+		snprintf(err, errlen,
+			 "[%s]: a section name of 1 to %d characters, please",
+			 name, OPT_NAME_LEN - 1);
+		return OPT_BAD;
+	}
+	memset(fs->seen, 0, sizeof(fs->seen));
+	if (!strcmp(name, "global")) {
+		fs->l = NULL;
+		return OPT_OK;
+	}
+	for (unsigned i = 0; i < c->nls; i++)
+		if (!strcmp(c->ls[i].name, name)) {
+			snprintf(
+				err, errlen,
+				"[%s] appears twice; each listener is one section",
+				name);
+			return OPT_BAD;
+		}
+	if (c->nls == CONFIG_MAX_LISTENERS) {
+		snprintf(err, errlen, "[%s]: at most %u listeners", name,
+			 CONFIG_MAX_LISTENERS);
+		return OPT_BAD;
+	}
+	fs->l = &c->ls[c->nls++];
+	listen_opts_defaults(fs->l, name);
+	return OPT_OK;
+}
+
+/**
+ * options_load() - apply a config file to @c
+ * @c:		the configuration; its process-wide settings start from the
+ *		defaults and its listeners come from the file alone
+ * @path:	the file
+ * @err:	buffer for the one-line complaint, with FILE:LINE
+ * @errlen:	its size
+ *
+ * config_read() says what the file says; each entry is applied here in
+ * order, and the first that fails stops the load. A line the read stopped
+ * at comes after every entry read, so the complaint is about whichever
+ * came first in the file. Nothing is half applied: the caller gets a whole
+ * configuration or an error.
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+static enum opt_result options_load(struct config *c, const char *path,
+				    char *err, size_t errlen)
+{
+	struct file_state fs = { 0 };
+	struct config_text t;
+	enum opt_result r = OPT_OK;
+	char why[400];
+	int stop;
+
+	options_defaults(&c->o);
+	c->nls = 0;
+	stop = config_read(path, &t, err, errlen);
+	for (unsigned i = 0; stop >= 0 && r == OPT_OK && i < t.n; i++) {
+		const struct config_entry *e = &t.e[i];
+
+		*why = '\0';
+		r = e->key ? options_apply(c, fs.l, e->key, e->value, fs.seen,
+					   why, sizeof(why))
+			   : file_section(c, &fs, e->section, why, sizeof(why));
+		if (r != OPT_OK)
+			snprintf(err, errlen, "%s:%d: %s", path, e->line, why);
+	}
+	config_text_free(&t);
+	if (stop || r != OPT_OK)
+		return OPT_BAD;
+	/* The file names itself, so that a reload reads it again. */
+	snprintf(c->o.config, sizeof(c->o.config), "%s", path);
+	return OPT_OK;
+}
+
+/**
  * options_parse() - parse argv, and the config file it names, into @c
  * @c:		filled with defaults, then the file, then the options given
  * @argc:	argument count
@@ -1093,7 +1194,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 			cli.config);
 		return OPT_BAD;
 	}
-	r = config_load(c, cli.config, err, errlen);
+	r = options_load(c, cli.config, err, errlen);
 	if (r != OPT_OK)
 		return r;
 	/* The command line's process-wide options, once more, over the
