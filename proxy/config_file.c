@@ -215,9 +215,10 @@ int config_read(const char *path, struct config_text *t, char *err,
 		return -1;
 	}
 	if (line > 0)
-		snprintf(err, errlen, "%s:%d: %s", path, line,
-			 *rd.why ? rd.why
-				 : "not a section, a key = value, or a comment");
+		snprintf(
+			err, errlen, "%s:%d: %s", path, line,
+			*rd.why ? rd.why
+				: "not a section, a key = value, or a comment");
 	return line;
 }
 
