@@ -49,6 +49,7 @@
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
+#include "metrics.h"
 #include "netns.h"
 #include "notify.h"
 #include "options.h"
@@ -676,7 +677,7 @@ static int start(struct proxy *px, struct options *opt)
 		return -1;
 	}
 	if (px->cfg->ls[0].splice) {
-		opt->max_pipes = pool_fit_kernel(
+		opt->max_pipes = pipepool_fit_kernel(
 			&opt->pipe_size, opt->max_pipes,
 			!px->helper.fds && privs_have(CAP_SYS_ADMIN), err,
 			sizeof(err));

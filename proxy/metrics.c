@@ -160,7 +160,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 			report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &g, &accepted[i]);
-	g.pipes_open = pool_budget_open(&px->pipe_budget);
+	g.pipes_open = pipepool_budget_open(&px->pipe_budget);
 	g.fds_used = (uint64_t)budget_used(&px->limits.fds);
 	g.fds_limit = (uint64_t)budget_limit(&px->limits.fds);
 	g.log_dropped = log_dropped();

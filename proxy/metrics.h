@@ -2,50 +2,16 @@
 #ifndef SMBSPLICE_METRICS_H
 #define SMBSPLICE_METRICS_H
 
-/* metrics.h - the --stats endpoint, as the process holds it
+/* metrics.h - the --stats endpoint: Prometheus text over HTTP
  *
- * Theory of operation: struct proxy embeds one struct metrics, so that
- * the process needs no allocation to serve scrapes, but only metrics.c
- * reads or writes its fields; the rest of the daemon starts and stops it
- * through metrics_start() and metrics_stop(), and sizes its descriptor
- * reserve by METRICS_MAX_SCRAPES.
+ * Theory of operation: the process starts and stops it; metrics.c serves
+ * each scrape from the main loop, with the page page.c renders. Its state
+ * is a struct metrics (metrics-t.h) inside struct proxy.
  */
 
-#include <ev.h>
-#include <stddef.h>
+#include "metrics-t.h"
 
 struct proxy;
-struct scrape;
-
-/* Scrapes served at once; more wait in the --stats backlog. Each address
- * has a share of them (metrics.c), so this many idle clients must come
- * from several addresses, and each is closed within a second. */
-#define METRICS_MAX_SCRAPES 16
-
-/**
- * struct metrics - the --stats endpoint's state
- * @fd:		the --stats listening socket, -1 if none
- * @w:		readable watcher on @fd
- * @pause:	restarts @w after accept() ran out of descriptors
- * @scrapes:	scrapes being served
- * @nscrapes:	how many
- * @page:	the last rendered metrics page
- * @page_len:	its length
- * @page_at:	when it was rendered
- */
-struct metrics {
-	int fd;
-	ev_io w;
-	ev_timer pause;
-	struct scrape *scrapes;
-	unsigned nscrapes;
-	char *page;
-	size_t page_len;
-	ev_tstamp page_at;
-};
-
-/* A struct metrics that holds nothing, for a struct proxy's initialiser. */
-#define METRICS_INIT { .fd = -1 }
 
 int metrics_start(struct proxy *px);
 void metrics_stop(struct proxy *px);

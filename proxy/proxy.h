@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "connlimits.h"
-#include "metrics.h"
+#include "metrics-t.h"
 #include "options.h"
 #include "pipepool.h"
 #include "privhelper.h"

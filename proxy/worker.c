@@ -250,7 +250,7 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 
 	(void)loop;
 	(void)revents;
-	pool_trim(&w->pipes);
+	pipepool_trim(&w->pipes);
 	timing_pool_trim(&w->timing);
 	if (bufpool_trim(&w->bufs))
 		alloc_release_free_memory();
@@ -279,7 +279,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 		return -1;
 	}
 	pthread_mutex_init(&w->lock, NULL);
-	pool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
+	pipepool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
 	bufpool_init(&w->bufs, o->buf_size, BUF_KEEP_BYTES);
 	bufpool_bound_large(&w->bufs, &px->unpipe);
 	/* Started now, before the thread runs, so that a command sent at
@@ -368,7 +368,7 @@ void worker_destroy(struct worker *w)
 		}
 		free(c);
 	}
-	pool_destroy(&w->pipes);
+	pipepool_destroy(&w->pipes);
 	bufpool_destroy(&w->bufs);
 	w->timing.used = false;
 	timing_pool_trim(&w->timing);
