@@ -229,14 +229,24 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 }
 
 /**
- * log_listener() - one start-up or reload line per listener
- * @px:	the process
+ * log_listeners() - one start-up or reload line per listener
+ * @px:		the process
+ * @started:	it has just started: say first what it runs with
  */
-static void log_listeners(const struct proxy *px)
+static void log_listeners(const struct proxy *px, bool started)
 {
+	const struct options *o = px->opt;
+	long fds = budget_limit(&px->limits.fds) / 2;
 	char backends[512];
 	size_t n;
 
+	if (started)
+		log_info(
+			"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
+			px->cfg->nls, px->cfg->nls == 1 ? "" : "s",
+			px->nworkers, o->pipe_size, o->buf_size, o->max_pipes,
+			o->max_conns && o->max_conns < fds ? (long)o->max_conns
+							   : fds);
 	for (const struct listener *l = px->listeners; l; l = l->next) {
 		const struct listen_opts *lo = &l->cfg->o;
 
@@ -325,7 +335,7 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 		px->cfg = c;
 		log_info("reload: %s read, %u listener%s", px->opt->config,
 			 c->nls, c->nls == 1 ? "" : "s");
-		log_listeners(px);
+		log_listeners(px, false);
 	}
 	notify_ready(px->cfg->nls);
 }
@@ -771,14 +781,7 @@ int main(int argc, char **argv)
 		log_stop();
 		return 1;
 	}
-	log_info(
-		"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
-		px.cfg->nls, px.cfg->nls == 1 ? "" : "s", px.nworkers,
-		opt.pipe_size, opt.buf_size, opt.max_pipes,
-		opt.max_conns && opt.max_conns < px.limits.fds.limit / 2
-			? (long)opt.max_conns
-			: px.limits.fds.limit / 2);
-	log_listeners(&px);
+	log_listeners(&px, true);
 	notify_ready(px.cfg->nls);
 
 	ev_run(px.loop, 0);
