@@ -259,6 +259,36 @@ static void text_header(FILE *f, const struct report *r)
 }
 
 /**
+ * text_bounds() - what the reassembler's bounds on a hostile or huge
+ *		   capture left out
+ * @f:	where to print
+ * @r:	the report
+ */
+static void text_bounds(FILE *f, const struct report *r)
+{
+	const struct rs_stats *rs = r->rs;
+	char n1[28], n2[28];
+
+	if (rs->given_up)
+		fprintf(f,
+			"  %s of those stretches were given up on: more than %u MiB or %s segments\n"
+			"  waited behind them (%u MiB in all connections)\n",
+			commas(rs->given_up, n1), RS_OOO_MAX_BYTES >> 20,
+			commas(RS_OOO_MAX_SEGS, n2), RS_OOO_TOTAL_MAX >> 20);
+	if (rs->evicted)
+		fprintf(f,
+			"  %s connections were ended early: more than %s were open at once (the\n"
+			"  least recently active went first); raise --max-connections to follow them\n",
+			commas(rs->evicted, n1), commas(r->max_conns, n2));
+	if (rs->idle_ended)
+		fprintf(f,
+			"  %s connections were ended after %u minutes without a segment; any later\n"
+			"  segments of theirs were taken as new connections\n",
+			commas(rs->idle_ended, n1),
+			(unsigned)(RS_IDLE_USEC / 60000000u));
+}
+
+/**
  * text_complete() - how completely the SMB streams could be followed
  * @f:	where to print
  * @r:	the report
@@ -294,23 +324,7 @@ static void text_complete(FILE *f, const struct report *r)
 			commas(rs->lost_bytes, n1), commas(rs->lost_conns, n2),
 			rs->lost_conns == 1 ? "" : "s",
 			commas(rs->lost_holes, n3));
-	if (rs->given_up)
-		fprintf(f,
-			"  %s of those stretches were given up on: more than %u MiB or %s segments\n"
-			"  waited behind them (%u MiB in all connections)\n",
-			commas(rs->given_up, n1), RS_OOO_MAX_BYTES >> 20,
-			commas(RS_OOO_MAX_SEGS, n2), RS_OOO_TOTAL_MAX >> 20);
-	if (rs->evicted)
-		fprintf(f,
-			"  %s connections were ended early: more than %s were open at once (the\n"
-			"  least recently active went first); raise --max-connections to follow them\n",
-			commas(rs->evicted, n1), commas(r->max_conns, n2));
-	if (rs->idle_ended)
-		fprintf(f,
-			"  %s connections were ended after %u minutes without a segment; any later\n"
-			"  segments of theirs were taken as new connections\n",
-			commas(rs->idle_ended, n1),
-			(unsigned)(RS_IDLE_USEC / 60000000u));
+	text_bounds(f, r);
 	if (cs->short_hdr)
 		fprintf(f, "  %s packets cut short before their TCP header\n",
 			commas(cs->short_hdr, n1));

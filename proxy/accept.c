@@ -14,7 +14,7 @@
  * so that a flood of connects cannot starve the connections already open.
  *
  * Before each accept the worker takes a new connection's two descriptors
- * from the process's budget (limits.c), and pauses accepting for
+ * from the process's budget (connlimits.c), and pauses accepting for
  * ACCEPT_PAUSE seconds when the budget cannot spare them, leaving clients
  * in the backlog until connections end; accept() failing for lack of
  * descriptors or memory, or the socket() of a backend connection (see
@@ -40,7 +40,7 @@
 #include "conn.h"
 #include "counter.h"
 #include "dial.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "listener.h"
 #include "log.h"
 #include "options.h"

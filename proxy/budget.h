@@ -7,7 +7,7 @@
  * Theory of operation: a take adds first and checks after, undoing itself
  * when it went past the limit, so workers racing for the last units can
  * never pass it together, and no lock is held. Used for the descriptors
- * connections and pipes may hold (limits.h), for --max-pipes
+ * connections and pipes may hold (connlimits.h), for --max-pipes
  * (pipepool.h) and for the bytes moved out of stalled pipes into buffers
  * (bufpool.c).
  */
@@ -47,6 +47,28 @@ static inline bool budget_take(struct budget *b, long n)
 static inline void budget_give(struct budget *b, long n)
 {
 	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+/**
+ * budget_used() - how much is held now, for a gauge
+ * @b:	the budget
+ *
+ * Return: the amount, which other threads may be changing.
+ */
+static inline long budget_used(const struct budget *b)
+{
+	return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+}
+
+/**
+ * budget_limit() - how much may be held at once
+ * @b:	the budget
+ *
+ * Return: the limit, fixed before any worker starts.
+ */
+static inline long budget_limit(const struct budget *b)
+{
+	return b->limit;
 }
 
 #endif /* SMBSPLICE_BUDGET_H */

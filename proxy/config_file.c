@@ -1,24 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* config_file.c - reading the INI config file
  *
- * Theory of operation: the file is parsed with libinih, not by hand. Its
- * [global] section holds the process-wide settings; every other section
- * is one listener, named by the section. Keys are the long options'
- * names, and each key goes through options_apply(), so a key means in the
- * file exactly what its option means on the command line; a key that may
- * repeat on the command line (backend, allow, congestion, stats-allow) may
- * repeat in a section. Flags take yes or no.
+ * Theory of operation: the file is parsed with libinih, not by hand, into
+ * a list of what it says, in order: each section as it starts and each
+ * key = value, with its line. What the keys mean is options.c's business:
+ * options_load() applies the list, so a key means in the file exactly
+ * what its option means on the command line. This file knows sections,
+ * keys and lines, and nothing of any option; it calls nothing above it.
  *
- * The parse stops at the first error, and the complaint names the file,
- * the line and the key: an unknown key, a key in the wrong section, a bad
- * value, a section twice, or a line that is not INI at all. Nothing is
- * half applied: the caller gets a whole configuration or an error.
+ * The read stops at the first line that is not INI at all, or a key
+ * before any section; options_load() applies the entries before that
+ * line first, so that whichever error comes first in the file is the one
+ * reported, with FILE:LINE.
  *
  * libinih reads a line into a buffer whose size was fixed when the library
  * was built, and a longer line is cut: its tail would be parsed as a line
  * of its own, so a long comment ending in "workers = 0" would set workers.
  * The file is therefore read here, a whole line at a time, and a line that
- * would not fit the buffer libinih offers stops the parse with FILE:LINE.
+ * would not fit the buffer libinih offers stops the read with FILE:LINE.
  */
 #include "config.h"
 
@@ -32,23 +31,7 @@
 
 #include "config_file.h"
 
-/**
- * struct load - the state of one parse
- * @c:		the configuration being filled
- * @l:		the current section's listener, NULL in [global]
- * @section:	the current section's name
- * @seen:	keys given in the current section
- * @err:	the complaint, once a key failed
- * @errlen:	its size
- */
-struct load {
-	struct config *c;
-	struct listen_opts *l;
-	char section[OPT_NAME_LEN];
-	bool seen[128];
-	char *err;
-	size_t errlen;
-};
+#define CONFIG_SECTION_LEN 256
 
 /**
  * struct reader - the file, handed to libinih a line at a time
@@ -58,6 +41,9 @@ struct load {
  * @line:	its number
  * @too_long:	line number of a line too long for libinih, 0 if none
  * @limit:	the longest line libinih takes, once one was too long
+ * @out:	what was read so far
+ * @section:	the current section's name, to see when it changes
+ * @why:	why the read stopped at a line, if libinih does not say
  */
 struct reader {
 	FILE *f;
@@ -66,6 +52,9 @@ struct reader {
 	int line;
 	int too_long;
 	size_t limit;
+	struct config_text *out;
+	char section[CONFIG_SECTION_LEN];
+	char why[200];
 };
 
 /**
@@ -75,7 +64,7 @@ struct reader {
  * @stream:	the struct reader
  *
  * A line that does not fit in @num bytes with a newline and a NUL is not
- * cut: the parse ends there, and config_load() reports it. A "\r" before
+ * cut: the read ends there, and config_read() reports it. A "\r" before
  * the newline is dropped (libinih would strip it anyway).
  *
  * Return: @str, or NULL at the end of the file, on a read error, or after
@@ -105,130 +94,145 @@ static char *read_line(char *str, int num, void *stream)
 }
 
 /**
- * start_section() - a new section begins
- * @ld:		the parse
- * @name:	its name
+ * add_entry() - one more thing the file says
+ * @r:		the read
+ * @section:	its section
+ * @key:	its key, or NULL for a section starting
+ * @value:	its value
  *
- * Return: 1 to go on, 0 after setting the complaint.
+ * Return: 1, or 0 if memory ran out (the read stops, and says so).
  */
-static int start_section(struct load *ld, const char *name)
+static int add_entry(struct reader *r, const char *section, const char *key,
+		     const char *value)
 {
-	struct config *c = ld->c;
+	struct config_text *t = r->out;
+	struct config_entry *e;
 
-	if (strlen(name) >= sizeof(ld->section) || !*name) {
-		snprintf(ld->err, ld->errlen,
-			 "[%s]: a section name of 1 to %zu characters, please",
-			 name, sizeof(ld->section) - 1);
-		return 0;
+	if (t->n == t->cap) {
+		unsigned cap = t->cap ? 2 * t->cap : 32;
+		struct config_entry *grown =
+			realloc(t->e, cap * sizeof(*grown));
+
+		if (!grown)
+			goto nomem;
+		t->e = grown;
+		t->cap = cap;
 	}
-	snprintf(ld->section, sizeof(ld->section), "%s", name);
-	memset(ld->seen, 0, sizeof(ld->seen));
-	if (!strcmp(name, "global")) {
-		ld->l = NULL;
-		return 1;
+	e = &t->e[t->n];
+	*e = (struct config_entry){ .line = r->line };
+	e->section = strdup(section);
+	e->key = key ? strdup(key) : NULL;
+	e->value = key ? strdup(value) : NULL;
+	if (!e->section || (key && (!e->key || !e->value))) {
+		free(e->section);
+		free(e->key);
+		free(e->value);
+		goto nomem;
 	}
-	for (unsigned i = 0; i < c->nls; i++)
-		if (!strcmp(c->ls[i].name, name)) {
-			snprintf(
-				ld->err, ld->errlen,
-				"[%s] appears twice; each listener is one section",
-				name);
-			return 0;
-		}
-	if (c->nls == CONFIG_MAX_LISTENERS) {
-		snprintf(ld->err, ld->errlen, "[%s]: at most %u listeners",
-			 name, CONFIG_MAX_LISTENERS);
-		return 0;
-	}
-	ld->l = &c->ls[c->nls++];
-	listen_opts_defaults(ld->l, name);
+	t->n++;
 	return 1;
+nomem:
+	snprintf(r->why, sizeof(r->why), "out of memory");
+	return 0;
 }
 
 /**
  * on_key() - libinih's handler: one key, or a new section
- * @user:	the parse
+ * @user:	the struct reader
  * @section:	the section the key is in
  * @key:	the key, or NULL when a section starts
  * @value:	its value
  *
- * Return: 1 to go on, 0 to stop the parse at this line.
+ * Return: 1 to go on, 0 to stop the read at this line.
  */
 static int on_key(void *user, const char *section, const char *key,
 		  const char *value)
 {
-	struct load *ld = user;
+	struct reader *r = user;
 
-	if (!key)
-		return start_section(ld, section);
-	if (!*section) {
+	if (key && !*section) {
 		snprintf(
-			ld->err, ld->errlen,
+			r->why, sizeof(r->why),
 			"%s: a key before any section; put it under [global] or a listener's [name]",
 			key);
 		return 0;
 	}
-	if (strcmp(section, ld->section) && !start_section(ld, section))
-		return 0;
-	return options_apply(ld->c, ld->l, key, value, ld->seen, ld->err,
-			     ld->errlen) == OPT_OK;
+	/* libinih may or may not say when a section starts: a key of
+	 * another section than the last one starts it too. */
+	if (!key || strcmp(section, r->section)) {
+		snprintf(r->section, sizeof(r->section), "%s", section);
+		if (!add_entry(r, section, NULL, NULL))
+			return 0;
+		if (!key)
+			return 1;
+	}
+	return add_entry(r, section, key, value);
 }
 
 /**
- * config_load() - read a config file into @c
- * @c:		the configuration, with defaults; its listeners come from
- *		the file
+ * config_read() - read a config file into a list of what it says
  * @path:	the file
- * @err:	buffer for the one-line complaint, on OPT_BAD
+ * @t:		filled with the entries before the first bad line, which
+ *		the caller frees with config_text_free() whatever the result
+ * @err:	buffer for the complaint, with FILE:LINE when a line is bad
  * @errlen:	its size
  *
- * Return: OPT_OK or OPT_BAD.
+ * Return: 0 if the whole file was read; a line number if the read stopped
+ * at that line, with @err set (the entries before it are in @t); -1 if
+ * the file could not be read at all, with @err set.
  */
-enum opt_result config_load(struct config *c, const char *path, char *err,
-			    size_t errlen)
+int config_read(const char *path, struct config_text *t, char *err,
+		size_t errlen)
 {
-	char why[400] = "";
-	struct load ld = { .c = c, .err = why, .errlen = sizeof(why) };
-	struct reader rd = { 0 };
+	struct reader rd = { .out = t };
 	int line;
 
-	_Static_assert(sizeof(ld.seen) >= 64, "a seen flag per option");
-	options_defaults(&c->o);
-	c->nls = 0;
+	*t = (struct config_text){ 0 };
 	ini_stop_on_first_error = true;
 	ini_allow_multiline = false;
 	rd.f = fopen(path, "re");
-	if (rd.f) {
-		line = ini_parse_stream(read_line, &rd, on_key, &ld);
-		/* A key before it failed: that is the first error. */
-		if (rd.too_long && (!line || line > rd.too_long)) {
-			line = rd.too_long;
-			snprintf(why, sizeof(why), "line longer than %zu bytes",
-				 rd.limit);
-		}
-		free(rd.buf);
-		fclose(rd.f);
-	} else {
-		line = -1;
-	}
-	if (line < 0) {
+	if (!rd.f) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: %s%s", path,
-			 line == -1 ? strerror(e) : "out of memory",
-			 line == -1 && e == EACCES && geteuid()
+		snprintf(err, errlen, "%s: %s%s", path, strerror(e),
+			 e == EACCES && geteuid()
 				 ? " (smbsplice no longer runs as root: the"
 				   " file must be readable by its --user)"
 				 : "");
-		return OPT_BAD;
+		return -1;
 	}
-	if (line > 0) {
-		snprintf(err, errlen, "%s:%d: %s", path, line,
-			 *why ? why
-			      : "not a section, a key = value, or a comment");
-		return OPT_BAD;
+	line = ini_parse_stream(read_line, &rd, on_key, &rd);
+	/* A key before it failed: that is the first error. */
+	if (rd.too_long && (!line || line > rd.too_long)) {
+		line = rd.too_long;
+		snprintf(rd.why, sizeof(rd.why), "line longer than %zu bytes",
+			 rd.limit);
 	}
-	/* The file names itself, so that a reload reads it again. */
-	snprintf(c->o.config, sizeof(c->o.config), "%s", path);
-	return OPT_OK;
+	free(rd.buf);
+	fclose(rd.f);
+	if (line < 0) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	if (line > 0)
+		snprintf(
+			err, errlen, "%s:%d: %s", path, line,
+			*rd.why ? rd.why
+				: "not a section, a key = value, or a comment");
+	return line;
+}
+
+/**
+ * config_text_free() - free what config_read() read
+ * @t:	the list
+ */
+void config_text_free(struct config_text *t)
+{
+	for (unsigned i = 0; i < t->n; i++) {
+		free(t->e[i].section);
+		free(t->e[i].key);
+		free(t->e[i].value);
+	}
+	free(t->e);
+	*t = (struct config_text){ 0 };
 }

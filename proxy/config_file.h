@@ -4,9 +4,33 @@
 
 #include <stddef.h>
 
-#include "options.h"
+/**
+ * struct config_entry - one thing a config file says
+ * @section:	the section it is in
+ * @key:	the key, or NULL where @section starts
+ * @value:	its value, NULL where @section starts
+ * @line:	its line in the file
+ */
+struct config_entry {
+	char *section;
+	char *key;
+	char *value;
+	int line;
+};
 
-enum opt_result config_load(struct config *c, const char *path, char *err,
-			    size_t errlen);
+/**
+ * struct config_text - what a config file says, in order
+ * @e:		the entries
+ * @n:		how many
+ * @cap:	how many @e has room for
+ */
+struct config_text {
+	struct config_entry *e;
+	unsigned n, cap;
+};
+
+int config_read(const char *path, struct config_text *t, char *err,
+		size_t errlen);
+void config_text_free(struct config_text *t);
 
 #endif /* SMBSPLICE_CONFIG_FILE_H */

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "framer.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "pump.h"
 #include "sock.h"
 #include "stall.h"

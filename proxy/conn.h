@@ -10,7 +10,7 @@
 
 #include "conn-t.h"
 #include "connhost.h"
-#include "limits.h"
+#include "connlimits.h"
 
 struct buf_pool;
 struct conn;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "limits.h"
+#include "connlimits.h"
 #include "options.h"
 #include "stats.h"
 

@@ -49,6 +49,7 @@
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
+#include "metrics.h"
 #include "netns.h"
 #include "notify.h"
 #include "options.h"
@@ -228,14 +229,24 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 }
 
 /**
- * log_listener() - one start-up or reload line per listener
- * @px:	the process
+ * log_listeners() - one start-up or reload line per listener
+ * @px:		the process
+ * @started:	it has just started: say first what it runs with
  */
-static void log_listeners(const struct proxy *px)
+static void log_listeners(const struct proxy *px, bool started)
 {
+	const struct options *o = px->opt;
+	long fds = budget_limit(&px->limits.fds) / 2;
 	char backends[512];
 	size_t n;
 
+	if (started)
+		log_info(
+			"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
+			px->cfg->nls, px->cfg->nls == 1 ? "" : "s",
+			px->nworkers, o->pipe_size, o->buf_size, o->max_pipes,
+			o->max_conns && o->max_conns < fds ? (long)o->max_conns
+							   : fds);
 	for (const struct listener *l = px->listeners; l; l = l->next) {
 		const struct listen_opts *lo = &l->cfg->o;
 
@@ -325,7 +336,7 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 		px->cfg = c;
 		log_info("reload: %s read, %u listener%s", px->opt->config,
 			 c->nls, c->nls == 1 ? "" : "s");
-		log_listeners(px);
+		log_listeners(px, false);
 	}
 	notify_ready(px->cfg->nls);
 }
@@ -677,7 +688,7 @@ static int start(struct proxy *px, struct options *opt)
 		return -1;
 	}
 	if (px->cfg->ls[0].splice) {
-		opt->max_pipes = pool_fit_kernel(
+		opt->max_pipes = pipepool_fit_kernel(
 			&opt->pipe_size, opt->max_pipes,
 			!px->helper.fds && privs_have(CAP_SYS_ADMIN), err,
 			sizeof(err));
@@ -719,7 +730,7 @@ static int exit_early(struct proxy *px, int status)
  */
 int main(int argc, char **argv)
 {
-	struct proxy px = { .metrics_fd = -1,
+	struct proxy px = { .metrics = METRICS_INIT,
 			    .worker_netns = -1,
 			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
 			    .sync_cond = PTHREAD_COND_INITIALIZER };
@@ -771,14 +782,7 @@ int main(int argc, char **argv)
 		log_stop();
 		return 1;
 	}
-	log_info(
-		"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
-		px.cfg->nls, px.cfg->nls == 1 ? "" : "s", px.nworkers,
-		opt.pipe_size, opt.buf_size, opt.max_pipes,
-		opt.max_conns && opt.max_conns < px.limits.fds.limit / 2
-			? (long)opt.max_conns
-			: px.limits.fds.limit / 2);
-	log_listeners(&px);
+	log_listeners(&px, true);
 	notify_ready(px.cfg->nls);
 
 	ev_run(px.loop, 0);

@@ -33,9 +33,10 @@
 
 #include "accept.h"
 #include "counter.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "listener.h"
 #include "log.h"
+#include "metrics.h"
 #include "tracefile.h"
 #include "proxy.h"
 #include "sock.h"
@@ -59,7 +60,7 @@
  * @resp:	the response, once rendered
  * @resp_len:	its length
  * @resp_off:	bytes already written
- * @prev:	list link (&proxy.scrapes)
+ * @prev:	list link (&proxy.metrics.scrapes)
  * @next:	list link
  */
 struct scrape {
@@ -90,14 +91,14 @@ static void scrape_end(struct scrape *s)
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		px->scrapes = s->next;
+		px->metrics.scrapes = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	free(s);
 	/* Below the cap again: take the next one from the backlog. */
-	if (px->nscrapes-- == METRICS_MAX_SCRAPES && px->metrics_fd >= 0 &&
-	    !ev_is_active(&px->metrics_pause))
-		ev_io_start(px->loop, &px->metrics_w);
+	if (px->metrics.nscrapes-- == METRICS_MAX_SCRAPES && px->metrics.fd >= 0 &&
+	    !ev_is_active(&px->metrics.pause))
+		ev_io_start(px->loop, &px->metrics.w);
 }
 
 /**
@@ -160,10 +161,9 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 			report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &g, &accepted[i]);
-	g.pipes_open = pool_budget_open(&px->pipe_budget);
-	g.fds_used = (uint64_t)__atomic_load_n(&px->limits.fds.used,
-					       __ATOMIC_RELAXED);
-	g.fds_limit = (uint64_t)px->limits.fds.limit;
+	g.pipes_open = pipepool_budget_open(&px->pipe_budget);
+	g.fds_used = (uint64_t)budget_used(&px->limits.fds);
+	g.fds_limit = (uint64_t)budget_limit(&px->limits.fds);
 	g.log_dropped = log_dropped();
 	tracefile_counts(&g.trace_records, &g.trace_dropped);
 	g.draining = px->state == PX_DRAINING;
@@ -194,17 +194,17 @@ static const char *metrics_page(struct proxy *px, size_t *len)
 	size_t n;
 	char *page;
 
-	if (!px->page || now - px->page_at >= METRICS_CACHE) {
+	if (!px->metrics.page || now - px->metrics.page_at >= METRICS_CACHE) {
 		page = render_metrics(px, &n);
 		if (!page)
 			return NULL;
-		free(px->page);
-		px->page = page;
-		px->page_len = n;
-		px->page_at = now;
+		free(px->metrics.page);
+		px->metrics.page = page;
+		px->metrics.page_len = n;
+		px->metrics.page_at = now;
 	}
-	*len = px->page_len;
-	return px->page;
+	*len = px->metrics.page_len;
+	return px->metrics.page;
 }
 
 /**
@@ -388,7 +388,7 @@ static bool make_room(struct proxy *px, const struct source_key *src)
 	unsigned n = 0;
 
 	/* The list is newest first, and holds METRICS_MAX_SCRAPES at most. */
-	for (struct scrape *s = px->scrapes; s; s = s->next) {
+	for (struct scrape *s = px->metrics.scrapes; s; s = s->next) {
 		if (memcmp(&s->src, src, sizeof(*src)))
 			continue;
 		n++;
@@ -406,7 +406,7 @@ static bool make_room(struct proxy *px, const struct source_key *src)
 /**
  * on_metrics_accept() - a scraper connected
  * @loop:	the loop
- * @w:		&proxy.metrics_w
+ * @w:		&proxy.metrics.w
  * @revents:	unused
  */
 static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
@@ -419,13 +419,13 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 	int fd;
 
 	(void)revents;
-	fd = accept4(px->metrics_fd, (struct sockaddr *)&peer, &plen,
+	fd = accept4(px->metrics.fd, (struct sockaddr *)&peer, &plen,
 		     SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		/* The connection stays queued and the socket readable:
 		 * retrying at once would spin. */
 		if (accept_out_of_resources(errno))
-			accept_backoff(loop, &px->metrics_pause);
+			accept_backoff(loop, &px->metrics.pause);
 		return;
 	}
 	if (!stats_allowed(px->opt, (struct sockaddr *)&peer)) {
@@ -446,11 +446,11 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 	s->timer.data = s;
 	ev_io_start(loop, &s->io);
 	ev_timer_start(loop, &s->timer);
-	s->next = px->scrapes;
-	if (px->scrapes)
-		px->scrapes->prev = s;
-	px->scrapes = s;
-	if (++px->nscrapes == METRICS_MAX_SCRAPES)
+	s->next = px->metrics.scrapes;
+	if (px->metrics.scrapes)
+		px->metrics.scrapes->prev = s;
+	px->metrics.scrapes = s;
+	if (++px->metrics.nscrapes == METRICS_MAX_SCRAPES)
 		ev_io_stop(loop, w);
 }
 
@@ -464,20 +464,20 @@ int metrics_start(struct proxy *px)
 {
 	const struct endpoint *ep = &px->opt->stats;
 
-	px->metrics_fd = -1;
+	px->metrics.fd = -1;
 	if (!ep->len)
 		return 0;
-	px->metrics_fd = sock_listen((const struct sockaddr *)&ep->addr,
+	px->metrics.fd = sock_listen((const struct sockaddr *)&ep->addr,
 				     ep->len, false, false);
-	if (px->metrics_fd < 0) {
+	if (px->metrics.fd < 0) {
 		log_err("cannot listen for --stats on %s: %s", ep->text,
 			strerror(errno));
 		return -1;
 	}
-	ev_io_init(&px->metrics_w, on_metrics_accept, px->metrics_fd, EV_READ);
-	px->metrics_w.data = px;
-	accept_pause_init(&px->metrics_pause, &px->metrics_w);
-	ev_io_start(px->loop, &px->metrics_w);
+	ev_io_init(&px->metrics.w, on_metrics_accept, px->metrics.fd, EV_READ);
+	px->metrics.w.data = px;
+	accept_pause_init(&px->metrics.pause, &px->metrics.w);
+	ev_io_start(px->loop, &px->metrics.w);
 	return 0;
 }
 
@@ -487,14 +487,14 @@ int metrics_start(struct proxy *px)
  */
 void metrics_stop(struct proxy *px)
 {
-	if (px->metrics_fd < 0)
+	if (px->metrics.fd < 0)
 		return;
-	ev_io_stop(px->loop, &px->metrics_w);
-	ev_timer_stop(px->loop, &px->metrics_pause);
-	close(px->metrics_fd);
-	px->metrics_fd = -1;
-	while (px->scrapes)
-		scrape_end(px->scrapes);
-	free(px->page);
-	px->page = NULL;
+	ev_io_stop(px->loop, &px->metrics.w);
+	ev_timer_stop(px->loop, &px->metrics.pause);
+	close(px->metrics.fd);
+	px->metrics.fd = -1;
+	while (px->metrics.scrapes)
+		scrape_end(px->metrics.scrapes);
+	free(px->metrics.page);
+	px->metrics.page = NULL;
 }

@@ -78,12 +78,3 @@ void notify_stopping(unsigned long open)
 	sd_notifyf(0, "STOPPING=1\nSTATUS=draining %lu connection%s", open,
 		   open == 1 ? "" : "s");
 }
-
-/**
- * notify_status() - a line for `systemctl status`
- * @status:	the line
- */
-void notify_status(const char *status)
-{
-	sd_notifyf(0, "STATUS=%s", status);
-}

@@ -6,6 +6,5 @@ int notify_inherited(int **fds);
 void notify_ready(unsigned nlisteners);
 void notify_stopping(unsigned long open);
 void notify_reloading(void);
-void notify_status(const char *status);
 
 #endif /* SMBSPLICE_NOTIFY_H */

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <limits.h>
 
 #include "parse.h"
 #include "threshold.h"
@@ -151,10 +150,19 @@ struct config {
 #define OPT_DEFAULT_KA_IDLE	  60u
 #define OPT_DEFAULT_KA_INTVL	  10u
 #define OPT_DEFAULT_KA_CNT	  6u
-#define OPT_MAX_WORKERS		  1024u
 #define OPT_DEFAULT_DRAIN_TMO	  60.0
 #define OPT_DEFAULT_TRACE_MAX	  (100u << 20)
 #define OPT_DEFAULT_PREFIX6	  64u
+
+/* The limits of values; their rows in options_table.c state them. */
+#define OPT_MAX_WORKERS	   1024u
+#define OPT_MAX_CONNS	   10000000u
+#define OPT_MAX_PIPES	   1000000u
+#define OPT_MIN_PIPE_SIZE  (4u << 10)
+#define OPT_MAX_PIPE_SIZE  (1024u << 20)
+#define OPT_MIN_BUF_SIZE   (1u << 10)
+#define OPT_MAX_BUF_SIZE   (64u << 20)
+#define OPT_MIN_TRACE_MAX  (64u << 10)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

@@ -115,7 +115,7 @@ int parse_threshold(const char *s, uint32_t *out)
 		*out = SMB_THRESHOLD_OFF;
 		return 0;
 	}
-	if (parse_size(s, &v) || v > (16u << 20))
+	if (parse_size(s, &v) || v > PARSE_MAX_THRESHOLD)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

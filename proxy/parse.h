@@ -41,6 +41,9 @@ struct keepalive {
 	unsigned idle, intvl, cnt;
 };
 
+/* The largest splice threshold parse_threshold() takes. */
+#define PARSE_MAX_THRESHOLD (16u << 20)
+
 int parse_size(const char *s, size_t *out);
 int parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
 int parse_seconds(const char *s, double *out);

@@ -12,24 +12,24 @@
  * in it with one atomic add before it creates a pipe, and gives the slot
  * back when it closes one.
  *
- * Lifecycle of a slot: created by pool_get() when the free list is empty and
- * the budget allows; lent; then either pool_put() (empty, back on the free
- * list) or pool_drop() (closed: it may still hold bytes of a connection that
- * was reset, and those must never reach another connection). pool_trim(),
+ * Lifecycle of a slot: created by pipepool_get() when the free list is empty and
+ * the budget allows; lent; then either pipepool_put() (empty, back on the free
+ * list) or pipepool_drop() (closed: it may still hold bytes of a connection that
+ * was reset, and those must never reach another connection). pipepool_trim(),
  * called every few seconds, closes the free pipes that were not lent once
  * during the whole interval, so an idle pool shrinks back to nothing
  * instead of keeping its peak number of descriptors open for good.
  *
  * When the budget is spent (--max-pipes, or the descriptors that
  * connections leave), or the kernel refuses a new pipe (EMFILE, ENFILE),
- * pool_get() returns NULL and the caller copies instead: no error
+ * pipepool_get() returns NULL and the caller copies instead: no error
  * reaches a client because pipes ran out.
  *
  * A pipe is never lent smaller than --pipe-size. Without CAP_SYS_RESOURCE
  * (or CAP_SYS_ADMIN), once a user's pipes hold more than
  * /proc/sys/fs/pipe-user-pages-soft pages, the kernel makes new pipes of
  * two pages and refuses to grow them: spliced 8 KiB at a time, a stream
- * would cost a hundred times the system calls. pool_fit_kernel() caps
+ * would cost a hundred times the system calls. pipepool_fit_kernel() caps
  * --max-pipes at start so that smbsplice's own pipes stay under that
  * limit, and a pipe that still comes out small (the user's other
  * processes hold pipes too) is closed unused and counted, and no new pipe
@@ -56,12 +56,12 @@
 #define SMALL_PIPE_BACKOFF 1
 
 /**
- * pool_init() - set up an empty pool
+ * pipepool_init() - set up an empty pool
  * @p:		the pool
  * @budget:	the process-wide cap, shared with the other pools
  * @size:	size to request for each pipe
  */
-void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
+void pipepool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size)
 {
 	*p = (struct pipe_pool){ .budget = budget, .size = size };
 }
@@ -98,14 +98,14 @@ static void pipe_budget_give(struct pipe_budget *b)
 }
 
 /**
- * pool_budget_open() - pipes open in the whole process
+ * pipepool_budget_open() - pipes open in the whole process
  * @b:	the budget
  *
  * Return: the count.
  */
-unsigned pool_budget_open(const struct pipe_budget *b)
+unsigned pipepool_budget_open(const struct pipe_budget *b)
 {
-	return (unsigned)__atomic_load_n(&b->pipes.used, __ATOMIC_RELAXED);
+	return (unsigned)budget_used(&b->pipes);
 }
 
 /**
@@ -122,13 +122,13 @@ static int64_t coarse_now(void)
 }
 
 /**
- * pool_new_slot() - open a new pipe of the pool's size
+ * pipepool_new_slot() - open a new pipe of the pool's size
  * @p:	the pool, for the requested size
  *
  * Return: the slot, or NULL if the kernel refused a pipe, would not give
  * it the pool's size, or memory ran out.
  */
-static struct pipe_slot *pool_new_slot(struct pipe_pool *p)
+static struct pipe_slot *pipepool_new_slot(struct pipe_pool *p)
 {
 	struct pipe_slot *s;
 	int fds[2], got;
@@ -166,13 +166,13 @@ static struct pipe_slot *pool_new_slot(struct pipe_pool *p)
 }
 
 /**
- * pool_get() - borrow an empty pipe
+ * pipepool_get() - borrow an empty pipe
  * @p:	the pool
  *
  * Return: a pipe, or NULL when the budget is spent or no pipe can be made;
  * the caller then uses the copy pump.
  */
-struct pipe_slot *pool_get(struct pipe_pool *p)
+struct pipe_slot *pipepool_get(struct pipe_pool *p)
 {
 	struct pipe_slot *s = p->free;
 
@@ -184,7 +184,7 @@ struct pipe_slot *pool_get(struct pipe_pool *p)
 	} else if (!pipe_budget_take(p->budget)) {
 		counter_add(&p->denied, 1);
 		return NULL;
-	} else if (!(s = pool_new_slot(p))) {
+	} else if (!(s = pipepool_new_slot(p))) {
 		pipe_budget_give(p->budget);
 		counter_add(&p->denied, 1);
 		return NULL;
@@ -194,11 +194,11 @@ struct pipe_slot *pool_get(struct pipe_pool *p)
 }
 
 /**
- * pool_put() - give back a pipe that is empty
+ * pipepool_put() - give back a pipe that is empty
  * @p:	the pool
  * @s:	the pipe; the caller guarantees it holds no bytes
  */
-void pool_put(struct pipe_pool *p, struct pipe_slot *s)
+void pipepool_put(struct pipe_pool *p, struct pipe_slot *s)
 {
 	s->next = p->free;
 	p->free = s;
@@ -220,18 +220,18 @@ static void slot_close(struct pipe_pool *p, struct pipe_slot *s)
 }
 
 /**
- * pool_drop() - close a lent pipe that may still hold bytes
+ * pipepool_drop() - close a lent pipe that may still hold bytes
  * @p:	the pool
  * @s:	the pipe, lent from @p
  */
-void pool_drop(struct pipe_pool *p, struct pipe_slot *s)
+void pipepool_drop(struct pipe_pool *p, struct pipe_slot *s)
 {
 	slot_close(p, s);
 	counter_sub(&p->lent, 1);
 }
 
 /**
- * pool_trim() - close the free pipes that sat unused since the last trim
+ * pipepool_trim() - close the free pipes that sat unused since the last trim
  * @p:	the pool
  *
  * The last @low pipes of the free list (the list is most recently returned
@@ -239,7 +239,7 @@ void pool_drop(struct pipe_pool *p, struct pipe_slot *s)
  *
  * Return: how many pipes were closed.
  */
-unsigned pool_trim(struct pipe_pool *p)
+unsigned pipepool_trim(struct pipe_pool *p)
 {
 	struct pipe_slot **link = &p->free, *s;
 	uint64_t stay = p->nfree - p->low;
@@ -258,13 +258,13 @@ unsigned pool_trim(struct pipe_pool *p)
 }
 
 /**
- * pool_destroy() - close every free pipe (lent ones belong to connections)
+ * pipepool_destroy() - close every free pipe (lent ones belong to connections)
  * @p:	the pool
  */
-void pool_destroy(struct pipe_pool *p)
+void pipepool_destroy(struct pipe_pool *p)
 {
 	p->low = p->nfree;
-	pool_trim(p);
+	pipepool_trim(p);
 }
 
 /**
@@ -303,7 +303,7 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
 }
 
 /**
- * pool_fit_kernel() - size the pools to what the kernel lets this process have
+ * pipepool_fit_kernel() - size the pools to what the kernel lets this process have
  * @size:	--pipe-size; lowered to /proc/sys/fs/pipe-max-size without
  *		CAP_SYS_RESOURCE
  * @max:	--max-pipes
@@ -320,7 +320,7 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
  *
  * Return: --max-pipes, lowered to what the soft limit allows.
  */
-unsigned pool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
+unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
 			 size_t len)
 {
 	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);

@@ -58,14 +58,14 @@ struct pipe_pool {
 	int64_t retry_at;
 };
 
-void pool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size);
-struct pipe_slot *pool_get(struct pipe_pool *p);
-void pool_put(struct pipe_pool *p, struct pipe_slot *s);
-void pool_drop(struct pipe_pool *p, struct pipe_slot *s);
-unsigned pool_trim(struct pipe_pool *p);
-void pool_destroy(struct pipe_pool *p);
-unsigned pool_budget_open(const struct pipe_budget *b);
-unsigned pool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
+void pipepool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size);
+struct pipe_slot *pipepool_get(struct pipe_pool *p);
+void pipepool_put(struct pipe_pool *p, struct pipe_slot *s);
+void pipepool_drop(struct pipe_pool *p, struct pipe_slot *s);
+unsigned pipepool_trim(struct pipe_pool *p);
+void pipepool_destroy(struct pipe_pool *p);
+unsigned pipepool_budget_open(const struct pipe_budget *b);
+unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
 			 size_t len);
 
 #endif /* SMBSPLICE_PIPEPOOL_H */

@@ -7,13 +7,13 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "limits.h"
+#include "connlimits.h"
+#include "metrics-t.h"
 #include "options.h"
 #include "pipepool.h"
 #include "privhelper.h"
 
 struct listener;
-struct scrape;
 struct worker;
 
 /* The process's stage; only main.c moves it, forward only:
@@ -65,14 +65,7 @@ enum proxy_state {
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then
  * @state:		its stage
- * @metrics_fd:		the --stats listening socket, -1 if none
- * @metrics_w:		readable watcher on @metrics_fd
- * @metrics_pause:	restarts @metrics_w after accept() ran out of fds
- * @scrapes:		scrapes being served
- * @nscrapes:		how many
- * @page:		the last rendered metrics page
- * @page_len:		its length
- * @page_at:		when it was rendered
+ * @metrics:		the --stats endpoint's state, metrics.c's alone
  *
  * The main thread forwards nothing. It watches signals, reloads, drains,
  * serves /metrics by reading the workers' counters, and reaches the
@@ -104,22 +97,7 @@ struct proxy {
 	ev_timer drain_timer;
 	ev_timer reaper;
 	enum proxy_state state;
-	int metrics_fd;
-	ev_io metrics_w;
-	ev_timer metrics_pause;
-	struct scrape *scrapes;
-	unsigned nscrapes;
-	char *page;
-	size_t page_len;
-	ev_tstamp page_at;
+	struct metrics metrics;
 };
-
-/* Scrapes served at once; more wait in the --stats backlog. Each address
- * has a share of them (metrics.c), so this many idle clients must come
- * from several addresses, and each is closed within a second. */
-#define METRICS_MAX_SCRAPES 16
-
-int metrics_start(struct proxy *px);
-void metrics_stop(struct proxy *px);
 
 #endif /* SMBSPLICE_PROXY_H */

@@ -253,7 +253,7 @@ static enum io_res flush_pipe(struct pump *h)
 		counter_add(&h->tot->more_writes, h->more);
 		h->dst->corked = h->more;
 	}
-	pool_put(h->pipes, h->pipe);
+	pipepool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	return IO_DONE;
 }
@@ -320,7 +320,7 @@ static enum io_res fill_splice(struct pump *h, size_t limit, bool first)
 	size_t asked;
 	ssize_t n;
 
-	h->pipe = pool_get(h->pipes);
+	h->pipe = pipepool_get(h->pipes);
 	if (!h->pipe)
 		return fill_copy(h);
 	asked = h->pipe->cap < limit ? h->pipe->cap : limit;
@@ -331,7 +331,7 @@ static enum io_res fill_splice(struct pump *h, size_t limit, bool first)
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		r = n == 0 ? IO_EOF : io_fail(h);
-		pool_put(h->pipes, h->pipe);
+		pipepool_put(h->pipes, h->pipe);
 		h->pipe = NULL;
 		if (r == IO_EOF || (r == IO_BLOCKED && first))
 			return fill_copy(h);
@@ -536,7 +536,7 @@ int pump_unpipe(struct pump *h)
 		}
 		got += (size_t)k;
 	}
-	pool_put(h->pipes, h->pipe);
+	pipepool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	h->in_pipe = 0;
 	h->buf = buf;
@@ -561,9 +561,9 @@ void pump_release(struct pump *h)
 	if (!h->pipe)
 		return;
 	if (h->in_pipe)
-		pool_drop(h->pipes, h->pipe);
+		pipepool_drop(h->pipes, h->pipe);
 	else
-		pool_put(h->pipes, h->pipe);
+		pipepool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	h->in_pipe = 0;
 }

@@ -7,7 +7,7 @@
  * pipe and buffer pools and its own connections. A connection lives and
  * dies in the worker that accepted it, so the data path takes no lock and
  * shares no cache line with another thread. What is process-wide is small
- * and read-mostly: the caps (limits.c), the --max-pipes budget (one atomic
+ * and read-mostly: the caps (connlimits.c), the --max-pipes budget (one atomic
  * counter), listeners' settings (immutable, reference counted), and
  * counters that only the worker writes and the main thread reads.
  *
@@ -287,7 +287,7 @@ static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
 
 	(void)loop;
 	(void)revents;
-	pool_trim(&w->pipes);
+	pipepool_trim(&w->pipes);
 	timing_pool_trim(&w->timing);
 	if (bufpool_trim(&w->bufs))
 		alloc_release_free_memory();
@@ -316,7 +316,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 		return -1;
 	}
 	pthread_mutex_init(&w->lock, NULL);
-	pool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
+	pipepool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
 	bufpool_init(&w->bufs, o->buf_size, BUF_KEEP_BYTES);
 	bufpool_bound_large(&w->bufs, &px->unpipe);
 	/* Started now, before the thread runs, so that a command sent at
@@ -409,7 +409,7 @@ void worker_destroy(struct worker *w)
 		}
 		free(c);
 	}
-	pool_destroy(&w->pipes);
+	pipepool_destroy(&w->pipes);
 	bufpool_destroy(&w->bufs);
 	w->timing.used = false;
 	timing_pool_trim(&w->timing);

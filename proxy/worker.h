@@ -10,7 +10,7 @@
 #include "accept.h"
 #include "bufpool.h"
 #include "conn.h"
-#include "limits.h"
+#include "connlimits.h"
 #include "options.h"
 #include "pipepool.h"
 #include "timing.h"

@@ -762,19 +762,3 @@ void smb_dialect_text(uint16_t dialect, char *out, size_t outlen)
 	else
 		snprintf(out, outlen, "%u.%u", major, minor);
 }
-
-/**
- * smb_dir_stats_add() - add one direction's counters to a total
- * @t:	the total, owned by the caller
- * @s:	the counters to add, which another thread may be adding to
- */
-void smb_dir_stats_add(struct smb_dir_stats *t, const struct smb_dir_stats *s)
-{
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0,
-		       "struct smb_dir_stats holds only uint64_t counters");
-	const uint64_t *from = (const uint64_t *)s;
-	uint64_t *to = (uint64_t *)t;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		to[i] += counter_read(&from[i]);
-}

@@ -33,8 +33,8 @@
  *
  * Shared by every framer of one direction in one thread and added to with
  * counter_add(), so that a connection carries none of it and any thread
- * may read it. Nothing but uint64_t counters: smb_dir_stats_add() relies
- * on that.
+ * may read it. Nothing but uint64_t counters: totals_add() (proxy/stats.c)
+ * adds it up as part of struct totals and relies on that.
  */
 struct smb_dir_stats {
 	uint64_t commands[SMB2_NCOMMANDS + 1];
@@ -330,6 +330,5 @@ static inline bool smb_framer_opaque(const struct smb_framer *f)
 
 const char *smb_command_name(unsigned cmd);
 void smb_dialect_text(uint16_t dialect, char *out, size_t outlen);
-void smb_dir_stats_add(struct smb_dir_stats *t, const struct smb_dir_stats *s);
 
 #endif /* SMBSPLICE_FRAMER_H */

@@ -19,30 +19,30 @@ static void test_cap_and_reuse(void **state)
 	struct pipe_pool p;
 	struct pipe_slot *x, *y, *z;
 
-	pool_init(&p, &b, 8192);
-	x = pool_get(&p);
-	y = pool_get(&p);
+	pipepool_init(&p, &b, 8192);
+	x = pipepool_get(&p);
+	y = pipepool_get(&p);
 	assert_non_null(x);
 	assert_non_null(y);
-	assert_int_equal(pool_budget_open(&b), 2);
+	assert_int_equal(pipepool_budget_open(&b), 2);
 	assert_int_equal(p.lent, 2);
 
-	assert_null(pool_get(&p)); /* cap reached: caller copies */
+	assert_null(pipepool_get(&p)); /* cap reached: caller copies */
 	assert_int_equal(p.denied, 1);
-	assert_int_equal(pool_budget_open(&b), 2);
+	assert_int_equal(pipepool_budget_open(&b), 2);
 
-	pool_put(&p, x);
+	pipepool_put(&p, x);
 	assert_int_equal(p.lent, 1);
 	assert_int_equal(p.nfree, 1);
-	z = pool_get(&p);
+	z = pipepool_get(&p);
 	assert_ptr_equal(z, x); /* reused, not recreated */
 	assert_int_equal(p.created, 2);
 
-	pool_put(&p, y);
-	pool_put(&p, z);
+	pipepool_put(&p, y);
+	pipepool_put(&p, z);
 	assert_int_equal(p.lent, 0);
-	pool_destroy(&p);
-	assert_int_equal(pool_budget_open(&b), 0);
+	pipepool_destroy(&p);
+	assert_int_equal(pipepool_budget_open(&b), 0);
 	assert_int_equal(p.nfree, 0);
 }
 
@@ -54,27 +54,27 @@ static void test_budget_shared(void **state)
 	struct pipe_pool p1, p2;
 	struct pipe_slot *a, *c, *d;
 
-	pool_init(&p1, &b, 8192);
-	pool_init(&p2, &b, 8192);
-	a = pool_get(&p1);
-	c = pool_get(&p1);
-	d = pool_get(&p2);
+	pipepool_init(&p1, &b, 8192);
+	pipepool_init(&p2, &b, 8192);
+	a = pipepool_get(&p1);
+	c = pipepool_get(&p1);
+	d = pipepool_get(&p2);
 	assert_non_null(a);
 	assert_non_null(c);
 	assert_non_null(d);
-	assert_null(pool_get(&p2));
+	assert_null(pipepool_get(&p2));
 	assert_int_equal(p2.denied, 1);
-	assert_int_equal(pool_budget_open(&b), 3);
+	assert_int_equal(pipepool_budget_open(&b), 3);
 
-	pool_drop(&p1, a);
-	a = pool_get(&p2);
+	pipepool_drop(&p1, a);
+	a = pipepool_get(&p2);
 	assert_non_null(a);
-	pool_put(&p2, a);
-	pool_put(&p1, c);
-	pool_put(&p2, d);
-	pool_destroy(&p1);
-	pool_destroy(&p2);
-	assert_int_equal(pool_budget_open(&b), 0);
+	pipepool_put(&p2, a);
+	pipepool_put(&p1, c);
+	pipepool_put(&p2, d);
+	pipepool_destroy(&p1);
+	pipepool_destroy(&p2);
+	assert_int_equal(pipepool_budget_open(&b), 0);
 }
 
 static void test_size_applied(void **state)
@@ -83,13 +83,13 @@ static void test_size_applied(void **state)
 	struct pipe_pool p;
 	struct pipe_slot *a;
 
-	pool_init(&p, &b, 8192);
-	a = pool_get(&p);
+	pipepool_init(&p, &b, 8192);
+	a = pipepool_get(&p);
 	assert_non_null(a);
 	assert_int_equal(a->cap, 8192);
 	assert_int_equal(fcntl(a->wr, F_GETPIPE_SZ), 8192);
-	pool_put(&p, a);
-	pool_destroy(&p);
+	pipepool_put(&p, a);
+	pipepool_destroy(&p);
 }
 
 static void test_drop_closes(void **state)
@@ -99,15 +99,15 @@ static void test_drop_closes(void **state)
 	struct pipe_slot *a;
 	int rd;
 
-	pool_init(&p, &b, 65536);
-	a = pool_get(&p);
+	pipepool_init(&p, &b, 65536);
+	a = pipepool_get(&p);
 	rd = a->rd;
 	assert_int_equal(write(a->wr, "x", 1), 1); /* holds a byte */
-	pool_drop(&p, a);
-	assert_int_equal(pool_budget_open(&b), 0);
+	pipepool_drop(&p, a);
+	assert_int_equal(pipepool_budget_open(&b), 0);
 	assert_int_equal(p.lent, 0);
 	assert_int_equal(fcntl(rd, F_GETFD), -1); /* closed */
-	pool_destroy(&p);
+	pipepool_destroy(&p);
 }
 
 static void test_zero_cap_never_lends(void **state)
@@ -115,10 +115,10 @@ static void test_zero_cap_never_lends(void **state)
 	struct pipe_budget b = { .pipes.limit = 0 };
 	struct pipe_pool p;
 
-	pool_init(&p, &b, 65536);
-	assert_null(pool_get(&p));
-	assert_int_equal(pool_budget_open(&b), 0);
-	pool_destroy(&p);
+	pipepool_init(&p, &b, 65536);
+	assert_null(pipepool_get(&p));
+	assert_int_equal(pipepool_budget_open(&b), 0);
+	pipepool_destroy(&p);
 }
 
 /* A trim closes the free pipes that were not lent since the last trim,
@@ -130,32 +130,32 @@ static void test_trim_closes_idle_pipes(void **state)
 	struct pipe_slot *s[4];
 	int rd3;
 
-	pool_init(&p, &b, 8192);
+	pipepool_init(&p, &b, 8192);
 	for (int i = 0; i < 4; i++)
-		s[i] = pool_get(&p);
+		s[i] = pipepool_get(&p);
 	rd3 = s[3]->rd;
 	for (int i = 0; i < 4; i++)
-		pool_put(&p, s[i]); /* free list: 3 2 1 0 */
+		pipepool_put(&p, s[i]); /* free list: 3 2 1 0 */
 	/* All four are new since the last trim: none sat idle for a whole
 	 * interval yet. */
-	assert_int_equal(pool_trim(&p), 0);
+	assert_int_equal(pipepool_trim(&p), 0);
 	assert_int_equal(p.nfree, 4);
 
 	/* One pipe is lent and returned during the interval: the low-water
 	 * mark is 3, so three were idle throughout. */
-	s[3] = pool_get(&p);
-	pool_put(&p, s[3]);
-	assert_int_equal(pool_trim(&p), 3);
+	s[3] = pipepool_get(&p);
+	pipepool_put(&p, s[3]);
+	assert_int_equal(pipepool_trim(&p), 3);
 	assert_int_equal(p.nfree, 1);
-	assert_int_equal(pool_budget_open(&b), 1);
+	assert_int_equal(pipepool_budget_open(&b), 1);
 	assert_int_equal(p.free->rd, rd3); /* the hot one stayed */
 
 	/* A whole idle interval later, the pool is empty. */
-	assert_int_equal(pool_trim(&p), 1);
+	assert_int_equal(pipepool_trim(&p), 1);
 	assert_int_equal(p.nfree, 0);
-	assert_int_equal(pool_budget_open(&b), 0);
+	assert_int_equal(pipepool_budget_open(&b), 0);
 	assert_int_equal(fcntl(rd3, F_GETFD), -1);
-	pool_destroy(&p);
+	pipepool_destroy(&p);
 }
 
 int main(void)

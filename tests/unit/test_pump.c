@@ -240,7 +240,7 @@ static void setup_half(unsigned max_pipes, bool splice_ok)
 	fx.src.fd = SRC;
 	fx.dst.fd = DST;
 	fx.budget.pipes.limit = max_pipes;
-	pool_init(&fx.pool, &fx.budget, 8192);
+	pipepool_init(&fx.pool, &fx.budget, 8192);
 	bufpool_init(&fx.bufs, BUF, 4 * BUF);
 	pump_init(&fx.h, &fx.src, &fx.dst, &fx.pool, &fx.bufs, splice_ok, NULL,
 		  &fx.tot);
@@ -255,9 +255,9 @@ static void teardown_half(void)
 	assert_int_equal(fx.bufs.lent, 0);
 	assert_int_equal(fx.tot.copied, fx.h.copied);
 	assert_int_equal(fx.tot.spliced, fx.h.spliced);
-	pool_destroy(&fx.pool);
+	pipepool_destroy(&fx.pool);
 	bufpool_destroy(&fx.bufs);
-	assert_int_equal(pool_budget_open(&fx.budget), 0);
+	assert_int_equal(pipepool_budget_open(&fx.budget), 0);
 }
 
 /* A small message is copied and pushed: no MORE, no setsockopt, and no
@@ -500,9 +500,9 @@ static void test_release_drops_full_pipe(void **state)
 	src_add(A_BYTES, 4096, 0);
 	dst_add(A_ERR, 0, ECONNRESET);
 	assert_int_equal(pump_run(&fx.h), PUMP_DST_ERR);
-	assert_int_equal(pool_budget_open(&fx.budget), 1);
+	assert_int_equal(pipepool_budget_open(&fx.budget), 1);
 	pump_release(&fx.h);
-	assert_int_equal(pool_budget_open(&fx.budget), 0);
+	assert_int_equal(pipepool_budget_open(&fx.budget), 0);
 	assert_null(fx.pool.free);
 	teardown_half();
 }

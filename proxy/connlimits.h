@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_LIMITS_H
-#define SMBSPLICE_LIMITS_H
+#ifndef SMBSPLICE_CONNLIMITS_H
+#define SMBSPLICE_CONNLIMITS_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -61,6 +61,5 @@ enum admit limits_admit(struct limits *l, const struct source_key *k,
 void limits_authenticated(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);
-const char *admit_reason(enum admit a);
 
-#endif /* SMBSPLICE_LIMITS_H */
+#endif /* SMBSPLICE_CONNLIMITS_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* limits.c - caps on connections and descriptors, for the whole process
+/* connlimits.c - caps on connections and descriptors, for the whole process
  *
  * Theory of operation: four limits decide whether a client is served, and
  * each holds across all workers.
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
-#include "limits.h"
+#include "connlimits.h"
 #include "log.h"
 
 /**
@@ -322,19 +322,4 @@ void limits_release(struct limits *l, const struct source_key *k, bool preauth)
 unsigned limits_conns(const struct limits *l)
 {
 	return __atomic_load_n(&l->conns, __ATOMIC_RELAXED);
-}
-
-/**
- * admit_reason() - a refusal as a log word and metrics label
- * @a:	the refusal
- *
- * Return: "max_conns", "max_conns_per_source", "max_preauth_per_source",
- * or "" for ADMIT_OK.
- */
-const char *admit_reason(enum admit a)
-{
-	return a == ADMIT_MAX_CONNS    ? "max_conns"
-	       : a == ADMIT_PER_SOURCE ? "max_conns_per_source"
-	       : a == ADMIT_PREAUTH    ? "max_preauth_per_source"
-				       : "";
 }

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_METRICS_H
+#define SMBSPLICE_METRICS_H
+
+/* metrics.h - the --stats endpoint: Prometheus text over HTTP
+ *
+ * Theory of operation: the process starts and stops it; metrics.c serves
+ * each scrape from the main loop, with the page page.c renders. Its state
+ * is a struct metrics (metrics-t.h) inside struct proxy.
+ */
+
+#include "metrics-t.h"
+
+struct proxy;
+
+int metrics_start(struct proxy *px);
+void metrics_stop(struct proxy *px);
+
+#endif /* SMBSPLICE_METRICS_H */
