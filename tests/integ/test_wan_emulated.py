@@ -15,7 +15,7 @@ it. Path 0 is 192.0.2.0/24 (C .1, G .2), path 1 198.51.100.0/24.
    list; smbclient and smbd do not set it, so the default is what counts.)
 2. Outages: a total outage (wanem 'loss 100', then restored) of
    WAN_OUTAGE seconds (default 8; 30 for the issue's case, which takes
-   about a minute with TCP's backoff) in the middle of a get through
+   about a minute with TCP's backoff: `make check-wan-slow`) in the middle of a get through
    smbsplice with its default keepalive (60:10:6, so TCP_USER_TIMEOUT
    120 s): the session survives and the file arrives byte-exact. With
    --keepalive 2:1:2 (user timeout 4 s), an outage that does not end
