@@ -59,6 +59,15 @@ Workloads:
          rr sizes with 8 KiB and default pipes. office runs on this
          topology too, where haproxy reaches in with its `namespace`
          server option.
+  wan    smbsplice as a WAN gateway, over wanem between namespaces of its
+         own (contrib/bench/wan.py): direct (cubic), direct with bbr on
+         the server, haproxy at HQ, smbsplice at HQ (--congestion
+         client:bbr), the smbsplice pair, and the pair over two MPTCP
+         paths; smbclient get and put (--mib, default 256), mget of the
+         office files and ls of the office directory, over the cells of
+         --wan-grid RTTS:LOSSES:RATES (default 10,40,100:0,0.1,1:100,1000;
+         --quick 40:0,1:100 with get and put of 32 MiB), --wan-work and
+         --wan-fronts pick workloads and contestants, --wan-mtu the MTU.
 
 --topology loopback,ns picks the topologies: loopback runs every
 workload but ns, the namespace topology runs ns and office. The report
@@ -81,6 +90,7 @@ Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2] [--mib N]
                 [--topology loopback,ns] [--fronts N1,N2] [--baseline PATH]
                 [--office-files N] [--office-entries N] [--office-seconds S]
                 [--scale-counts N1,N2] [--scale-idle SEC]
+                [--wan-grid RTTS:LOSSES:RATES] [--wan-work W1,W2] [--wan-fronts F1,F2] [--wan-mtu N]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in
 docs/benchmarks.md.
@@ -920,7 +930,7 @@ OBS_RUNS = 5
 TRACE_DIR = "/var/tmp"
 TOPOLOGIES = ("loopback", "ns")
 WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
-             "office")
+             "office", "wan")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
@@ -1003,6 +1013,13 @@ def main():
                     f"(default {OFFICE_SECONDS}, --quick 2)")
     ap.add_argument("--mib", type=int, help="MiB per get, put and bulk transfer (default 1024, --quick 128); "
                     "pasta of Debian 12 stalls in most 1 GiB gets and in few of 256 MiB")
+    ap.add_argument("--wan-grid", help="the WAN part's cells, RTTS:LOSSES:RATES (ms, %%, Mbit/s), each a comma "
+                    "list (default 10,40,100:0,0.1,1:100,1000; --quick 40:0,1:100)")
+    ap.add_argument("--wan-work", help="the WAN part's workloads (default get,put,mget,ls; --quick get,put)")
+    ap.add_argument("--wan-fronts", default="direct,direct-bbr,haproxy,smbsplice,pair,pair-mptcp",
+                    help="the WAN part's contestants (default all)")
+    ap.add_argument("--wan-mtu", type=int, help="MTU of the WAN paths (default 1500, 9000 if a rate is above "
+                    "100 Mbit/s: at 1500 wanem's packet rate is the bottleneck)")
     args = ap.parse_args()
     global BASELINE, FRONTS
     only = set(args.only.split(","))
@@ -1027,9 +1044,14 @@ def main():
             ap.error("base: contestants need --baseline PATH")
     # the loopback topology runs every workload but ns; the namespace
     # topology runs ns and office
-    lo_only = only - {"ns"} if "loopback" in topo else set()
+    lo_only = only - {"ns", "wan"} if "loopback" in topo else set()
     ns_only = only & {"ns", "office"} if "ns" in topo else set()
-    if not lo_only and not ns_only:
+    # the WAN part has its own topology (contrib/bench/wan.py)
+    args.wan_grid = args.wan_grid or ("40:0,1:100" if args.quick else "10,40,100:0,0.1,1:100,1000")
+    args.wan_work = args.wan_work or ("get,put" if args.quick else "get,put,mget,ls")
+    args.mib_wan = args.mib or (32 if args.quick else 256)
+    args.runs_wan = runs
+    if not lo_only and not ns_only and "wan" not in only:
         ap.error(f"--only {args.only} --topology {args.topology}: nothing to run")
 
     t_start = time.monotonic()
@@ -1058,11 +1080,12 @@ def main():
             log(f"{label}: {time.monotonic() - t0:.0f} s")
 
     spec = None
+    if "office" in only or ("wan" in only and {"mget", "ls"} & set(args.wan_work.split(","))):
+        spec = prepare_office(work, n_files, n_entries)
     if "office" in only:
         if not shutil.which("smbtorture"):
             log("smbtorture not found (Debian package samba-testsuite): path-contention and echo left out "
                 "of office")
-        spec = prepare_office(work, n_files, n_entries)
         results["office"] = {"files": n_files, "bytes": spec["bytes"], "entries": n_entries,
                              "seconds": o_secs, "seed": OFFICE_SEED}
     try:
@@ -1190,6 +1213,10 @@ def main():
                     share_office(ns_share, spec)
                     results["office"]["ns"] = office(pick(OFFICE_FRONTS["ns"], ns_sp, netns=NETNS), spec,
                                                      ns_share, o_secs, runs, "namespace: office")
+        if "wan" in only:
+            import wan
+            with part("wan"):
+                results["wan"] = wan.run_wan(args, work, spec, share_office, log)
     finally:
         be.close()
         shutil.rmtree(work, ignore_errors=True)

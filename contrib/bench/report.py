@@ -755,6 +755,34 @@ def size_str(mib):
     return f"{mib >> 10} GiB" if mib >= 1024 and mib % 1024 == 0 else f"{mib} MiB"
 
 
+def wan_table(w):
+    """The WAN part: one row per cell and workload, each contestant's
+    median with its ratio to direct's (cubic on both ends)."""
+    if not w or not w.get("cells"):
+        return ""
+    fronts = w["fronts"]
+    head = "| RTT | loss | rate | workload | " + " | ".join(fronts) + " |"
+    rows = [f"### WAN (wanem, MTU {w['mtu']}, {w['mib']} MiB get and put, {w['runs']} runs per cell)\n",
+            "Medians; in brackets the ratio to direct (cubic on both ends).\n", head,
+            "|" + "---|" * (4 + len(fronts))]
+    for c in w["cells"]:
+        vals = [r["value"] for r in c["fronts"].get("direct", []) if "value" in r]
+        base = statistics.median(vals) if vals else None
+        cols = []
+        for f in fronts:
+            v = [r["value"] for r in c["fronts"].get(f, []) if "value" in r]
+            bad = len(c["fronts"].get(f, [])) - len(v)
+            if not v:
+                cols.append("failed" if bad else "")
+                continue
+            m = statistics.median(v)
+            cols.append(f"{m:.2f} {c['unit']}" + (f" ({m / base:.2f}x)" if base and f != "direct" else "") +
+                        (f", {bad} failed" if bad else ""))
+        rows.append(f"| {c['rtt']:g} ms | {c['loss']:g}% | {c['rate']:g} Mbit/s | {c['work']} | " +
+                    " | ".join(cols) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def write(r, outdir):
     global SIZE
     SIZE = size_str(r.get("mib", 1024))
@@ -800,6 +828,7 @@ def write(r, outdir):
     parts.append(syscall_table(r.get("syscalls")))
     if r.get("scale"):
         parts.append(scale_table(r["scale"]))
+    parts.append(wan_table(r.get("wan")))
     parts.append(failed_runs(r))
     parts.append(targets(r))
     parts.append(ns_targets(r))
