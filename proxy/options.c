@@ -117,6 +117,15 @@ static enum opt_result check_listener(const struct listen_opts *l,
 			return OPT_BAD;
 		}
 	}
+	if (l->accept_proxy != (l->nproxy_from > 0)) {
+		snprintf(
+			err, errlen,
+			l->accept_proxy
+				? "listener %s: accept-proxy needs proxy-from: the networks of the gateways whose PROXY headers are to be believed"
+				: "listener %s: proxy-from does nothing without accept-proxy",
+			l->name);
+		return OPT_BAD;
+	}
 	if (l->transparent && l->source.len) {
 		snprintf(
 			err, errlen,

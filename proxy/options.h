@@ -50,6 +50,10 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @allow:		networks whose clients are served; none for everyone
  * @nallow:		how many
  * @transparent:	connect to the backend from the client's address
+ * @send_proxy:		open backend connections with a PROXY v2 header
+ * @accept_proxy:	expect a PROXY v2 header before the client's bytes
+ * @proxy_from:		peers whose headers are taken (with @accept_proxy)
+ * @nproxy_from:	how many
  * @keepalive:		TCP keepalive on both sockets (idle 0 for off)
  * @cc:			TCP congestion control per side; empty for the
  *			system's default
@@ -74,6 +78,9 @@ struct listen_opts {
 	struct cidr allow[OPT_MAX_ALLOW];
 	unsigned nallow;
 	bool transparent;
+	bool send_proxy, accept_proxy;
+	struct cidr proxy_from[OPT_MAX_ALLOW];
+	unsigned nproxy_from;
 	struct keepalive keepalive;
 	char cc[SIDE_COUNT][OPT_CC_LEN];
 	struct endpoint source;

@@ -301,6 +301,14 @@ enum opt_result opt_add_allow(const struct opt_def *d, struct options *o,
 	return add_network(d, l->allow, &l->nallow, arg, err, errlen);
 }
 
+enum opt_result opt_add_proxy_from(const struct opt_def *d, struct options *o,
+				   struct listen_opts *l, const char *arg,
+				   char *err, size_t errlen)
+{
+	return add_network(d, l->proxy_from, &l->nproxy_from, arg, err,
+			   errlen);
+}
+
 enum opt_result opt_add_stats_allow(const struct opt_def *d, struct options *o,
 				    struct listen_opts *l, const char *arg,
 				    char *err, size_t errlen)
