@@ -182,6 +182,17 @@ const struct opt_def opt_table[] = {
 		  "(client:ALG, backend:ALG), e.g. bbr towards a WAN",
 	  .repeat = true,
 	  .apply = opt_set_congestion },
+	{ .name = "socket-buffer",
+	  .metavar = "[SIDE:]SIZE",
+	  .scope = L,
+	  .help = "fix SO_SNDBUF and SO_RCVBUF, on both sides or on one\n"
+		  "(client:SIZE, backend:SIZE), for a path whose\n"
+		  "bandwidth-delay product exceeds tcp_rmem/tcp_wmem max;\n"
+		  "turns off the kernel's autotuning (default: autotuning)",
+	  .repeat = true,
+	  .min = OPT_MIN_SOCKBUF,
+	  .max = OPT_MAX_SOCKBUF,
+	  .apply = opt_set_sockbuf },
 	{ .name = "mptcp",
 	  .metavar = "listen|backend|both|off",
 	  .scope = L,
