@@ -176,6 +176,15 @@ def safe_by_default():
                        capture_output=True, text=True, timeout=10)
     check(r.returncode == 2 and "accept-proxy needs proxy-from" in r.stderr,
           f"--accept-proxy without --proxy-from refuses to start: {r.returncode} {r.stderr.strip()}")
+    d = tempfile.mkdtemp(prefix="pp-conf-", dir=TMPDIR)
+    conf = os.path.join(d, "smbsplice.conf")
+    for extra, want in (("proxy-from = 192.0.2.1/32\nproxy-from = 198.51.100.1/32\n", 0), ("", 2)):
+        with open(conf, "w") as f:
+            f.write(f"[hq]\nlisten = 127.0.0.1:1\nbackend = 127.0.0.1:2\naccept-proxy = yes\n{extra}"
+                    "[branch]\nlisten = 127.0.0.1:3\nbackend = 127.0.0.1:1\nsend-proxy = yes\n")
+        r = subprocess.run([SMBSPLICE, "-c", conf, "--check"], capture_output=True, text=True, timeout=10)
+        check(r.returncode == want, f"config file keys accept-proxy, proxy-from (twice), send-proxy: --check exits "
+              f"{r.returncode}, want {want} ({r.stderr.strip()})")
 
 
 def main():
