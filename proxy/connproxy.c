@@ -7,11 +7,15 @@
  * (proxyhdr.c), the client it names takes the gateway's place in
  * everything that judges or records a client: --allow and the caps
  * (admit.c), the log's address, and the address --transparent dials from
- * and --send-proxy passes on. A LOCAL header keeps the gateway.
+ * and --send-proxy passes on. A LOCAL header keeps the gateway. With
+ * --transparent the client must be one an IPv4 listener's backend socket
+ * can be bound to: an IPv6 client there is reset, never dialled from a
+ * wrong address.
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <netinet/in.h>
 
 #include "admit.h"
 #include "connproxy.h"
@@ -41,14 +45,24 @@ bool conn_proxied(struct conn *c, const struct pp2_info *in)
 
 	if (!in->has_addr)
 		return true;
-	limits_release(&c->host->px->limits, &c->source, c->unauth);
-	a = admit_client(c->host->px, c->lo, src, true, &c->source, why,
-			 sizeof(why));
-	c->admitted = a == ADMIT_OK;
 	c->peer = in->src;
 	memcpy(was, c->cli_text, sizeof(was));
 	sock_addr_text(src, c->cli_text, sizeof(c->cli_text));
 	log_debug("conn %s: PROXY header from %s", c->cli_text, was);
+	if (c->lo->transparent && c->lo->listen.addr.ss_family == AF_INET &&
+	    src->sa_family == AF_INET6 &&
+	    !IN6_IS_ADDR_V4MAPPED(
+		    &((const struct sockaddr_in6 *)src)->sin6_addr)) {
+		counter_add(&c->st->proxy_refused, 1);
+		conn_end(
+			c, END_ERROR,
+			"PROXY header names an IPv6 client: --transparent on an IPv4 listener cannot connect from it");
+		return false;
+	}
+	limits_release(&c->host->px->limits, &c->source, c->unauth);
+	a = admit_client(c->host->px, c->lo, src, true, &c->source, why,
+			 sizeof(why));
+	c->admitted = a == ADMIT_OK;
 	if (c->admitted)
 		return true;
 	counter_add(a == ADMIT_DENIED ? &c->st->denied : &c->st->refused[a], 1);

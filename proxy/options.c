@@ -173,6 +173,16 @@ enum opt_result config_check(const struct config *c, bool inherited, char *err,
 		if (check_listener(&c->ls[i], inherited, !*c->o.config, err,
 				   errlen))
 			return OPT_BAD;
+		/* The helper binds only to a connected peer's address, which
+		 * under accept-proxy is the gateway's. */
+		if (*c->o.user && c->ls[i].transparent &&
+		    c->ls[i].accept_proxy) {
+			snprintf(
+				err, errlen,
+				"listener %s: transparent with accept-proxy cannot run under user: the privileged helper binds only to the address a socket is connected from, not to one a PROXY header names",
+				c->ls[i].name);
+			return OPT_BAD;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (same_listen(&c->ls[i], &c->ls[j])) {
 				snprintf(

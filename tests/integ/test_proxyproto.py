@@ -8,7 +8,9 @@ too. A peer outside --proxy-from, a malformed header, a missing one (a
 plain SMB NEGOTIATE) and one that trickles in and never completes
 (--handshake-timeout) are each reset and counted in
 smbsplice_refused_total{reason="proxy"}, and no byte of theirs reaches the
-backend. Past a valid header the stream is the client's, byte for byte."""
+backend. Past a valid header the stream is the client's, byte for byte.
+With --transparent (test_transparent.py's namespaces) HQ connects to the
+server from the address the header names."""
 import os
 import shutil
 import socket
@@ -171,6 +173,57 @@ def exact_after_header():
     hq.stop()
 
 
+def pp2_v6(src, dst):
+    """A PROXY TCP/IPv6 v2 header."""
+    body = (socket.inet_pton(socket.AF_INET6, src[0]) + socket.inet_pton(socket.AF_INET6, dst[0]) +
+            struct.pack("!HH", src[1], dst[1]))
+    return SIG + bytes([0x21, 0x21]) + struct.pack("!H", len(body)) + body
+
+
+def transparent_at_hq():
+    """HQ with --transparent dials from the header's client: in
+    test_transparent.py's topology (its recipe in P), a client in C that
+    sends a header naming C's other address 10.71.3.2 is seen by the server
+    in S as 10.71.3.2. A header naming an IPv6 client on this IPv4
+    listener is reset, never dialled from a wrong address."""
+    import test_transparent as T
+
+    def ask_with(hdr):
+        with T.inside(T.NS_C):
+            s = socket.socket()
+        s.settimeout(10)
+        try:
+            s.bind((T.C4, 0))
+            s.connect((T.PC4, 7010))
+            s.sendall(hdr + b"who am I?\n")
+            data = b""
+            while (b := s.recv(256)):
+                data += b
+            return data.decode().strip() or None
+        except ConnectionResetError:
+            return None
+        finally:
+            s.close()
+
+    try:
+        T.build_topology()
+        with T.inside(T.NS_S):
+            echo = Server(T.tell_peer, host=T.S4)
+        hq = T.proxy(T.PC4, 7010, echo.addr, "--mode", "tcp", "--transparent", "--accept-proxy", "--proxy-from",
+                     "10.71.1.0/24", "--workers", "1", stats=True)
+        seen = ask_with(pp2((T.C4_OUT, 40000), (T.PC4, 7010)))
+        check(seen == T.C4_OUT, f"--transparent at HQ: the server sees the header's client {T.C4_OUT} (saw {seen})")
+        hq.wait_log(rf"conn {T.C4_OUT}:40000 .* end=fin")
+        seen = ask_with(pp2_v6(("2001:db8::7", 40000), ("2001:db8::1", 7010)))
+        hq.wait_log(r"PROXY header names an IPv6 client: --transparent on an IPv4 listener cannot connect from it")
+        check(seen is None and echo.accepted == 1, f"an IPv6 header client on an IPv4 --transparent listener is "
+              f"reset, never dialled ({echo.accepted} backend connections)")
+        hq.stop()
+        echo.close()
+    finally:
+        T.remove_topology()
+
+
 def safe_by_default():
     r = subprocess.run([SMBSPLICE, "--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2", "--accept-proxy"],
                        capture_output=True, text=True, timeout=10)
@@ -185,6 +238,11 @@ def safe_by_default():
         r = subprocess.run([SMBSPLICE, "-c", conf, "--check"], capture_output=True, text=True, timeout=10)
         check(r.returncode == want, f"config file keys accept-proxy, proxy-from (twice), send-proxy: --check exits "
               f"{r.returncode}, want {want} ({r.stderr.strip()})")
+    r = subprocess.run([SMBSPLICE, "--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2", "--accept-proxy",
+                        "--proxy-from", "127.0.0.0/8", "--transparent", "--user", "nobody", "--check"],
+                       capture_output=True, text=True, timeout=10)
+    check(r.returncode == 2 and "transparent with accept-proxy cannot run under user" in r.stderr,
+          f"--transparent --accept-proxy --user: refused, the helper cannot trust a header ({r.stderr.strip()})")
 
 
 def main():
@@ -196,6 +254,7 @@ def main():
     allow_sees_client(smb)
     haproxy_header(smb)
     smb.stop()
+    transparent_at_hq()
 
 
 if __name__ == "__main__":
