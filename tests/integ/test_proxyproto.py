@@ -189,21 +189,7 @@ def transparent_at_hq():
     import test_transparent as T
 
     def ask_with(hdr):
-        with T.inside(T.NS_C):
-            s = socket.socket()
-        s.settimeout(10)
-        try:
-            s.bind((T.C4, 0))
-            s.connect((T.PC4, 7010))
-            s.sendall(hdr + b"who am I?\n")
-            data = b""
-            while (b := s.recv(256)):
-                data += b
-            return data.decode().strip() or None
-        except ConnectionResetError:
-            return None
-        finally:
-            s.close()
+        return T.ask(T.PC4, 7010, src=T.C4, hdr=hdr)
 
     try:
         T.build_topology()
