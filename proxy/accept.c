@@ -21,8 +21,10 @@
  * conn.c), pauses it the same way, with at most one log line every
  * ACCEPT_WARN_EVERY seconds. A client outside every --allow network is
  * reset at once, with a rate-limited log line, before it counts against
- * any cap; one past --max-conns, --max-conns-per-source or
- * --max-preauth-per-source likewise.
+ * any cap (admit.c); one past --max-conns, --max-conns-per-source or
+ * --max-preauth-per-source likewise. On a listener with --accept-proxy the
+ * peer is a gateway: one outside every --proxy-from network is reset the
+ * same way, and --allow waits for the client its header names (conn.c).
  *
  * Removing a listener (a reload, or SIGTERM's drain) first accepts what
  * is already queued on the socket, so that no client the kernel accepted
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include "accept.h"
+#include "admit.h"
 #include "conn.h"
 #include "counter.h"
 #include "dial.h"
@@ -127,23 +130,6 @@ void accept_pause_all(struct acceptor *a, const char *why)
 }
 
 /**
- * allowed() - is a client in one of the listener's --allow networks
- * @lo:		the listener's settings
- * @peer:	the client's address
- *
- * Return: true if it is, or if the listener allows everyone.
- */
-static bool allowed(const struct listen_opts *lo, const struct sockaddr *peer)
-{
-	if (!lo->nallow)
-		return true;
-	for (unsigned i = 0; i < lo->nallow; i++)
-		if (cidr_match(&lo->allow[i], peer))
-			return true;
-	return false;
-}
-
-/**
  * turn_away() - reset a client that is not to be served
  * @fd:		the client socket
  * @peer:	its address
@@ -167,42 +153,37 @@ static void turn_away(int fd, const struct sockaddr *peer, const char *lname,
  * @wl:		the listener it came on
  * @fd:		the client socket; its two descriptors are reserved
  * @peer:	its address
+ *
+ * With --accept-proxy the peer is a gateway: only one in --proxy-from is
+ * heard, and it is held to the caps under its own address until its
+ * header names the client, whom --allow and the caps then judge
+ * (conn.c).
  */
 static void take_client(struct wlistener *wl, int fd,
 			const struct sockaddr *peer)
 {
 	struct acceptor *acc = wl->a;
-	const struct options *o = acc->px->opt;
+	const struct listen_opts *lo = &wl->cfg->o;
 	struct lstats *st = &wl->l->st[acc->id];
-	struct limits *lim = &acc->px->limits;
 	struct source_key key;
 	char why[160];
 	enum admit a;
 
-	if (!allowed(&wl->cfg->o, peer)) {
+	if (lo->accept_proxy &&
+	    !admit_in(lo->proxy_from, lo->nproxy_from, peer)) {
 		conn_host_unreserve(acc->host);
-		counter_add(&st->denied, 1);
-		turn_away(fd, peer, wl->l->name, "not in --allow");
+		counter_add(&st->proxy_refused, 1);
+		turn_away(
+			fd, peer, wl->l->name,
+			"not in --proxy-from, so its PROXY header is not believed");
 		return;
 	}
-	source_key_of(peer, &key);
-	a = limits_admit(lim, &key, wl->cfg->o.mode == MODE_SMB);
-	if (a == ADMIT_MAX_CONNS)
-		snprintf(why, sizeof(why),
-			 "too many connections (--max-conns %u)", o->max_conns);
-	else if (a == ADMIT_PER_SOURCE)
-		snprintf(
-			why, sizeof(why),
-			"too many connections from its address (--max-conns-per-source %u)",
-			o->max_per_source);
-	else if (a == ADMIT_PREAUTH)
-		snprintf(
-			why, sizeof(why),
-			"its address has %u connections that have not completed a session setup (--max-preauth-per-source)",
-			o->max_preauth);
+	a = admit_client(acc->px, lo, peer, !lo->accept_proxy, &key, why,
+			 sizeof(why));
 	if (a != ADMIT_OK) {
 		conn_host_unreserve(acc->host);
-		counter_add(&st->refused[a], 1);
+		counter_add(a == ADMIT_DENIED ? &st->denied : &st->refused[a],
+			    1);
 		turn_away(fd, peer, wl->l->name, why);
 		return;
 	}

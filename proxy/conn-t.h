@@ -10,6 +10,7 @@
 #include <ev.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "framer.h"
@@ -42,12 +43,13 @@ enum conn_end {
 /* The stages of a connection; conn_set_state() alone moves it, along
  * conn.c's conn_state_next[]. */
 enum conn_state {
-	CS_NEW,	       /* accepted, not yet in a stage */
-	CS_HANDSHAKE,  /* waiting for the client's first frame (smb mode) */
-	CS_CONNECTING, /* the backend connect is in flight, or waits for a
-			* descriptor */
-	CS_OPEN,       /* both directions forward */
-	CS_ENDED,      /* logged and closed, about to be freed */
+	CS_NEW,		 /* accepted, not yet in a stage */
+	CS_PROXY_HEADER, /* --accept-proxy: waiting for the PROXY header */
+	CS_HANDSHAKE,	 /* waiting for the client's first frame (smb mode) */
+	CS_CONNECTING,	 /* the backend connect is in flight, or waits for a
+			  * descriptor */
+	CS_OPEN,	 /* both directions forward */
+	CS_ENDED,	 /* logged and closed, about to be freed */
 	CS_COUNT
 };
 
@@ -104,10 +106,13 @@ struct dir {
  * @st:		the listener's counters in this worker
  * @be:		the backend being dialled or forwarded to, an index into
  *		@lo's backends
+ * @peer:	the client's address and port (the PROXY header's, under
+ *		--accept-proxy), for --send-proxy
  * @cli_text:	client address, for the log
  * @source:	client address, as --max-conns-per-source counts it
  * @unauth:	smb mode, and no session setup has succeeded yet: it counts
  *		against --max-preauth-per-source and --auth-timeout
+ * @admitted:	@source holds a place under the caps, to give back
  * @lowat:	in the handshake: the client socket's SO_RCVLOWAT is raised
  * @peeked:	in the handshake: bytes of the first frame seen so far
  * @tm:		smb mode: the clocks of its messages in flight
@@ -130,9 +135,10 @@ struct conn {
 	const struct listen_opts *lo;
 	struct lstats *st;
 	unsigned be;
+	struct sockaddr_storage peer;
 	char cli_text[64];
 	struct source_key source;
-	bool unauth, lowat;
+	bool unauth, admitted, lowat;
 	unsigned peeked;
 	struct timing tm;
 	struct trace_conn *trace;

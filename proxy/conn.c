@@ -7,10 +7,14 @@
  * alone along conn_state_next[] (connstate.c, with conn_end()), each
  * change logged at debug level:
  *
- *   new -> handshake -> connecting -> open -> ended
- *     `----------------^   ^----'   (failover: the next backend)
- *   handshake, connecting -> ended
+ *   new -> [proxy-header ->] handshake -> connecting -> open -> ended
+ *     `-------------------------------^   ^----'   (failover)
+ *   proxy-header, handshake, connecting -> ended
  *
+ *   proxy-header: --accept-proxy only: the gateway's PROXY v2 header
+ *               (proxyhdr.c) names the client, who is then judged by
+ *               --allow and the caps instead of the gateway, under
+ *               --handshake-timeout; a bad or missing one is reset.
  *   handshake:  smb mode only: the backend is not dialled until the
  *               client's first frame is an SMB opening (handshake.c),
  *               under --handshake-timeout; while it is incomplete, a
@@ -53,8 +57,10 @@
 #include <arpa/inet.h>
 
 #include "conn.h"
+#include "connclock.h"
 #include "connhost.h"
 #include "connlog.h"
+#include "connproxy.h"
 #include "connstate.h"
 #include "counter.h"
 #include "dial.h"
@@ -65,6 +71,7 @@
 #include "observe.h"
 #include "opening.h"
 #include "proxy.h"
+#include "proxyhdr.h"
 #include "pump.h"
 #include "sock.h"
 
@@ -80,6 +87,7 @@ static void conn_connect(struct conn *c);
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why);
 static void conn_peek_first(struct conn *c);
+static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents);
 
 /**
  * dir_unpipe() - move a stalled direction's pipe into a buffer
@@ -126,30 +134,6 @@ void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
 }
 
 /**
- * conn_note_auth() - see whether the server has let the client in
- * @c:	the connection, in smb mode and not authenticated yet
- *
- * Once the server's stream has carried a successful session setup
- * response, the connection is authenticated for good: it leaves
- * --max-preauth-per-source and --auth-timeout. A server stream the framer
- * gave up on cannot show one, and is let be likewise: what the server
- * sends is not the client's to shape.
- */
-static void conn_note_auth(struct conn *c)
-{
-	const struct smb_framer *f = &c->dir[DIR_TO_CLIENT].fr;
-
-	if (!f->facts.session_ok && !smb_framer_opaque(f))
-		return;
-	c->unauth = false;
-	limits_authenticated(&c->host->px->limits, &c->source);
-	log_debug("conn %s: %s", c->cli_text,
-		  f->facts.session_ok
-			  ? "session setup succeeded"
-			  : "server's stream not parsed: no --auth-timeout");
-}
-
-/**
  * on_io() - a direction's source is readable or its destination writable
  * @loop:	the loop
  * @w:		&dir.rd or &dir.wr, with data pointing at the dir
@@ -180,64 +164,6 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
- * conn_arm_open() - set an open connection's timer for its next deadline
- * @c:	the connection, in CS_OPEN
- *
- * The idle timeout, if any, or --auth-timeout while the client has not
- * authenticated, whichever comes first; with neither the timer stays off.
- */
-static void conn_arm_open(struct conn *c)
-{
-	const struct listen_opts *o = c->lo;
-	ev_tstamp now = ev_now(c->host->loop), at = 0;
-
-	if (o->idle_timeout > 0)
-		at = c->last_active + o->idle_timeout;
-	if (c->unauth && o->auth_timeout > 0 &&
-	    (!at || c->started + o->auth_timeout < at))
-		at = c->started + o->auth_timeout;
-	if (!at) {
-		ev_timer_stop(c->host->loop, &c->timer);
-		return;
-	}
-	conn_rearm(c, at > now ? at - now : 0.);
-}
-
-/**
- * conn_open_timer() - an open connection's timer fired
- * @c:	the connection, in CS_OPEN
- *
- * The idle timeout is checked lazily: traffic only moves @last_active, and
- * the timer, when it fires early, is set again for the time that is left.
- * An authentication that came meanwhile is seen the same way: the timer
- * then only serves the idle timeout.
- */
-static void conn_open_timer(struct conn *c)
-{
-	const struct listen_opts *o = c->lo;
-	ev_tstamp now = ev_now(c->host->loop), left;
-	char why[96];
-
-	if (c->unauth && o->auth_timeout > 0 &&
-	    now >= c->started + o->auth_timeout) {
-		counter_add(&c->st->auth_timeouts, 1);
-		snprintf(
-			why, sizeof(why),
-			"no session setup completed within %gs (--auth-timeout)",
-			o->auth_timeout);
-		conn_end(c, END_TIMEOUT, why);
-		return;
-	}
-	left = c->last_active + o->idle_timeout - now;
-	if (o->idle_timeout > 0 && left <= 0) {
-		snprintf(why, sizeof(why), "idle for %gs", o->idle_timeout);
-		conn_end(c, END_TIMEOUT, why);
-		return;
-	}
-	conn_arm_open(c);
-}
-
-/**
  * on_timer() - the current stage's timeout, or a connect retry is due
  * @loop:	the loop
  * @w:		&conn.timer
@@ -255,16 +181,21 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	case CS_ENDED:
 	case CS_COUNT:
 		return; /* no timer runs in these */
+	case CS_PROXY_HEADER:
 	case CS_HANDSHAKE:
 		if (!ev_is_active(&c->connect_w) &&
 		    ev_now(loop) < c->deadline) {
-			conn_peek_first(c); /* polled: no low-water mark */
+			on_first_frame(loop, &c->connect_w, 0); /* polled */
 			return;
 		}
+		if (c->state == CS_PROXY_HEADER)
+			counter_add(&c->st->proxy_refused, 1);
 		snprintf(why, sizeof(why),
 			 "%s within %gs (--handshake-timeout)",
-			 c->peeked ? "client sent no complete first frame"
-				   : "client sent nothing",
+			 c->state == CS_PROXY_HEADER
+				 ? "client sent no complete PROXY header"
+			 : c->peeked ? "client sent no complete first frame"
+				     : "client sent nothing",
 			 o->handshake_timeout);
 		conn_end(c, END_TIMEOUT, why);
 		return;
@@ -289,12 +220,21 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
  *
  * Both sockets have their options already: the client socket inherited
  * them from the listening socket, the backend socket got them from
- * dial_backend().
+ * dial_backend(). With --send-proxy the backend's stream opens with the
+ * PROXY header, before any byte of the client's.
  */
 static void conn_start_forwarding(struct conn *c)
 {
 	struct ev_loop *loop = c->host->loop;
+	char why[96];
 
+	if (c->lo->send_proxy &&
+	    proxyhdr_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
+		snprintf(why, sizeof(why), "sending the PROXY header: %s",
+			 strerror(errno));
+		conn_end(c, conn_end_for_errno(errno), why);
+		return;
+	}
 	conn_set_state(c, CS_OPEN);
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
@@ -490,16 +430,78 @@ static void conn_peek_first(struct conn *c)
 }
 
 /**
- * on_first_frame() - the client's socket became readable in the handshake
+ * conn_first_frame() - wait for the client's first frame, or dial
+ * @c:	the connection, new or past its PROXY header
+ *
+ * tcp mode dials at once: other protocols may have the server speak
+ * first.
+ */
+static void conn_first_frame(struct conn *c)
+{
+	if (c->lo->mode != MODE_SMB) {
+		conn_dial(c);
+		return;
+	}
+	conn_set_state(c, CS_HANDSHAKE);
+	ev_io_start(c->host->loop, &c->connect_w);
+	conn_rearm(c, c->deadline - ev_now(c->host->loop));
+}
+
+/**
+ * conn_read_proxy_header() - act on the PROXY header (proxyhdr.c)
+ * @c:	the connection, in CS_PROXY_HEADER
+ */
+static void conn_read_proxy_header(struct conn *c)
+{
+	struct proxyhdr_peek p;
+	char text[160];
+
+	switch (proxyhdr_read(c->cli.fd, &c->peeked, &p)) {
+	case PH_WAIT:
+		return;
+	case PH_FAILED:
+		conn_end(c, conn_end_for_errno(p.err), strerror(p.err));
+		return;
+	case PH_CLOSED:
+		conn_end(c, END_FIN, p.why);
+		return;
+	case PH_BAD:
+		counter_add(&c->st->proxy_refused, 1);
+		snprintf(
+			text, sizeof(text),
+			"bad PROXY header (--accept-proxy): %s; reset before dialling the server",
+			p.why);
+		conn_end(c, END_ERROR, text);
+		return;
+	case PH_MORE:
+		conn_wait_rest(c, p.need);
+		return;
+	case PH_OK:
+		break;
+	}
+	if (c->lowat)
+		sock_set_rcvlowat(c->cli.fd, 1);
+	c->lowat = false;
+	if (conn_proxied(c, &p.info))
+		conn_first_frame(c);
+}
+
+/**
+ * on_first_frame() - the client's socket became readable before the dial
  * @loop:	the loop
  * @w:		&conn.connect_w, on the client socket
  * @revents:	unused
  */
 static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct conn *c = w->data;
+
 	(void)loop;
 	(void)revents;
-	conn_peek_first(w->data);
+	if (c->state == CS_PROXY_HEADER)
+		conn_read_proxy_header(c);
+	else
+		conn_peek_first(c);
 }
 
 /**
@@ -538,6 +540,10 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->lo = o;
 	c->st = &l->st[h->id];
 	c->source = *source;
+	c->admitted = true;
+	memcpy(&c->peer, peer,
+	       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					   : sizeof(struct sockaddr_in));
 	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
@@ -561,12 +567,12 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	counter_add(&h->accepted, 1);
 
 	log_debug("conn %s: accepted", c->cli_text);
-	if (o->mode != MODE_SMB) {
-		conn_dial(c);
+	c->deadline = c->started + o->handshake_timeout;
+	if (!o->accept_proxy) {
+		conn_first_frame(c);
 		return;
 	}
-	conn_set_state(c, CS_HANDSHAKE);
-	c->deadline = c->started + o->handshake_timeout;
+	conn_set_state(c, CS_PROXY_HEADER);
 	ev_io_start(h->loop, &c->connect_w);
 	conn_rearm(c, o->handshake_timeout);
 }

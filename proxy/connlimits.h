@@ -47,6 +47,7 @@ enum admit {
 	ADMIT_PER_SOURCE, /* its address has --max-conns-per-source open */
 	ADMIT_PREAUTH,	  /* its address has --max-preauth-per-source
 			   * connections that have not authenticated */
+	ADMIT_DENIED,	  /* not in --allow (admit.c; never limits_admit) */
 };
 
 int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,

@@ -5,7 +5,9 @@
  * conn_set_state() alone, along conn_state_next[], the whole life of a
  * connection in one table:
  *
- *   new        -> handshake (smb mode), connecting (tcp mode)
+ *   new        -> proxy-header (--accept-proxy), handshake (smb mode),
+ *                 connecting (tcp mode)
+ *   proxy-header -> handshake (smb mode), connecting (tcp mode), ended
  *   handshake  -> connecting (an SMB opening came), ended
  *   connecting -> connecting (failover), open, ended
  *   open       -> ended
@@ -36,6 +38,7 @@
 
 static const char *const conn_state_name[] = {
 	[CS_NEW] = "new",
+	[CS_PROXY_HEADER] = "proxy-header",
 	[CS_HANDSHAKE] = "handshake",
 	[CS_CONNECTING] = "connecting",
 	[CS_OPEN] = "open",
@@ -47,7 +50,10 @@ _Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) == CS_COUNT,
 
 /* The stages a connection may go to from each: the whole life of one. */
 static const unsigned conn_state_next[CS_COUNT] = {
-	[CS_NEW] = 1u << CS_HANDSHAKE | 1u << CS_CONNECTING,
+	[CS_NEW] = 1u << CS_PROXY_HEADER | 1u << CS_HANDSHAKE |
+		   1u << CS_CONNECTING,
+	[CS_PROXY_HEADER] =
+		1u << CS_HANDSHAKE | 1u << CS_CONNECTING | 1u << CS_ENDED,
 	[CS_HANDSHAKE] = 1u << CS_CONNECTING | 1u << CS_ENDED,
 	[CS_CONNECTING] = 1u << CS_CONNECTING | 1u << CS_OPEN | 1u << CS_ENDED,
 	[CS_OPEN] = 1u << CS_ENDED,
@@ -106,7 +112,8 @@ void conn_end(struct conn *c, enum conn_end end, const char *why)
 	if (c->next)
 		c->next->prev = c->prev;
 	counter_sub(&h->active, 1);
-	limits_release(&h->px->limits, &c->source, c->unauth);
+	if (c->admitted)
+		limits_release(&h->px->limits, &c->source, c->unauth);
 	conn_host_unreserve(h);
 	lcfg_put(c->cfg);
 	listener_put(c->l);

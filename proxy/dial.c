@@ -70,6 +70,12 @@ int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 			lo->name, lo->cc[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
+	if (sock_set_buffers(fd, lo->sockbuf[SIDE_CLIENT])) {
+		snprintf(err, errlen,
+			 "listener %s: client sockets: --socket-buffer: %s",
+			 lo->name, strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -91,6 +97,7 @@ static const struct step step_cc = { "--congestion", CC_HINT };
 static const struct step step_transparent = { "--transparent: IP_TRANSPARENT",
 					      "it needs CAP_NET_ADMIN" };
 static const struct step step_keepalive = { "--keepalive", "" };
+static const struct step step_sockbuf = { "--socket-buffer", "" };
 
 /**
  * backend_settings() - every setting of a backend socket but its address
@@ -107,6 +114,9 @@ static int backend_settings(int fd, const struct listen_opts *lo, int family,
 {
 	*step = &step_cc;
 	if (sock_set_congestion(fd, lo->cc[SIDE_BACKEND]))
+		return -1;
+	*step = &step_sockbuf;
+	if (sock_set_buffers(fd, lo->sockbuf[SIDE_BACKEND]))
 		return -1;
 	*step = &step_transparent;
 	if (transparent && sock_set_transparent(fd, family))

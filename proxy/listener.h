@@ -21,6 +21,8 @@ struct proxy;
  * @bad_openings:	smb mode: clients reset because their first frame
  *			was not one an SMB server answers
  * @auth_timeouts:	smb mode: connections ended by --auth-timeout
+ * @proxy_refused:	--accept-proxy: peers outside --proxy-from, and
+ *			connections whose PROXY header was bad or missing
  * @backend_failures:	failed connects, per backend
  *
  * Written by the worker alone, read by the main thread (counter.h).
@@ -29,7 +31,7 @@ struct lstats {
 	struct totals tot;
 	uint64_t accepted, denied;
 	uint64_t refused[ADMIT_PREAUTH + 1];
-	uint64_t bad_openings, auth_timeouts;
+	uint64_t bad_openings, auth_timeouts, proxy_refused;
 	uint64_t backend_failures[OPT_MAX_BACKENDS];
 };
 

@@ -126,6 +126,7 @@ static void report_listener(const struct listener *l, struct lreport *r)
 		r->refused_preauth += counter_read(&st->refused[ADMIT_PREAUTH]);
 		r->bad_openings += counter_read(&st->bad_openings);
 		r->auth_timeouts += counter_read(&st->auth_timeouts);
+		r->proxy_refused += counter_read(&st->proxy_refused);
 		for (unsigned b = 0; b < o->nbackends; b++)
 			r->backend_failures[b] +=
 				counter_read(&st->backend_failures[b]);

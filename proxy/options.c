@@ -117,6 +117,15 @@ static enum opt_result check_listener(const struct listen_opts *l,
 			return OPT_BAD;
 		}
 	}
+	if (l->accept_proxy != (l->nproxy_from > 0)) {
+		snprintf(
+			err, errlen,
+			l->accept_proxy
+				? "listener %s: accept-proxy needs proxy-from: the networks of the gateways whose PROXY headers are to be believed"
+				: "listener %s: proxy-from does nothing without accept-proxy",
+			l->name);
+		return OPT_BAD;
+	}
 	if (l->transparent && l->source.len) {
 		snprintf(
 			err, errlen,
@@ -164,6 +173,16 @@ enum opt_result config_check(const struct config *c, bool inherited, char *err,
 		if (check_listener(&c->ls[i], inherited, !*c->o.config, err,
 				   errlen))
 			return OPT_BAD;
+		/* The helper binds only to a connected peer's address, which
+		 * under accept-proxy is the gateway's. */
+		if (*c->o.user && c->ls[i].transparent &&
+		    c->ls[i].accept_proxy) {
+			snprintf(
+				err, errlen,
+				"listener %s: transparent with accept-proxy cannot run under user: the privileged helper binds only to the address a socket is connected from, not to one a PROXY header names",
+				c->ls[i].name);
+			return OPT_BAD;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (same_listen(&c->ls[i], &c->ls[j])) {
 				snprintf(

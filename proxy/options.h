@@ -50,9 +50,15 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @allow:		networks whose clients are served; none for everyone
  * @nallow:		how many
  * @transparent:	connect to the backend from the client's address
+ * @send_proxy:		open backend connections with a PROXY v2 header
+ * @accept_proxy:	expect a PROXY v2 header before the client's bytes
+ * @proxy_from:		peers whose headers are taken (with @accept_proxy)
+ * @nproxy_from:	how many
  * @keepalive:		TCP keepalive on both sockets (idle 0 for off)
  * @cc:			TCP congestion control per side; empty for the
  *			system's default
+ * @sockbuf:		SO_SNDBUF and SO_RCVBUF per side, bytes; 0 for the
+ *			kernel's autotuning
  * @source:		address backend connections come from; len 0 for any
  * @mptcp:		open that side with IPPROTO_MPTCP
  */
@@ -74,8 +80,12 @@ struct listen_opts {
 	struct cidr allow[OPT_MAX_ALLOW];
 	unsigned nallow;
 	bool transparent;
+	bool send_proxy, accept_proxy;
+	struct cidr proxy_from[OPT_MAX_ALLOW];
+	unsigned nproxy_from;
 	struct keepalive keepalive;
 	char cc[SIDE_COUNT][OPT_CC_LEN];
+	unsigned sockbuf[SIDE_COUNT];
 	struct endpoint source;
 	bool mptcp[SIDE_COUNT];
 };
@@ -163,6 +173,8 @@ struct config {
 #define OPT_MIN_BUF_SIZE   (1u << 10)
 #define OPT_MAX_BUF_SIZE   (64u << 20)
 #define OPT_MIN_TRACE_MAX  (64u << 10)
+#define OPT_MIN_SOCKBUF	   (4u << 10)
+#define OPT_MAX_SOCKBUF	   (1024u << 20)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

@@ -301,6 +301,13 @@ enum opt_result opt_add_allow(const struct opt_def *d, struct options *o,
 	return add_network(d, l->allow, &l->nallow, arg, err, errlen);
 }
 
+enum opt_result opt_add_proxy_from(const struct opt_def *d, struct options *o,
+				   struct listen_opts *l, const char *arg,
+				   char *err, size_t errlen)
+{
+	return add_network(d, l->proxy_from, &l->nproxy_from, arg, err, errlen);
+}
+
 enum opt_result opt_add_stats_allow(const struct opt_def *d, struct options *o,
 				    struct listen_opts *l, const char *arg,
 				    char *err, size_t errlen)
@@ -346,19 +353,56 @@ static bool cc_name_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
+/**
+ * split_side() - a per-side value: VALUE, client:VALUE or backend:VALUE
+ * @arg:	what was given
+ * @side:	set, per side, to whether the value is for it
+ *
+ * Return: the value, or NULL if the side named is neither.
+ */
+static const char *split_side(const char *arg, bool side[SIDE_COUNT])
+{
+	const char *v = strchr(arg, ':') ? strchr(arg, ':') + 1 : arg;
+	size_t side_len = v == arg ? 0 : (size_t)(v - arg - 1);
+
+	side[SIDE_CLIENT] = side[SIDE_BACKEND] = !side_len;
+	if (side_len == 6 && !strncmp(arg, "client", 6))
+		side[SIDE_CLIENT] = true;
+	else if (side_len == 7 && !strncmp(arg, "backend", 7))
+		side[SIDE_BACKEND] = true;
+	return side[SIDE_CLIENT] || side[SIDE_BACKEND] ? v : NULL;
+}
+
+enum opt_result opt_set_sockbuf(const struct opt_def *d, struct options *o,
+				struct listen_opts *l, const char *arg,
+				char *err, size_t errlen)
+{
+	bool side[SIDE_COUNT];
+	const char *v = split_side(arg, side);
+	char want[96];
+	size_t n;
+
+	snprintf(
+		want, sizeof(want),
+		"expected SIZE, client:SIZE or backend:SIZE, %llu to %llu bytes (e.g. 16M)",
+		d->min, d->max);
+	if (!v || parse_size(v, &n) || n < d->min || n > d->max)
+		return bad(err, errlen, d->name, arg, want);
+	for (unsigned s = 0; s < SIDE_COUNT; s++)
+		if (side[s])
+			l->sockbuf[s] = (unsigned)n;
+	return OPT_OK;
+}
+
 enum opt_result opt_set_congestion(const struct opt_def *d, struct options *o,
 				   struct listen_opts *l, const char *arg,
 				   char *err, size_t errlen)
 {
-	const char *alg = strchr(arg, ':') ? strchr(arg, ':') + 1 : arg;
-	size_t side_len = alg == arg ? 0 : (size_t)(alg - arg - 1);
-	bool cli = !side_len, srv = !side_len;
+	bool side[SIDE_COUNT];
+	const char *alg = split_side(arg, side);
+	bool cli = side[SIDE_CLIENT], srv = side[SIDE_BACKEND];
 
-	if (side_len == 6 && !strncmp(arg, "client", 6))
-		cli = true;
-	else if (side_len == 7 && !strncmp(arg, "backend", 7))
-		srv = true;
-	if ((!cli && !srv) || !cc_name_ok(alg))
+	if (!alg || !cc_name_ok(alg))
 		return bad(err, errlen, "congestion", arg,
 			   "expected ALG, client:ALG or backend:ALG, e.g. bbr");
 	if (cli)

@@ -149,6 +149,27 @@ const struct opt_def opt_table[] = {
 		  "(IP_TRANSPARENT; needs CAP_NET_ADMIN and routing)",
 	  .apply = opt_set_true,
 	  LFIELD(transparent) },
+	{ .name = "send-proxy",
+	  .scope = L,
+	  .help = "open each backend connection with a PROXY protocol\n"
+		  "v2 header: the client's address and the listener's",
+	  .apply = opt_set_true,
+	  LFIELD(send_proxy) },
+	{ .name = "accept-proxy",
+	  .scope = L,
+	  .help = "expect a PROXY protocol v2 header first (needs\n"
+		  "--proxy-from); --allow, caps, logs and --transparent\n"
+		  "then see the client it names",
+	  .apply = opt_set_true,
+	  LFIELD(accept_proxy) },
+	{ .name = "proxy-from",
+	  .metavar = "CIDR",
+	  .scope = L,
+	  .help = "with --accept-proxy: take headers only from peers in\n"
+		  "this network; repeat for more (others are reset)",
+	  .repeat = true,
+	  .max = OPT_MAX_ALLOW,
+	  .apply = opt_add_proxy_from },
 	{ .name = "source",
 	  .metavar = "ADDR",
 	  .scope = L,
@@ -161,6 +182,17 @@ const struct opt_def opt_table[] = {
 		  "(client:ALG, backend:ALG), e.g. bbr towards a WAN",
 	  .repeat = true,
 	  .apply = opt_set_congestion },
+	{ .name = "socket-buffer",
+	  .metavar = "[SIDE:]SIZE",
+	  .scope = L,
+	  .help = "fix SO_SNDBUF and SO_RCVBUF, on both sides or on one\n"
+		  "(client:SIZE, backend:SIZE), for a path whose\n"
+		  "bandwidth-delay product exceeds tcp_rmem/tcp_wmem max;\n"
+		  "turns off the kernel's autotuning (default: autotuning)",
+	  .repeat = true,
+	  .min = OPT_MIN_SOCKBUF,
+	  .max = OPT_MAX_SOCKBUF,
+	  .apply = opt_set_sockbuf },
 	{ .name = "mptcp",
 	  .metavar = "listen|backend|both|off",
 	  .scope = L,

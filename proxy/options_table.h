@@ -86,7 +86,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 41
+#define OPT_TABLE_LEN 45
 
 extern const struct opt_def opt_table[];
 
@@ -115,6 +115,8 @@ OPT_APPLY(opt_set_connect_tmo);
 OPT_APPLY(opt_set_idle_tmo);
 OPT_APPLY(opt_set_netns);
 OPT_APPLY(opt_add_allow);
+OPT_APPLY(opt_set_sockbuf);
+OPT_APPLY(opt_add_proxy_from);
 OPT_APPLY(opt_add_stats_allow);
 OPT_APPLY(opt_set_source_prefix6);
 OPT_APPLY(opt_set_keepalive);

@@ -228,6 +228,32 @@ int sock_set_congestion(int fd, const char *alg)
 }
 
 /**
+ * sock_set_buffers() - fix a socket's send and receive buffers
+ * @fd:		a TCP socket
+ * @bytes:	the size of each, or 0 to leave the kernel's autotuning
+ *
+ * A fixed size turns autotuning off for the socket. The FORCE options
+ * pass net.core.wmem_max and rmem_max when the process may (CAP_NET_ADMIN);
+ * otherwise the kernel caps the size there, silently.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_buffers(int fd, unsigned bytes)
+{
+	int v = (int)bytes;
+
+	if (!bytes)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)))
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)))
+		return -1;
+	return 0;
+}
+
+/**
  * sock_connect_start() - begin a non-blocking connect
  * @fd:		a non-blocking socket
  * @sa:		address to connect to

@@ -35,6 +35,7 @@ int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len);
 int sock_set_transparent(int fd, int family);
 int sock_set_keepalive(int fd, const struct keepalive *k);
 int sock_set_congestion(int fd, const char *alg);
+int sock_set_buffers(int fd, unsigned bytes);
 int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len);
 int sock_connect_result(int fd);
 void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);

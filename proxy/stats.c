@@ -299,17 +299,19 @@ static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 	}
 	metric_head(
 		out, "smbsplice_refused_total", "counter",
-		"Clients reset before the backend was dialled: a cap was reached, or (first_frame) the first frame was not one an SMB server answers.");
+		"Clients reset before the backend was dialled: a cap was reached, (first_frame) the first frame was not one an SMB server answers, or (proxy) --accept-proxy got no valid PROXY header or a peer outside --proxy-from.");
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out,
 			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns\"} %llu\n"
 			"smbsplice_refused_total{listener=\"%s\",reason=\"max_conns_per_source\"} %llu\n"
 			"smbsplice_refused_total{listener=\"%s\",reason=\"max_preauth_per_source\"} %llu\n"
-			"smbsplice_refused_total{listener=\"%s\",reason=\"first_frame\"} %llu\n",
+			"smbsplice_refused_total{listener=\"%s\",reason=\"first_frame\"} %llu\n"
+			"smbsplice_refused_total{listener=\"%s\",reason=\"proxy\"} %llu\n",
 			ls[i].name, (unsigned long long)ls[i].refused_conns,
 			ls[i].name, (unsigned long long)ls[i].refused_source,
 			ls[i].name, (unsigned long long)ls[i].refused_preauth,
-			ls[i].name, (unsigned long long)ls[i].bad_openings);
+			ls[i].name, (unsigned long long)ls[i].bad_openings,
+			ls[i].name, (unsigned long long)ls[i].proxy_refused);
 	metric_head(
 		out, "smbsplice_backend_failures_total", "counter",
 		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");

@@ -59,6 +59,7 @@ struct totals {
  * @bad_openings:	clients reset for a first frame that is not an SMB
  *			opening
  * @auth_timeouts:	connections ended by --auth-timeout
+ * @proxy_refused:	clients reset for --proxy-from or a bad PROXY header
  * @backends:		its backends, as configured
  * @nbackends:		how many
  * @backend_failures:	failed connects to each
@@ -68,6 +69,7 @@ struct lreport {
 	struct totals tot;
 	uint64_t accepted, denied, refused_conns, refused_source;
 	uint64_t refused_preauth, bad_openings, auth_timeouts;
+	uint64_t proxy_refused;
 	const char *backends[8];
 	unsigned nbackends;
 	uint64_t backend_failures[8];

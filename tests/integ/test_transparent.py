@@ -213,9 +213,10 @@ def tell_peer(c):
     c.sendall(f"{c.getpeername()[0]}\n".encode())
 
 
-def ask(dst, port, src=None):
+def ask(dst, port, src=None, hdr=b""):
     """From C (from `src` if given), ask dst:port who we are: the server's
-    answer, or None if the connection was reset or closed empty."""
+    answer, or None if the connection was reset or closed empty. `hdr`
+    goes first (a PROXY header, for test_proxyproto.py)."""
     fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
     with inside(NS_C):
         s = socket.socket(fam, socket.SOCK_STREAM)
@@ -224,7 +225,7 @@ def ask(dst, port, src=None):
         if src:
             s.bind((src, 0))
         s.connect((dst, port))
-        s.sendall(b"who am I?\n")
+        s.sendall(hdr + b"who am I?\n")
         data = b""
         while (b := s.recv(256)):
             data += b

@@ -1,6 +1,6 @@
 """The WAN gateway options, on loopback: keepalive and congestion control
 on each side (read back from the kernel with ss), and again for new clients
-after a SIGHUP changed them, --source, backends
+after a SIGHUP changed them, fixed socket buffers per side, --source, backends
 tried in order when one refuses or stays silent (each failure counted per
 backend), and Multipath TCP on both sides, byte-exact, with the legs shown
 as MPTCP by `ss -M`."""
@@ -239,11 +239,48 @@ def test_mptcp():
     lst.close()
 
 
+def skmem(port_filter):
+    """(rb, tb) of the one established socket matching a filter (ss -tm)."""
+    out = ss("-tnmH", "state", "established", port_filter)
+    m = re.search(r"skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def test_socket_buffer():
+    """--socket-buffer SIDE:SIZE fixes SO_RCVBUF and SO_SNDBUF on that side
+    (the kernel doubles what it is given, for its bookkeeping); the other
+    side is left to autotuning; a size out of range is one line, exit 2."""
+    srv = Server(echo)
+    px = Proxy(srv.addr, "--socket-buffer", "backend:1M", "--socket-buffer", "client:256K", *NOT_SMB)
+    c = px.connect()
+    c.sendall(b"\0ping")
+    recv_exact(c, 5)
+    cli, be = skmem(f"( sport = :{px.port} )"), skmem(f"( dport = :{srv.port} )")
+    check(be == (2 << 20, 2 << 20), f"backend side: rb and tb fixed at twice 1M: {be}")
+    check(cli == (512 << 10, 512 << 10), f"client side (inherited from the listening socket): twice 256K: {cli}")
+    c.close()
+    px.stop()
+    px = Proxy(srv.addr, "--socket-buffer", "backend:1M", *NOT_SMB)
+    c = px.connect()
+    c.sendall(b"\0ping")
+    recv_exact(c, 5)
+    cli = skmem(f"( sport = :{px.port} )")
+    check(cli and cli != (2 << 20, 2 << 20), f"client side left to autotuning: {cli}")
+    c.close()
+    px.stop()
+    srv.close()
+    bad = subprocess.run([px.argv[0], "-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer", "backend:1K"],
+                         capture_output=True, text=True, timeout=10)
+    check(bad.returncode == 2 and "socket-buffer" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+          f"a size below 4K: one line, exit 2 ({bad.returncode}: {bad.stderr.strip()})")
+
+
 def main():
     if not shutil.which("ss"):
         print("SKIP: ss not found: install the Debian package iproute2", flush=True)
         raise SystemExit(77)
     test_keepalive_and_congestion()
+    test_socket_buffer()
     test_source()
     test_failover()
     test_mptcp()
