@@ -273,9 +273,17 @@ class Front:
             argv = twin.argv(port)
             if argv[0] != SMBSPLICE or "--workers" in argv:
                 raise FrontFailed(f"{self.name}: a base: twin must be smbsplice without --workers")
+            # an older build knows no RAW_ARGS, and needs none: it dials
+            # on the first byte and has no caps before login
+            for flag in RAW_ARGS[::2]:
+                if flag in argv:
+                    i = argv.index(flag)
+                    del argv[i:i + 2]
             return [BASELINE] + argv[1:]
         b = f"127.0.0.1:{self.backend_port}"
         sp = [SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", b, "--idle-timeout", "0"]
+        if self.backend_port in RAW_BACKENDS:
+            sp += RAW_ARGS
         if self.netns:
             sp += ["--backend-netns", self.netns]
         if self.name == "smbsplice":
@@ -432,6 +440,7 @@ class Backends:
         self.procs.append(subprocess.Popen([os.path.join(work_bin(), "loadgen"), "serve", str(port)],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_listening(port)
+        RAW_BACKENDS.add(port)
         return port
 
     def connstorm(self):
@@ -443,6 +452,7 @@ class Backends:
         m = re.match(r"listening port=(\d+)", line)
         if not m:
             raise RuntimeError(f"connstorm serve did not start: {line!r}")
+        RAW_BACKENDS.add(int(m.group(1)))
         return int(m.group(1))
 
     def netns_create(self):
@@ -473,6 +483,7 @@ class Backends:
         # `ip netns exec` execs loadgen in place: its /proc/PID/net is the namespace's
         wait_listening(port, p, netns_pid=p.pid)
         self.ns_loadgen_port = port
+        RAW_BACKENDS.add(port)
         return port
 
     def smbd(self):
@@ -932,6 +943,11 @@ TOPOLOGIES = ("loopback", "ns")
 WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
              "office", "wan")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
+# Backends that speak no SMB (loadgen, connstorm): smb mode dials them on
+# the first byte and lets their clients stay unauthenticated, as a test's
+# NOT_SMB and NO_LOGIN do.
+RAW_BACKENDS = set()
+RAW_ARGS = ["--first-frame", "any", "--max-preauth-per-source", "off", "--auth-timeout", "off"]
 FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
 
