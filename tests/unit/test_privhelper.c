@@ -7,7 +7,8 @@
  * listener accepted (a connected UDP socket, a listening one, a TCP one of
  * another port, one of another namespace); a refused reload's candidate
  * (PH_ABORT) and, after --drain-timeout, the configuration before are
- * granted from no more; a malformed request is answered and
+ * granted from no more; netns_open() neither blocks on a FIFO nor asks a
+ * device its namespace type; a malformed request is answered and
  * the helper serves on; a thread that stops reading its replies holds up
  * no other; a daemon out of descriptors gets EMFILE at once;
  * once the helper is gone, every request fails at once with EOWNERDEAD. Needs
@@ -37,6 +38,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "netns.h"
 #include "options.h"
 #include "privhelper.h"
 
@@ -277,6 +279,27 @@ static void test_transparent(void **state)
 	close(l);
 }
 
+/* netns_open() neither blocks on a FIFO nor asks a device its type. */
+static void test_netns_open(void **state)
+{
+	char fifo[80], err[160];
+	int fd;
+
+	(void)state;
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(5); /* a helper that blocks: the test fails, not hangs */
+	assert_int_equal(netns_open(fifo, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a network namespace"));
+	assert_int_equal(netns_open("/dev/null", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a network namespace"));
+	alarm(0);
+	unlink(fifo);
+	fd = netns_open("/proc/self/ns/net", err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 static void test_malformed(void **state)
 {
 	char buf[1024];
@@ -417,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_transparent),
+		cmocka_unit_test(test_netns_open),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_unread),
 		cmocka_unit_test(test_emfile),
