@@ -683,6 +683,22 @@ int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
 }
 
 /**
+ * tell() - a request with no descriptor either way, its failure logged
+ * @ph:		the helper
+ * @op:		PH_COMMIT or PH_ABORT
+ * @what:	what the helper then did not do, for the line
+ */
+static void tell(struct privhelper *ph, enum ph_op op, const char *what)
+{
+	struct ph_req r = { .op = op };
+	struct ph_rep rep = { 0 };
+
+	if (ask(ph, 0, &r, -1, &rep) < 0 && errno)
+		log_warn("the privileged helper did not %s: %s%s", what,
+			 strerror(errno), privhelper_hint(errno));
+}
+
+/**
  * privhelper_commit() - tell the helper the file it read last was applied
  * @ph:	the helper
  *
@@ -691,12 +707,7 @@ int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
  */
 void privhelper_commit(struct privhelper *ph)
 {
-	struct ph_req r = { .op = PH_COMMIT };
-	struct ph_rep rep = { 0 };
-
-	if (ask(ph, 0, &r, -1, &rep) < 0 && errno)
-		log_warn("the privileged helper did not take the new configuration: %s%s",
-			 strerror(errno), privhelper_hint(errno));
+	tell(ph, PH_COMMIT, "take the new configuration");
 }
 
 /**
@@ -708,12 +719,7 @@ void privhelper_commit(struct privhelper *ph)
  */
 void privhelper_abort(struct privhelper *ph)
 {
-	struct ph_req r = { .op = PH_ABORT };
-	struct ph_rep rep = { 0 };
-
-	if (ask(ph, 0, &r, -1, &rep) < 0 && errno)
-		log_warn("the privileged helper did not drop the refused configuration: %s%s",
-			 strerror(errno), privhelper_hint(errno));
+	tell(ph, PH_ABORT, "drop the refused configuration");
 }
 
 /**
