@@ -18,7 +18,7 @@
  * read the file.
  *
  * A transparent backend socket takes the address of a client socket the
- * daemon sends along, and allowed_client() checks that socket is one the
+ * daemon sends along, and client_ok() checks that socket is one the
  * named listener accepted. What no check here can bound: the daemon
  * connect()s every socket it is given, to any destination its namespace
  * routes to; only a cgroup connect4/connect6 BPF program binds that.
@@ -138,40 +138,6 @@ static void allowed_expire(struct allowed set[NSETS])
 }
 
 /**
- * allowed_find() - the listener and namespace a request may be served by
- * @set:	the configurations requests are granted from
- * @r:		the request
- * @g:		filled in
- *
- * Return: 0, or -1 if no listener allows the request (EPERM).
- */
-int allowed_find(struct allowed set[NSETS], const struct ph_req *r,
-		 struct grant *g)
-{
-	int side = r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
-
-	allowed_expire(set);
-	for (int s = 0; s < NSETS; s++) {
-		const struct config *c = set[s].cfg;
-
-		for (unsigned i = 0; c && i < c->nls; i++) {
-			const int *ns = set[s].ns[i];
-
-			if (r->op == PH_LISTEN ? !listen_allowed(&c->ls[i], r)
-					       : !backend_allowed(&c->ls[i], r))
-				continue;
-			g->lo = &c->ls[i];
-			g->ns = ns[side] >= 0 ? ns[side] : netns_home();
-			g->client_ns = ns[SIDE_CLIENT] >= 0 ? ns[SIDE_CLIENT]
-							    : netns_home();
-			return 0;
-		}
-	}
-	errno = EPERM;
-	return -1;
-}
-
-/**
  * sock_int() - one int socket option
  * @fd:		the socket
  * @level:	its level
@@ -244,13 +210,13 @@ static bool accepted_here(const struct listen_opts *lo,
 }
 
 /**
- * allowed_client() - is a socket a client the listener accepted, and
- *		      whose address may a transparent backend socket take
- * @g:		from allowed_find()
+ * client_ok() - is a socket a client the listener accepted, and whose
+ *		 address may a transparent backend socket take
+ * @lo:		the listener
+ * @client_ns:	its client namespace
  * @fd:		the socket the daemon sent
  * @family:	the backend socket's family
- * @peer:	set to the client's address
- * @len:	set to its length
+ * @g:		@peer and @peerlen set to the client's address
  *
  * getpeername() alone proves nothing: a UDP socket the daemon connect()ed
  * anywhere, without sending a byte, has a peer. So the socket must be a
@@ -266,10 +232,10 @@ static bool accepted_here(const struct listen_opts *lo,
  * peer); that listener's transparency is then only as strong as the
  * daemon, and it is documented as trusting its --proxy-from peers.
  *
- * Return: 0, or -1 with errno set (EPERM: not such a client).
+ * Return: true if it is.
  */
-int allowed_client(const struct grant *g, int fd, int family,
-		   struct sockaddr_storage *peer, socklen_t *len)
+static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
+		      int family, struct grant *g)
 {
 	struct sockaddr_storage self;
 	socklen_t slen = sizeof(self);
@@ -277,23 +243,69 @@ int allowed_client(const struct grant *g, int fd, int family,
 	socklen_t tlen = sizeof(ti);
 	int proto = sock_int(fd, SOL_SOCKET, SO_PROTOCOL);
 
-	*len = sizeof(*peer);
-	if (sock_int(fd, SOL_SOCKET, SO_DOMAIN) != family ||
-	    sock_int(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
-	    (proto != IPPROTO_TCP && proto != IPPROTO_MPTCP) ||
-	    sock_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0 ||
-	    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) ||
-	    tlen < offsetof(struct tcp_info, tcpi_state) + 1 ||
-	    (ti.tcpi_state != TCP_ESTABLISHED &&
-	     ti.tcpi_state != TCP_CLOSE_WAIT) ||
-	    getsockname(fd, (struct sockaddr *)&self, &slen) ||
-	    !accepted_here(g->lo, &self) || !same_ns(fd, g->client_ns) ||
-	    getpeername(fd, (struct sockaddr *)peer, len) ||
-	    peer->ss_family != family) {
-		errno = EPERM;
+	g->peerlen = sizeof(g->peer);
+	return !(sock_int(fd, SOL_SOCKET, SO_DOMAIN) != family ||
+		 sock_int(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
+		 (proto != IPPROTO_TCP && proto != IPPROTO_MPTCP) ||
+		 sock_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0 ||
+		 getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) ||
+		 tlen < offsetof(struct tcp_info, tcpi_state) + 1 ||
+		 (ti.tcpi_state != TCP_ESTABLISHED &&
+		  ti.tcpi_state != TCP_CLOSE_WAIT) ||
+		 getsockname(fd, (struct sockaddr *)&self, &slen) ||
+		 !accepted_here(lo, &self) || !same_ns(fd, client_ns) ||
+		 getpeername(fd, (struct sockaddr *)&g->peer, &g->peerlen) ||
+		 g->peer.ss_family != family);
+}
+
+/**
+ * allowed_find() - the listener and namespace a request may be served by
+ * @set:	the configurations requests are granted from
+ * @r:		the request
+ * @client:	the descriptor that came with it, or -1
+ * @g:		filled in
+ *
+ * A transparent PH_BACKEND is granted by the first listener of that name
+ * that accepted @client: a reload may have moved it, and a client of the
+ * listener as it was still fails over to its next backend.
+ *
+ * Return: 0, or -1 with errno set: EPERM if no listener allows the
+ * request, EINVAL for a transparent one with no client socket.
+ */
+int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
+		 struct grant *g)
+{
+	int side = r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
+	bool proof = r->op == PH_BACKEND && r->transparent;
+
+	if (proof && client < 0) {
+		errno = EINVAL;
 		return -1;
 	}
-	return 0;
+	allowed_expire(set);
+	for (int s = 0; s < NSETS; s++) {
+		const struct config *c = set[s].cfg;
+
+		for (unsigned i = 0; c && i < c->nls; i++) {
+			const int *ns = set[s].ns[i];
+			int home = netns_home();
+
+			if (r->op == PH_LISTEN ? !listen_allowed(&c->ls[i], r)
+					       : !backend_allowed(&c->ls[i], r))
+				continue;
+			if (proof &&
+			    !client_ok(&c->ls[i],
+				       ns[SIDE_CLIENT] >= 0 ? ns[SIDE_CLIENT]
+							    : home,
+				       client, r->family, g))
+				continue;
+			g->lo = &c->ls[i];
+			g->ns = ns[side] >= 0 ? ns[side] : home;
+			return 0;
+		}
+	}
+	errno = EPERM;
+	return -1;
 }
 
 /**

@@ -71,20 +71,20 @@ struct allowed {
  * struct grant - what allowed_find() found a request allowed by
  * @lo:		the listener
  * @ns:		the namespace to serve it in (netns_home() for "")
- * @client_ns:	PH_BACKEND: the listener's client namespace, which a
- *		transparent request's client socket must be in
+ * @peer:	a transparent PH_BACKEND: the client's address, to bind to
+ * @peerlen:	its length
  */
 struct grant {
 	const struct listen_opts *lo;
-	int ns, client_ns;
+	int ns;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
 };
 
 void allowed_free(struct allowed *a);
 int allowed_open(struct allowed *a, char *err, size_t errlen);
 int allowed_find(struct allowed set[NSETS], const struct ph_req *r,
-		 struct grant *g);
-int allowed_client(const struct grant *g, int fd, int family,
-		   struct sockaddr_storage *peer, socklen_t *len);
+		 int client, struct grant *g);
 int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
 		   bool inherited, char *msg, size_t msglen);
 int allowed_commit(struct allowed set[NSETS]);

@@ -15,7 +15,7 @@
  *		and names its listener; the helper takes the address from
  *		getpeername() on it only once it is a connected TCP socket
  *		of that listener's address, port and client namespace
- *		(allowed_client()), so the daemon can only borrow the
+ *		(privgrant.c), so the daemon can only borrow the
  *		address of a client connected to it, never choose one.
  *   PH_LISTEN	a listening socket with SO_REUSEPORT, made by root (and
  *		below 1024 if configured: CAP_NET_BIND_SERVICE), so that no
@@ -98,32 +98,20 @@
  * make_backend() - a backend socket, made IP_TRANSPARENT and bound to the
  *		    client's address if asked
  * @r:		the request
- * @g:		the listener that allows it
- * @client:	the client's socket, for transparent; -1 otherwise
+ * @g:		what allows it, with the client's address if transparent
  *
- * Return: the socket, or -1 with errno set (EPERM: @client is not one
- * the listener accepted).
+ * Return: the socket, or -1 with errno set.
  */
-static int make_backend(const struct ph_req *r, const struct grant *g,
-			int client)
+static int make_backend(const struct ph_req *r, const struct grant *g)
 {
-	struct sockaddr_storage peer;
-	socklen_t len;
 	int fd, err;
 
-	if (!r->transparent)
-		return sock_stream(r->family, r->mptcp);
-	if (client < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (allowed_client(g, client, r->family, &peer, &len))
-		return -1;
 	fd = sock_stream(r->family, r->mptcp);
-	if (fd < 0)
-		return -1;
+	if (fd < 0 || !r->transparent)
+		return fd;
 	if (sock_set_transparent(fd, r->family) ||
-	    sock_bind_any_port(fd, (struct sockaddr *)&peer, len)) {
+	    sock_bind_any_port(fd, (const struct sockaddr *)&g->peer,
+			       g->peerlen)) {
 		err = errno;
 		close(fd);
 		errno = err;
@@ -192,7 +180,8 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 		rep->err = EINVAL;
 		return -1;
 	}
-	if (allowed_find(set, r, &g) || (g.ns != here && netns_enter(g.ns))) {
+	if (allowed_find(set, r, client, &g) ||
+	    (g.ns != here && netns_enter(g.ns))) {
 		rep->err = errno;
 		here = -1;
 		return -1;
@@ -202,7 +191,7 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 		fd = sock_listen((const struct sockaddr *)&r->addr, r->addrlen,
 				 true, r->mptcp);
 	else
-		fd = make_backend(r, &g, client);
+		fd = make_backend(r, &g);
 	if (fd < 0)
 		rep->err = errno;
 	return fd;

@@ -62,20 +62,20 @@ static int free_port(void)
 	return port;
 }
 
-/* The config file: [global] drain-timeout = 1, and [front] on listen_at,
- * backend 127.0.0.1:9, --transparent; with @late, [late] on late_at
- * instead of [front] if @only_late, or beside it. */
-static void write_conf(bool late, bool only_late)
+/* The config file: [global] drain-timeout = 1; [front] on 127.0.0.1:@front
+ * (0: none), backend 127.0.0.1:9, --transparent; with @late, [late] on
+ * late_at. */
+static void write_conf(int front, bool late)
 {
 	FILE *f = fopen(conf, "w");
 
 	assert_non_null(f);
 	fprintf(f, "[global]\ndrain-timeout = 1\n");
-	if (!only_late)
+	if (front)
 		fprintf(f,
 			"[front]\nlisten = 127.0.0.1:%d\nbackend = 127.0.0.1:9\n"
 			"transparent = yes\n",
-			ntohs(listen_at.sin_port));
+			front);
 	if (late)
 		fprintf(f,
 			"[late]\nlisten = 127.0.0.1:%d\nbackend = 127.0.0.1:9\n",
@@ -96,7 +96,7 @@ static int setup(void **state)
 	listen_at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	late_at = listen_at;
 	late_at.sin_port = htons(free_port());
-	write_conf(false, false);
+	write_conf(ntohs(listen_at.sin_port), false);
 	assert_int_equal(options_parse(&cfg, 3, argv, false, err, sizeof(err)),
 			 OPT_OK);
 	assert_int_equal(privhelper_start(&ph, &cfg, 3, argv, false, 2, err,
@@ -374,19 +374,30 @@ static void test_emfile(void **state)
 }
 
 /* A reload the daemon refused (PH_ABORT): its listeners are granted from
- * no more. */
+ * no more; while it was prepared, a listener it moves still served its
+ * clients where it ran. */
 static void test_abort(void **state)
 {
 	char err[256];
-	int fd;
+	int l, c, s, fd;
 
 	(void)state;
-	write_conf(true, false);
+	write_conf(free_port(), true); /* [front] moves, [late] comes */
 	assert_int_equal(privhelper_reload(&ph, err, sizeof(err)), 0);
 	fd = privhelper_listen(&ph, 0, "", (struct sockaddr *)&late_at,
 			       sizeof(late_at), false);
 	assert_true(fd >= 0); /* the candidate's */
 	close(fd);
+	/* A client of [front] where it runs still gets its socket. */
+	tcp_pair(listen_at, &l, &c, &s);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, s);
+	if (fd < 0)
+		fail_msg("a client of the running [front]: %s",
+			 strerror(errno));
+	close(fd);
+	close(s);
+	close(c);
+	close(l);
 	privhelper_abort(&ph);
 	assert_int_equal(privhelper_listen(&ph, 0, "",
 					   (struct sockaddr *)&late_at,
@@ -403,7 +414,7 @@ static void test_previous_expires(void **state)
 	int fd;
 
 	(void)state;
-	write_conf(true, true);
+	write_conf(0, true);
 	assert_int_equal(privhelper_reload(&ph, err, sizeof(err)), 0);
 	privhelper_commit(&ph);
 	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
