@@ -241,7 +241,7 @@ int dial_backend_helped(struct privhelper *ph, unsigned chan,
 	const struct step *step;
 	int s, err;
 
-	s = privhelper_backend(ph, chan, lo->netns[SIDE_BACKEND],
+	s = privhelper_backend(ph, chan, lo->name, lo->netns[SIDE_BACKEND],
 			       be->addr.ss_family, lo->mptcp[SIDE_BACKEND],
 			       lo->transparent ? client_fd : -1);
 	if (s < 0)
@@ -275,8 +275,8 @@ static int check_socket(const struct listen_opts *lo, int family,
 	if (!ph)
 		return backend_socket(lo, family, step);
 	*step = lo->mptcp[SIDE_BACKEND] ? &step_mptcp : &step_socket;
-	fd = privhelper_backend(ph, 0, lo->netns[SIDE_BACKEND], family,
-				lo->mptcp[SIDE_BACKEND], -1);
+	fd = privhelper_backend(ph, 0, lo->name, lo->netns[SIDE_BACKEND],
+				family, lo->mptcp[SIDE_BACKEND], -1);
 	if (fd < 0 || !backend_settings(fd, lo, family, false, step))
 		return fd;
 	err = errno;

@@ -28,6 +28,8 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 
 #include "netns.h"
@@ -53,21 +55,26 @@ void netns_no_entry_check(void)
  * @err:	buffer for one line saying what is wrong
  * @errlen:	its size
  *
- * The check enters the namespace and comes back, so a namespace that may
- * not be entered (no CAP_SYS_ADMIN over it) fails here, at start.
+ * Only a file of nsfs is asked its type. The check enters the namespace
+ * and comes back, so a namespace that may not be entered (no
+ * CAP_SYS_ADMIN over it) fails here, at start.
  *
  * Return: a descriptor for netns_enter(), or -1 with @err set.
  */
 int netns_open(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), type;
+	/* Opened by root with CAP_SYS_ADMIN, from a path in a file: a FIFO
+	 * must not block it, a tty not become its terminal, and no ioctl
+	 * goes to a file that is not a namespace. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct statfs fs;
 
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	type = ioctl(fd, NS_GET_NSTYPE);
-	if (type != CLONE_NEWNET) {
+	if (fstatfs(fd, &fs) || fs.f_type != NSFS_MAGIC ||
+	    ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
 		snprintf(err, errlen, "%s is not a network namespace", path);
 		close(fd);
 		return -1;

@@ -12,17 +12,31 @@
  * Three configurations are granted from (enum SET_*): the running one,
  * the one before it (whose connections, still open after a reload, may
  * still fail over to their next backend), and a candidate a reload read
- * (PH_RELOAD) before it commits (PH_COMMIT). Each comes with the
- * namespaces it names, opened by the helper when it read the file.
+ * (PH_RELOAD) before it commits (PH_COMMIT) or the daemon refuses it
+ * (PH_ABORT). The one before is dropped once --drain-timeout has passed.
+ * Each comes with the namespaces it names, opened by the helper when it
+ * read the file.
+ *
+ * A transparent backend socket takes the address of a client socket the
+ * daemon sends along, and client_ok() checks that socket is one the
+ * named listener accepted. What no check here can bound: the daemon
+ * connect()s every socket it is given, to any destination its namespace
+ * routes to; only a cgroup connect4/connect6 BPF program binds that.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
+#include "monotime.h"
 #include "netns.h"
 #include "privgrant.h"
 
@@ -79,7 +93,8 @@ int allowed_open(struct allowed *a, char *err, size_t errlen)
  * @r:	the request
  *
  * A socket without IP_TRANSPARENT is less than one with it, so a
- * transparent listener allows both.
+ * transparent listener allows both. Only the listener the request names
+ * is asked: another's --transparent lends this one nothing.
  *
  * Return: true if it does.
  */
@@ -90,7 +105,8 @@ static bool backend_allowed(const struct listen_opts *lo,
 
 	for (unsigned b = 0; b < lo->nbackends; b++)
 		family |= lo->backend[b].addr.ss_family == r->family;
-	return family && !strcmp(lo->netns[SIDE_BACKEND], r->netns) &&
+	return family && !strcmp(lo->name, r->listener) &&
+	       !strcmp(lo->netns[SIDE_BACKEND], r->netns) &&
 	       lo->mptcp[SIDE_BACKEND] == !!r->mptcp &&
 	       (lo->transparent || !r->transparent);
 }
@@ -111,28 +127,180 @@ static bool listen_allowed(const struct listen_opts *lo, const struct ph_req *r)
 }
 
 /**
- * allowed_find() - the namespace a request may be served in
+ * allowed_expire() - drop the configuration before, once its time is up
+ * @set:	the configurations requests are granted from
+ */
+static void allowed_expire(struct allowed set[NSETS])
+{
+	if (set[SET_PREVIOUS].cfg && set[SET_PREVIOUS].expires &&
+	    mono_ns() > set[SET_PREVIOUS].expires)
+		allowed_free(&set[SET_PREVIOUS]);
+}
+
+/**
+ * sock_int() - one int socket option
+ * @fd:		the socket
+ * @level:	its level
+ * @name:	its name
+ *
+ * Return: the value, or INT_MIN if it cannot be read.
+ */
+static int sock_int(int fd, int level, int name)
+{
+	int v;
+	socklen_t len = sizeof(v);
+
+	return getsockopt(fd, level, name, &v, &len) || len != sizeof(v)
+		       ? -0x7fffffff - 1
+		       : v;
+}
+
+/**
+ * same_ns() - is a socket in a namespace
+ * @fd:	the socket
+ * @ns:	the namespace
+ *
+ * Return: true if SIOCGSKNS says it is.
+ */
+static bool same_ns(int fd, int ns)
+{
+	int its = ioctl(fd, SIOCGSKNS);
+	bool same;
+
+	if (its < 0)
+		return false;
+	same = netns_ino(its) && netns_ino(its) == netns_ino(ns);
+	close(its);
+	return same;
+}
+
+/**
+ * accepted_here() - is a local address the listener's
+ * @lo:		the listener
+ * @sa:		the socket's own address (getsockname())
+ *
+ * The port must be the listener's, the address too unless it listens on
+ * the wildcard. A listener with no address (its socket came from socket
+ * activation) cannot be checked: anything in its namespace passes.
+ *
+ * Return: true if it is.
+ */
+static bool accepted_here(const struct listen_opts *lo,
+			  const struct sockaddr_storage *sa)
+{
+	const struct sockaddr_storage *l = &lo->listen.addr;
+
+	if (!lo->listen.len)
+		return true;
+	if (l->ss_family != sa->ss_family)
+		return false;
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa,
+					 *b = (const void *)l;
+
+		return a->sin_port == b->sin_port &&
+		       (b->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			a->sin_addr.s_addr == b->sin_addr.s_addr);
+	}
+	const struct sockaddr_in6 *a = (const void *)sa, *b = (const void *)l;
+
+	return a->sin6_port == b->sin6_port &&
+	       (IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr) ||
+		IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &b->sin6_addr));
+}
+
+/**
+ * client_ok() - is a socket a client the listener accepted, and whose
+ *		 address may a transparent backend socket take
+ * @lo:		the listener
+ * @client_ns:	its client namespace
+ * @fd:		the socket the daemon sent
+ * @family:	the backend socket's family
+ * @g:		@peer and @peerlen set to the client's address
+ *
+ * getpeername() alone proves nothing: a UDP socket the daemon connect()ed
+ * anywhere, without sending a byte, has a peer. So the socket must be a
+ * connected TCP (or MPTCP) stream of the backend's family, not listening,
+ * whose own address is the listener's and which lives in the listener's
+ * client namespace: a socket that only accept() on that listener gives.
+ *
+ * Hook for PROXY protocol v2 (--accept-proxy, not on this branch yet):
+ * there the address to bind is the one in the PROXY header, which no
+ * socket can vouch for. Only for a listener with accept-proxy set in
+ * the helper's OWN configuration should a daemon-supplied address then
+ * be taken (after the checks above on the socket from the --proxy-from
+ * peer); that listener's transparency is then only as strong as the
+ * daemon, and it is documented as trusting its --proxy-from peers.
+ *
+ * Return: true if it is.
+ */
+static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
+		      int family, struct grant *g)
+{
+	struct sockaddr_storage self;
+	socklen_t slen = sizeof(self);
+	struct tcp_info ti;
+	socklen_t tlen = sizeof(ti);
+	int proto = sock_int(fd, SOL_SOCKET, SO_PROTOCOL);
+
+	g->peerlen = sizeof(g->peer);
+	return !(sock_int(fd, SOL_SOCKET, SO_DOMAIN) != family ||
+		 sock_int(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
+		 (proto != IPPROTO_TCP && proto != IPPROTO_MPTCP) ||
+		 sock_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0 ||
+		 getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) ||
+		 tlen < offsetof(struct tcp_info, tcpi_state) + 1 ||
+		 (ti.tcpi_state != TCP_ESTABLISHED &&
+		  ti.tcpi_state != TCP_CLOSE_WAIT) ||
+		 getsockname(fd, (struct sockaddr *)&self, &slen) ||
+		 !accepted_here(lo, &self) || !same_ns(fd, client_ns) ||
+		 getpeername(fd, (struct sockaddr *)&g->peer, &g->peerlen) ||
+		 g->peer.ss_family != family);
+}
+
+/**
+ * allowed_find() - the listener and namespace a request may be served by
  * @set:	the configurations requests are granted from
  * @r:		the request
- * @ns:		set to the namespace's descriptor (netns_home() for "")
+ * @client:	the descriptor that came with it, or -1
+ * @g:		filled in
  *
- * Return: 0, or -1 if no listener allows the request (EPERM).
+ * A transparent PH_BACKEND is granted by the first listener of that name
+ * that accepted @client: a reload may have moved it, and a client of the
+ * listener as it was still fails over to its next backend.
+ *
+ * Return: 0, or -1 with errno set: EPERM if no listener allows the
+ * request, EINVAL for a transparent one with no client socket.
  */
-int allowed_find(const struct allowed set[NSETS], const struct ph_req *r,
-		 int *ns)
+int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
+		 struct grant *g)
 {
-	for (int g = 0; g < NSETS; g++) {
-		const struct config *c = set[g].cfg;
+	int side = r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
+	bool proof = r->op == PH_BACKEND && r->transparent;
+
+	if (proof && client < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	allowed_expire(set);
+	for (int s = 0; s < NSETS; s++) {
+		const struct config *c = set[s].cfg;
 
 		for (unsigned i = 0; c && i < c->nls; i++) {
-			int side =
-				r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
+			const int *ns = set[s].ns[i];
+			int home = netns_home();
 
 			if (r->op == PH_LISTEN ? !listen_allowed(&c->ls[i], r)
 					       : !backend_allowed(&c->ls[i], r))
 				continue;
-			*ns = set[g].ns[i][side] >= 0 ? set[g].ns[i][side]
-						      : netns_home();
+			if (proof &&
+			    !client_ok(&c->ls[i],
+				       ns[SIDE_CLIENT] >= 0 ? ns[SIDE_CLIENT]
+							    : home,
+				       client, r->family, g))
+				continue;
+			g->lo = &c->ls[i];
+			g->ns = ns[side] >= 0 ? ns[side] : home;
 			return 0;
 		}
 	}
@@ -149,17 +317,19 @@ int allowed_find(const struct allowed set[NSETS], const struct ph_req *r,
  * @msg:	buffer for one line saying why the file is refused
  * @msglen:	its size
  *
- * A candidate a refused reload left is replaced.
+ * The candidate before, if any, is dropped, whether this one is taken
+ * or not.
  *
  * Return: 0, or an errno with @msg set.
  */
 int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
 		   bool inherited, char *msg, size_t msglen)
 {
-	struct allowed next = { calloc(1, sizeof(*next.cfg)), { { 0 } } };
+	struct allowed next = { .cfg = calloc(1, sizeof(*next.cfg)) };
 
 	if (!next.cfg)
 		return ENOMEM;
+	allowed_free(&set[SET_CANDIDATE]); /* refused or not, it is gone */
 	if (options_parse(next.cfg, argc, argv, inherited, msg, msglen) !=
 	    OPT_OK) {
 		free(next.cfg);
@@ -167,7 +337,6 @@ int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
 	}
 	if (allowed_open(&next, msg, msglen))
 		return EINVAL;
-	allowed_free(&set[SET_CANDIDATE]);
 	set[SET_CANDIDATE] = next;
 	return 0;
 }
@@ -177,15 +346,36 @@ int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
  * while
  * @set:	the configurations requests are granted from
  *
+ * The one before stays for the new configuration's --drain-timeout, as
+ * the helper read it (with 0, "as long as they last", until the next
+ * commit): its connections may fail over to a next backend meanwhile.
+ *
  * Return: 0, or EINVAL if there is no candidate.
  */
 int allowed_commit(struct allowed set[NSETS])
 {
+	double drain;
+
 	if (!set[SET_CANDIDATE].cfg)
 		return EINVAL;
+	drain = set[SET_CANDIDATE].cfg->o.drain_timeout;
 	allowed_free(&set[SET_PREVIOUS]);
 	set[SET_PREVIOUS] = set[SET_RUNNING];
 	set[SET_RUNNING] = set[SET_CANDIDATE];
 	set[SET_CANDIDATE].cfg = NULL;
+	set[SET_PREVIOUS].expires =
+		drain > 0 ? mono_ns() + (uint64_t)(drain * 1e9) : 0;
+	return 0;
+}
+
+/**
+ * allowed_abort() - PH_ABORT: the daemon refused the candidate
+ * @set:	the configurations requests are granted from
+ *
+ * Return: 0 (a candidate or none, there is none after).
+ */
+int allowed_abort(struct allowed set[NSETS])
+{
+	allowed_free(&set[SET_CANDIDATE]);
 	return 0;
 }

@@ -11,10 +11,12 @@
  *   PH_BACKEND	a backend socket made inside a network namespace
  *		(CAP_SYS_ADMIN for setns()), and with --transparent made
  *		IP_TRANSPARENT (CAP_NET_ADMIN) and bound to the client's
- *		address. The daemon sends the accepted client socket along;
- *		the helper takes the address from getpeername() on it, so
- *		the daemon can only borrow the address of a client that is
- *		connected to it, never choose one.
+ *		address. The daemon sends the accepted client socket along
+ *		and names its listener; the helper takes the address from
+ *		getpeername() on it only once it is a connected TCP socket
+ *		of that listener's address, port and client namespace
+ *		(privgrant.c), so the daemon can only borrow the
+ *		address of a client connected to it, never choose one.
  *   PH_LISTEN	a listening socket with SO_REUSEPORT, made by root (and
  *		below 1024 if configured: CAP_NET_BIND_SERVICE), so that no
  *		process of the daemon's user can join its reuseport group
@@ -22,7 +24,8 @@
  *   PH_RELOAD	read the configuration again (SIGHUP), as root: the
  *		candidate, which the reload's new listeners are checked
  *		against;
- *   PH_COMMIT	the daemon applied it: the candidate runs now.
+ *   PH_COMMIT	the daemon applied it: the candidate runs now;
+ *   PH_ABORT	the daemon refused it: the candidate is dropped.
  *
  * What the helper validates, and why: it reads the configuration itself
  * (it starts with the daemon's, and re-reads the file on PH_RELOAD, never
@@ -31,10 +34,13 @@
  * preparing, or of the one that ran before (connections of a listener a
  * reload retired still fail over to its next backend) has that
  * namespace, that address family and MPTCP setting, and for PH_LISTEN
- * that exact address, or for a transparent PH_BACKEND --transparent set
- * and a connected client socket to take the address from. A compromised
- * daemon can so ask only for what the configuration already allows it.
- * The connect() stays in the daemon, which needs no privilege for it.
+ * that exact address, or for a transparent PH_BACKEND that the listener
+ * it names has --transparent set and accepted the client socket sent to
+ * take the address from. A compromised daemon can so ask only for what
+ * the configuration already allows it. The connect() stays in the
+ * daemon, which needs no privilege for it, and which can so connect a
+ * backend socket to any destination of the backend namespace: only a
+ * cgroup connect4/connect6 BPF program bounds where it goes.
  *
  * The wire: SOCK_SEQPACKET socketpairs, one per thread that asks (the
  * main thread, and each worker), so that requests need no lock and the
@@ -92,34 +98,53 @@
  * make_backend() - a backend socket, made IP_TRANSPARENT and bound to the
  *		    client's address if asked
  * @r:		the request
- * @client:	the client's socket, for transparent; -1 otherwise
+ * @g:		what allows it, with the client's address if transparent
  *
  * Return: the socket, or -1 with errno set.
  */
-static int make_backend(const struct ph_req *r, int client)
+static int make_backend(const struct ph_req *r, const struct grant *g)
 {
-	struct sockaddr_storage peer;
-	socklen_t len = sizeof(peer);
 	int fd, err;
 
-	if (!r->transparent)
-		return sock_stream(r->family, r->mptcp);
-	if (client < 0 || getpeername(client, (struct sockaddr *)&peer, &len) ||
-	    (peer.ss_family != AF_INET && peer.ss_family != AF_INET6)) {
-		errno = EINVAL;
-		return -1;
-	}
 	fd = sock_stream(r->family, r->mptcp);
-	if (fd < 0)
-		return -1;
+	if (fd < 0 || !r->transparent)
+		return fd;
 	if (sock_set_transparent(fd, r->family) ||
-	    sock_bind_any_port(fd, (struct sockaddr *)&peer, len)) {
+	    sock_bind_any_port(fd, (const struct sockaddr *)&g->peer,
+			       g->peerlen)) {
 		err = errno;
 		close(fd);
 		errno = err;
 		return -1;
 	}
 	return fd;
+}
+
+/**
+ * serve_config() - PH_RELOAD, PH_COMMIT or PH_ABORT
+ * @set:	the configurations requests are checked against
+ * @argc:	the daemon's command line, for PH_RELOAD
+ * @argv:	its arguments
+ * @inherited:	the daemon had sockets from socket activation
+ * @r:		the request
+ * @rep:	filled in
+ *
+ * The file is read at home: names it resolves (getaddrinfo()) resolve
+ * as they did at start, not in the backend namespace entered last.
+ */
+static void serve_config(struct allowed set[NSETS], int argc, char **argv,
+			 bool inherited, const struct ph_req *r,
+			 struct ph_rep *rep)
+{
+	if (r->op == PH_COMMIT)
+		rep->err = allowed_commit(set);
+	else if (r->op == PH_ABORT)
+		rep->err = allowed_abort(set);
+	else if (netns_enter(netns_home()))
+		rep->err = errno;
+	else
+		rep->err = allowed_reload(set, argc, argv, inherited, rep->msg,
+					  sizeof(rep->msg));
 }
 
 /**
@@ -140,33 +165,33 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 {
 	static int here = -1; /* the namespace entered last, so as to skip
 			       * a setns() to the same one */
-	int ns, fd = -1;
+	struct grant g;
+	int fd = -1;
 
-	if (r->op == PH_RELOAD || r->op == PH_COMMIT) {
+	if (r->op == PH_RELOAD || r->op == PH_COMMIT || r->op == PH_ABORT) {
 		here = -1; /* netns_open() comes home; numbers get reused */
-		rep->err = r->op == PH_RELOAD
-				   ? allowed_reload(set, argc, argv, inherited,
-						    rep->msg, sizeof(rep->msg))
-				   : allowed_commit(set);
+		serve_config(set, argc, argv, inherited, r, rep);
 		return -1;
 	}
 	if ((r->op != PH_BACKEND && r->op != PH_LISTEN) ||
 	    memchr(r->netns, '\0', sizeof(r->netns)) == NULL ||
+	    memchr(r->listener, '\0', sizeof(r->listener)) == NULL ||
 	    r->addrlen > sizeof(r->addr)) {
 		rep->err = EINVAL;
 		return -1;
 	}
-	if (allowed_find(set, r, &ns) || (ns != here && netns_enter(ns))) {
+	if (allowed_find(set, r, client, &g) ||
+	    (g.ns != here && netns_enter(g.ns))) {
 		rep->err = errno;
 		here = -1;
 		return -1;
 	}
-	here = ns;
+	here = g.ns;
 	if (r->op == PH_LISTEN)
 		fd = sock_listen((const struct sockaddr *)&r->addr, r->addrlen,
 				 true, r->mptcp);
 	else
-		fd = make_backend(r, client);
+		fd = make_backend(r, &g);
 	if (fd < 0)
 		rep->err = errno;
 	return fd;
@@ -568,6 +593,7 @@ dead:
  * privhelper_backend() - a backend socket from the helper
  * @ph:		the helper
  * @chan:	the calling thread's channel
+ * @listener:	the name of the listener it is for
  * @netns:	the namespace's path as configured, "" for the process's own
  * @family:	the backend's address family
  * @mptcp:	Multipath TCP
@@ -575,10 +601,12 @@ dead:
  *		socket is bound to; -1 otherwise
  *
  * Return: a non-blocking socket, or -1 with errno set (EPERM: the
- * configuration the helper read allows no such socket).
+ * configuration the helper read allows no such socket, or @client is not
+ * a client that listener accepted).
  */
-int privhelper_backend(struct privhelper *ph, unsigned chan, const char *netns,
-		       int family, bool mptcp, int client)
+int privhelper_backend(struct privhelper *ph, unsigned chan,
+		       const char *listener, const char *netns, int family,
+		       bool mptcp, int client)
 {
 	struct ph_req r = { .op = PH_BACKEND,
 			    .family = family,
@@ -586,6 +614,7 @@ int privhelper_backend(struct privhelper *ph, unsigned chan, const char *netns,
 			    .transparent = client >= 0 };
 	struct ph_rep rep;
 
+	snprintf(r.listener, sizeof(r.listener), "%s", listener);
 	snprintf(r.netns, sizeof(r.netns), "%s", netns);
 	return ask(ph, chan, &r, client, &rep);
 }
@@ -643,6 +672,22 @@ int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
 }
 
 /**
+ * tell() - a request with no descriptor either way, its failure logged
+ * @ph:		the helper
+ * @op:		PH_COMMIT or PH_ABORT
+ * @what:	what the helper then did not do, for the line
+ */
+static void tell(struct privhelper *ph, enum ph_op op, const char *what)
+{
+	struct ph_req r = { .op = op };
+	struct ph_rep rep = { 0 };
+
+	if (ask(ph, 0, &r, -1, &rep) < 0 && errno)
+		log_warn("the privileged helper did not %s: %s%s", what,
+			 strerror(errno), privhelper_hint(errno));
+}
+
+/**
  * privhelper_commit() - tell the helper the file it read last was applied
  * @ph:	the helper
  *
@@ -651,12 +696,19 @@ int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
  */
 void privhelper_commit(struct privhelper *ph)
 {
-	struct ph_req r = { .op = PH_COMMIT };
-	struct ph_rep rep = { 0 };
+	tell(ph, PH_COMMIT, "take the new configuration");
+}
 
-	if (ask(ph, 0, &r, -1, &rep) < 0 && errno)
-		log_warn("the privileged helper did not take the new configuration: %s%s",
-			 strerror(errno), privhelper_hint(errno));
+/**
+ * privhelper_abort() - tell the helper the file it read last was refused
+ * @ph:	the helper
+ *
+ * From the main thread, when the daemon refuses a reload the helper
+ * accepted: the candidate is granted from no more.
+ */
+void privhelper_abort(struct privhelper *ph)
+{
+	tell(ph, PH_ABORT, "drop the refused configuration");
 }
 
 /**

@@ -35,12 +35,14 @@ struct privhelper {
 int privhelper_start(struct privhelper *ph, const struct config *cfg, int argc,
 		     char **argv, bool inherited, unsigned nchan, char *err,
 		     size_t errlen);
-int privhelper_backend(struct privhelper *ph, unsigned chan, const char *netns,
-		       int family, bool mptcp, int client);
+int privhelper_backend(struct privhelper *ph, unsigned chan,
+		       const char *listener, const char *netns, int family,
+		       bool mptcp, int client);
 int privhelper_listen(struct privhelper *ph, unsigned chan, const char *netns,
 		      const struct sockaddr *sa, socklen_t len, bool mptcp);
 int privhelper_reload(struct privhelper *ph, char *err, size_t errlen);
 void privhelper_commit(struct privhelper *ph);
+void privhelper_abort(struct privhelper *ph);
 const char *privhelper_hint(int err);
 void privhelper_stop(struct privhelper *ph);
 

@@ -343,8 +343,13 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 		return -1;
 	}
 	/* The helper grants only what its own reading of the file allows. */
-	if ((px->helper.fds && privhelper_reload(&px->helper, err, errlen)) ||
-	    prepare(px, c, plans, err, errlen)) {
+	if (px->helper.fds && privhelper_reload(&px->helper, err, errlen)) {
+		free(plans);
+		return -1;
+	}
+	if (prepare(px, c, plans, err, errlen)) {
+		if (px->helper.fds) /* granted from no more */
+			privhelper_abort(&px->helper);
 		free(plans);
 		return -1;
 	}

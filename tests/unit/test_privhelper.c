@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* test_privhelper.c - the privileged helper grants what its configuration
  * names and nothing else: a listening socket on the configured address only,
- * backend sockets of the configured family, namespace and MPTCP setting only,
- * a transparent one bound to the peer of the client socket sent along and
- * refused for a socket with no peer; a malformed request is answered and
+ * backend sockets of the configured listener, family, namespace and MPTCP
+ * setting only, a transparent one bound to the peer of the client socket
+ * sent along, and refused for any socket that is not a client the named
+ * listener accepted (a connected UDP socket, a listening one, a TCP one of
+ * another port, one of another namespace); a refused reload's candidate
+ * (PH_ABORT) and, after --drain-timeout, the configuration before are
+ * granted from no more; netns_open() neither blocks on a FIFO nor asks a
+ * device its namespace type; a malformed request is answered and
  * the helper serves on; a thread that stops reading its replies holds up
  * no other; a daemon out of descriptors gets EMFILE at once;
  * once the helper is gone, every request fails at once with EOWNERDEAD. Needs
@@ -12,13 +17,16 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -26,16 +34,18 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "netns.h"
 #include "options.h"
 #include "privhelper.h"
 
 static struct config cfg;
 static struct privhelper ph;
-static struct sockaddr_in listen_at;
-static char listen_text[32];
+static struct sockaddr_in listen_at, late_at;
+static char dir[] = "/tmp/test_privhelper.XXXXXX", conf[64];
 
 /* A port free on 127.0.0.1 now. */
 static int free_port(void)
@@ -52,23 +62,44 @@ static int free_port(void)
 	return port;
 }
 
-/* One listener: listen_text, backend 127.0.0.1:9, --transparent. */
+/* The config file: [global] drain-timeout = 1; [front] on 127.0.0.1:@front
+ * (0: none), backend 127.0.0.1:9, --transparent; with @late, [late] on
+ * late_at. */
+static void write_conf(int front, bool late)
+{
+	FILE *f = fopen(conf, "w");
+
+	assert_non_null(f);
+	fprintf(f, "[global]\ndrain-timeout = 1\n");
+	if (front)
+		fprintf(f,
+			"[front]\nlisten = 127.0.0.1:%d\nbackend = 127.0.0.1:9\n"
+			"transparent = yes\n",
+			front);
+	if (late)
+		fprintf(f,
+			"[late]\nlisten = 127.0.0.1:%d\nbackend = 127.0.0.1:9\n",
+			ntohs(late_at.sin_port));
+	assert_int_equal(fclose(f), 0);
+}
+
 static int setup(void **state)
 {
-	static char *argv[] = { "smbsplice", "--listen",    listen_text,
-				"--backend", "127.0.0.1:9", "--transparent",
-				NULL };
+	static char *argv[] = { "smbsplice", "--config", conf, NULL };
 	char err[256];
 
 	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/smbsplice.conf", dir);
 	listen_at = (struct sockaddr_in){ .sin_family = AF_INET,
 					  .sin_port = htons(free_port()) };
 	listen_at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	snprintf(listen_text, sizeof(listen_text), "127.0.0.1:%d",
-		 ntohs(listen_at.sin_port));
-	assert_int_equal(options_parse(&cfg, 6, argv, false, err, sizeof(err)),
+	late_at = listen_at;
+	late_at.sin_port = htons(free_port());
+	write_conf(ntohs(listen_at.sin_port), false);
+	assert_int_equal(options_parse(&cfg, 3, argv, false, err, sizeof(err)),
 			 OPT_OK);
-	assert_int_equal(privhelper_start(&ph, &cfg, 6, argv, false, 2, err,
+	assert_int_equal(privhelper_start(&ph, &cfg, 3, argv, false, 2, err,
 					  sizeof(err)),
 			 0);
 	return 0;
@@ -78,6 +109,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	privhelper_stop(&ph);
+	unlink(conf);
+	rmdir(dir);
 	return 0;
 }
 
@@ -121,39 +154,100 @@ static void test_backend(void **state)
 	int fd;
 
 	(void)state;
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(privhelper_backend(&ph, 1, "", AF_INET6, false, -1),
-			 -1);
+	assert_int_equal(
+		privhelper_backend(&ph, 1, "front", "", AF_INET6, false, -1),
+		-1);
 	assert_int_equal(errno, EPERM);
-	assert_int_equal(privhelper_backend(&ph, 1, "", AF_INET, true, -1), -1);
+	assert_int_equal(
+		privhelper_backend(&ph, 1, "front", "", AF_INET, true, -1), -1);
 	assert_int_equal(errno, EPERM);
-	assert_int_equal(privhelper_backend(&ph, 1, "/proc/1/ns/net", AF_INET,
-					    false, -1),
+	assert_int_equal(privhelper_backend(&ph, 1, "front", "/proc/1/ns/net",
+					    AF_INET, false, -1),
 			 -1);
 	assert_int_equal(errno, EPERM);
 }
 
+/* A connected pair through a listener at @at (port 0: any): @l the
+ * listener, @c the connecting end, @s the accepted one. */
+static void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s)
+{
+	socklen_t len = sizeof(at);
+	int on = 1;
+
+	*l = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(*l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	assert_int_equal(bind(*l, (struct sockaddr *)&at, sizeof(at)), 0);
+	assert_int_equal(listen(*l, 1), 0);
+	assert_int_equal(getsockname(*l, (struct sockaddr *)&at, &len), 0);
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*c, (struct sockaddr *)&at, sizeof(at)), 0);
+	*s = accept(*l, NULL, NULL);
+	assert_true(*s >= 0);
+}
+
+/* The helper refuses @fd as a transparent request's client, with EPERM. */
+static void refused(const char *listener, int fd)
+{
+	int got = privhelper_backend(&ph, 1, listener, "", AF_INET, false, fd);
+
+	if (got >= 0)
+		fail_msg("granted a transparent socket for fd %d", fd);
+	assert_int_equal(errno, EPERM);
+}
+
+/* An accepted socket of a loopback pair on listen_at's very address and
+ * port, made in a namespace of its own by a child and sent back here. */
+static int foreign_client(void)
+{
+	char buf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 0;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = buf,
+			    .msg_controllen = sizeof(buf) };
+	int sv[2], l, c, s, fd, status;
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		if (unshare(CLONE_NEWNET) || system("ip link set lo up"))
+			_exit(1);
+		tcp_pair(listen_at, &l, &c, &s);
+		CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &s, sizeof(int));
+		_exit(sendmsg(sv[1], &m, 0) == 1 ? 0 : 1);
+	}
+	close(sv[1]);
+	assert_int_equal(recvmsg(sv[0], &m, 0), 1);
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	close(sv[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(status, 0);
+	return fd;
+}
+
 static void test_transparent(void **state)
 {
-	struct sockaddr_in a = listen_at, got;
-	socklen_t len = sizeof(a);
-	int l, c, s, fd, on = 0;
+	struct sockaddr_in got, any = { .sin_family = AF_INET };
+	struct sockaddr_in doc = { .sin_family = AF_INET,
+				   .sin_port = htons(1) };
+	socklen_t len;
+	int l, c, s, l2, c2, s2, u, fd, on = 0;
 
 	(void)state;
-	a.sin_port = 0;
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
-	c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
-	s = accept(l, NULL, NULL);
-	assert_true(s >= 0);
-
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, s);
-	assert_true(fd >= 0);
+	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tcp_pair(listen_at, &l, &c, &s);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, s);
+	if (fd < 0)
+		fail_msg("the accepted client was refused: %s",
+			 strerror(errno));
 	len = sizeof(on);
 	getsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &on, &len);
 	assert_int_equal(on, 1);
@@ -162,12 +256,48 @@ static void test_transparent(void **state)
 	assert_int_equal(got.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	close(fd);
 
-	/* A socket with no peer proves no client. */
-	assert_int_equal(privhelper_backend(&ph, 1, "", AF_INET, false, l), -1);
-	assert_int_equal(errno, EINVAL);
+	/* A UDP socket connect()ed anywhere has a peer, and proves nothing. */
+	inet_pton(AF_INET, "192.0.2.77", &doc.sin_addr);
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_int_equal(connect(u, (struct sockaddr *)&doc, sizeof(doc)), 0);
+	refused("front", u);
+	refused("front", l); /* listening: no peer */
+	refused("front", c); /* the connecting end: not the listener's port */
+	tcp_pair(any, &l2, &c2, &s2); /* accepted, on another port */
+	refused("front", s2);
+	refused("late", s); /* no such listener */
+	close(s2);
+	close(c2);
+	close(l2);
+	close(u);
+	/* Same address and port, in another namespace. */
+	fd = foreign_client();
+	refused("front", fd);
+	close(fd);
 	close(s);
 	close(c);
 	close(l);
+}
+
+/* netns_open() neither blocks on a FIFO nor asks a device its type. */
+static void test_netns_open(void **state)
+{
+	char fifo[80], err[160];
+	int fd;
+
+	(void)state;
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(5); /* a helper that blocks: the test fails, not hangs */
+	assert_int_equal(netns_open(fifo, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a network namespace"));
+	assert_int_equal(netns_open("/dev/null", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a network namespace"));
+	alarm(0);
+	unlink(fifo);
+	fd = netns_open("/proc/self/ns/net", err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
 }
 
 static void test_malformed(void **state)
@@ -178,7 +308,7 @@ static void test_malformed(void **state)
 	(void)state;
 	assert_int_equal(send(ph.fds[1], "bad", 3, 0), 3);
 	assert_true(recv(ph.fds[1], buf, sizeof(buf), 0) > 0);
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
 	assert_true(fd >= 0);
 	close(fd);
 }
@@ -208,7 +338,7 @@ static void test_unread(void **state)
 	while (poll(&(struct pollfd){ ph.fds[1], POLLIN, 0 }, 1, 200) > 0 &&
 	       recv(ph.fds[1], buf, sizeof(buf), 0) > 0)
 		;
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
 	assert_true(fd >= 0);
 	close(fd);
 }
@@ -229,7 +359,7 @@ static void test_emfile(void **state)
 	while (n < 64 && (fds[n] = dup(0)) >= 0)
 		n++;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
 	err = errno;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	while (n)
@@ -238,7 +368,64 @@ static void test_emfile(void **state)
 	assert_int_equal(fd, -1);
 	assert_int_equal(err, EMFILE);
 	assert_true(t1.tv_sec - t0.tv_sec < 1);
-	fd = privhelper_backend(&ph, 1, "", AF_INET, false, -1);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* A reload the daemon refused (PH_ABORT): its listeners are granted from
+ * no more; while it was prepared, a listener it moves still served its
+ * clients where it ran. */
+static void test_abort(void **state)
+{
+	char err[256];
+	int l, c, s, fd;
+
+	(void)state;
+	write_conf(free_port(), true); /* [front] moves, [late] comes */
+	assert_int_equal(privhelper_reload(&ph, err, sizeof(err)), 0);
+	fd = privhelper_listen(&ph, 0, "", (struct sockaddr *)&late_at,
+			       sizeof(late_at), false);
+	assert_true(fd >= 0); /* the candidate's */
+	close(fd);
+	/* A client of [front] where it runs still gets its socket. */
+	tcp_pair(listen_at, &l, &c, &s);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, s);
+	if (fd < 0)
+		fail_msg("a client of the running [front]: %s",
+			 strerror(errno));
+	close(fd);
+	close(s);
+	close(c);
+	close(l);
+	privhelper_abort(&ph);
+	assert_int_equal(privhelper_listen(&ph, 0, "",
+					   (struct sockaddr *)&late_at,
+					   sizeof(late_at), false),
+			 -1);
+	assert_int_equal(errno, EPERM);
+}
+
+/* The configuration before a commit is granted from for --drain-timeout
+ * (1 s here), then no more. */
+static void test_previous_expires(void **state)
+{
+	char err[256];
+	int fd;
+
+	(void)state;
+	write_conf(0, true);
+	assert_int_equal(privhelper_reload(&ph, err, sizeof(err)), 0);
+	privhelper_commit(&ph);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1);
+	assert_true(fd >= 0); /* [front] ran before: still granted */
+	close(fd);
+	usleep(1200 * 1000);
+	assert_int_equal(
+		privhelper_backend(&ph, 1, "front", "", AF_INET, false, -1),
+		-1);
+	assert_int_equal(errno, EPERM);
+	fd = privhelper_backend(&ph, 1, "late", "", AF_INET, false, -1);
 	assert_true(fd >= 0);
 	close(fd);
 }
@@ -248,8 +435,8 @@ static void test_gone(void **state)
 	(void)state;
 	kill(ph.pid, SIGKILL);
 	waitpid(ph.pid, NULL, 0);
-	assert_int_equal(privhelper_backend(&ph, 1, "", AF_INET, false, -1),
-			 -1);
+	assert_int_equal(
+		privhelper_backend(&ph, 1, "late", "", AF_INET, false, -1), -1);
 	assert_int_equal(errno, EOWNERDEAD);
 	assert_int_equal(privhelper_listen(&ph, 0, "",
 					   (struct sockaddr *)&listen_at,
@@ -264,9 +451,12 @@ int main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_transparent),
+		cmocka_unit_test(test_netns_open),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_unread),
 		cmocka_unit_test(test_emfile),
+		cmocka_unit_test(test_abort),
+		cmocka_unit_test(test_previous_expires),
 		cmocka_unit_test(test_gone),
 	};
 
