@@ -131,6 +131,8 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
  * @iobuf:	its stdio buffer; one file is open at a time
  * @path:	FILE
  * @max:	--trace-max bytes, 0 for no rotation
+ * @rotate_broken: FILE could not be renamed; no rotation is tried, and
+ *		no record written past @max, until the next reopen
  * @thread:	the writer
  * @running:	@thread was started
  */
@@ -147,6 +149,7 @@ static struct trace_file {
 	char iobuf[FILE_BUF_BYTES];
 	char path[256];
 	uint64_t max;
+	bool rotate_broken;
 	pthread_t thread;
 	bool running;
 } tf = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
@@ -413,25 +416,35 @@ static void ring_take(void *to, size_t n)
 /**
  * rotate() - FILE becomes FILE.1, and so on; a new FILE is begun
  *
- * A rename that fails (the directory is not writable by --user) is
- * logged; the writer then keeps appending to FILE rather than lose
- * records.
+ * A rename of an older file that fails is logged, once per rotation. If
+ * FILE itself cannot be renamed (the directory is not writable by
+ * --user), rotation is broken until the next reopen: said once, and the
+ * records past --trace-max are dropped and counted rather than written,
+ * since the limit is a promise about disk use. Nothing is retried per
+ * record: each try would be a line, a close and an open.
  */
 static void rotate(void)
 {
 	char from[sizeof(tf.path) + 8], to[sizeof(tf.path) + 8], err[512];
 
-	fclose(tf.file);
-	tf.file = NULL;
 	for (int i = KEEP_FILES; i >= 1; i--) {
 		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.path,
 			 i - 1);
 		snprintf(to, sizeof(to), "%s.%d", tf.path, i);
-		if (rename(from, to) && errno != ENOENT)
-			log_warn(
-				"--trace: cannot rename %s to %s: %s; the file grows past --trace-max",
-				from, to, strerror(errno));
+		if (!rename(from, to) || errno == ENOENT)
+			continue;
+		if (i > 1) {
+			log_warn("--trace: cannot rename %s to %s: %s", from,
+				 to, strerror(errno));
+			continue;
+		}
+		tf.rotate_broken = true;
+		log_err("--trace: cannot rename %s to %s: %s; records past --trace-max are dropped (smbsplice_trace_dropped_total) until a reopen (SIGHUP, SIGUSR1): let --user write the directory",
+			from, to, strerror(errno));
+		return;
 	}
+	fclose(tf.file);
+	tf.file = NULL;
 	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen (SIGHUP, SIGUSR1) succeeds",
 			err);
@@ -441,18 +454,27 @@ static void rotate(void)
  * write_one() - hand one record to stdio
  * @rec:	its header and bytes, as on disk
  * @caplen:	how many bytes follow the header
+ *
+ * A record stdio could not take (ENOSPC, EIO) is counted as dropped, not
+ * written.
  */
 static void write_one(const uint8_t *rec, uint32_t caplen)
 {
-	if (!tf.file) {
+	bool full = tf.max && tf.size >= tf.max;
+
+	/* Rotated when the next record comes, so that one after a reopen
+	 * of a full FILE is not written before rotation is tried. */
+	if (tf.file && full && !tf.rotate_broken) {
+		rotate();
+		full = tf.max && tf.size >= tf.max;
+	}
+	if (!tf.file || (full && tf.rotate_broken) ||
+	    fwrite(rec, PCAP_REC_HDR + caplen, 1, tf.file) != 1) {
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	fwrite(rec, PCAP_REC_HDR + caplen, 1, tf.file);
 	__atomic_add_fetch(&tf.written, 1, __ATOMIC_RELAXED);
 	tf.size += PCAP_REC_HDR + caplen;
-	if (tf.max && tf.size >= tf.max)
-		rotate();
 }
 
 /**
@@ -465,6 +487,7 @@ static void reopen(void)
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
+	tf.rotate_broken = false; /* tried again at the next --trace-max */
 	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen succeeds", err);
 }
@@ -694,4 +717,5 @@ void tracefile_close(void)
 	free(ring);
 	tf.size = 0;
 	tf.flushed = 0;
+	tf.rotate_broken = false;
 }

@@ -4,7 +4,8 @@
  * each thread's order, or counted as dropped; a lone record (the writer
  * asleep on an empty ring) and a steady trickle (the writer never idle)
  * both reach the disk within about a second, without a close; --trace-max
- * rotates into files that hold every record between them; a reopen after
+ * rotates into files that hold every record between them, and when FILE
+ * cannot be renamed writes nothing past it, saying so once; a reopen after
  * the file was moved away begins a new one, and one in place appends to
  * it; a record too long for the writer's batches is dropped, not left to
  * stop it; the file is made mode 0600 whatever the umask and whatever
@@ -224,6 +225,65 @@ static void test_rotation_keeps_every_record(void **state)
 	assert_true(files >= 3);
 }
 
+/* Lines of @file that hold @what. */
+static int lines_with(const char *file, const char *what)
+{
+	char line[1024];
+	FILE *f = fopen(file, "r");
+	int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* FILE cannot be renamed (FILE.1 to FILE.9 are directories that are not
+ * empty, which no rename replaces; as root a mode does not stop it):
+ * rotation is broken, said once, and the records past --trace-max are
+ * dropped and counted, not appended; a reopen tries again. */
+static void test_rotation_broken(void **state)
+{
+	char f[200], logf[160];
+	uint64_t w0, d0, w, d;
+	int saved = dup(2), fd;
+
+	(void)state;
+	for (int i = 1; i <= 9; i++) {
+		snprintf(f, sizeof(f), "%s.%d", path, i);
+		assert_int_equal(mkdir(f, 0700), 0);
+		snprintf(f, sizeof(f), "%s.%d/x", path, i);
+		assert_int_equal(mkdir(f, 0700), 0);
+	}
+	snprintf(logf, sizeof(logf), "%s.log", dir);
+	fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+	tracefile_counts(&w0, &d0);
+	for (uint32_t i = 0; i < 2000; i++)
+		put(0, i, 100);
+	sleep_ms(200);
+	tracefile_reopen();
+	sleep_ms(200);
+	put(0, 2000, 100);
+	tracefile_close();
+	dup2(saved, 2);
+	close(saved);
+	tracefile_counts(&w, &d);
+	/* 2,000 records of 116 bytes: 64 KiB hold 565 of them */
+	assert_true(size_of(path) < (64 << 10) + 16 + 100);
+	assert_int_equal(count(path, NULL), (long)(w - w0));
+	assert_int_equal(w - w0 + d - d0, 2001);
+	assert_true(d - d0 > 1000);
+	/* one line at the first rotation, one after the reopen */
+	assert_int_equal(lines_with(logf, "records past --trace-max are dropped"),
+			 2);
+	assert_true(lines_with(logf, "cannot rename") <= 2 * 9);
+	unlink(logf);
+}
+
 static void test_reopen_after_move(void **state)
 {
 	char moved[160];
@@ -385,6 +445,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_prestate_setup_teardown(
 			test_rotation_keeps_every_record, setup, teardown,
+			(void *)&rotating),
+		cmocka_unit_test_prestate_setup_teardown(
+			test_rotation_broken, setup, teardown,
 			(void *)&rotating),
 		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
 						teardown),
