@@ -34,8 +34,9 @@
  * FILE still exists and starting it afresh when logrotate moved it away.
  *
  * A trace holds every SMB2 header, with the names of shares and files,
- * so it is readable by its owner only: created 0600, and made so if it
- * was not. It is opened once smbsplice runs as --user (main.c), with that
+ * so it is readable by its owner only: created 0600; one that exists with
+ * group or other bits is refused (a reader may hold it open already),
+ * one narrower is made 0600. It is opened once smbsplice runs as --user (main.c), with that
  * user's rights, so that starting, rotating and reopening are done by one
  * identity, the one that owns the file. Rotation needs the directory
  * writable by that user, and anyone who may write the directory may plant
@@ -204,6 +205,14 @@ static int check_file(int fd, struct stat *st, char *err, size_t errlen)
 			tf.path, (unsigned long)st->st_nlink);
 	} else if (st->st_uid != geteuid()) {
 		say_not_owner(st->st_uid, err, errlen);
+	} else if (st->st_mode & 077) {
+		/* Whoever opened it while it was readable keeps the fd, and
+		 * would read every record appended: a chmod cannot take
+		 * that back. */
+		snprintf(
+			err, errlen,
+			"--trace %s: mode %04o lets other users read it, and one who opened it would read every record added; move it away or remove it, and a new one is made 0600",
+			tf.path, (unsigned)(st->st_mode & 07777));
 	} else if ((st->st_mode & 07777) != 0600 && fchmod(fd, 0600)) {
 		snprintf(err, errlen,
 			 "--trace %s: cannot make it mode 0600: %s", tf.path,

@@ -16,7 +16,8 @@ costs no more records than what it sends.
   --user and without, and no file appears at the link's target;
 - a hard link planted there, to an empty file of nobody's elsewhere or to
   one of root's, is refused likewise and that file is left as it was; a
-  trace left by root is refused under --user with a line naming its owner;
+  trace left by root is refused under --user with a line naming its owner,
+  and one left 0644 (a reader may hold it open) is refused too;
 - a real smbclient session (NTLMSSP) through smbsplice: tshark finds its
   SESSION_SETUP requests and responses in the trace, each record the SMB2
   header and nothing after it, and "NTLMSSP\\0" is nowhere in the file; in
@@ -266,6 +267,14 @@ def body(nobody, base, traces, rootonly, theirs):
     rc, lines = start_refused("--user", "nobody", "--trace", left)
     check(rc == 1 and len(lines) == 1 and "owned by uid 0" in lines[0],
           f"a trace root left, under --user nobody: refused, naming its owner (exit {rc}, {lines})")
+    # One of nobody's left 0644: whoever opened it keeps reading; refused.
+    os.chown(left, nobody.pw_uid, nobody.pw_gid)
+    os.chmod(left, 0o644)
+    size = os.path.getsize(left)
+    rc, lines = start_refused("--user", "nobody", "--trace", left)
+    check(rc == 1 and len(lines) == 1 and "mode 0644 lets other users read it" in lines[0]
+          and os.path.getsize(left) == size,
+          f"a trace left readable by others (0644): refused, not appended to (exit {rc}, {lines})")
 
     # 5. tcp mode: nothing framed, yet no NTLMSSP either.
     tr = os.path.join(base, "tcp.pcap")

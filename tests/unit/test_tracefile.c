@@ -8,8 +8,9 @@
  * cannot be renamed writes nothing past it, saying so once; a reopen after
  * the file was moved away begins a new one, and one in place appends to
  * it; a record too long for the writer's batches is dropped, not left to
- * stop it; the file is made mode 0600 whatever the umask and whatever
- * mode it had, and is refused when it is a symbolic link (the link's
+ * stop it; the file is made mode 0600 whatever the umask, refused when
+ * group or others could read it (and made 0600 when narrower), refused
+ * when it is a symbolic link (the link's
  * target is not created), a hard link (the other name's file is not
  * written), owned by another user, not a regular file, or not a trace
  * smbsplice wrote */
@@ -360,8 +361,14 @@ static void test_file_is_its_owners_alone(void **state)
 	umask(old);
 	assert_int_equal(mode_of(path), 0600);
 	assert_int_equal(count(path, NULL), 1);
-	/* a trace of its own left 0644: made 0600, and appended to */
+	/* a trace of its own left 0644: whoever opened it meanwhile keeps
+	 * reading, so it is refused, not appended to */
 	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(open_close(path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mode 0644 lets other users read it"));
+	assert_int_equal(count(path, NULL), 1);
+	/* one left 0400 (narrower): made 0600, and appended to */
+	assert_int_equal(chmod(path, 0400), 0);
 	assert_int_equal(open_close(path, err, sizeof(err)), 0);
 	assert_int_equal(mode_of(path), 0600);
 	assert_int_equal(count(path, NULL), 2);
