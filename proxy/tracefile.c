@@ -43,7 +43,10 @@
  * a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link
  * to a file elsewhere (refused when the file has more than one link). A
  * file that is not a regular one, or not owned by the user smbsplice runs
- * as, is refused too, each with one line saying what to remove. Were the
+ * as, is refused too, each with one line saying what to remove. The
+ * directory is opened once, at start, and every later open and rename is
+ * made in it (openat, renameat): a parent swapped for a symbolic link
+ * afterwards cannot send them elsewhere. Were the
  * file opened as root, a link planted by --user would have root write
  * (and chown) a file that user could not touch.
  */
@@ -131,6 +134,9 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
  * @flushed:	when the writer last flushed it (CLOCK_MONOTONIC_COARSE, s)
  * @iobuf:	its stdio buffer; one file is open at a time
  * @path:	FILE
+ * @name:	its last component, in @path
+ * @dirfd:	its directory, opened once (O_PATH): every open and rename
+ *		is made in it, whatever its path comes to name later
  * @max:	--trace-max bytes, 0 for no rotation
  * @rotate_broken: FILE could not be renamed; no rotation is tried, and
  *		no record written past @max, until the next reopen
@@ -149,11 +155,15 @@ static struct trace_file {
 	time_t flushed;
 	char iobuf[FILE_BUF_BYTES];
 	char path[256];
+	const char *name;
+	int dirfd;
 	uint64_t max;
 	bool rotate_broken;
 	pthread_t thread;
 	bool running;
-} tf = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+} tf = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	 .more = PTHREAD_COND_INITIALIZER,
+	 .dirfd = -1 };
 
 /**
  * tracefile_enabled() - is --trace on
@@ -282,19 +292,21 @@ static int open_file(char *err, size_t errlen)
 	struct stat st;
 	int fd, e;
 
-	fd = open(tf.path,
+	fd = openat(tf.dirfd, tf.name,
 		  O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
 			  O_NOCTTY | O_NONBLOCK,
 		  0600);
 	if (fd < 0) {
 		e = errno;
-		/* lstat() only to say why: nothing is decided on it. */
+		/* fstatat() only to say why: nothing is decided on it. */
 		if (e == ELOOP)
 			snprintf(
 				err, errlen,
 				"--trace %s: a symbolic link, which a trace is never written through (whoever may write the directory could point it anywhere); remove it",
 				tf.path);
-		else if (e == EACCES && !lstat(tf.path, &st) &&
+		else if (e == EACCES &&
+			 !fstatat(tf.dirfd, tf.name, &st,
+				  AT_SYMLINK_NOFOLLOW) &&
 			 st.st_uid != geteuid())
 			say_not_owner(st.st_uid, err, errlen);
 		else
@@ -326,6 +338,42 @@ static int open_file(char *err, size_t errlen)
 }
 
 /**
+ * open_dir() - open FILE's directory, once, for every later open and rename
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * O_NOFOLLOW on FILE covers its last component only: were FILE opened
+ * by its path each time, whoever may write a parent directory could swap
+ * a component for a symbolic link and have the next rotation, rename and
+ * reopen made in another directory. The directory is resolved once, at
+ * start, as the operator named it, and held.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int open_dir(char *err, size_t errlen)
+{
+	char dir[sizeof(tf.path)];
+	char *slash = strrchr(tf.path, '/');
+
+	tf.name = slash ? slash + 1 : tf.path;
+	if (!*tf.name) {
+		snprintf(err, errlen, "--trace %s: names a directory, not a file",
+			 tf.path);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%.*s",
+		 slash ? (int)(slash == tf.path ? 1 : slash - tf.path) : 1,
+		 slash ? tf.path : ".");
+	tf.dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (tf.dirfd < 0) {
+		snprintf(err, errlen, "--trace %s: its directory %s: %s",
+			 tf.path, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/**
  * tracefile_open() - open the capture file, at start
  * @path:	FILE
  * @max:	rotate past this many bytes; 0 never
@@ -346,6 +394,8 @@ int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 	pthread_condattr_destroy(&ca);
 	snprintf(tf.path, sizeof(tf.path), "%s", path);
 	tf.max = max;
+	if (open_dir(err, errlen))
+		return -1;
 	tf.ring = malloc(RING_BYTES);
 	if (!tf.ring) {
 		snprintf(err, errlen, "--trace: out of memory");
@@ -354,6 +404,8 @@ int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 	if (open_file(err, errlen)) {
 		free(tf.ring);
 		tf.ring = NULL;
+		close(tf.dirfd);
+		tf.dirfd = -1;
 		return -1;
 	}
 	return 0;
@@ -435,21 +487,23 @@ static void ring_take(void *to, size_t n)
 static void rotate(void)
 {
 	char from[sizeof(tf.path) + 8], to[sizeof(tf.path) + 8], err[512];
+	int e;
 
 	for (int i = KEEP_FILES; i >= 1; i--) {
-		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.path,
+		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.name,
 			 i - 1);
-		snprintf(to, sizeof(to), "%s.%d", tf.path, i);
-		if (!rename(from, to) || errno == ENOENT)
+		snprintf(to, sizeof(to), "%s.%d", tf.name, i);
+		if (!renameat(tf.dirfd, from, tf.dirfd, to) || errno == ENOENT)
 			continue;
+		e = errno;
 		if (i > 1) {
-			log_warn("--trace: cannot rename %s to %s: %s", from,
-				 to, strerror(errno));
+			log_warn("--trace %s: cannot rename %s to %s: %s",
+				 tf.path, from, to, strerror(e));
 			continue;
 		}
 		tf.rotate_broken = true;
-		log_err("--trace: cannot rename %s to %s: %s; records past --trace-max are dropped (smbsplice_trace_dropped_total) until a reopen (SIGHUP, SIGUSR1): let --user write the directory",
-			from, to, strerror(errno));
+		log_err("--trace %s: cannot rename %s to %s: %s; records past --trace-max are dropped (smbsplice_trace_dropped_total) until a reopen (SIGHUP, SIGUSR1): let --user write the directory",
+			tf.path, from, to, strerror(e));
 		return;
 	}
 	fclose(tf.file);
@@ -714,6 +768,8 @@ void tracefile_close(void)
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
+	close(tf.dirfd);
+	tf.dirfd = -1;
 	/* As before tracefile_open(), so that it may be called again (the
 	 * unit test does): a late tracefile_put() finds no ring, under the
 	 * lock, and drops its record. The counters are kept for a last

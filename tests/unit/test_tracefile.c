@@ -5,7 +5,9 @@
  * asleep on an empty ring) and a steady trickle (the writer never idle)
  * both reach the disk within about a second, without a close; --trace-max
  * rotates into files that hold every record between them, and when FILE
- * cannot be renamed writes nothing past it, saying so once; a reopen after
+ * cannot be renamed writes nothing past it, saying so once, and when its
+ * directory is swapped for a symbolic link goes on in the directory it
+ * opened at start; a reopen after
  * the file was moved away begins a new one, and one in place appends to
  * it; a record too long for the writer's batches is dropped, not left to
  * stop it; the file is made mode 0600 whatever the umask, refused when
@@ -285,6 +287,42 @@ static void test_rotation_broken(void **state)
 	unlink(logf);
 }
 
+/* The trace's directory is swapped for a symbolic link to another one
+ * after start: every rotation and reopen still happens in the directory
+ * opened at start, nothing in the link's target. */
+static void test_directory_swapped_for_link(void **state)
+{
+	char held[96], other[96], f[200], cmd[224];
+	int files = 0;
+
+	(void)state;
+	snprintf(held, sizeof(held), "%s.held", dir);
+	snprintf(other, sizeof(other), "%s.other", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(rename(dir, held), 0);
+	assert_int_equal(symlink(other, dir), 0);
+	for (uint32_t i = 0; i < 2000; i++)
+		put(0, i, 100);
+	sleep_ms(200);
+	tracefile_reopen();
+	sleep_ms(200);
+	put(0, 2000, 100);
+	tracefile_close();
+	for (int i = 0; i < 10; i++) {
+		snprintf(f, sizeof(f), i ? "%s/t.pcap.%d" : "%s/t.pcap", held,
+			 i);
+		files += count(f, NULL) > 0;
+		snprintf(f, sizeof(f), i ? "%s/t.pcap.%d" : "%s/t.pcap", other,
+			 i);
+		assert_int_equal(size_of(f), -1);
+	}
+	assert_true(files >= 3);
+	unlink(dir);
+	assert_int_equal(rename(held, dir), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", other);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_reopen_after_move(void **state)
 {
 	char moved[160];
@@ -455,6 +493,9 @@ int main(void)
 			(void *)&rotating),
 		cmocka_unit_test_prestate_setup_teardown(
 			test_rotation_broken, setup, teardown,
+			(void *)&rotating),
+		cmocka_unit_test_prestate_setup_teardown(
+			test_directory_swapped_for_link, setup, teardown,
 			(void *)&rotating),
 		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
 						teardown),
