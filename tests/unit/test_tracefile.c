@@ -242,6 +242,19 @@ static int lines_with(const char *file, const char *what)
 	return n;
 }
 
+/* 2,000 records of 100 bytes (several --trace-max of 64 KiB), a reopen,
+ * one record more, and the trace closed. */
+static void fill_reopen_close(void)
+{
+	for (uint32_t i = 0; i < 2000; i++)
+		put(0, i, 100);
+	sleep_ms(200);
+	tracefile_reopen();
+	sleep_ms(200);
+	put(0, 2000, 100);
+	tracefile_close();
+}
+
 /* FILE cannot be renamed (FILE.1 to FILE.9 are directories that are not
  * empty, which no rename replaces; as root a mode does not stop it):
  * rotation is broken, said once, and the records past --trace-max are
@@ -265,13 +278,7 @@ static void test_rotation_broken(void **state)
 	dup2(fd, 2);
 	close(fd);
 	tracefile_counts(&w0, &d0);
-	for (uint32_t i = 0; i < 2000; i++)
-		put(0, i, 100);
-	sleep_ms(200);
-	tracefile_reopen();
-	sleep_ms(200);
-	put(0, 2000, 100);
-	tracefile_close();
+	fill_reopen_close();
 	dup2(saved, 2);
 	close(saved);
 	tracefile_counts(&w, &d);
@@ -301,13 +308,7 @@ static void test_directory_swapped_for_link(void **state)
 	assert_int_equal(mkdir(other, 0700), 0);
 	assert_int_equal(rename(dir, held), 0);
 	assert_int_equal(symlink(other, dir), 0);
-	for (uint32_t i = 0; i < 2000; i++)
-		put(0, i, 100);
-	sleep_ms(200);
-	tracefile_reopen();
-	sleep_ms(200);
-	put(0, 2000, 100);
-	tracefile_close();
+	fill_reopen_close();
 	for (int i = 0; i < 10; i++) {
 		snprintf(f, sizeof(f), i ? "%s/t.pcap.%d" : "%s/t.pcap", held,
 			 i);
