@@ -36,18 +36,17 @@
  * A trace holds every SMB2 header, with the names of shares and files,
  * so it is readable by its owner only: created 0600; one that exists with
  * group or other bits is refused (a reader may hold it open already),
- * one narrower is made 0600. It is opened once smbsplice runs as --user (main.c), with that
- * user's rights, so that starting, rotating and reopening are done by one
- * identity, the one that owns the file. Rotation needs the directory
- * writable by that user, and anyone who may write the directory may plant
- * a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link
- * to a file elsewhere (refused when the file has more than one link). A
- * file that is not a regular one, or not owned by the user smbsplice runs
- * as, is refused too, each with one line saying what to remove. The
- * directory is opened once, at start, and every later open and rename is
- * made in it (openat, renameat): a parent swapped for a symbolic link
- * afterwards cannot send them elsewhere. Were the
- * file opened as root, a link planted by --user would have root write
+ * one narrower is made 0600. It is opened once smbsplice runs as --user
+ * (main.c), with that user's rights, so that starting, rotating and reopening
+ * are done by one identity, the one that owns the file. Rotation needs the
+ * directory writable by that user, and anyone who may write the directory may
+ * plant a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link to
+ * a file elsewhere (refused when the file has more than one link). A file that
+ * is not a regular one, or not owned by the user smbsplice runs as, is refused
+ * too, each with one line saying what to remove. The directory is opened once,
+ * at start, and every later open and rename is made in it (openat, renameat): a
+ * parent swapped for a symbolic link afterwards cannot send them elsewhere.
+ * Were the file opened as root, a link planted by --user would have root write
  * (and chown) a file that user could not touch.
  */
 #include "config.h"
@@ -293,9 +292,9 @@ static int open_file(char *err, size_t errlen)
 	int fd, e;
 
 	fd = openat(tf.dirfd, tf.name,
-		  O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-			  O_NOCTTY | O_NONBLOCK,
-		  0600);
+		    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+			    O_NOCTTY | O_NONBLOCK,
+		    0600);
 	if (fd < 0) {
 		e = errno;
 		/* fstatat() only to say why: nothing is decided on it. */
@@ -357,8 +356,8 @@ static int open_dir(char *err, size_t errlen)
 
 	tf.name = slash ? slash + 1 : tf.path;
 	if (!*tf.name) {
-		snprintf(err, errlen, "--trace %s: names a directory, not a file",
-			 tf.path);
+		snprintf(err, errlen,
+			 "--trace %s: names a directory, not a file", tf.path);
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%.*s",

@@ -95,11 +95,11 @@ enum smb2_command {
 /* SESSION_SETUP_ANDX response (MS-CIFS 2.2.4.53.2, MS-SMB 2.2.4.6.2):
  * WordCount, the AndX block's four bytes, then Action, whose bit 0 says
  * the server logged the client in as guest. */
-#define SMB1_SS_RSP_WORDCOUNT	    SMB1_HDR_LEN /* u8 */
-#define SMB1_SS_RSP_ACTION	    (SMB1_HDR_LEN + 5) /* u16 */
-#define SMB1_SS_RSP_PARSED	    (SMB1_SS_RSP_ACTION + 2)
-#define SMB1_SS_RSP_MIN_WORDS	    3
-#define SMB1_ACTION_GUEST	    0x0001u
+#define SMB1_SS_RSP_WORDCOUNT SMB1_HDR_LEN	 /* u8 */
+#define SMB1_SS_RSP_ACTION    (SMB1_HDR_LEN + 5) /* u16 */
+#define SMB1_SS_RSP_PARSED    (SMB1_SS_RSP_ACTION + 2)
+#define SMB1_SS_RSP_MIN_WORDS 3
+#define SMB1_ACTION_GUEST     0x0001u
 /* The shortest SMB1 request: the header, WordCount (u8), ByteCount (u16). */
 #define SMB1_MIN_REQ (SMB1_HDR_LEN + 3)
 

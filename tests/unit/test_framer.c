@@ -922,7 +922,8 @@ static void session_setup_rsp_flags(uint32_t status, uint32_t flags,
 static void session_setup_rsp_frame(uint32_t status)
 {
 	session_setup_rsp_flags(
-		status, SMB2_FLAG_RESPONSE | (status ? 0 : SMB2_FLAG_SIGNED), 0);
+		status, SMB2_FLAG_RESPONSE | (status ? 0 : SMB2_FLAG_SIGNED),
+		0);
 }
 
 /* Only a successful SESSION_SETUP response authenticates: not an
@@ -1020,11 +1021,11 @@ static void smb1_ss_reply(uint16_t action)
 	put32(0);
 	put8(SMB1_FLAGS_REPLY);
 	putn(0, SMB1_HDR_LEN - 10);
-	put8(4);	  /* WordCount */
+	put8(4);	 /* WordCount */
 	put32(0x0000ff); /* AndXCommand none, reserved, offset */
 	put16(action);
-	put16(0);	  /* SecurityBlobLength */
-	put16(10);	  /* ByteCount */
+	put16(0);  /* SecurityBlobLength */
+	put16(10); /* ByteCount */
 	putn(0, 10);
 }
 

@@ -288,8 +288,8 @@ static void test_rotation_broken(void **state)
 	assert_int_equal(w - w0 + d - d0, 2001);
 	assert_true(d - d0 > 1000);
 	/* one line at the first rotation, one after the reopen */
-	assert_int_equal(lines_with(logf, "records past --trace-max are dropped"),
-			 2);
+	assert_int_equal(
+		lines_with(logf, "records past --trace-max are dropped"), 2);
 	assert_true(lines_with(logf, "cannot rename") <= 2 * 9);
 	unlink(logf);
 }
@@ -492,9 +492,9 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(
 			test_rotation_keeps_every_record, setup, teardown,
 			(void *)&rotating),
-		cmocka_unit_test_prestate_setup_teardown(
-			test_rotation_broken, setup, teardown,
-			(void *)&rotating),
+		cmocka_unit_test_prestate_setup_teardown(test_rotation_broken,
+							 setup, teardown,
+							 (void *)&rotating),
 		cmocka_unit_test_prestate_setup_teardown(
 			test_directory_swapped_for_link, setup, teardown,
 			(void *)&rotating),
