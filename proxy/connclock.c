@@ -24,16 +24,20 @@
  * @c:	the connection, in smb mode and not authenticated yet
  *
  * Once the server's stream has carried a successful session setup
- * response, the connection is authenticated for good: it leaves
- * --max-preauth-per-source and --auth-timeout. A server stream the framer
- * gave up on cannot show one, and is let be likewise: what the server
- * sends is not the client's to shape.
+ * response (not a guest or null one: the framer tells), the connection is
+ * authenticated for good: it leaves --max-preauth-per-source and
+ * --auth-timeout. A server stream the framer gave up on cannot show one;
+ * it is let be only under --first-frame any, where the backend may speak
+ * another protocol. With the first frame checked, the backend is an SMB
+ * server, and a stream it cannot parse may be one a client provoked: it
+ * authenticates nobody.
  */
 void conn_note_auth(struct conn *c)
 {
 	const struct smb_framer *f = &c->dir[DIR_TO_CLIENT].fr;
 
-	if (!f->facts.session_ok && !smb_framer_opaque(f))
+	if (!f->facts.session_ok &&
+	    !(c->lo->any_first_frame && smb_framer_opaque(f)))
 		return;
 	c->unauth = false;
 	limits_authenticated(&c->host->px->limits, &c->source);

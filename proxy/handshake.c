@@ -11,7 +11,9 @@
  *
  * This file reads the socket and gives a verdict; conn.c acts on it (it
  * waits with a receive low-water mark, dials, or resets) and keeps the
- * --handshake-timeout.
+ * --handshake-timeout. A client that half-closes mid-frame gets the FIN
+ * direct TCP would have given it: the bytes it sent are read for real
+ * first, since closing a socket with unread data sends a reset.
  */
 #include "config.h"
 
@@ -98,6 +100,13 @@ enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
 	stale = (size_t)n <= *peeked;
 	*peeked = (unsigned)n;
 	if (stale && sock_peer_shut(fd)) {
+		/* smbd would have read them and seen the end: the close that
+		 * follows must be a FIN, not a reset for unread data. */
+		if (recv(fd, buf, sizeof(buf), 0) < 0 && errno != EAGAIN &&
+		    errno != EINTR) {
+			out->err = errno;
+			return FF_FAILED;
+		}
 		out->why = "client closed in the middle of its first frame";
 		return FF_CLOSED;
 	}

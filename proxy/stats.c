@@ -390,7 +390,7 @@ static void write_process(FILE *out, const struct gauges *g)
 		     "Records written to the --trace file.", g->trace_records);
 	write_scalar(
 		out, "smbsplice_trace_dropped_total", "counter",
-		"--trace records dropped because the writer could not keep up, or the file could not be reopened.",
+		"--trace records dropped because the writer could not keep up, the file could not be reopened or rotated (past --trace-max), or the write failed.",
 		g->trace_dropped);
 }
 

@@ -34,16 +34,19 @@
  * FILE still exists and starting it afresh when logrotate moved it away.
  *
  * A trace holds every SMB2 header, with the names of shares and files,
- * so it is readable by its owner only: created 0600, and made so if it
- * was not. It is opened once smbsplice runs as --user (main.c), with that
- * user's rights, so that starting, rotating and reopening are done by one
- * identity, the one that owns the file. Rotation needs the directory
- * writable by that user, and anyone who may write the directory may plant
- * a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link
- * to a file elsewhere (refused when the file has more than one link). A
- * file that is not a regular one, or not owned by the user smbsplice runs
- * as, is refused too, each with one line saying what to remove. Were the
- * file opened as root, a link planted by --user would have root write
+ * so it is readable by its owner only: created 0600; one that exists with
+ * group or other bits is refused (a reader may hold it open already),
+ * one narrower is made 0600. It is opened once smbsplice runs as --user
+ * (main.c), with that user's rights, so that starting, rotating and reopening
+ * are done by one identity, the one that owns the file. Rotation needs the
+ * directory writable by that user, and anyone who may write the directory may
+ * plant a name there: a symbolic link (O_NOFOLLOW refuses it) or a hard link to
+ * a file elsewhere (refused when the file has more than one link). A file that
+ * is not a regular one, or not owned by the user smbsplice runs as, is refused
+ * too, each with one line saying what to remove. The directory is opened once,
+ * at start, and every later open and rename is made in it (openat, renameat): a
+ * parent swapped for a symbolic link afterwards cannot send them elsewhere.
+ * Were the file opened as root, a link planted by --user would have root write
  * (and chown) a file that user could not touch.
  */
 #include "config.h"
@@ -130,7 +133,12 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
  * @flushed:	when the writer last flushed it (CLOCK_MONOTONIC_COARSE, s)
  * @iobuf:	its stdio buffer; one file is open at a time
  * @path:	FILE
+ * @name:	its last component, in @path
+ * @dirfd:	its directory, opened once (O_PATH): every open and rename
+ *		is made in it, whatever its path comes to name later
  * @max:	--trace-max bytes, 0 for no rotation
+ * @rotate_broken: FILE could not be renamed; no rotation is tried, and
+ *		no record written past @max, until the next reopen
  * @thread:	the writer
  * @running:	@thread was started
  */
@@ -146,10 +154,15 @@ static struct trace_file {
 	time_t flushed;
 	char iobuf[FILE_BUF_BYTES];
 	char path[256];
+	const char *name;
+	int dirfd;
 	uint64_t max;
+	bool rotate_broken;
 	pthread_t thread;
 	bool running;
-} tf = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+} tf = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	 .more = PTHREAD_COND_INITIALIZER,
+	 .dirfd = -1 };
 
 /**
  * tracefile_enabled() - is --trace on
@@ -201,6 +214,14 @@ static int check_file(int fd, struct stat *st, char *err, size_t errlen)
 			tf.path, (unsigned long)st->st_nlink);
 	} else if (st->st_uid != geteuid()) {
 		say_not_owner(st->st_uid, err, errlen);
+	} else if (st->st_mode & 077) {
+		/* Whoever opened it while it was readable keeps the fd, and
+		 * would read every record appended: a chmod cannot take
+		 * that back. */
+		snprintf(
+			err, errlen,
+			"--trace %s: mode %04o lets other users read it, and one who opened it would read every record added; move it away or remove it, and a new one is made 0600",
+			tf.path, (unsigned)(st->st_mode & 07777));
 	} else if ((st->st_mode & 07777) != 0600 && fchmod(fd, 0600)) {
 		snprintf(err, errlen,
 			 "--trace %s: cannot make it mode 0600: %s", tf.path,
@@ -270,19 +291,21 @@ static int open_file(char *err, size_t errlen)
 	struct stat st;
 	int fd, e;
 
-	fd = open(tf.path,
-		  O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-			  O_NOCTTY | O_NONBLOCK,
-		  0600);
+	fd = openat(tf.dirfd, tf.name,
+		    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+			    O_NOCTTY | O_NONBLOCK,
+		    0600);
 	if (fd < 0) {
 		e = errno;
-		/* lstat() only to say why: nothing is decided on it. */
+		/* fstatat() only to say why: nothing is decided on it. */
 		if (e == ELOOP)
 			snprintf(
 				err, errlen,
 				"--trace %s: a symbolic link, which a trace is never written through (whoever may write the directory could point it anywhere); remove it",
 				tf.path);
-		else if (e == EACCES && !lstat(tf.path, &st) &&
+		else if (e == EACCES &&
+			 !fstatat(tf.dirfd, tf.name, &st,
+				  AT_SYMLINK_NOFOLLOW) &&
 			 st.st_uid != geteuid())
 			say_not_owner(st.st_uid, err, errlen);
 		else
@@ -314,6 +337,42 @@ static int open_file(char *err, size_t errlen)
 }
 
 /**
+ * open_dir() - open FILE's directory, once, for every later open and rename
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * O_NOFOLLOW on FILE covers its last component only: were FILE opened
+ * by its path each time, whoever may write a parent directory could swap
+ * a component for a symbolic link and have the next rotation, rename and
+ * reopen made in another directory. The directory is resolved once, at
+ * start, as the operator named it, and held.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int open_dir(char *err, size_t errlen)
+{
+	char dir[sizeof(tf.path)];
+	char *slash = strrchr(tf.path, '/');
+
+	tf.name = slash ? slash + 1 : tf.path;
+	if (!*tf.name) {
+		snprintf(err, errlen,
+			 "--trace %s: names a directory, not a file", tf.path);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%.*s",
+		 slash ? (int)(slash == tf.path ? 1 : slash - tf.path) : 1,
+		 slash ? tf.path : ".");
+	tf.dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (tf.dirfd < 0) {
+		snprintf(err, errlen, "--trace %s: its directory %s: %s",
+			 tf.path, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/**
  * tracefile_open() - open the capture file, at start
  * @path:	FILE
  * @max:	rotate past this many bytes; 0 never
@@ -334,6 +393,8 @@ int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 	pthread_condattr_destroy(&ca);
 	snprintf(tf.path, sizeof(tf.path), "%s", path);
 	tf.max = max;
+	if (open_dir(err, errlen))
+		return -1;
 	tf.ring = malloc(RING_BYTES);
 	if (!tf.ring) {
 		snprintf(err, errlen, "--trace: out of memory");
@@ -342,6 +403,8 @@ int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 	if (open_file(err, errlen)) {
 		free(tf.ring);
 		tf.ring = NULL;
+		close(tf.dirfd);
+		tf.dirfd = -1;
 		return -1;
 	}
 	return 0;
@@ -413,25 +476,37 @@ static void ring_take(void *to, size_t n)
 /**
  * rotate() - FILE becomes FILE.1, and so on; a new FILE is begun
  *
- * A rename that fails (the directory is not writable by --user) is
- * logged; the writer then keeps appending to FILE rather than lose
- * records.
+ * A rename of an older file that fails is logged, once per rotation. If
+ * FILE itself cannot be renamed (the directory is not writable by
+ * --user), rotation is broken until the next reopen: said once, and the
+ * records past --trace-max are dropped and counted rather than written,
+ * since the limit is a promise about disk use. Nothing is retried per
+ * record: each try would be a line, a close and an open.
  */
 static void rotate(void)
 {
 	char from[sizeof(tf.path) + 8], to[sizeof(tf.path) + 8], err[512];
+	int e;
 
+	for (int i = KEEP_FILES; i >= 1; i--) {
+		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.name,
+			 i - 1);
+		snprintf(to, sizeof(to), "%s.%d", tf.name, i);
+		if (!renameat(tf.dirfd, from, tf.dirfd, to) || errno == ENOENT)
+			continue;
+		e = errno;
+		if (i > 1) {
+			log_warn("--trace %s: cannot rename %s to %s: %s",
+				 tf.path, from, to, strerror(e));
+			continue;
+		}
+		tf.rotate_broken = true;
+		log_err("--trace %s: cannot rename %s to %s: %s; records past --trace-max are dropped (smbsplice_trace_dropped_total) until a reopen (SIGHUP, SIGUSR1): let --user write the directory",
+			tf.path, from, to, strerror(e));
+		return;
+	}
 	fclose(tf.file);
 	tf.file = NULL;
-	for (int i = KEEP_FILES; i >= 1; i--) {
-		snprintf(from, sizeof(from), i > 1 ? "%s.%d" : "%s", tf.path,
-			 i - 1);
-		snprintf(to, sizeof(to), "%s.%d", tf.path, i);
-		if (rename(from, to) && errno != ENOENT)
-			log_warn(
-				"--trace: cannot rename %s to %s: %s; the file grows past --trace-max",
-				from, to, strerror(errno));
-	}
 	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen (SIGHUP, SIGUSR1) succeeds",
 			err);
@@ -441,18 +516,27 @@ static void rotate(void)
  * write_one() - hand one record to stdio
  * @rec:	its header and bytes, as on disk
  * @caplen:	how many bytes follow the header
+ *
+ * A record stdio could not take (ENOSPC, EIO) is counted as dropped, not
+ * written.
  */
 static void write_one(const uint8_t *rec, uint32_t caplen)
 {
-	if (!tf.file) {
+	bool full = tf.max && tf.size >= tf.max;
+
+	/* Rotated when the next record comes, so that one after a reopen
+	 * of a full FILE is not written before rotation is tried. */
+	if (tf.file && full && !tf.rotate_broken) {
+		rotate();
+		full = tf.max && tf.size >= tf.max;
+	}
+	if (!tf.file || (full && tf.rotate_broken) ||
+	    fwrite(rec, PCAP_REC_HDR + caplen, 1, tf.file) != 1) {
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	fwrite(rec, PCAP_REC_HDR + caplen, 1, tf.file);
 	__atomic_add_fetch(&tf.written, 1, __ATOMIC_RELAXED);
 	tf.size += PCAP_REC_HDR + caplen;
-	if (tf.max && tf.size >= tf.max)
-		rotate();
 }
 
 /**
@@ -465,6 +549,7 @@ static void reopen(void)
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
+	tf.rotate_broken = false; /* tried again at the next --trace-max */
 	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen succeeds", err);
 }
@@ -682,6 +767,8 @@ void tracefile_close(void)
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
+	close(tf.dirfd);
+	tf.dirfd = -1;
 	/* As before tracefile_open(), so that it may be called again (the
 	 * unit test does): a late tracefile_put() finds no ring, under the
 	 * lock, and drops its record. The counters are kept for a last
@@ -694,4 +781,5 @@ void tracefile_close(void)
 	free(ring);
 	tf.size = 0;
 	tf.flushed = 0;
+	tf.rotate_broken = false;
 }

@@ -324,20 +324,41 @@ static const char *parse_protocol_id(struct smb_framer *f)
 }
 
 /**
+ * smb1_session_ok() - an SMB1 SESSION_SETUP_ANDX reply's Action is in
+ * @h:	the frame's first SMB1_SS_RSP_PARSED bytes
+ *
+ * Return: true if the reply logged a user in: a guest login (Action bit
+ * 0, which is also what Samba answers an anonymous client) is not one.
+ */
+static bool smb1_session_ok(const uint8_t *h)
+{
+	return h[SMB1_SS_RSP_WORDCOUNT] >= SMB1_SS_RSP_MIN_WORDS &&
+	       !(get_le16(h + SMB1_SS_RSP_ACTION) & SMB1_ACTION_GUEST);
+}
+
+/**
  * parse_smb1_header() - an SMB1 header's command, status and flags are in
  * @f:	the framer
  *
  * A server that allows SMB1 may carry a whole session in it; its
  * successful SESSION_SETUP_ANDX response authenticates the client as an
- * SMB2 SESSION_SETUP one does. Nothing else of SMB1 is parsed.
+ * SMB2 SESSION_SETUP one does, unless it says guest. For such a reply the
+ * framer collects the Action word first (a second call, with more held).
+ * Nothing else of SMB1 is parsed.
  */
 static void parse_smb1_header(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 
-	if (h[SMB1_HDR_COMMAND] == SMB1_COM_SESSION_SETUP_ANDX &&
+	if (f->held == SMB1_HDR_PARSED &&
+	    h[SMB1_HDR_COMMAND] == SMB1_COM_SESSION_SETUP_ANDX &&
 	    h[SMB1_HDR_FLAGS] & SMB1_FLAGS_REPLY &&
-	    get_le32(h + SMB1_HDR_STATUS) == SMB2_STATUS_SUCCESS)
+	    get_le32(h + SMB1_HDR_STATUS) == SMB2_STATUS_SUCCESS &&
+	    f->frame_len >= SMB1_SS_RSP_PARSED) {
+		f->want = SMB1_SS_RSP_PARSED;
+		return;
+	}
+	if (f->held == SMB1_SS_RSP_PARSED && smb1_session_ok(h))
 		f->facts.session_ok = true;
 	plan_rest_as_other(f);
 }
@@ -359,6 +380,8 @@ static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
 		return SMB2_WRITE_REQ_LENGTH + 4;
 	if (cmd == SMB2_NEGOTIATE && resp)
 		return len < SMB2_NEG_RSP_PARSED ? len : SMB2_NEG_RSP_PARSED;
+	if (cmd == SMB2_SESSION_SETUP && resp)
+		return len < SMB2_SESS_RSP_PARSED ? len : SMB2_SESS_RSP_PARSED;
 	if (cmd == SMB2_IOCTL && resp)
 		return len < SMB2_IOCTL_RSP_PARSED ? len
 						   : SMB2_IOCTL_RSP_PARSED;
@@ -391,11 +414,6 @@ static const char *parse_header(struct smb_framer *f)
 		1);
 	if (flags & SMB2_FLAG_SIGNED)
 		f->facts.signed_seen = true;
-	/* Sent in clear, or signed, even when the session then encrypts. */
-	if (cmd == SMB2_SESSION_SETUP && flags & SMB2_FLAG_RESPONSE &&
-	    get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_SUCCESS)
-		f->facts.session_ok = true;
-
 	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
 			    f->elem_end - f->elem_start);
 	if (f->want > f->elem_end - f->elem_start)
@@ -541,6 +559,33 @@ static void parse_negotiate_response(struct smb_framer *f)
 }
 
 /**
+ * parse_session_setup_response() - see whether the server let a user in
+ * @f:	the framer
+ *
+ * Sent in clear, or signed, even when the session then encrypts. Only a
+ * success that is neither a guest nor a null (anonymous) session counts:
+ * Samba grants those to anyone, and they must stay under the pre-auth
+ * caps. Samba marks neither an anonymous NTLMSSP login (its SessionFlags
+ * are 0), but such a session has no key: under 3.1.1, where the final
+ * response of a keyed session is always signed, an unsigned one is not a
+ * login. Before 3.1.1 a server need not sign it, and flags are all there
+ * is. A response too short for its SessionFlags does not count either.
+ */
+static void parse_session_setup_response(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	bool keyed = get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_SIGNED ||
+		     f->facts.dialect < SMB2_DIALECT_311;
+
+	if (f->held >= SMB2_SESS_RSP_PARSED &&
+	    get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_SUCCESS && keyed &&
+	    !(get_le16(h + SMB2_SESS_RSP_FLAGS) &
+	      (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL)))
+		f->facts.session_ok = true;
+	plan_rest_as_other(f);
+}
+
+/**
  * parse_ioctl_response() - note a server that lists its interfaces
  * @f:	the framer
  *
@@ -580,7 +625,10 @@ static const char *parse_body(struct smb_framer *f)
 	case SMB2_IOCTL:
 		parse_ioctl_response(f);
 		return NULL;
-	default: /* want_body() asks for more only for these four */
+	case SMB2_SESSION_SETUP:
+		parse_session_setup_response(f);
+		return NULL;
+	default: /* want_body() asks for more only for these five */
 		parse_negotiate_response(f);
 		return NULL;
 	}

@@ -62,8 +62,9 @@ struct smb_dir_stats {
  *			clients may connect to them around a proxy
  * @session_ok:		a session setup response with STATUS_SUCCESS
  *			passed (SMB2 SESSION_SETUP, or SMB1
- *			SESSION_SETUP_ANDX): the client has authenticated,
- *			and stays so whatever follows
+ *			SESSION_SETUP_ANDX) that is neither guest nor null
+ *			(anonymous): the client has authenticated, and
+ *			stays so whatever follows
  *
  * Kept per connection, for its log line; read only by the thread that
  * owns the connection.

@@ -92,6 +92,14 @@ enum smb2_command {
 #define SMB1_FLAGS_REPLY	    0x80u
 #define SMB1_COM_NEGOTIATE	    0x72
 #define SMB1_COM_SESSION_SETUP_ANDX 0x73
+/* SESSION_SETUP_ANDX response (MS-CIFS 2.2.4.53.2, MS-SMB 2.2.4.6.2):
+ * WordCount, the AndX block's four bytes, then Action, whose bit 0 says
+ * the server logged the client in as guest. */
+#define SMB1_SS_RSP_WORDCOUNT SMB1_HDR_LEN	 /* u8 */
+#define SMB1_SS_RSP_ACTION    (SMB1_HDR_LEN + 5) /* u16 */
+#define SMB1_SS_RSP_PARSED    (SMB1_SS_RSP_ACTION + 2)
+#define SMB1_SS_RSP_MIN_WORDS 3
+#define SMB1_ACTION_GUEST     0x0001u
 /* The shortest SMB1 request: the header, WordCount (u8), ByteCount (u16). */
 #define SMB1_MIN_REQ (SMB1_HDR_LEN + 3)
 
@@ -114,6 +122,15 @@ enum smb2_command {
 #define SMB2_NEG_RSP_MAX_WRITE	   (SMB2_BODY + 0x24) /* u32 */
 #define SMB2_NEG_RSP_CAPABILITIES  (SMB2_BODY + 0x18) /* u32 */
 #define SMB2_NEG_RSP_PARSED	   (SMB2_BODY + 0x28)
+/* SESSION_SETUP response SessionFlags (MS-SMB2 2.2.6): a guest or an
+ * anonymous (null) session has not authenticated anyone. */
+#define SMB2_SESS_RSP_FLAGS	   (SMB2_BODY + 2) /* u16 */
+#define SMB2_SESS_RSP_PARSED	   (SMB2_SESS_RSP_FLAGS + 2)
+#define SMB2_SESSION_FLAG_IS_GUEST 0x0001u
+#define SMB2_SESSION_FLAG_IS_NULL  0x0002u
+/* From 3.1.1 on, the final SESSION_SETUP response of a session with a key
+ * (not guest, not anonymous) is always signed (MS-SMB2 3.3.5.5.3). */
+#define SMB2_DIALECT_311	   0x0311u
 #define SMB2_IOCTL_RSP_BODY_SIZE   49
 #define SMB2_IOCTL_RSP_CTL_CODE	   (SMB2_BODY + 4) /* u32 */
 #define SMB2_IOCTL_RSP_PARSED	   (SMB2_IOCTL_RSP_CTL_CODE + 4)

@@ -10,6 +10,7 @@ the cap on unauthenticated connections per source, off here for the
 flood.)"""
 import re
 import socket
+import struct
 import time
 
 import smbgen
@@ -73,6 +74,27 @@ def flood_lines(srv):
     px.stop()
 
 
+def half_close_fin(srv):
+    """A client that sends part of its first frame and half-closes gets a
+    FIN, as from smbd, which would have read the bytes and seen the end:
+    not a reset for data smbsplice had only peeked at."""
+    px = Proxy(srv.addr, stats=True)
+    before = srv.accepted
+    c = px.connect()
+    c.sendall(struct.pack(">I", 102) + b"\xfeSMB" + bytes(40))  # 44 of 106 bytes
+    c.shutdown(socket.SHUT_WR)
+    c.settimeout(3)
+    try:
+        got = c.recv(10)
+    except ConnectionResetError as e:
+        got = e
+    check(got == b"", f"a client that half-closes mid first frame reads an end of file, not a reset ({got!r})")
+    px.wait_log(r"end=fin \(client closed in the middle of its first frame\)")
+    check(srv.accepted == before, "... and no server was dialled for it")
+    c.close()
+    px.stop()
+
+
 def main():
     srv = Server(echo)
     px = Proxy(srv.addr, "--handshake-timeout", "1", "--max-preauth-per-source", "off", stats=True)
@@ -116,6 +138,7 @@ def main():
     px.stop()
 
     flood_lines(srv)
+    half_close_fin(srv)
 
     px = Proxy(srv.addr, "--mode", "tcp")
     c = px.connect()

@@ -228,6 +228,46 @@ def test_samba():
     smb.stop()
 
 
+def anonymous_smbclient(port):
+    """An smbclient -N on IPC$ (Samba's null session), held open on stdin."""
+    return subprocess.Popen(["smbclient", "-N", "//127.0.0.1/IPC$", "-p", str(port), "-m", "SMB3"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_anonymous():
+    """A null (anonymous) session is granted to anyone: it does not take a
+    connection out of --max-preauth-per-source or --auth-timeout; a
+    password session beside it still does."""
+    smb = Samba()
+    px = Proxy(smb.addr, "--max-preauth-per-source", "2", "--auth-timeout", "3", "-v", "--workers", "1", stats=True)
+    cl = subprocess.Popen(["smbclient", "//127.0.0.1/share", "-p", str(px.port), "-U", f"root%{smb.password}"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cl.stdin.write("ls\n")
+    cl.stdin.flush()
+    px.wait_log(r"conn \S+: session setup succeeded")
+    t0 = time.monotonic()
+    anon = [anonymous_smbclient(px.port) for _ in range(2)]
+    time.sleep(1.5)  # both logged in anonymously (smbd answers within ms)
+    check(all(a.poll() is None for a in anon), "the anonymous smbclients are connected")
+    check(px.whole_lines().count("session setup succeeded") == 1,
+          f"only the password session counts as authenticated:\n{px.log()}")
+    over = px.connect()
+    check(reset_or_closed(over, 2), "a third unauthenticated connection is refused beside two null sessions")
+    check(metric(scrape(px.stats_port), "smbsplice_refused_total", reason="max_preauth_per_source") == 1,
+          "... refused by --max-preauth-per-source: the null sessions count as not logged in")
+    px.wait_log(r"end=timeout \(no session setup completed within 3s \(--auth-timeout\)\)", count=2, timeout=6)
+    for a in anon:
+        a.communicate(timeout=30)
+    took = time.monotonic() - t0
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2,
+          f"the two null sessions were ended at --auth-timeout ({took:.2f}s)")
+    out, _ = cl.communicate("ls\nexit\n", timeout=60)
+    check(cl.returncode == 0 and out.count("blocks available") == 2,
+          f"the password session outlived --auth-timeout:\n{out}")
+    px.stop()
+    smb.stop()
+
+
 def test_netbios():
     """On port 139 smbclient opens with a NetBIOS session request, which
     is dialled there (and only there: see test_openings)."""
@@ -253,6 +293,7 @@ def main():
     test_openings()
     test_cap_and_deadline()
     test_samba()
+    test_anonymous()
     test_netbios()
 
 

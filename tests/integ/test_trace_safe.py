@@ -8,13 +8,16 @@ costs no more records than what it sends.
   records go on into it (no "records are dropped"); after a logrotate-like
   move, SIGUSR1 begins a new file, nobody's and 0600; --trace-max rotates
   into FILE.1 ... as nobody, every file nobody's and 0600, holding between
-  them every record smbsplice_trace_records_total counts;
+  them every record smbsplice_trace_records_total counts; in a directory
+  nobody may not write, 16 000 frames make one "cannot rename" line and
+  no byte past --trace-max (the records dropped and counted);
 - a symbolic link planted at the trace's name, to a name in a directory
   only root may write, is refused in one line and exit status 1, with
   --user and without, and no file appears at the link's target;
 - a hard link planted there, to an empty file of nobody's elsewhere or to
   one of root's, is refused likewise and that file is left as it was; a
-  trace left by root is refused under --user with a line naming its owner;
+  trace left by root is refused under --user with a line naming its owner,
+  and one left 0644 (a reader may hold it open) is refused too;
 - a real smbclient session (NTLMSSP) through smbsplice: tshark finds its
   SESSION_SETUP requests and responses in the trace, each record the SMB2
   header and nothing after it, and "NTLMSSP\\0" is nowhere in the file; in
@@ -37,7 +40,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, need, random_file, run
+from harness import NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, metric, need, random_file, run, scrape
 from smbgen import prefix, smb2_header
 from test_trace import trace_records, tshark
 
@@ -105,6 +108,48 @@ def write_claim(total, sent):
     with @sent bytes of its data: 116 bytes, then the data."""
     body = struct.pack("<HHIQ16sIIHHI", 49, 64 + 48, total - 64 - 48, 0, bytes(16), 0, 0, 0, 0, 0)
     return prefix(total) + smb2_header(SMB2_WRITE, msg_id=1) + body + bytes(sent)
+
+
+def smb2_msg(cmd, body):
+    return prefix(64 + len(body)) + smb2_header(cmd, msg_id=1) + body
+
+
+def rotation_broken(nobody, base):
+    """--trace-max in a directory --user may not write: FILE cannot be
+    renamed, one line says so, and nothing is written past the limit (the
+    records counted as dropped), however many frames a client sends."""
+    def drain(c):
+        while c.recv(65536):
+            pass
+    d = os.path.join(base, "rootdir")
+    os.mkdir(d, 0o755)
+    tr = os.path.join(d, "t.pcap")
+    open(tr, "w").close()
+    os.chown(tr, nobody.pw_uid, nobody.pw_gid)
+    os.chmod(tr, 0o600)
+    srv = Server(drain)
+    px = Proxy(srv.addr, "--user", "nobody", "--trace", tr, "--trace-max", "64K", stats=True)
+    neg = smb2_msg(0, struct.pack("<HHHHI16sIHH", 36, 1, 1, 0, 0, bytes(16), 0, 0, 0) + b"\x02\x02")
+    echo = smb2_msg(13, struct.pack("<HH", 4, 0))
+    c = socket.create_connection(("127.0.0.1", px.port), timeout=10)
+    c.sendall(neg)
+    t0, n = time.monotonic(), 0
+    while n < 16000 and time.monotonic() - t0 < 10:
+        c.sendall(echo * 50)
+        n += 50
+        time.sleep(0.002)
+    c.close()
+    px.wait_log(r" end=")
+    time.sleep(1.5)  # the writer flushes once a second
+    m = scrape(px.stats_port)
+    px.stop()
+    lines = px.log().count("cannot rename")
+    size = os.path.getsize(tr)
+    dropped = metric(m, "smbsplice_trace_dropped_total")
+    check(lines == 1 and size < (64 << 10) + 600 and dropped > n // 2,
+          f"{n} frames, --trace-max 64K, FILE not renamable: {lines} 'cannot rename' lines, "
+          f"{size} bytes of trace, {dropped} records dropped and counted")
+    srv.close()
 
 
 def main():
@@ -182,6 +227,8 @@ def body(nobody, base, traces, rootonly, theirs):
           f"(smbsplice_trace_records_total {total})")
     px.stop()
 
+    rotation_broken(nobody, base)
+
     # 3. A symbolic link planted at the name: refused, its target not made.
     target = os.path.join(rootonly, "made-through-link")
     lnk = os.path.join(traces, "sym.pcap")
@@ -220,6 +267,14 @@ def body(nobody, base, traces, rootonly, theirs):
     rc, lines = start_refused("--user", "nobody", "--trace", left)
     check(rc == 1 and len(lines) == 1 and "owned by uid 0" in lines[0],
           f"a trace root left, under --user nobody: refused, naming its owner (exit {rc}, {lines})")
+    # One of nobody's left 0644: whoever opened it keeps reading; refused.
+    os.chown(left, nobody.pw_uid, nobody.pw_gid)
+    os.chmod(left, 0o644)
+    size = os.path.getsize(left)
+    rc, lines = start_refused("--user", "nobody", "--trace", left)
+    check(rc == 1 and len(lines) == 1 and "mode 0644 lets other users read it" in lines[0]
+          and os.path.getsize(left) == size,
+          f"a trace left readable by others (0644): refused, not appended to (exit {rc}, {lines})")
 
     # 5. tcp mode: nothing framed, yet no NTLMSSP either.
     tr = os.path.join(base, "tcp.pcap")

@@ -905,15 +905,25 @@ static void test_storable(void **state)
 #define STATUS_LOGON_FAILURE   0xc000006du
 
 /* A SESSION_SETUP response with @status: header and a 9-byte body. */
-static void session_setup_rsp_frame(uint32_t status)
+/* A SESSION_SETUP response with header @flags and @sflags SessionFlags. */
+static void session_setup_rsp_flags(uint32_t status, uint32_t flags,
+				    uint16_t sflags)
 {
 	prefix(0, 64 + 9);
-	smb2_hdr(SMB2_SESSION_SETUP, SMB2_FLAG_RESPONSE, status, 0);
+	smb2_hdr(SMB2_SESSION_SETUP, flags, status, 0);
 	put16(9);
-	put16(0); /* SessionFlags */
+	put16(sflags); /* SessionFlags */
 	put16(72);
 	put16(0);
 	put8(0);
+}
+
+/* One as a server sends it: a success is signed (a keyed session). */
+static void session_setup_rsp_frame(uint32_t status)
+{
+	session_setup_rsp_flags(
+		status, SMB2_FLAG_RESPONSE | (status ? 0 : SMB2_FLAG_SIGNED),
+		0);
 }
 
 /* Only a successful SESSION_SETUP response authenticates: not an
@@ -929,6 +939,47 @@ static void test_session_setup_success(void **state)
 	assert_false(run_all(&th_64k).facts.session_ok);
 
 	session_setup_rsp_frame(0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+}
+
+/* A guest or a null (anonymous) session is granted to anyone: it does
+ * not authenticate, and neither does a success too short to say which. */
+static void test_session_setup_guest_null(void **state)
+{
+	struct outcome o;
+
+	reset();
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE, 0x1); /* IS_GUEST */
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE | SMB2_FLAG_SIGNED, 0x2);
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE, 0x3);
+	prefix(0, 64 + 2); /* StructureSize only, no SessionFlags */
+	smb2_hdr(SMB2_SESSION_SETUP, SMB2_FLAG_RESPONSE, 0, 0);
+	put16(9);
+	o = run_all(&th_64k);
+	assert_false(o.facts.session_ok);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	assert_int_equal(o.st.commands[SMB2_SESSION_SETUP], 4);
+
+	/* ENCRYPT_DATA (0x4) is a real user's session; before 3.1.1 (here
+	 * no NEGOTIATE was seen) its response need not be signed. */
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE, 0x4);
+	assert_true(run_all(&th_64k).facts.session_ok);
+}
+
+/* Samba's anonymous NTLMSSP login under 3.1.1: SessionFlags 0, but no
+ * key, so unsigned; 3.0 may leave a real login's response unsigned. */
+static void test_session_setup_unsigned(void **state)
+{
+	reset();
+	negotiate_rsp_frame(0x311);
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE | SMB2_FLAG_SIGNED, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	reset();
+	negotiate_rsp_frame(0x300);
+	session_setup_rsp_flags(0, SMB2_FLAG_RESPONSE, 0);
 	assert_true(run_all(&th_64k).facts.session_ok);
 }
 
@@ -961,6 +1012,23 @@ static void smb1_frame(uint8_t cmd, uint32_t status, uint8_t flags, size_t body)
 	putn(0, SMB1_HDR_LEN - 10 + body);
 }
 
+/* An SMB1 SESSION_SETUP_ANDX success reply, WordCount 4, with @action. */
+static void smb1_ss_reply(uint16_t action)
+{
+	prefix(0, SMB1_HDR_LEN + 1 + 8 + 2 + 10);
+	put32(SMB1_MAGIC);
+	put8(SMB1_COM_SESSION_SETUP_ANDX);
+	put32(0);
+	put8(SMB1_FLAGS_REPLY);
+	putn(0, SMB1_HDR_LEN - 10);
+	put8(4);	 /* WordCount */
+	put32(0x0000ff); /* AndXCommand none, reserved, offset */
+	put16(action);
+	put16(0);  /* SecurityBlobLength */
+	put16(10); /* ByteCount */
+	putn(0, 10);
+}
+
 /* A session carried in SMB1 authenticates with SESSION_SETUP_ANDX. */
 static void test_smb1_session_setup(void **state)
 {
@@ -976,7 +1044,15 @@ static void test_smb1_session_setup(void **state)
 	assert_int_equal(o.st.smb1, 3);
 	assert_int_not_equal(o.state, FR_OPAQUE);
 
-	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, 0, SMB1_FLAGS_REPLY, 20);
+	/* A success whose Action says guest is not a login. */
+	smb1_ss_reply(SMB1_ACTION_GUEST);
+	/* Nor one too short for its Action word. */
+	smb1_frame(SMB1_COM_SESSION_SETUP_ANDX, 0, SMB1_FLAGS_REPLY, 3);
+	o = run_all(&th_64k);
+	assert_false(o.facts.session_ok);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+
+	smb1_ss_reply(0);
 	o = run_all(&th_64k);
 	assert_true(o.facts.session_ok);
 	/* What the observer is shown of an SMB1 frame: its parsed header. */
@@ -1154,6 +1230,8 @@ int main(void)
 		cmocka_unit_test(test_mid_message),
 		cmocka_unit_test(test_storable),
 		cmocka_unit_test(test_session_setup_success),
+		cmocka_unit_test(test_session_setup_guest_null),
+		cmocka_unit_test(test_session_setup_unsigned),
 		cmocka_unit_test(test_session_ok_stays),
 		cmocka_unit_test(test_smb1_session_setup),
 		cmocka_unit_test(test_opening_smb2_negotiate),

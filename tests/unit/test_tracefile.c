@@ -4,11 +4,15 @@
  * each thread's order, or counted as dropped; a lone record (the writer
  * asleep on an empty ring) and a steady trickle (the writer never idle)
  * both reach the disk within about a second, without a close; --trace-max
- * rotates into files that hold every record between them; a reopen after
+ * rotates into files that hold every record between them, and when FILE
+ * cannot be renamed writes nothing past it, saying so once, and when its
+ * directory is swapped for a symbolic link goes on in the directory it
+ * opened at start; a reopen after
  * the file was moved away begins a new one, and one in place appends to
  * it; a record too long for the writer's batches is dropped, not left to
- * stop it; the file is made mode 0600 whatever the umask and whatever
- * mode it had, and is refused when it is a symbolic link (the link's
+ * stop it; the file is made mode 0600 whatever the umask, refused when
+ * group or others could read it (and made 0600 when narrower), refused
+ * when it is a symbolic link (the link's
  * target is not created), a hard link (the other name's file is not
  * written), owned by another user, not a regular file, or not a trace
  * smbsplice wrote */
@@ -224,6 +228,102 @@ static void test_rotation_keeps_every_record(void **state)
 	assert_true(files >= 3);
 }
 
+/* Lines of @file that hold @what. */
+static int lines_with(const char *file, const char *what)
+{
+	char line[1024];
+	FILE *f = fopen(file, "r");
+	int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* 2,000 records of 100 bytes (several --trace-max of 64 KiB), a reopen,
+ * one record more, and the trace closed. */
+static void fill_reopen_close(void)
+{
+	for (uint32_t i = 0; i < 2000; i++)
+		put(0, i, 100);
+	sleep_ms(200);
+	tracefile_reopen();
+	sleep_ms(200);
+	put(0, 2000, 100);
+	tracefile_close();
+}
+
+/* FILE cannot be renamed (FILE.1 to FILE.9 are directories that are not
+ * empty, which no rename replaces; as root a mode does not stop it):
+ * rotation is broken, said once, and the records past --trace-max are
+ * dropped and counted, not appended; a reopen tries again. */
+static void test_rotation_broken(void **state)
+{
+	char f[200], logf[160];
+	uint64_t w0, d0, w, d;
+	int saved = dup(2), fd;
+
+	(void)state;
+	for (int i = 1; i <= 9; i++) {
+		snprintf(f, sizeof(f), "%s.%d", path, i);
+		assert_int_equal(mkdir(f, 0700), 0);
+		snprintf(f, sizeof(f), "%s.%d/x", path, i);
+		assert_int_equal(mkdir(f, 0700), 0);
+	}
+	snprintf(logf, sizeof(logf), "%s.log", dir);
+	fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+	tracefile_counts(&w0, &d0);
+	fill_reopen_close();
+	dup2(saved, 2);
+	close(saved);
+	tracefile_counts(&w, &d);
+	/* 2,000 records of 116 bytes: 64 KiB hold 565 of them */
+	assert_true(size_of(path) < (64 << 10) + 16 + 100);
+	assert_int_equal(count(path, NULL), (long)(w - w0));
+	assert_int_equal(w - w0 + d - d0, 2001);
+	assert_true(d - d0 > 1000);
+	/* one line at the first rotation, one after the reopen */
+	assert_int_equal(
+		lines_with(logf, "records past --trace-max are dropped"), 2);
+	assert_true(lines_with(logf, "cannot rename") <= 2 * 9);
+	unlink(logf);
+}
+
+/* The trace's directory is swapped for a symbolic link to another one
+ * after start: every rotation and reopen still happens in the directory
+ * opened at start, nothing in the link's target. */
+static void test_directory_swapped_for_link(void **state)
+{
+	char held[96], other[96], f[200], cmd[224];
+	int files = 0;
+
+	(void)state;
+	snprintf(held, sizeof(held), "%s.held", dir);
+	snprintf(other, sizeof(other), "%s.other", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(rename(dir, held), 0);
+	assert_int_equal(symlink(other, dir), 0);
+	fill_reopen_close();
+	for (int i = 0; i < 10; i++) {
+		snprintf(f, sizeof(f), i ? "%s/t.pcap.%d" : "%s/t.pcap", held,
+			 i);
+		files += count(f, NULL) > 0;
+		snprintf(f, sizeof(f), i ? "%s/t.pcap.%d" : "%s/t.pcap", other,
+			 i);
+		assert_int_equal(size_of(f), -1);
+	}
+	assert_true(files >= 3);
+	unlink(dir);
+	assert_int_equal(rename(held, dir), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", other);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_reopen_after_move(void **state)
 {
 	char moved[160];
@@ -300,8 +400,14 @@ static void test_file_is_its_owners_alone(void **state)
 	umask(old);
 	assert_int_equal(mode_of(path), 0600);
 	assert_int_equal(count(path, NULL), 1);
-	/* a trace of its own left 0644: made 0600, and appended to */
+	/* a trace of its own left 0644: whoever opened it meanwhile keeps
+	 * reading, so it is refused, not appended to */
 	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(open_close(path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mode 0644 lets other users read it"));
+	assert_int_equal(count(path, NULL), 1);
+	/* one left 0400 (narrower): made 0600, and appended to */
+	assert_int_equal(chmod(path, 0400), 0);
 	assert_int_equal(open_close(path, err, sizeof(err)), 0);
 	assert_int_equal(mode_of(path), 0600);
 	assert_int_equal(count(path, NULL), 2);
@@ -385,6 +491,12 @@ int main(void)
 			teardown),
 		cmocka_unit_test_prestate_setup_teardown(
 			test_rotation_keeps_every_record, setup, teardown,
+			(void *)&rotating),
+		cmocka_unit_test_prestate_setup_teardown(test_rotation_broken,
+							 setup, teardown,
+							 (void *)&rotating),
+		cmocka_unit_test_prestate_setup_teardown(
+			test_directory_swapped_for_link, setup, teardown,
 			(void *)&rotating),
 		cmocka_unit_test_setup_teardown(test_reopen_after_move, setup,
 						teardown),
