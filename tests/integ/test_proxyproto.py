@@ -57,6 +57,10 @@ def get_through_pair(smb):
     got = os.path.join(smb.dir, "got.bin")
     smb.smbclient(branch.port, cmd=f"get f.bin {got}")
     check(file_sha256(got) == file_sha256(path), "smbclient get through the pair: the file arrives whole")
+    # smbclient is gone once the file is in; each gateway's end line follows
+    # when both of its sockets have ended, a moment later
+    branch.wait_log(r" end=fin ")
+    hq.wait_log(r" end=fin ")
     b = [c for c in branch.conn_lines() if c["end"] == "fin"]
     h = [c for c in hq.conn_lines() if c["end"] == "fin"]
     check(len(b) == 1 and len(h) == 1 and h[0]["client"] == b[0]["client"] and h[0]["client"].startswith("127.0.0.1:"),
