@@ -93,6 +93,15 @@ def run(main, alarm=600):
     sys.exit(0)
 
 
+def sh(*argv, timeout=30, ok=True):
+    """Run a command; with `ok`, a non-zero exit fails the test with its
+    standard error. Returns the CompletedProcess (text)."""
+    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    if ok and r.returncode:
+        raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
 def need(tool, package):
     """Skip the test (exit 77) with one line naming the package to install."""
     if not shutil.which(tool):

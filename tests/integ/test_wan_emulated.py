@@ -45,7 +45,7 @@ import threading
 import time
 
 from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, in_netns, need,
-                     random_file, run, wait_for)
+                     random_file, run, sh, wait_for)
 
 WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
 NS = (f"wanC{os.getpid()}", f"wanG{os.getpid()}")
@@ -55,13 +55,6 @@ OUTAGE = float(os.environ.get("WAN_OUTAGE", "8"))
 SMB_PORT, HQ_PORT, BRANCH_PORT = 445, 4450, 4451
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 SCRATCH = None
-
-
-def sh(*argv, timeout=30, ok=True):
-    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
-    if ok and r.returncode:
-        raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r
 
 
 class Wan:

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import SRCDIR, TMPDIR, TestFailure, check, in_netns, need, run, sanitizer_report, wait_for
+from harness import SRCDIR, TMPDIR, TestFailure, check, in_netns, need, run, sanitizer_report, sh, wait_for
 
 WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
 MAN1 = os.path.join(SRCDIR, "contrib/man/wanem.1.scd")
@@ -46,13 +46,6 @@ ADDR4 = ("192.0.2.1", "192.0.2.2")
 ADDR6 = ("2001:db8::1", "2001:db8::2")
 MIB = 64
 SCRATCH = None  # main()'s scratch directory, for wanem's logs and the data
-
-
-def sh(*argv, timeout=30, ok=True):
-    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
-    if ok and r.returncode:
-        raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r
 
 
 class Wan:
