@@ -118,6 +118,21 @@ static void client_end(struct ctl_client *c)
 }
 
 /**
+ * discard_input() - read what a client sent past its line, a bounded
+ *		     amount, so that closing does not reset it before it
+ *		     reads the answer
+ * @fd:	the client's socket
+ */
+static void discard_input(int fd)
+{
+	char junk[4096];
+
+	for (int i = 0; i < 16; i++)
+		if (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+			return;
+}
+
+/**
  * on_client_write() - write what the socket takes of the answer
  * @loop:	the main loop
  * @w:		the client's watcher
@@ -143,6 +158,7 @@ static void on_client_write(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		c->off += (size_t)n;
 	}
+	discard_input(c->fd);
 	client_end(c);
 }
 
@@ -156,7 +172,8 @@ static void client_answer(struct ctl_client *c)
 
 	c->answering = true;
 	c->out.max = CONTROL_ANSWER_MAX;
-	control_run(c->px, c->line, c->who, &c->out);
+	if (!c->out.len) /* else it says the line was too long */
+		control_run(c->px, c->line, c->who, &c->out);
 	if (c->out.full) {
 		c->out.len = 0;
 		c->out.full = false;

@@ -201,6 +201,15 @@ def silent_clients():
     check(bad.returncode == 1 and bad.stdout.startswith("error: "), "an unknown command: an error line, exit 1")
     badj = json.loads(ctl(path, "frobnicate", "--json", ok=False).stdout)
     check("error" in badj, "... and in JSON")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(b"conns " + b"x" * 300 + b"\n")
+    s.settimeout(5)
+    got = b""
+    while (b := s.recv(4096)):
+        got += b
+    check(got == b"error: request longer than 255 bytes\n", f"a 300-byte line: one error line: {got[:80]!r}")
+    s.close()
     for s in silent:
         s.close()
     px.stop()
