@@ -68,8 +68,8 @@ static void fill_rec(const struct conn *c, struct conn_rec *r, ev_tstamp now,
 		 c->srv.fd >= 0 ? c->lo->backend[c->be].text : "-");
 	r->state = conn_state_text(c->state);
 	r->age = now - c->started;
-	r->idle = now - (c->last_active > c->started ? c->last_active
-						     : c->started);
+	r->idle = now -
+		  (c->last_active > c->started ? c->last_active : c->started);
 	for (int d = 0; d < DIR_COUNT; d++) {
 		const struct pump *p = &c->dir[d].pump;
 
@@ -204,11 +204,12 @@ void ob_json_str(struct outbuf *ob, const char *s)
  */
 void connview_text_head(struct outbuf *ob)
 {
-	ob_printf(ob,
-		  "%-6s %-2s %-10s %-22s %-22s %-10s %8s %7s %12s %12s %12s %12s %-7s %-3s %4s %s\n",
-		  "ID", "W", "LISTENER", "CLIENT", "BACKEND", "STATE", "AGE",
-		  "IDLE", "UP_SPLICED", "UP_COPIED", "DN_SPLICED", "DN_COPIED",
-		  "DIALECT", "S/E", "REQS", "OLDEST");
+	ob_printf(
+		ob,
+		"%-6s %-2s %-10s %-22s %-22s %-10s %8s %7s %12s %12s %12s %12s %-7s %-3s %4s %s\n",
+		"ID", "W", "LISTENER", "CLIENT", "BACKEND", "STATE", "AGE",
+		"IDLE", "UP_SPLICED", "UP_COPIED", "DN_SPLICED", "DN_COPIED",
+		"DIALECT", "S/E", "REQS", "OLDEST");
 }
 
 /**
@@ -218,16 +219,17 @@ void connview_text_head(struct outbuf *ob)
  */
 void connview_text(struct outbuf *ob, const struct conn_rec *r)
 {
-	ob_printf(ob,
-		  "%-6llu %-2u %-10s %-22s %-22s %-10s %8.1f %7.1f %12llu %12llu %12llu %12llu %-7s %c%c  %4u ",
-		  (unsigned long long)r->id, r->worker, r->listener, r->cli,
-		  r->backend, r->state, r->age, r->idle,
-		  (unsigned long long)r->spliced[DIR_TO_SERVER],
-		  (unsigned long long)r->copied[DIR_TO_SERVER],
-		  (unsigned long long)r->spliced[DIR_TO_CLIENT],
-		  (unsigned long long)r->copied[DIR_TO_CLIENT], r->dialect,
-		  r->signed_ ? 'S' : '-', r->encrypted ? 'E' : '-',
-		  r->outstanding);
+	ob_printf(
+		ob,
+		"%-6llu %-2u %-10s %-22s %-22s %-10s %8.1f %7.1f %12llu %12llu %12llu %12llu %-7s %c%c  %4u ",
+		(unsigned long long)r->id, r->worker, r->listener, r->cli,
+		r->backend, r->state, r->age, r->idle,
+		(unsigned long long)r->spliced[DIR_TO_SERVER],
+		(unsigned long long)r->copied[DIR_TO_SERVER],
+		(unsigned long long)r->spliced[DIR_TO_CLIENT],
+		(unsigned long long)r->copied[DIR_TO_CLIENT], r->dialect,
+		r->signed_ ? 'S' : '-', r->encrypted ? 'E' : '-',
+		r->outstanding);
 	if (r->oldest_cmd)
 		ob_printf(ob, "%s %.3fs\n", r->oldest_cmd, r->oldest_age);
 	else
@@ -259,20 +261,22 @@ void connview_json(struct outbuf *ob, const struct conn_rec *r, bool full)
 			  (unsigned long long)r->copied[d]);
 	ob_printf(ob, ",\"dialect\":");
 	ob_json_str(ob, r->dialect);
-	ob_printf(ob,
-		  ",\"signed\":%s,\"encrypted\":%s,\"unauthenticated\":%s,\"outstanding\":%u",
-		  r->signed_ ? "true" : "false", r->encrypted ? "true" : "false",
-		  r->unauth ? "true" : "false", r->outstanding);
+	ob_printf(
+		ob,
+		",\"signed\":%s,\"encrypted\":%s,\"unauthenticated\":%s,\"outstanding\":%u",
+		r->signed_ ? "true" : "false", r->encrypted ? "true" : "false",
+		r->unauth ? "true" : "false", r->outstanding);
 	ob_printf(ob, ",\"oldest_command\":");
 	ob_json_str(ob, r->oldest_cmd);
 	ob_printf(ob, ",\"oldest_age\":%.3f", r->oldest_age);
 	for (int d = 0; full && d < DIR_COUNT; d++)
-		ob_printf(ob,
-			  ",\"%s_pipe\":%s,\"%s_in_pipe\":%llu,\"%s_buffer\":%s,\"%s_in_buffer\":%llu",
-			  dname[d], r->pipe[d] ? "true" : "false", dname[d],
-			  (unsigned long long)r->in_pipe[d], dname[d],
-			  r->buf[d] ? "true" : "false", dname[d],
-			  (unsigned long long)r->in_buf[d]);
+		ob_printf(
+			ob,
+			",\"%s_pipe\":%s,\"%s_in_pipe\":%llu,\"%s_buffer\":%s,\"%s_in_buffer\":%llu",
+			dname[d], r->pipe[d] ? "true" : "false", dname[d],
+			(unsigned long long)r->in_pipe[d], dname[d],
+			r->buf[d] ? "true" : "false", dname[d],
+			(unsigned long long)r->in_buf[d]);
 	ob_printf(ob, "}");
 }
 
@@ -285,22 +289,25 @@ void connview_detail(struct outbuf *ob, const struct conn_rec *r)
 {
 	static const char *const dname[DIR_COUNT] = { "up", "down" };
 
-	ob_printf(ob,
-		  "id %llu\nworker %u\nlistener %s\nclient %s\nbackend %s\nstate %s\nage %.3f\nidle %.3f\nunauthenticated %s\ndialect %s\nsigned %s\nencrypted %s\n",
-		  (unsigned long long)r->id, r->worker, r->listener, r->cli,
-		  r->backend, r->state, r->age, r->idle,
-		  r->unauth ? "yes" : "no", r->dialect,
-		  r->signed_ ? "yes" : "no", r->encrypted ? "yes" : "no");
+	ob_printf(
+		ob,
+		"id %llu\nworker %u\nlistener %s\nclient %s\nbackend %s\nstate %s\nage %.3f\nidle %.3f\nunauthenticated %s\ndialect %s\nsigned %s\nencrypted %s\n",
+		(unsigned long long)r->id, r->worker, r->listener, r->cli,
+		r->backend, r->state, r->age, r->idle, r->unauth ? "yes" : "no",
+		r->dialect, r->signed_ ? "yes" : "no",
+		r->encrypted ? "yes" : "no");
 	for (int d = 0; d < DIR_COUNT; d++)
-		ob_printf(ob,
-			  "%s spliced %llu copied %llu pipe %s (%llu bytes) buffer %s (%llu bytes)\n",
-			  dname[d], (unsigned long long)r->spliced[d],
-			  (unsigned long long)r->copied[d],
-			  r->pipe[d] ? "held" : "none",
-			  (unsigned long long)r->in_pipe[d],
-			  r->buf[d] ? "held" : "none",
-			  (unsigned long long)r->in_buf[d]);
+		ob_printf(
+			ob,
+			"%s spliced %llu copied %llu pipe %s (%llu bytes) buffer %s (%llu bytes)\n",
+			dname[d], (unsigned long long)r->spliced[d],
+			(unsigned long long)r->copied[d],
+			r->pipe[d] ? "held" : "none",
+			(unsigned long long)r->in_pipe[d],
+			r->buf[d] ? "held" : "none",
+			(unsigned long long)r->in_buf[d]);
 	ob_printf(ob, "outstanding %u\n", r->outstanding);
 	if (r->oldest_cmd)
-		ob_printf(ob, "oldest %s %.3fs\n", r->oldest_cmd, r->oldest_age);
+		ob_printf(ob, "oldest %s %.3fs\n", r->oldest_cmd,
+			  r->oldest_age);
 }

@@ -178,9 +178,10 @@ static void client_answer(struct ctl_client *c)
 		c->out.len = 0;
 		c->out.full = false;
 		c->out.max += 256; /* room for the line that says why */
-		ob_printf(&c->out,
-			  "error: the answer passed %u MiB and was dropped; ask for one connection (conn ID) or fewer (top N)\n",
-			  CONTROL_ANSWER_MAX >> 20);
+		ob_printf(
+			&c->out,
+			"error: the answer passed %u MiB and was dropped; ask for one connection (conn ID) or fewer (top N)\n",
+			CONTROL_ANSWER_MAX >> 20);
 	}
 	ev_io_stop(loop, &c->io);
 	ev_io_init(&c->io, on_client_write, c->fd, EV_WRITE);
@@ -334,8 +335,7 @@ static void on_control_accept(struct ev_loop *loop, ev_io *w, int revents)
 static void sun_of(struct sockaddr_un *sun, const char *path)
 {
 	*sun = (struct sockaddr_un){ .sun_family = AF_UNIX };
-	memcpy(sun->sun_path, path,
-	       strnlen(path, sizeof(sun->sun_path) - 1));
+	memcpy(sun->sun_path, path, strnlen(path, sizeof(sun->sun_path) - 1));
 }
 
 /**

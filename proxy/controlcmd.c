@@ -92,12 +92,13 @@ static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
 		v[i].recs = recs + off;
 		v[i].cap = only ? 1
 				: (unsigned)worker_active(&px->workers[i]) +
-					  SNAP_SLACK;
+					   SNAP_SLACK;
 		off += v[i].cap;
 		worker_ask(&px->workers[i], WCMD_SNAPSHOT, NULL, &v[i]);
 	}
 	if (workers_sync(px)) {
-		log_warn("control socket: a worker did not answer; its snapshot buffer is left to it");
+		log_warn(
+			"control socket: a worker did not answer; its snapshot buffer is left to it");
 		return NULL; /* @v and @recs may still be written: not freed */
 	}
 	for (unsigned i = 0; i < px->nworkers; i++) {
@@ -141,7 +142,8 @@ static void cmd_conns(struct proxy *px, uint64_t only, bool json,
 	struct conn_rec *r = snapshot(px, only, &n);
 
 	if (!r) {
-		answer_error(out, json, "out of memory, or a worker did not answer");
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
 		return;
 	}
 	if (only && !n) {
@@ -199,7 +201,8 @@ static void listener_json(struct outbuf *out, const struct listener *l,
 	ob_json_str(out, l->name);
 	ob_printf(out, ",\"listen\":");
 	ob_json_str(out, l->cfg->o.listen.text);
-	ob_printf(out, ",\"drained\":%s,\"conns\":%u,\"total\":%llu,\"backends\":[",
+	ob_printf(out,
+		  ",\"drained\":%s,\"conns\":%u,\"total\":%llu,\"backends\":[",
 		  l->held ? "true" : "false", now,
 		  (unsigned long long)r->accepted);
 	for (unsigned b = 0; b < r->nbackends; b++) {
@@ -224,10 +227,12 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 	struct conn_rec *recs = snapshot(px, 0, &n);
 
 	if (!recs) {
-		answer_error(out, json, "out of memory, or a worker did not answer");
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
 		return;
 	}
-	ob_printf(out, json ? "{\"listeners\":[" : "%-12s %-24s %-8s %6s %10s %s\n",
+	ob_printf(out,
+		  json ? "{\"listeners\":[" : "%-12s %-24s %-8s %6s %10s %s\n",
 		  "NAME", "LISTEN", "STATE", "CONNS", "TOTAL",
 		  "BACKENDS (FAILURES)");
 	for (struct listener *l = px->listeners; l; l = l->next) {
@@ -274,8 +279,9 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
 			break;
 	if (!l || px->state != PX_RUNNING) {
-		answer_error(out, json, l ? "the process is draining"
-					  : "no such listener");
+		answer_error(out, json,
+			     l ? "the process is draining"
+			       : "no such listener");
 		return;
 	}
 	for (unsigned i = 0; i < px->nworkers; i++)
@@ -421,20 +427,24 @@ static void top_print(struct outbuf *out, const struct top_row *rows,
 		      unsigned n, unsigned all, double dt, bool json)
 {
 	if (json)
-		ob_printf(out, "{\"interval\":%.3f,\"conns_total\":%u,\"top\":[",
-			  dt, all);
-	else
 		ob_printf(out,
-			  "smbsplice top: %u connections, rates over %.1fs\n%-6s %-22s %-10s %-10s %12s %12s %4s %s\n",
-			  all, dt, "ID", "CLIENT", "LISTENER", "STATE",
-			  "UP_B/S", "DOWN_B/S", "REQS", "OLDEST");
+			  "{\"interval\":%.3f,\"conns_total\":%u,\"top\":[", dt,
+			  all);
+	else
+		ob_printf(
+			out,
+			"smbsplice top: %u connections, rates over %.1fs\n%-6s %-22s %-10s %-10s %12s %12s %4s %s\n",
+			all, dt, "ID", "CLIENT", "LISTENER", "STATE", "UP_B/S",
+			"DOWN_B/S", "REQS", "OLDEST");
 	for (unsigned i = 0; i < n; i++) {
 		const struct conn_rec *r = rows[i].r;
 
 		if (json) {
-			ob_printf(out, "%s{\"up_rate\":%.0f,\"down_rate\":%.0f,\"conn\":",
-				  i ? ",\n" : "\n", rows[i].rate[DIR_TO_SERVER],
-				  rows[i].rate[DIR_TO_CLIENT]);
+			ob_printf(
+				out,
+				"%s{\"up_rate\":%.0f,\"down_rate\":%.0f,\"conn\":",
+				i ? ",\n" : "\n", rows[i].rate[DIR_TO_SERVER],
+				rows[i].rate[DIR_TO_CLIENT]);
 			connview_json(out, r, false);
 			ob_printf(out, "}");
 			continue;
@@ -472,7 +482,8 @@ static void cmd_top(struct proxy *px, unsigned max, bool json,
 	if (recs)
 		rows = rate_rows(recs, n, ev_time(), &dt);
 	if (!rows) {
-		answer_error(out, json, "out of memory, or a worker did not answer");
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
 		free(recs);
 		return;
 	}
@@ -546,7 +557,10 @@ void control_run(struct proxy *px, char *line, const char *who,
 		cmd_kill(px, v, who, json, out);
 	else if (!strcmp(w[0], "top") && n <= 2 &&
 		 (n == 1 || parse_id(w[1], &v)))
-		cmd_top(px, n == 1 ? TOP_DEFAULT : v > TOP_MAX ? TOP_MAX : v,
+		cmd_top(px,
+			n == 1	      ? TOP_DEFAULT
+			: v > TOP_MAX ? TOP_MAX
+				      : v,
 			json, out);
 	else
 		answer_error(out, json,
