@@ -126,7 +126,32 @@ void accept_pause_all(struct acceptor *a, const char *why)
 			why, ACCEPT_PAUSE, limits_conns(&a->px->limits));
 	}
 	for (struct wlistener *wl = a->list; wl; wl = wl->next)
-		accept_backoff(a->loop, &wl->pause);
+		if (!wl->held)
+			accept_backoff(a->loop, &wl->pause);
+}
+
+/**
+ * accept_hold() - stop accepting on one listener's socket, or start again
+ * @wl:		the listener in this worker
+ * @hold:	true to stop (the control socket's drain), false to resume
+ *
+ * Return: 0, or -1 with errno set (the socket is left as it was).
+ */
+int accept_hold(struct wlistener *wl, bool hold)
+{
+	struct ev_loop *loop = wl->a->loop;
+
+	if (wl->held == hold)
+		return 0;
+	if (sock_listen_hold(wl->fd, hold))
+		return -1;
+	wl->held = hold;
+	ev_timer_stop(loop, &wl->pause);
+	if (hold)
+		ev_io_stop(loop, &wl->io);
+	else
+		ev_io_start(loop, &wl->io);
+	return 0;
 }
 
 /**

@@ -40,6 +40,7 @@ struct acceptor {
  * @io:		readable watcher on @fd
  * @pause:	restarts @io after a pause for descriptors
  * @warned:	when the last pause was logged
+ * @held:	the control socket drained it: not listening until resumed
  * @next:	the worker's list
  */
 struct wlistener {
@@ -50,6 +51,7 @@ struct wlistener {
 	ev_io io;
 	ev_timer pause;
 	ev_tstamp warned;
+	bool held;
 	struct wlistener *next;
 };
 
@@ -60,6 +62,7 @@ struct wlistener *accept_find(struct acceptor *a, const struct listener *l);
 void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg);
 void accept_remove(struct wlistener *wl, bool drain);
 void accept_remove_all(struct acceptor *a, bool drain);
+int accept_hold(struct wlistener *wl, bool hold);
 void accept_pause_all(struct acceptor *a, const char *why);
 bool accept_out_of_resources(int err);
 void accept_pause_init(ev_timer *t, ev_io *w);

@@ -88,6 +88,8 @@ struct dir {
 /**
  * struct conn - a client, its backend connection and the two directions
  * @host:	the worker that owns it, as conn.c sees it
+ * @id:		its number, unique in the process, from 1 (the control
+ *		socket names it so)
  * @prev:	list link
  * @next:	list link
  * @cli:	client socket
@@ -123,6 +125,7 @@ struct dir {
  */
 struct conn {
 	struct conn_host *host;
+	uint64_t id;
 	struct conn *prev, *next;
 	struct sock cli, srv;
 	struct dir dir[DIR_COUNT];

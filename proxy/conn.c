@@ -83,6 +83,9 @@
  * incomplete first frame is looked at again. */
 #define FIRST_FRAME_POLL 0.05
 
+/* The last connection number given out, in any worker. */
+static uint64_t conn_next_id;
+
 static void conn_connect(struct conn *c);
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why);
@@ -547,6 +550,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
+	c->id = __atomic_add_fetch(&conn_next_id, 1, __ATOMIC_RELAXED);
 	c->started = ev_now(h->loop);
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
 	ev_timer_init(&c->timer, on_timer, 0., 0.);

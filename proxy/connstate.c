@@ -48,6 +48,18 @@ static const char *const conn_state_name[] = {
 _Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) == CS_COUNT,
 	       "a name per connection state");
 
+/**
+ * conn_state_text() - a stage's name, as the debug log and the control
+ *		       socket print it
+ * @s:	the stage
+ *
+ * Return: a static string.
+ */
+const char *conn_state_text(enum conn_state s)
+{
+	return s < CS_COUNT ? conn_state_name[s] : "?";
+}
+
 /* The stages a connection may go to from each: the whole life of one. */
 static const unsigned conn_state_next[CS_COUNT] = {
 	[CS_NEW] = 1u << CS_PROXY_HEADER | 1u << CS_HANDSHAKE |

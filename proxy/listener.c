@@ -407,6 +407,17 @@ void listener_mark(struct listener *l, enum listener_flag flag)
 }
 
 /**
+ * listener_hold() - record that its workers were told to stop accepting
+ *		     on it (drain) or to start again (resume)
+ * @l:		the listener
+ * @held:	drained, not resumed
+ */
+void listener_hold(struct listener *l, bool held)
+{
+	l->held = held;
+}
+
+/**
  * listener_reap() - free the retired listeners whose last connection ended
  * @px:	the process
  */

@@ -88,6 +88,8 @@ enum listener_flag {
  * @refs:	the process's 1 while configured, one per worker that
  *		accepts on it and one per connection (atomic)
  * @flags:	what has happened to it, LISTENER_* (main thread only)
+ * @held:	the control socket drained it: its workers accept nothing on
+ *		it until resumed (main thread only)
  * @next:	the process's list
  *
  * Made and freed by the main thread; workers only accept on their socket
@@ -102,6 +104,7 @@ struct listener {
 	unsigned nworkers;
 	unsigned refs;
 	unsigned flags;
+	bool held;
 	struct listener *next;
 };
 
@@ -117,6 +120,7 @@ int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);
 void listener_share_counters(struct listener *l, struct listener *old);
 void listener_mark(struct listener *l, enum listener_flag flag);
+void listener_hold(struct listener *l, bool held);
 void listener_free(struct listener *l);
 
 /**

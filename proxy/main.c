@@ -9,7 +9,7 @@
  *
  *   1. the listeners' sockets, bound while the process may still bind
  *	anything (reload.c; or taken from systemd's socket activation);
- *   2. the --stats socket;
+ *   2. the --stats and --control sockets;
  *   3. with --user, the privileged helper (privhelper.c), then the switch
  *	to that user, keeping no capability (privs.c); then the --trace file,
  *	opened as that user (tracefile.c);
@@ -21,7 +21,7 @@
  *   6. READY=1 to systemd.
  *
  * The main thread then runs libev's default loop: it forwards nothing, and
- * serves /metrics, and the signals:
+ * serves /metrics, the control socket (control.c), and the signals:
  *
  *   SIGHUP	re-read the config file and apply it (reload.c); a file with
  *		errors is refused in one line, and the running configuration
@@ -49,6 +49,8 @@
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
+#include "control.h"
+#include "ctl.h"
 #include "metrics.h"
 #include "netns.h"
 #include "notify.h"
@@ -98,21 +100,6 @@ static unsigned usable_cpus(void)
 }
 
 /**
- * open_conns() - connections open in the whole process
- * @px:	the process
- *
- * Return: the count.
- */
-static unsigned long open_conns(const struct proxy *px)
-{
-	unsigned long n = 0;
-
-	for (unsigned i = 0; i < px->nworkers; i++)
-		n += worker_active(&px->workers[i]);
-	return n;
-}
-
-/**
  * stop_now() - end every connection, stop every worker, leave the loop
  * @px:	the process
  *
@@ -132,6 +119,7 @@ static void stop_now(struct proxy *px)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_join(&px->workers[i]);
 	metrics_stop(px);
+	control_stop(px);
 	ev_break(px->loop, EVBREAK_ALL);
 }
 
@@ -148,7 +136,7 @@ static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	log_info("signal %d: stopping, %lu connections open", w->signum,
-		 open_conns(px));
+		 workers_active(px));
 	stop_now(px);
 }
 
@@ -185,7 +173,7 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	log_warn(
 		"drain: --drain-timeout %gs is spent; resetting the %lu connections still open",
-		px->opt->drain_timeout, open_conns(px));
+		px->opt->drain_timeout, workers_active(px));
 	stop_now(px);
 }
 
@@ -198,7 +186,7 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct proxy *px = w->data;
-	unsigned long open = open_conns(px);
+	unsigned long open = workers_active(px);
 
 	(void)revents;
 	if (px->state != PX_RUNNING) {
@@ -213,7 +201,7 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_DRAIN, NULL, NULL, -1);
 	workers_sync(px);
-	open = open_conns(px);
+	open = workers_active(px);
 	if (px->opt->drain_timeout > 0)
 		log_info(
 			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
@@ -678,7 +666,7 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	choose_worker_netns(px);
-	if (metrics_start(px) || become_user(px))
+	if (metrics_start(px) || control_start(px) || become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
 	 * opening a name that user may plant would follow the user's links. */
@@ -739,6 +727,8 @@ int main(int argc, char **argv)
 	char err[512];
 	int n;
 
+	if (argc > 1 && !strcmp(argv[1], "ctl"))
+		return ctl_main(argc - 1, argv + 1);
 	n = notify_inherited(&px.inherited);
 	px.ninherited = n > 0 ? (unsigned)n : 0;
 	px.cfg = calloc(1, sizeof(*px.cfg));
@@ -777,6 +767,7 @@ int main(int argc, char **argv)
 	watch_signals(&px);
 	if (start(&px, &opt)) {
 		metrics_stop(&px);
+		control_stop(&px);
 		destroy_all(&px);
 		tracefile_close();
 		log_stop();

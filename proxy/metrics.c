@@ -102,11 +102,12 @@ static void scrape_end(struct scrape *s)
 }
 
 /**
- * report_listener() - a listener's counters, summed over its workers
+ * metrics_report_listener() - a listener's counters, summed over its
+ *			       workers (for /metrics and the control socket)
  * @l:	the listener
  * @r:	the report, zeroed by the caller
  */
-static void report_listener(const struct listener *l, struct lreport *r)
+void metrics_report_listener(const struct listener *l, struct lreport *r)
 {
 	const struct listen_opts *o = &l->cfg->o;
 
@@ -159,7 +160,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	for (l = px->listeners; l; l = l->next)
 		if (!listener_is(l, LISTENER_PASSED_ON)) /* its newer namesake
 							    reports them */
-			report_listener(l, &ls[n++]);
+			metrics_report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_report(&px->workers[i], &g, &accepted[i]);
 	g.pipes_open = pipepool_budget_open(&px->pipe_budget);

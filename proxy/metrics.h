@@ -11,9 +11,12 @@
 
 #include "metrics-t.h"
 
+struct listener;
+struct lreport;
 struct proxy;
 
 int metrics_start(struct proxy *px);
 void metrics_stop(struct proxy *px);
+void metrics_report_listener(const struct listener *l, struct lreport *r);
 
 #endif /* SMBSPLICE_METRICS_H */

@@ -109,6 +109,8 @@ struct listen_opts {
  *			no change
  * @syslog:		log to syslog instead of standard error
  * @trace:		headers-only capture file; empty for none
+ * @control:		the control socket's path; empty for none
+ * @control_group:	a group the control socket is open to (mode 0660)
  * @trace_max:		rotate it past this many bytes; 0 for never
  * @drain_timeout:	seconds SIGTERM lets open connections run; 0 for
  *			as long as they last
@@ -128,6 +130,8 @@ struct options {
 	char user[OPT_NAME_LEN];
 	bool syslog;
 	char trace[OPT_PATH_LEN];
+	char control[OPT_PATH_LEN];
+	char control_group[OPT_NAME_LEN];
 	uint64_t trace_max;
 	double drain_timeout;
 	char config[OPT_PATH_LEN];

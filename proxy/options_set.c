@@ -457,6 +457,33 @@ enum opt_result opt_set_user(const struct opt_def *d, struct options *o,
 	return OPT_OK;
 }
 
+/**
+ * opt_set_text() - a setting that is a name or a path, stored as given
+ * @d:		the row: @field and @size say where and how long at most
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint, if it is empty or too long
+ * @errlen:	room in @err
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result opt_set_text(const struct opt_def *d, struct options *o,
+			     struct listen_opts *l, const char *arg, char *err,
+			     size_t errlen)
+{
+	char want[64];
+
+	if (!*arg || strlen(arg) >= d->size) {
+		snprintf(want, sizeof(want),
+			 "expected a non-empty value shorter than %zu bytes",
+			 d->size);
+		return bad(err, errlen, d->name, arg, want);
+	}
+	strcpy(field(d, o, l), arg);
+	return OPT_OK;
+}
+
 enum opt_result opt_set_trace(const struct opt_def *d, struct options *o,
 			      struct listen_opts *l, const char *arg, char *err,
 			      size_t errlen)

@@ -86,7 +86,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 45
+#define OPT_TABLE_LEN 47
 
 extern const struct opt_def opt_table[];
 
@@ -126,6 +126,7 @@ OPT_APPLY(opt_set_mptcp);
 OPT_APPLY(opt_set_config);
 OPT_APPLY(opt_set_user);
 OPT_APPLY(opt_set_trace);
+OPT_APPLY(opt_set_text);
 OPT_APPLY(opt_set_trace_max);
 OPT_APPLY(opt_set_drain_tmo);
 OPT_APPLY(opt_set_verbose);

@@ -92,6 +92,26 @@ int sock_uncork(struct sock *s)
 #define LISTEN_BACKLOG 65535
 
 /**
+ * sock_listen_hold() - stop a listening socket taking connections, or
+ *			start it again
+ * @fd:		the socket, bound and listening (or held)
+ * @hold:	true to stop, false to start
+ *
+ * Held, the socket is no longer in the kernel's listening table (a
+ * client is refused as if nothing listened, and SO_REUSEPORT hands new
+ * connections to the group's other sockets) but keeps its address, so
+ * listen() takes it back without a bind() that another process could
+ * race. Connections already queued are reset by the kernel: those are
+ * the ones a closing listener would reset too.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_listen_hold(int fd, bool hold)
+{
+	return hold ? shutdown(fd, SHUT_RD) : listen(fd, LISTEN_BACKLOG);
+}
+
+/**
  * sock_stream() - a new non-blocking, close-on-exec stream socket
  * @family:	AF_INET or AF_INET6
  * @mptcp:	Multipath TCP instead of TCP (a peer without it falls back)

@@ -25,6 +25,7 @@ struct sock {
 int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
 int sock_set_linger0(int fd);
+int sock_listen_hold(int fd, bool hold);
 int sock_uncork(struct sock *s);
 int sock_set_rcvlowat(int fd, int n);
 bool sock_peer_shut(int fd);

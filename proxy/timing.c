@@ -404,3 +404,37 @@ void timing_pool_trim(struct timing_pool *pool)
 	}
 	pool->nfree = pool->ntables = 0;
 }
+
+/**
+ * timing_outstanding() - the requests a connection waits on, for the
+ *			  control socket
+ * @tm:		the timing
+ * @cmd:	set to the command of the oldest one sent to the server
+ * @sent_ns:	set to when it was sent (mono_ns()), 0 if none was
+ *
+ * Read in the worker's thread, between events: the table is the one the
+ * responses are paired in, so what it says is exact, not sampled.
+ *
+ * Return: the requests not yet answered (those past the table's cap are
+ * not timed, and not counted).
+ */
+unsigned timing_outstanding(const struct timing *tm, uint16_t *cmd,
+			    uint64_t *sent_ns)
+{
+	const struct srt_table *t = tm->srt;
+
+	*cmd = 0;
+	*sent_ns = 0;
+	if (!t)
+		return 0;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		const struct srt_entry *e = &t->e[i];
+
+		if (e->used && e->sent_ns &&
+		    (!*sent_ns || e->sent_ns < *sent_ns)) {
+			*sent_ns = e->sent_ns;
+			*cmd = e->cmd;
+		}
+	}
+	return t->count;
+}

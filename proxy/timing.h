@@ -55,5 +55,7 @@ void timing_wrote(struct timing *tm, enum dir_index d, uint64_t written,
 void timing_responses_hidden(struct timing *tm);
 void timing_end(struct timing *tm);
 void timing_pool_trim(struct timing_pool *pool);
+unsigned timing_outstanding(const struct timing *tm, uint16_t *cmd,
+			    uint64_t *sent_ns);
 
 #endif /* SMBSPLICE_TIMING_H */

@@ -41,6 +41,7 @@
 #include "alloc.h"
 #include "conn.h"
 #include "connlog.h"
+#include "connview.h"
 #include "counter.h"
 #include "listener.h"
 #include "log.h"
@@ -126,6 +127,22 @@ static const struct conn_host_ops worker_conn_ops = {
 };
 
 /**
+ * worker_hold() - stop or start accepting on one listener (the control
+ *		   socket's drain and resume)
+ * @w:		the worker
+ * @l:		the listener
+ * @hold:	true to stop
+ */
+static void worker_hold(struct worker *w, struct listener *l, bool hold)
+{
+	struct wlistener *wl = accept_find(&w->acc, l);
+
+	if (wl && accept_hold(wl, hold))
+		log_warn("worker %u cannot %s listener %s: %s", w->id,
+			 hold ? "drain" : "resume", l->name, strerror(errno));
+}
+
+/**
  * run_cmd() - carry out one command from the main thread
  * @w:	the worker
  * @c:	the command, freed by the caller
@@ -167,6 +184,16 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 		accept_remove_all(&w->acc, false);
 		conn_close_all(&w->host);
 		return true;
+	case WCMD_SNAPSHOT:
+		connview_fill(&w->host, c->arg);
+		return false;
+	case WCMD_KILL:
+		connview_kill(&w->host, c->arg);
+		return false;
+	case WCMD_HOLD:
+	case WCMD_RESUME:
+		worker_hold(w, c->l, c->kind == WCMD_HOLD);
+		return false;
 	case WCMD_SYNC:
 		pthread_mutex_lock(&w->px->sync_lock);
 		w->px->synced++;
@@ -219,20 +246,55 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
  *
  * Return: 0, or -1 if memory ran out (nothing was queued).
  */
-int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
-		struct lcfg *cfg, int fd)
+/**
+ * queue_cmd() - add a command to a worker's queue and wake it
+ * @w:	the worker
+ * @c:	the command, which the worker frees
+ */
+static void queue_cmd(struct worker *w, struct worker_cmd *c)
 {
-	struct worker_cmd *c = calloc(1, sizeof(*c)), **link;
+	struct worker_cmd **link;
 
-	if (!c)
-		return -1;
-	*c = (struct worker_cmd){ kind, l, cfg, fd, NULL };
 	pthread_mutex_lock(&w->lock);
 	for (link = &w->cmds; *link; link = &(*link)->next)
 		;
 	*link = c;
 	pthread_mutex_unlock(&w->lock);
 	ev_async_send(w->loop, &w->wake);
+}
+
+int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+		struct lcfg *cfg, int fd)
+{
+	struct worker_cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -1;
+	*c = (struct worker_cmd){ kind, l, cfg, fd, NULL, NULL };
+	queue_cmd(w, c);
+	return 0;
+}
+
+/**
+ * worker_ask() - queue a question for a worker (SNAPSHOT, KILL, HOLD,
+ *		  RESUME) and wake it
+ * @w:		the worker
+ * @kind:	what
+ * @l:		the listener, for HOLD and RESUME (no reference is taken:
+ *		the main thread holds one until workers_sync() returns)
+ * @arg:	what the worker fills or reads, for SNAPSHOT and KILL
+ *
+ * Return: 0, or -1 if memory ran out (nothing was queued).
+ */
+int worker_ask(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+	       void *arg)
+{
+	struct worker_cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -1;
+	*c = (struct worker_cmd){ kind, l, NULL, -1, arg, NULL };
+	queue_cmd(w, c);
 	return 0;
 }
 
@@ -245,8 +307,11 @@ int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
  * commands within one loop iteration, and no callback of theirs blocks,
  * so the wait is short; it gives up after SYNC_TIMEOUT all the same,
  * rather than hold the main thread (and /metrics) hostage.
+ *
+ * Return: 0, or -1 if it gave up: a worker may still be running what
+ * was sent.
  */
-void workers_sync(struct proxy *px)
+int workers_sync(struct proxy *px)
 {
 	unsigned long target;
 	struct timespec until;
@@ -254,7 +319,7 @@ void workers_sync(struct proxy *px)
 	int r = 0;
 
 	if (!px->workers)
-		return; /* still starting: no worker runs yet */
+		return 0; /* still starting: no worker runs yet */
 	pthread_mutex_lock(&px->sync_lock);
 	target = px->synced;
 	pthread_mutex_unlock(&px->sync_lock);
@@ -269,9 +334,12 @@ void workers_sync(struct proxy *px)
 		r = pthread_cond_timedwait(&px->sync_cond, &px->sync_lock,
 					   &until);
 	pthread_mutex_unlock(&px->sync_lock);
-	if (r == ETIMEDOUT)
+	if (r == ETIMEDOUT) {
 		log_warn("workers did not answer within %ds; going on",
 			 SYNC_TIMEOUT);
+		return -1;
+	}
+	return 0;
 }
 
 /**
@@ -460,4 +528,19 @@ uint64_t worker_active(const struct worker *w)
 uint64_t worker_accepted(const struct worker *w)
 {
 	return conn_host_accepted(&w->host);
+}
+
+/**
+ * workers_active() - connections open in the whole process
+ * @px:	the process
+ *
+ * Return: the count.
+ */
+unsigned long workers_active(const struct proxy *px)
+{
+	unsigned long n = 0;
+
+	for (unsigned i = 0; i < px->nworkers; i++)
+		n += worker_active(&px->workers[i]);
+	return n;
 }

@@ -28,6 +28,10 @@ enum worker_cmd_kind {
 		      * left */
 	WCMD_STOP,   /* end every connection and leave the loop */
 	WCMD_SYNC,   /* tell the main thread every command before is done */
+	WCMD_SNAPSHOT, /* copy the connections into @arg, a struct connview */
+	WCMD_KILL,     /* reset the connection @arg (struct conn_kill) names */
+	WCMD_HOLD,     /* stop accepting on @l until WCMD_RESUME */
+	WCMD_RESUME,   /* accept on @l again */
 };
 
 /* A worker's stage; worker_set_state() alone moves it:
@@ -49,6 +53,8 @@ enum worker_state {
  * @cfg:	the new settings, for UPDATE (a reference the worker takes
  *		over)
  * @fd:		the socket, for ADD
+ * @arg:	what SNAPSHOT fills and KILL names, owned by the main thread,
+ *		which reads it after workers_sync()
  * @next:	the queue
  */
 struct worker_cmd {
@@ -56,6 +62,7 @@ struct worker_cmd {
 	struct listener *l;
 	struct lcfg *cfg;
 	int fd;
+	void *arg;
 	struct worker_cmd *next;
 };
 
@@ -104,6 +111,8 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id);
 int worker_start(struct worker *w);
 int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
 		struct lcfg *cfg, int fd);
+int worker_ask(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+	       void *arg);
 void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
@@ -111,6 +120,7 @@ void worker_report(const struct worker *w, struct gauges *g,
 bool worker_is_idle(const struct worker *w);
 uint64_t worker_active(const struct worker *w);
 uint64_t worker_accepted(const struct worker *w);
-void workers_sync(struct proxy *px);
+unsigned long workers_active(const struct proxy *px);
+int workers_sync(struct proxy *px);
 
 #endif /* SMBSPLICE_WORKER_H */

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_CONTROL_H
+#define SMBSPLICE_CONTROL_H
+
+/* control.h - the --control socket: a local admin's runtime commands */
+
+struct proxy;
+
+/* Where `smbsplice ctl` looks when no --control is given. */
+#define CONTROL_DEFAULT_PATH "/run/smbsplice/control"
+
+int control_start(struct proxy *px);
+void control_stop(struct proxy *px);
+
+#endif /* SMBSPLICE_CONTROL_H */

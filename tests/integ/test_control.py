@@ -1,0 +1,312 @@
+"""The --control socket (issue 22): every command in text and in --json
+through `smbsplice ctl`, against real traffic.
+
+- the socket is a Unix socket of mode 0600, and a stale one is replaced;
+- `conns` while an smbclient get, a put and a listing are in flight
+  through smbsplice to a throwaway Samba: their dialect, bytes spliced
+  each way, the outstanding request; `conn ID` in full; `listeners`;
+- `conns` while 2,000 connections move data: every one listed, their
+  bytes growing, the data still echoed byte for byte;
+- clients that connect and send nothing do not block the next one;
+- `kill ID` resets that connection only, and the log says who asked;
+- `drain` stops new connections on one listener while another keeps
+  accepting, and `resume` undoes it;
+- `top` (not a terminal) prints one screen, the busiest first."""
+import json
+import os
+import selectors
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+
+from harness import (NO_LOGIN, NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check,
+                     free_port, random_file, run)
+from test_scale import EchoServer
+
+
+def ctl(path, *args, ok=True, timeout=30):
+    """Run `smbsplice ctl --control PATH ARGS`; its output (stdout)."""
+    r = subprocess.run([SMBSPLICE, "ctl", "--control", path, *args], capture_output=True, text=True,
+                       timeout=timeout)
+    if ok and r.returncode:
+        raise TestFailure(f"smbsplice ctl {' '.join(args)}: exit {r.returncode}: {r.stdout}{r.stderr}")
+    return r
+
+
+def ctl_json(path, *args):
+    return json.loads(ctl(path, *args, "--json").stdout)
+
+
+def sock_path(name):
+    return os.path.join(tempfile.mkdtemp(prefix="ctl-", dir=TMPDIR), name)
+
+
+def samba_in_flight():
+    """A get, a put and a listing in flight at once: conns sees all three."""
+    smb = Samba()
+    path = sock_path("control")
+    px = Proxy(smb.addr, "--control", path)
+    st = os.lstat(path)
+    check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+          f"--control: a Unix socket of mode {oct(stat.S_IMODE(st.st_mode))} (0600 wanted)")
+    random_file(os.path.join(smb.share, "big.bin"), 1024)
+    up = os.path.join(smb.dir, "up.bin")
+    random_file(up, 1024)
+    os.makedirs(os.path.join(smb.share, "dir"))
+    for i in range(200):
+        open(os.path.join(smb.share, "dir", f"f{i}"), "w").close()
+    cmds = {"get": "get big.bin /dev/null", "put": f"put {up} up.bin", "ls": "; ".join(["ls dir/*"] * 1500)}
+    errs = []
+
+    def client(cmd):
+        try:
+            smb.smbclient(px.port, cmd=cmd)
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errs.append(e)
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in cmds.values()]
+    for t in threads:
+        t.start()
+    seen, screen, top, end = None, "", "", time.monotonic() + 60
+    while time.monotonic() < end and any(t.is_alive() for t in threads):
+        recs = ctl_json(path, "conns")["conns"]
+        moving = [r for r in recs if r["state"] == "open" and r["dialect"] != "-"]
+        gets = [r for r in moving if r["down_spliced"] > 64 << 20]
+        puts = [r for r in moving if r["up_spliced"] > 64 << 20]
+        if len(moving) >= 3 and gets and puts:
+            seen = recs
+            screen = ctl(path, "conns").stdout
+            top = ctl(path, "top").stdout
+            # The listing runs longest: ask for it in full.
+            ls = max((r for r in moving if r not in gets and r not in puts), key=lambda r: r["age"],
+                     default=gets[0])
+            one = ctl_json(path, "conn", str(ls["id"]))
+            detail = ctl(path, "conn", str(ls["id"])).stdout
+            lst = ctl(path, "listeners").stdout
+            lst_json = ctl_json(path, "listeners")
+            break
+        time.sleep(0.1)
+    for t in threads:
+        t.join(300)
+    check(not errs, f"get, put and listing through smbsplice succeed: {errs}")
+    check(seen is not None, "conns --json shows the get (down spliced), the put (up spliced) and a third session at once")
+    print("conns:\n" + screen + "top:\n" + top, flush=True)
+    check(all(r["backend"] == smb.addr and r["listener"] == "main" for r in seen),
+          "each names its backend and listener")
+    check(all(r["dialect"].startswith("3.") for r in seen if r["state"] == "open"), "each names its SMB3 dialect")
+    check(screen.startswith("ID ") and len(screen.splitlines()) == len(seen) + 1,
+          f"conns (text): a header and a line per connection ({len(seen)})")
+    check(any(r["outstanding"] > 0 and r["oldest_command"] for r in seen),
+          "conns: a request outstanding, with its command and age")
+    check(one["id"] == ls["id"] and "down_in_pipe" in one and "up_buffer" in one,
+          "conn ID --json: that connection, with its pipe and buffer holdings")
+    check(f"id {ls['id']}\n" in detail and "pipe " in detail, "conn ID (text): the same, a field a line")
+    l0 = lst_json["listeners"][0]
+    check(l0["name"] == "main" and l0["conns"] >= 3 and l0["backends"][0]["address"] == smb.addr,
+          f"listeners --json: main, {l0['conns']} connections now, its backend")
+    check(lst.splitlines()[1].startswith("main "), "listeners (text): a line per listener")
+    check(top.startswith("smbsplice top: ") and "UP_B/S" in top, "top: one screen, not a terminal")
+    px.stop()
+    # smbsplice stopped: the name is a stale socket; a new start replaces it.
+    px = Proxy(smb.addr, "--control", path)
+    check(ctl(path, "conns").stdout.startswith("ID "), "a stale control socket is replaced at start")
+    px.stop()
+    smb.stop()
+
+
+def mover(port, n, stop, out):
+    """n connections each sending 1 KiB and reading it back, again and
+    again, until stop is set (at most 120 s); out gets the rounds done."""
+    sel = selectors.DefaultSelector()
+    for i in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        sel.register(s, selectors.EVENT_WRITE, {"want": bytes([i % 256]) * 1024, "got": 0})
+    rounds, end = 0, time.monotonic() + 120
+    while not stop.is_set() and time.monotonic() < end:
+        for key, ev in sel.select(0.5):
+            s, st = key.fileobj, key.data
+            if ev & selectors.EVENT_WRITE:
+                s.send(st["want"])
+                sel.modify(s, selectors.EVENT_READ, st)
+                continue
+            b = s.recv(4096)
+            if not b or b != st["want"][:len(b)]:
+                out["error"] = "a connection closed or echoed other bytes"
+                return
+            st["got"] += len(b)
+            if st["got"] >= 1024:
+                st["got"] = 0
+                rounds += 1
+                sel.modify(s, selectors.EVENT_WRITE, st)
+    out["rounds"] = rounds
+    for key in list(sel.get_map().values()):
+        key.fileobj.close()
+
+
+def many_moving():
+    """conns while 2,000 connections move data."""
+    n = 2000
+    srv = EchoServer()
+    path = sock_path("control")
+    px = Proxy(srv.addr, "--mode", "tcp", "--workers", "2", "--control", path)
+    stop, out = threading.Event(), {}
+    t = threading.Thread(target=mover, args=(px.port, n, stop, out), daemon=True)
+    t.start()
+    first, last, times = None, None, []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        recs = ctl_json(path, "conns")["conns"]
+        times.append(time.monotonic() - t0)
+        if len(recs) == n and all(r["up_copied"] > 0 for r in recs):
+            if first is None:
+                first = {r["id"]: r["up_copied"] for r in recs}
+            else:
+                last = {r["id"]: r["up_copied"] for r in recs}
+                if sum(last[i] > first[i] for i in first) > n * 0.9:
+                    break
+        time.sleep(0.2)
+    stop.set()
+    t.join(30)
+    check("error" not in out, f"2,000 connections echo byte for byte while conns runs: {out}")
+    check(first is not None, f"conns lists all {n} connections while they move data")
+    check(last is not None, "... and their bytes grow between two conns")
+    check(max(times) < 5, f"conns over {n} connections answers in {max(times):.2f} s at most ({len(times)} runs)")
+    text = ctl(path, "conns").stdout
+    check(text.startswith("ID "), "conns (text) answers after the load")
+    px.stop()
+    srv.close()
+
+
+def silent_clients():
+    """Clients that connect and send nothing do not block the next one."""
+    srv = Server(lambda c: c.recv(1))
+    path = sock_path("control")
+    px = Proxy(srv.addr, *NOT_SMB, "--control", path)
+    silent = []
+    for _ in range(8):  # more than the slots served at once
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        silent.append(s)
+    t0 = time.monotonic()
+    r = ctl(path, "listeners", timeout=10)
+    took = time.monotonic() - t0
+    check(r.stdout.startswith("NAME ") and took < 1.5,
+          f"8 silent clients, then listeners: answered in {took:.2f} s")
+    bad = ctl(path, "frobnicate", ok=False)
+    check(bad.returncode == 1 and bad.stdout.startswith("error: "), "an unknown command: an error line, exit 1")
+    badj = json.loads(ctl(path, "frobnicate", "--json", ok=False).stdout)
+    check("error" in badj, "... and in JSON")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(b"conns " + b"x" * 300 + b"\n")
+    s.settimeout(5)
+    got = b""
+    while (b := s.recv(4096)):
+        got += b
+    check(got == b"error: request longer than 255 bytes\n", f"a 300-byte line: one error line: {got[:80]!r}")
+    s.close()
+    for s in silent:
+        s.close()
+    px.stop()
+
+
+def echo(c):
+    while (b := c.recv(65536)):
+        c.sendall(b)
+
+
+def kill_one():
+    """kill ID resets that connection only."""
+    srv = Server(echo)
+    path = sock_path("control")
+    px = Proxy(srv.addr, *NOT_SMB, "--control", path)
+    socks = [px.connect() for _ in range(3)]
+    for s in socks:
+        s.sendall(b"ping")
+        s.recv(4)
+    recs = ctl_json(path, "conns")["conns"]
+    check(len(recs) == 3, f"three connections listed: {len(recs)}")
+    victim = recs[1]
+    port = int(victim["client"].rsplit(":", 1)[1])
+    target = [s for s in socks if s.getsockname()[1] == port][0]
+    r = ctl_json(path, "kill", str(victim["id"]))
+    check(r == {"killed": victim["id"]}, f"kill --json: {r}")
+    try:
+        got = target.recv(10)
+        reset = False
+    except ConnectionResetError:
+        got, reset = b"", True
+    check(reset, f"the killed connection's client is reset (got {got!r})")
+    for s in socks:
+        if s is not target:
+            s.sendall(b"pong")
+            check(s.recv(4) == b"pong", "another connection still echoes")
+    line = px.wait_log(r"^.* end=error \(killed by control socket \(uid 0 pid \d+\)\).*$")[0]
+    check(victim["client"] in line, "its end line says it was killed, and by whom")
+    ids = [x["id"] for x in ctl_json(path, "conns")["conns"]]
+    check(victim["id"] not in ids and len(ids) == 2, f"conns no longer lists it: {ids}")
+    r = ctl(path, "kill", str(victim["id"]), ok=False)
+    check(r.returncode == 1 and "no such connection" in r.stdout, "killing it again: no such connection")
+    text = ctl(path, "kill", str(ids[0])).stdout
+    check(text == f"killed {ids[0]}\n", f"kill (text): {text.strip()}")
+    for s in socks:
+        s.close()
+    px.stop()
+
+
+def drain_resume():
+    """drain stops new connections on one listener; resume undoes it."""
+    srv = Server(echo)
+    path = sock_path("control")
+    pa, pb = free_port(), free_port()
+    conf = os.path.join(os.path.dirname(path), "smbsplice.conf")
+    with open(conf, "w") as f:
+        f.write(f"[global]\ncontrol = {path}\nworkers = 2\n\n"
+                f"[a]\nlisten = 127.0.0.1:{pa}\nbackend = {srv.addr}\nfirst-frame = any\n\n"
+                f"[b]\nlisten = 127.0.0.1:{pb}\nbackend = {srv.addr}\nfirst-frame = any\n")
+    px = Proxy(None, "-c", conf, listen=False)
+    px.wait_log(r"listener b: listening on")
+
+    def works(port):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=3)
+            s.sendall(b"hi")
+            ok = s.recv(2) == b"hi"
+            s.close()
+            return ok
+        except OSError:
+            return False
+    held = socket.create_connection(("127.0.0.1", pa), timeout=3)
+    held.sendall(b"x")
+    held.recv(1)
+    r = ctl_json(path, "drain", "a")
+    check(r == {"listener": "a", "drained": True}, f"drain a --json: {r}")
+    check(not works(pa), "after drain a, a new connection to a is refused")
+    check(works(pb), "... while b keeps accepting")
+    held.sendall(b"y")
+    check(held.recv(1) == b"y", "... and a's open connection keeps running")
+    states = {l["name"]: l["drained"] for l in ctl_json(path, "listeners")["listeners"]}
+    check(states == {"a": True, "b": False}, f"listeners says which is drained: {states}")
+    px.wait_log(r"listener a: drained by control socket \(uid 0 pid \d+\)")
+    check(ctl(path, "resume", "a").stdout == "listener a resumed\n", "resume a (text)")
+    check(works(pa), "after resume a, a accepts again")
+    check(ctl(path, "drain", "nosuch", ok=False).returncode == 1, "drain of an unknown listener: an error")
+    held.close()
+    px.stop()
+
+
+def main():
+    silent_clients()
+    kill_one()
+    drain_resume()
+    samba_in_flight()
+    many_moving()
+
+
+if __name__ == "__main__":
+    run(main)
