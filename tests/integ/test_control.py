@@ -14,7 +14,9 @@ through `smbsplice ctl`, against real traffic.
 - `top` (not a terminal) prints one screen, the busiest first."""
 import json
 import os
+import select
 import selectors
+import signal
 import socket
 import stat
 import subprocess
@@ -34,6 +36,32 @@ def ctl(path, *args, ok=True, timeout=30):
     if ok and r.returncode:
         raise TestFailure(f"smbsplice ctl {' '.join(args)}: exit {r.returncode}: {r.stdout}{r.stderr}")
     return r
+
+
+def top_on_terminal(path, secs):
+    """Run `smbsplice ctl top` with a pseudo-terminal as its standard
+    output for `secs`, then interrupt it: how many screens it drew."""
+    master, slave = os.openpty()
+    p = subprocess.Popen([SMBSPLICE, "ctl", "--control", path, "top"], stdout=slave, stderr=slave)
+    os.close(slave)
+    out, end = b"", time.monotonic() + secs
+    try:
+        while time.monotonic() < end:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    out += os.read(master, 65536)
+                except OSError:  # the client exited: its end is gone
+                    break
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        os.close(master)
+    return sum(1 for part in out.split(b"\x1b[H\x1b[2J")[1:] if b"smbsplice top: " in part)
 
 
 def ctl_json(path, *args):
@@ -112,6 +140,8 @@ def samba_in_flight():
     # smbsplice stopped: the name is a stale socket; a new start replaces it.
     px = Proxy(smb.addr, "--control", path)
     check(ctl(path, "conns").stdout.startswith("ID "), "a stale control socket is replaced at start")
+    screens = top_on_terminal(path, 3.5)
+    check(screens >= 2, f"top on a terminal: the screen is cleared and drawn again each second ({screens} in 3.5 s)")
     px.stop()
     smb.stop()
 
