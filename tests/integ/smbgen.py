@@ -780,6 +780,8 @@ def walk(data, thresholds):
                     want = 72
                 elif cmd == NEGOTIATE and resp:
                     want = min(elen, 104)
+                elif cmd == SESSION_SETUP and resp:
+                    want = min(elen, 68)  # SessionFlags: a guest or null session is no login
                 elif cmd == IOCTL and resp:
                     want = min(elen, 72)
                 else:
@@ -836,6 +838,11 @@ def walk(data, thresholds):
                 held = 10 if room >= 10 else 4  # command, status, flags: for SESSION_SETUP_ANDX
                 if a + held > n:
                     return e.ended_inside()
+                if held == 10 and room >= 39 and data[a + 4] == 0x73 and data[a + 9] & 0x80 and \
+                        struct.unpack_from("<I", data, a + 5)[0] == 0:
+                    held = 39  # a successful SESSION_SETUP_ANDX reply, to its Action word
+                    if a + held > n:
+                        return e.ended_inside()
                 payload(a + held, room - held, "other")
             else:
                 return e.opaque(a, "unknown protocol id")
