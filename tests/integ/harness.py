@@ -93,6 +93,21 @@ def run(main, alarm=600):
     sys.exit(0)
 
 
+def end_process(proc, timeout=10):
+    """SIGTERM `proc` and wait up to `timeout` for it; kill it past that.
+    Return: True if it ended by itself (or had already)."""
+    if proc.poll() is not None:
+        return True
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
 def sh(*argv, timeout=30, ok=True):
     """Run a command; with `ok`, a non-zero exit fails the test with its
     standard error. Returns the CompletedProcess (text)."""

@@ -44,8 +44,8 @@ import tempfile
 import threading
 import time
 
-from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, in_netns, need,
-                     random_file, run, sh, wait_for)
+from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, end_process, file_sha256,
+                     in_netns, need, random_file, run, sh, wait_for)
 
 WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
 NS = (f"wanC{os.getpid()}", f"wanG{os.getpid()}")
@@ -88,13 +88,7 @@ class Wan:
         wait_for("wanem's reload", lambda: self.text().count("info: reloaded") > before)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end_process(self.proc)
         self.log.close()
 
 

@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import SRCDIR, TMPDIR, TestFailure, check, in_netns, need, run, sanitizer_report, sh, wait_for
+from harness import SRCDIR, TMPDIR, TestFailure, check, end_process, in_netns, need, run, sanitizer_report, sh, wait_for
 
 WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
 MAN1 = os.path.join(SRCDIR, "contrib/man/wanem.1.scd")
@@ -84,15 +84,10 @@ class Wan:
 
     def stop(self):
         """SIGTERM: it must exit 0; the last counters."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise TestFailure("wanem did not exit on SIGTERM within 10 s")
+        ended = end_process(self.proc)
         self.log.close()
+        if not ended:
+            raise TestFailure("wanem did not exit on SIGTERM within 10 s")
         report = sanitizer_report(self.text())
         check(self.proc.returncode == 0 and not report,
               f"wanem exits 0 on SIGTERM ({self.proc.returncode}){', ' + report if report else ''}")
