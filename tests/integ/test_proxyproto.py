@@ -127,8 +127,12 @@ def refusals():
     hq = Proxy(srv.addr, "--accept-proxy", "--proxy-from", "127.0.0.0/8", "--handshake-timeout", "1", *NO_LOGIN,
                stats=True)
     outsider = Proxy(srv.addr, "--accept-proxy", "--proxy-from", "192.0.2.0/24", *NO_LOGIN, stats=True)
-    s = outsider.connect()
-    check(reset_without_reply(s), "a peer outside --proxy-from is reset")
+    try:
+        s = outsider.connect()
+        was_reset = reset_without_reply(s)
+    except ConnectionResetError:  # back before connect() returned: a busy machine
+        was_reset = True
+    check(was_reset, "a peer outside --proxy-from is reset")
     outsider.wait_log(r"refused by listener main: not in --proxy-from")
     check(wait_metric(outsider.stats_port, "smbsplice_refused_total", 1, reason="proxy"), "... and counted")
 
