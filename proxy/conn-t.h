@@ -18,7 +18,7 @@
 #include "pump.h"
 #include "sock.h"
 #include "stall.h"
-#include "stats.h"
+#include "counters.h"
 #include "timing.h"
 
 struct buf_pool;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "options.h"
-#include "stats.h"
+#include "dirindex.h"
 
 struct conn_host;
 

@@ -8,7 +8,7 @@
 
 #include "connlimits.h"
 #include "options.h"
-#include "stats.h"
+#include "counters.h"
 
 struct proxy;
 

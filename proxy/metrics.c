@@ -34,9 +34,11 @@
 #include "accept.h"
 #include "counter.h"
 #include "connlimits.h"
+#include "counters.h"
 #include "listener.h"
 #include "log.h"
 #include "metrics.h"
+#include "promtext.h"
 #include "tracefile.h"
 #include "proxy.h"
 #include "sock.h"
@@ -171,7 +173,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	g.draining = px->state == PX_DRAINING;
 	out = open_memstream(&body, len);
 	if (out) {
-		metrics_write(out, ls, n, &g, accepted, px->nworkers);
+		promtext_write(out, ls, n, &g, accepted, px->nworkers);
 		if (fclose(out)) {
 			free(body);
 			body = NULL;

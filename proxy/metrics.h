@@ -5,8 +5,9 @@
 /* metrics.h - the --stats endpoint: Prometheus text over HTTP
  *
  * Theory of operation: the process starts and stops it; metrics.c serves
- * each scrape from the main loop, with the page page.c renders. Its state
- * is a struct metrics (metrics-t.h) inside struct proxy.
+ * each scrape from the main loop, with the page promtext.c renders from
+ * the sums of counters.h. Its state is a struct metrics (metrics-t.h)
+ * inside struct proxy.
  */
 
 #include "metrics-t.h"

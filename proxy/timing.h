@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "framer.h"
-#include "stats.h"
+#include "counters.h"
 
 struct srt_table;
 struct timing_block;

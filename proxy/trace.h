@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 
 #include "framer.h"
-#include "stats.h"
+#include "dirindex.h"
 
 struct trace_conn;
 

@@ -14,7 +14,7 @@
 #include "options.h"
 #include "pipepool.h"
 #include "timing.h"
-#include "stats.h"
+#include "counters.h"
 
 struct lcfg;
 struct listener;

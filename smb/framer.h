@@ -33,8 +33,9 @@
  *
  * Shared by every framer of one direction in one thread and added to with
  * counter_add(), so that a connection carries none of it and any thread
- * may read it. Nothing but uint64_t counters: totals_add() (proxy/stats.c)
- * adds it up as part of struct totals and relies on that.
+ * may read it. Nothing but uint64_t counters: totals_add()
+ * (proxy/counters.c) adds it up as part of struct totals and relies on
+ * that.
  */
 struct smb_dir_stats {
 	uint64_t commands[SMB2_NCOMMANDS + 1];

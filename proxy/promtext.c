@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* stats.c - summing counters and writing them as Prometheus text
+/* promtext.c - the /metrics page: counters and gauges as Prometheus text
  *
- * Theory of operation: the hot path never touches a counter another thread
- * writes. Each worker counts what its connections move into its own
- * struct totals, at once, with counter_add(): a plain add, made safe to
- * read from another thread (counter.h). A scrape sums the workers' totals
- * with totals_add() and writes them out; it never walks the connections,
- * and forwarding costs nothing extra for it.
+ * Theory of operation: metrics.c sums the workers' counters (counters.c)
+ * and reads the process's gauges, then hands both here; this file only
+ * writes them out in the Prometheus text format, HELP and TYPE lines
+ * first, and owns every metric's name, label and help text. It reads
+ * sums the caller owns, never a worker's live counters, and does no I/O
+ * but to the FILE it is given.
  *
  * What connections move is counted per listener and labelled with its
  * name (listener="..."); what the process holds (pipes, buffers,
@@ -17,26 +17,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "counter.h"
-#include "stats.h"
+#include "counters.h"
+#include "promtext.h"
 
 static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
-
-/**
- * totals_add() - add a worker's counters to a sum
- * @sum:	the sum, owned by the caller
- * @t:		the worker's counters, which it may be adding to right now
- */
-void totals_add(struct totals *sum, const struct totals *t)
-{
-	_Static_assert(sizeof(*t) % sizeof(uint64_t) == 0,
-		       "struct totals holds only uint64_t counters");
-	const uint64_t *from = (const uint64_t *)t;
-	uint64_t *to = (uint64_t *)sum;
-
-	for (size_t i = 0; i < sizeof(*t) / sizeof(uint64_t); i++)
-		to[i] += counter_read(&from[i]);
-}
 
 /**
  * metric_head() - the HELP and TYPE lines of a metric
@@ -469,7 +453,7 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
 }
 
 /**
- * metrics_write() - the /metrics page
+ * promtext_write() - the /metrics page
  * @out:	where to write
  * @ls:		each listener's counters, summed over the workers
  * @nls:	how many listeners
@@ -477,9 +461,9 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
  * @accepted:	connections accepted per worker
  * @nworkers:	how many workers
  */
-void metrics_write(FILE *out, const struct lreport *ls, unsigned nls,
-		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers)
+void promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
+		    const struct gauges *g, const uint64_t *accepted,
+		    unsigned nworkers)
 {
 	write_bytes(out, ls, nls);
 	write_per_dir(out, ls, nls);

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_STATS_H
-#define SMBSPLICE_STATS_H
+#ifndef SMBSPLICE_COUNTERS_H
+#define SMBSPLICE_COUNTERS_H
+
+/* counters.h - what workers count, and the sums a scrape makes of it
+ *
+ * Theory of operation: a worker adds to its own struct totals, per
+ * listener; metrics.c sums them with totals_add() into a struct lreport
+ * per listener, reads the process's struct gauges, and promtext.c writes
+ * both out. Only types and the sum live here: no rendering, no I/O.
+ */
 
 #include <stdint.h>
-#include <stdio.h>
 
+#include "dirindex.h"
 #include "framer.h"
 #include "hist.h"
 #include "pump.h"
-
-enum dir_index {
-	DIR_TO_SERVER, /* client -> server: requests */
-	DIR_TO_CLIENT, /* server -> client: responses */
-	DIR_COUNT
-};
 
 /**
  * struct dir_totals - counters of one direction, summed over connections
@@ -106,8 +108,5 @@ struct gauges {
 };
 
 void totals_add(struct totals *sum, const struct totals *t);
-void metrics_write(FILE *out, const struct lreport *ls, unsigned nls,
-		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers);
 
-#endif /* SMBSPLICE_STATS_H */
+#endif /* SMBSPLICE_COUNTERS_H */

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_PROMTEXT_H
+#define SMBSPLICE_PROMTEXT_H
+
+/* promtext.h - the /metrics page as Prometheus text
+ *
+ * Theory of operation: metrics.c gathers the sums (counters.h) and calls
+ * promtext_write() to render them into a FILE; serving the page over HTTP
+ * stays in metrics.c.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct gauges;
+struct lreport;
+
+void promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
+		    const struct gauges *g, const uint64_t *accepted,
+		    unsigned nworkers);
+
+#endif /* SMBSPLICE_PROMTEXT_H */
