@@ -243,7 +243,8 @@ static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (*nfds + k > HO_SCM_MAX) /* cannot be: the buffer holds 253 */
+		/* Cannot be, the buffer holds 253: a bound all the same. */
+		if (*nfds + k > HO_SCM_MAX)
 			k = HO_SCM_MAX - *nfds;
 		memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
 		*nfds += k;
@@ -252,7 +253,7 @@ static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
 		errno = ECONNRESET; /* EOF: every message has a head */
 		return -1;
 	}
-	errno = m.msg_flags & MSG_CTRUNC ? EMFILE
+	errno = m.msg_flags & MSG_CTRUNC  ? EMFILE
 		: m.msg_flags & MSG_TRUNC ? EMSGSIZE
 		: (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)
 			? EPROTO
@@ -304,8 +305,7 @@ int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
 	int fds[HO_SCM_MAX];
 	size_t nfds;
 
-	if (recv_raw(sock, &h, body, cap, fds, &nfds,
-		     deadline_of(timeout_ms)))
+	if (recv_raw(sock, &h, body, cap, fds, &nfds, deadline_of(timeout_ms)))
 		return -1;
 	if (nfds || h.type < HO_HELLO || h.type > HO_FAIL) {
 		close_fds(fds, nfds);
@@ -445,24 +445,27 @@ static void rx_refuse(char *err, size_t errlen, int e, const struct ho_rx *rx)
 
 	if (e == EMFILE) {
 		getrlimit(RLIMIT_NOFILE, &rl);
-		snprintf(err, errlen,
-			 "out of descriptors receiving the handover (%zu received, RLIMIT_NOFILE %llu): raise LimitNOFILE / ulimit -n",
-			 rx->nfds, (unsigned long long)rl.rlim_cur);
+		snprintf(
+			err, errlen,
+			"out of descriptors receiving the handover (%zu received, RLIMIT_NOFILE %llu): raise LimitNOFILE / ulimit -n",
+			rx->nfds, (unsigned long long)rl.rlim_cur);
 	} else if (e == ECONNRESET) {
-		snprintf(err, errlen,
-			 "the other side went away mid-handover (%zu bytes and %zu descriptors received)",
-			 rx->len, rx->nfds);
+		snprintf(
+			err, errlen,
+			"the other side went away mid-handover (%zu bytes and %zu descriptors received)",
+			rx->len, rx->nfds);
 	} else if (e == ETIMEDOUT) {
-		snprintf(err, errlen,
-			 "the handover did not complete in time (%zu bytes and %zu descriptors received)",
-			 rx->len, rx->nfds);
+		snprintf(
+			err, errlen,
+			"the handover did not complete in time (%zu bytes and %zu descriptors received)",
+			rx->len, rx->nfds);
 	} else if (e == EMSGSIZE) {
 		snprintf(err, errlen,
-			 "a handover message over %u bytes: refused",
-			 HO_CHUNK);
+			 "a handover message over %u bytes: refused", HO_CHUNK);
 	} else if (e == EPROTO) {
-		snprintf(err, errlen,
-			 "a malformed handover message (its length disagrees with its head): refused");
+		snprintf(
+			err, errlen,
+			"a malformed handover message (its length disagrees with its head): refused");
 	} else {
 		snprintf(err, errlen, "cannot receive the handover: %s",
 			 strerror(e));
@@ -490,9 +493,10 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 	uint32_t n32;
 
 	if (h->type != HO_FDS && nfds) {
-		snprintf(err, errlen,
-			 "descriptors along a handover message of type %u: refused",
-			 h->type);
+		snprintf(
+			err, errlen,
+			"descriptors along a handover message of type %u: refused",
+			h->type);
 		goto refuse;
 	}
 	switch (h->type) {
@@ -504,9 +508,10 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 			return -1;
 		}
 		if (rx_grow((void **)&rx->img, &rx->cap, rx->len + h->len, 1)) {
-			snprintf(err, errlen,
-				 "out of memory for the handover image (%zu bytes)",
-				 rx->len + h->len);
+			snprintf(
+				err, errlen,
+				"out of memory for the handover image (%zu bytes)",
+				rx->len + h->len);
 			return -1;
 		}
 		memcpy(rx->img + rx->len, body, h->len);
@@ -514,28 +519,32 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 		return 0;
 	case HO_FDS:
 		if (h->len != sizeof(n32)) {
-			snprintf(err, errlen,
-				 "a handover descriptor batch of %u bytes: refused",
-				 h->len);
+			snprintf(
+				err, errlen,
+				"a handover descriptor batch of %u bytes: refused",
+				h->len);
 			goto refuse;
 		}
 		memcpy(&n32, body, sizeof(n32));
 		if (n32 != nfds) {
-			snprintf(err, errlen,
-				 "a handover descriptor batch says %u and carries %zu: refused",
-				 n32, nfds);
+			snprintf(
+				err, errlen,
+				"a handover descriptor batch says %u and carries %zu: refused",
+				n32, nfds);
 			goto refuse;
 		}
 		if (rx->nfds + nfds > HO_NFDS_MAX) {
-			snprintf(err, errlen,
-				 "the handover has over %u descriptors: refused",
-				 HO_NFDS_MAX);
+			snprintf(
+				err, errlen,
+				"the handover has over %u descriptors: refused",
+				HO_NFDS_MAX);
 			goto refuse;
 		}
 		if (rx_grow((void **)&rx->fds, &rx->fdcap, rx->nfds + nfds,
 			    sizeof(int))) {
-			snprintf(err, errlen,
-				 "out of memory for the handover's descriptors");
+			snprintf(
+				err, errlen,
+				"out of memory for the handover's descriptors");
 			goto refuse;
 		}
 		memcpy(rx->fds + rx->nfds, fds, nfds * sizeof(int));
@@ -550,10 +559,11 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 		memcpy(&len64, body, sizeof(len64));
 		memcpy(&n32, body + sizeof(len64), sizeof(n32));
 		if (len64 != rx->len || n32 != rx->nfds) {
-			snprintf(err, errlen,
-				 "the handover ended saying %llu bytes and %u descriptors, but %zu and %zu came: refused",
-				 (unsigned long long)len64, n32, rx->len,
-				 rx->nfds);
+			snprintf(
+				err, errlen,
+				"the handover ended saying %llu bytes and %u descriptors, but %zu and %zu came: refused",
+				(unsigned long long)len64, n32, rx->len,
+				rx->nfds);
 			return -1;
 		}
 		return 1;
@@ -562,9 +572,10 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 		snprintf(err, errlen, "the other side gave up: %s", text);
 		return -1;
 	default:
-		snprintf(err, errlen,
-			 "a handover message of type %u amid the image: refused",
-			 h->type);
+		snprintf(
+			err, errlen,
+			"a handover message of type %u amid the image: refused",
+			h->type);
 		return -1;
 	}
 refuse:
@@ -673,8 +684,9 @@ int ho_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
 		int e = errno;
 
 		if (e == ECONNRESET)
-			snprintf(err, errlen,
-				 "the new process went away before it took over");
+			snprintf(
+				err, errlen,
+				"the new process went away before it took over");
 		else if (e == ETIMEDOUT)
 			snprintf(err, errlen,
 				 "the new process did not take over in %d ms",
@@ -696,9 +708,10 @@ int ho_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
 		errno = 0;
 		return -1;
 	}
-	snprintf(err, errlen,
-		 "an answer of type %u and %u bytes from the new process: refused",
-		 type, len);
+	snprintf(
+		err, errlen,
+		"an answer of type %u and %u bytes from the new process: refused",
+		type, len);
 	errno = EPROTO;
 	return -1;
 }

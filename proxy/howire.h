@@ -7,19 +7,20 @@
 #include <stdint.h>
 
 enum ho_type {
-	HO_HELLO = 1, /* u32 image version NEW reads, u32 pid */
+	HO_HELLO = 1,	/* u32 image version NEW reads, u32 pid */
 	HO_IMAGE_CHUNK, /* up to HO_CHUNK image bytes */
-	HO_FDS, /* u32 count, and count descriptors (SCM_RIGHTS) */
-	HO_DONE, /* u64 image length, u32 total descriptors */
-	HO_TAKEN, /* u32 connections */
-	HO_FAIL, /* text, at most HO_TEXT_MAX bytes, no NUL needed */
+	HO_FDS,		/* u32 count, and count descriptors (SCM_RIGHTS) */
+	HO_DONE,	/* u64 image length, u32 total descriptors */
+	HO_TAKEN,	/* u32 connections */
+	HO_FAIL,	/* text, at most HO_TEXT_MAX bytes, no NUL needed */
 };
 
 #define HO_CHUNK (60u << 10) /* image bytes per message */
-#define HO_FDS_BATCH 250 /* descriptors per HO_FDS message (SCM_MAX_FD is 253) */
+#define HO_FDS_BATCH                                                           \
+	250 /* descriptors per HO_FDS message (SCM_MAX_FD is 253) */
 #define HO_IMAGE_MAX (512u << 20)
-#define HO_NFDS_MAX 65536u
-#define HO_TEXT_MAX 255
+#define HO_NFDS_MAX  65536u
+#define HO_TEXT_MAX  255
 
 /**
  * struct ho_msg_head - what every message starts with

@@ -313,9 +313,8 @@ static void test_done_disagrees(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10,
-				     1000),
-			 0);
+	assert_int_equal(
+		ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	raw_send(sv[0], HO_FDS, &one, sizeof(one), p, 1);
 	close(p[0]);
@@ -325,9 +324,8 @@ static void test_done_disagrees(void **state)
 		       1000, before);
 
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10,
-				     1000),
-			 0);
+	assert_int_equal(
+		ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
 	send_done(sv[0], 10, 2);
 	expect_refused("ended saying 10 bytes and 2 descriptors, but 10 and 0",
 		       1000, before);
@@ -398,8 +396,8 @@ static void test_hangup_midway(void **state)
 	close(p[1]);
 	close(sv[0]);
 	sv[0] = -1;
-	expect_refused("went away mid-handover (3 bytes and 2 descriptors", 1000,
-		       before);
+	expect_refused("went away mid-handover (3 bytes and 2 descriptors",
+		       1000, before);
 }
 
 static void test_timeout(void **state)
@@ -460,7 +458,8 @@ static void test_out_of_descriptors(void **state)
 				 -1);
 	}
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
-	assert_non_null(strstr(err, "out of descriptors receiving the handover"));
+	assert_non_null(
+		strstr(err, "out of descriptors receiving the handover"));
 	assert_non_null(strstr(err, "raise LimitNOFILE / ulimit -n"));
 	unpair();
 	assert_int_equal(count_fds(), before);
@@ -475,9 +474,8 @@ static void test_msg(void **state)
 	(void)state;
 	pair();
 	assert_int_equal(ho_send_msg(sv[0], HO_HELLO, "12345678", 8, 1000), 0);
-	assert_int_equal(ho_recv_msg(sv[1], &type, body, sizeof(body), &len,
-				     1000),
-			 0);
+	assert_int_equal(
+		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), 0);
 	assert_int_equal(type, HO_HELLO);
 	assert_int_equal(len, 8);
 	assert_memory_equal(body, "12345678", 8);
@@ -486,9 +484,8 @@ static void test_msg(void **state)
 	raw_send(sv[0], HO_TAKEN, &v, sizeof(v), p, 2);
 	close(p[0]);
 	close(p[1]);
-	assert_int_equal(ho_recv_msg(sv[1], &type, body, sizeof(body), &len,
-				     1000),
-			 -1);
+	assert_int_equal(
+		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), -1);
 	assert_int_equal(errno, EPROTO);
 	/* A body over the room offered. */
 	assert_int_equal(ho_send_msg(sv[0], HO_FAIL, body, 64, 1000), 0);
@@ -498,15 +495,13 @@ static void test_msg(void **state)
 			 -1);
 	assert_int_equal(errno, EMSGSIZE);
 	/* Nothing: a timeout; then the other side gone. */
-	assert_int_equal(ho_recv_msg(sv[1], &type, body, sizeof(body), &len,
-				     50),
-			 -1);
+	assert_int_equal(
+		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 50), -1);
 	assert_int_equal(errno, ETIMEDOUT);
 	close(sv[0]);
 	sv[0] = -1;
-	assert_int_equal(ho_recv_msg(sv[1], &type, body, sizeof(body), &len,
-				     1000),
-			 -1);
+	assert_int_equal(
+		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), -1);
 	assert_int_equal(errno, ECONNRESET);
 	assert_int_equal(ho_send_msg(sv[1], HO_HELLO, "x", 1, 1000), -1);
 	assert_int_equal(errno, ECONNRESET);
@@ -527,7 +522,8 @@ static void test_reply(void **state)
 	assert_int_equal(ho_send_fail(sv[0], "bad image: version 9", 1000), 0);
 	assert_int_equal(ho_recv_reply(sv[1], &taken, 1000, err, sizeof(err)),
 			 -1);
-	assert_string_equal(err, "the new process refused: bad image: version 9");
+	assert_string_equal(err,
+			    "the new process refused: bad image: version 9");
 	assert_int_equal(ho_recv_reply(sv[1], &taken, 50, err, sizeof(err)),
 			 -1);
 	assert_string_equal(err, "the new process did not take over in 50 ms");
