@@ -60,14 +60,14 @@ extern char **environ;
 #define LN_REPLY_MS 5000
 
 /* The handover socket's number in the new process, and its variable. */
-#define LN_FD 3
+#define LN_FD  3
 #define LN_ENV "SMBSPLICE_HANDOVER_FD"
 
 enum ln_op {
 	LN_LAUNCH = 1, /* daemon -> launcher, with the socket */
-	LN_PID, /* launcher -> daemon: @pid started, or @err */
-	LN_REFUSED, /* launcher -> daemon: the request was refused, @err */
-	LN_EXIT, /* launcher -> daemon: @pid ended with wait @status */
+	LN_PID,	       /* launcher -> daemon: @pid started, or @err */
+	LN_REFUSED,    /* launcher -> daemon: the request was refused, @err */
+	LN_EXIT,       /* launcher -> daemon: @pid ended with wait @status */
 };
 
 /**
@@ -327,7 +327,8 @@ static int ln_recv(int sock, struct ln_msg *m, int *fds, int *nfds, int flags)
 	}
 	if (n == 0 && !*nfds)
 		return 0;
-	if (n != (ssize_t)sizeof(*m) || (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+	if (n != (ssize_t)sizeof(*m) ||
+	    (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		errno = EPROTO;
 		return -1;
 	}
@@ -579,11 +580,12 @@ pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
 	}
 	if (ln_send(ln->fd, &m, handover_fd, MSG_DONTWAIT) ||
 	    wait_reply(ln, &rep)) {
-		snprintf(err, errlen,
-			 "the launcher (pid %d) %s: %s; restart smbsplice to run the new binary",
-			 (int)ln->pid,
-			 errno == ETIMEDOUT ? "did not answer" : "is gone",
-			 strerror(errno));
+		snprintf(
+			err, errlen,
+			"the launcher (pid %d) %s: %s; restart smbsplice to run the new binary",
+			(int)ln->pid,
+			errno == ETIMEDOUT ? "did not answer" : "is gone",
+			strerror(errno));
 		return -1;
 	}
 	if (rep.op == LN_REFUSED) {
