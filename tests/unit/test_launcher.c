@@ -86,6 +86,23 @@ static void run_child(struct launcher *ln)
 	assert_int_equal(WEXITSTATUS(status), 7);
 }
 
+/* A spawn of a missing binary: -1 and ENOENT in the line, not a pid. */
+static void spawn_missing(struct launcher *ln)
+{
+	int sv[2];
+
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(launcher_spawn(ln, "/nonexistent/smbsplice",
+					child_argv, sv[1], err, sizeof(err)),
+			 -1);
+	assert_string_equal(
+		err,
+		"cannot start /nonexistent/smbsplice: No such file or directory");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_self_exe(void **state)
 {
 	char buf[4096], small[4];
@@ -103,24 +120,14 @@ static void test_self_exe(void **state)
 static void test_direct(void **state)
 {
 	struct launcher ln = LAUNCHER_NONE;
-	int sv[2];
 
 	(void)state;
 	setenv("LISTEN_FDS", "2", 1);
 	setenv("LISTEN_PID", "1", 1);
 	run_child(&ln);
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(launcher_spawn(&ln, "/nonexistent/smbsplice",
-					child_argv, sv[1], err, sizeof(err)),
-			 -1);
-	assert_string_equal(
-		err,
-		"cannot start /nonexistent/smbsplice: No such file or directory");
+	spawn_missing(&ln);
 	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* reaped */
 	assert_int_equal(errno, ECHILD);
-	close(sv[0]);
-	close(sv[1]);
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_PID");
 }
@@ -191,16 +198,7 @@ static void test_launcher(void **state)
 	/* A launcher of a missing binary: ENOENT, not a pid. */
 	assert_int_equal(
 		launcher_start(&ln, "/nonexistent/smbsplice", child_argv), 0);
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(launcher_spawn(&ln, "/nonexistent/smbsplice",
-					child_argv, sv[1], err, sizeof(err)),
-			 -1);
-	assert_string_equal(
-		err,
-		"cannot start /nonexistent/smbsplice: No such file or directory");
-	close(sv[0]);
-	close(sv[1]);
+	spawn_missing(&ln);
 
 	/* It ends when its socket hangs up, and ignores SIGTERM. */
 	kill(ln.pid, SIGTERM);
