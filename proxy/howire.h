@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* howire.h - the live handover's SOCK_SEQPACKET protocol (see howire.c) */
+#ifndef SMBSPLICE_HOWIRE_H
+#define SMBSPLICE_HOWIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ho_type {
+	HO_HELLO = 1,	/* u32 image version NEW reads, u32 pid */
+	HO_IMAGE_CHUNK, /* up to HO_CHUNK image bytes */
+	HO_FDS,		/* u32 count, and count descriptors (SCM_RIGHTS) */
+	HO_DONE,	/* u64 image length, u32 total descriptors */
+	HO_TAKEN,	/* u32 connections */
+	HO_FAIL,	/* text, at most HO_TEXT_MAX bytes, no NUL needed */
+};
+
+#define HO_CHUNK (60u << 10) /* image bytes per message */
+#define HO_FDS_BATCH                                                           \
+	250 /* descriptors per HO_FDS message (SCM_MAX_FD is 253) */
+#define HO_IMAGE_MAX (512u << 20)
+#define HO_NFDS_MAX  65536u
+#define HO_TEXT_MAX  255
+
+/**
+ * struct ho_msg_head - what every message starts with
+ * @type:	an enum ho_type
+ * @len:	the bytes of body that follow, in the same datagram
+ */
+struct ho_msg_head {
+	uint32_t type;
+	uint32_t len;
+};
+
+int ho_send_msg(int sock, uint32_t type, const void *body, uint32_t len,
+		int timeout_ms);
+int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
+		uint32_t *len, int timeout_ms);
+int ho_send_image(int sock, const void *img, size_t len, const int *fds,
+		  size_t nfds, int timeout_ms);
+int ho_recv_image(int sock, void **img, size_t *len, int **fds, size_t *nfds,
+		  int timeout_ms, char *err, size_t errlen);
+int ho_send_fail(int sock, const char *why, int timeout_ms);
+int ho_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
+		  size_t errlen);
+
+#endif /* SMBSPLICE_HOWIRE_H */
