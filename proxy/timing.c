@@ -30,23 +30,27 @@
  * requests are not timed and are counted as such rather than making it
  * grow without bound. The clock is CLOCK_MONOTONIC through the vDSO: no
  * system call.
+ *
+ * A live handover carries all of it (timing_save(), timing_restore()):
+ * the requests waiting, and the frames in flight with their clocks, so
+ * that the new process samples each as the old one would have. The clock
+ * is the machine's, the same in both.
  */
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "counter.h"
 #include "monotime.h"
 #include "srt.h"
 #include "timing.h"
 
-/* Frames in flight one direction may time at once. */
-#define FWD_SLOTS 16
+#define FWD_SLOTS TIMING_FWD_SLOTS
 /* Requests in flight: the table's first size in slots, and the most a
- * connection times at once (servers grant up to 8192 credits; a pipeline
- * that deep is timed in part). */
+ * connection times at once. */
 #define SRT_FIRST	 8u
-#define SRT_MAX_REQUESTS 1024u
+#define SRT_MAX_REQUESTS TIMING_MAX_REQUESTS
 /* Spare blocks a worker keeps between trims. */
 #define POOL_KEEP 32
 
@@ -437,4 +441,168 @@ unsigned timing_outstanding(const struct timing *tm, uint16_t *cmd,
 		}
 	}
 	return t->count;
+}
+
+/**
+ * timing_save() - write a connection's timing out, for a live handover
+ * @tm:	the timing, between events
+ * @s:	filled whole
+ *
+ * Frames in flight are carried too, oldest first, so that their forward
+ * time is sampled by the new process when their last byte is written.
+ */
+void timing_save(const struct timing *tm, struct timing_saved *s)
+{
+	const struct timing_block *b = tm->b;
+	const struct srt_table *t = tm->srt;
+
+	memset(s, 0, sizeof(*s));
+	s->hidden = tm->hidden;
+	for (int d = 0; b && d < DIR_COUNT; d++) {
+		const struct fwd_ring *r = &b->fwd[d];
+		struct timing_saved_ring *o = &s->fwd[d];
+
+		s->frame_t0[d] = b->frame_t0[d];
+		o->len = r->len;
+		for (unsigned i = 0; i < r->len; i++) {
+			unsigned at = (r->head + i) % FWD_SLOTS;
+
+			o->t0[i] = r->t0[at];
+			o->end[i] = r->end[at];
+			o->n[i] = r->n[at];
+		}
+	}
+	/* room_for_request() keeps the count at SRT_MAX_REQUESTS at most:
+	 * @req has room for every request a table can hold. */
+	for (uint32_t i = 0; t && i < t->cap && s->nreq < SRT_MAX_REQUESTS;
+	     i++) {
+		const struct srt_entry *e = &t->e[i];
+
+		if (!e->used)
+			continue;
+		s->req[s->nreq++] = (struct timing_saved_request){
+			.id = e->id,
+			.end = e->end,
+			.sent_ns = e->sent_ns,
+			.cmd = e->cmd,
+			.sent = e->sent_ns != 0,
+		};
+	}
+}
+
+/**
+ * saved_ring_ok() - is a saved ring one fwd_push() can have built
+ * @r:	the ring
+ *
+ * timing_wrote() takes slots out oldest first while their frames end
+ * within what was written: their ends must not go back. A slot stands
+ * for one frame at least, and its clock was read (never 0).
+ *
+ * Return: true if it is.
+ */
+static bool saved_ring_ok(const struct timing_saved_ring *r)
+{
+	if (r->len > FWD_SLOTS)
+		return false;
+	for (unsigned i = 0; i < FWD_SLOTS; i++) {
+		if (i >= r->len) {
+			if (r->t0[i] || r->end[i] || r->n[i])
+				return false;
+		} else if (!r->n[i] || !r->t0[i] ||
+			   (i && r->end[i] < r->end[i - 1])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/**
+ * table_cap() - the slots a table needs to hold @n requests
+ * @n:	requests, at most SRT_MAX_REQUESTS
+ *
+ * Return: the first size, doubled until @n fit under srt_full()'s three
+ * quarters, as room_for_request() would have grown it.
+ */
+static uint32_t table_cap(uint32_t n)
+{
+	uint32_t cap = SRT_FIRST;
+
+	while (n * 4 > cap * 3)
+		cap *= 2;
+	return cap;
+}
+
+/**
+ * timing_restore() - continue a connection's timing from another process
+ * @tm:	timing just set up by timing_init(), holding nothing
+ * @s:	what timing_save() wrote in the old process
+ *
+ * The table and the block are lent from @tm's pool as timing_message()
+ * lends them, a table larger than the first size allocated as
+ * room_for_request() would. Nothing is counted: a request waiting is
+ * timed by its response here, as it would have been there.
+ *
+ * Return: 0; -1 if @s is not a state timing can be in (a MessageId held
+ * twice, a request sent at time 0, a ring out of order, more requests
+ * than a table holds...) or memory ran out, @tm then holding nothing.
+ */
+int timing_restore(struct timing *tm, const struct timing_saved *s)
+{
+	bool frames = false;
+	uint32_t cap;
+
+	if (s->hidden > 1 || (s->hidden && s->nreq) ||
+	    s->nreq > SRT_MAX_REQUESTS)
+		return -1;
+	for (int d = 0; d < DIR_COUNT; d++) {
+		if (!saved_ring_ok(&s->fwd[d]))
+			return -1;
+		frames |= s->fwd[d].len != 0;
+	}
+	/* give_back() returns the block once no frame is in flight, and
+	 * lend_block() clears the clocks: with no frame, none is set. */
+	if (!frames && (s->frame_t0[DIR_TO_SERVER] || s->frame_t0[DIR_TO_CLIENT]))
+		return -1;
+	for (uint32_t i = 0; i < s->nreq; i++)
+		if (s->req[i].sent > 1 ||
+		    s->req[i].sent != (s->req[i].sent_ns != 0))
+			return -1;
+	tm->hidden = s->hidden;
+	if (frames) {
+		if (!lend_block(tm))
+			return -1;
+		for (int d = 0; d < DIR_COUNT; d++) {
+			struct fwd_ring *r = &tm->b->fwd[d];
+
+			tm->b->frame_t0[d] = s->frame_t0[d];
+			r->head = 0;
+			r->len = s->fwd[d].len;
+			memcpy(r->t0, s->fwd[d].t0, sizeof(r->t0));
+			memcpy(r->end, s->fwd[d].end, sizeof(r->end));
+			memcpy(r->n, s->fwd[d].n, sizeof(r->n));
+		}
+	}
+	if (s->nreq) {
+		cap = table_cap(s->nreq);
+		if (cap == SRT_FIRST) {
+			if (!lend_table(tm))
+				goto fail;
+		} else if ((tm->srt = malloc(srt_size(cap)))) {
+			srt_init(tm->srt, cap);
+		} else {
+			goto fail;
+		}
+		for (uint32_t i = 0; i < s->nreq; i++) {
+			const struct timing_saved_request *q = &s->req[i];
+
+			if (!srt_put(tm->srt, q->id, q->cmd, q->end,
+				     q->sent_ns))
+				goto fail;
+		}
+	}
+	return 0;
+fail:
+	give_back(tm, true);
+	tm->hidden = false;
+	return -1;
 }

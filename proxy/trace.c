@@ -28,6 +28,11 @@
  * SMB (tcp mode, or the framer gave up) is written as one segment with
  * its first TRACE_RAW_SNAP bytes, with a log line saying so: too few to
  * hold an SMB session's second message (in tcp mode, its SESSION_SETUP).
+ *
+ * A live handover carries a capture whole (trace_conn_save(),
+ * trace_conn_restore()): the new process goes on with the same addresses
+ * and sequence numbers, and completes the record in progress from the
+ * bytes the old one had put in @buf.
  */
 #include "config.h"
 
@@ -42,8 +47,6 @@
 #include "trace.h"
 #include "tracefile.h"
 
-/* Bytes of a frame a trace record holds at most. */
-#define TRACE_SNAP 512u
 /* Bytes of a stream not framed as SMB that its one record holds: enough
  * to tell what it is, too few to reach a second SMB message. */
 #define TRACE_RAW_SNAP 64u
@@ -508,4 +511,126 @@ void trace_conn_end(struct trace_conn *t, bool clean)
 			    t->dir[DIR_TO_CLIENT].seen, NULL, 0, 0);
 	}
 	free(t);
+}
+
+/**
+ * trace_conn_save() - write a connection's capture out, for a live handover
+ * @t:	the capture, between two events (no read is being walked)
+ * @s:	filled whole
+ */
+void trace_conn_save(const struct trace_conn *t, struct trace_conn_saved *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->v6 = t->v6;
+	memcpy(s->addr, t->addr, sizeof(s->addr));
+	memcpy(s->port, t->port, sizeof(s->port));
+	memcpy(s->isn, t->isn, sizeof(s->isn));
+	memcpy(s->what, t->what, sizeof(s->what));
+	for (int d = 0; d < DIR_COUNT; d++) {
+		const struct trace_dir *td = &t->dir[d];
+		struct trace_dir_saved *o = &s->dir[d];
+
+		o->seen = td->seen;
+		o->f_off = td->f_off;
+		o->f_ts_sec = td->f_ts.tv_sec;
+		o->f_ts_nsec = (uint32_t)td->f_ts.tv_nsec;
+		o->f_len = td->f_len;
+		o->f_cut = td->f_cut;
+		o->f_sent = td->f_sent;
+		o->f_have = td->f_have;
+		o->f_known = td->f_known;
+		o->f_done = td->f_done;
+		o->raw = td->raw;
+		o->raw_done = td->raw_done;
+		memcpy(o->buf, td->buf,
+		       td->f_have <= TRACE_SNAP ? td->f_have : 0);
+	}
+}
+
+/**
+ * saved_dir_ok() - may a saved direction be restored
+ * @o:	the direction, from a handover image (input, not trusted)
+ *
+ * fill() copies into @buf up to @f_cut (or a snap) from @f_have, and
+ * put_segment() copies @f_have bytes into a packet of TRACE_SNAP: both
+ * must be within it. The flags must be ones trace_message() and
+ * trace_chunk_done() can leave: a raw direction reports no frame (@f_done
+ * may outlive its frame: end_frame() leaves it). A reported frame's cut
+ * and records lie in it.
+ *
+ * Return: true if it may.
+ */
+static bool saved_dir_ok(const struct trace_dir_saved *o)
+{
+	if (o->f_known > 1 || o->f_done > 1 || o->raw > 1 || o->raw_done > 1 ||
+	    o->f_have > TRACE_SNAP || o->f_cut > TRACE_SNAP ||
+	    o->f_ts_nsec >= 1000000000u || o->f_ts_sec < 0 ||
+	    (o->raw_done && !o->raw) || (o->raw && o->f_known))
+		return false;
+	if (o->f_known && (o->f_len < SMB_PREFIX_LEN || o->f_cut > o->f_len ||
+			   o->f_sent > o->f_len))
+		return false;
+	for (uint32_t i = o->f_have; i < TRACE_SNAP; i++)
+		if (o->buf[i])
+			return false;
+	return true;
+}
+
+/**
+ * trace_conn_restore() - continue a connection's capture in a new process
+ * @out:	set to the capture, or to NULL when --trace is off here
+ * @s:	what trace_conn_save() wrote in the old process
+ *
+ * Return: 0; -1 if @s is not a capture's state or memory ran out, @out
+ * then NULL.
+ */
+int trace_conn_restore(struct trace_conn **out,
+		       const struct trace_conn_saved *s)
+{
+	struct trace_conn *t;
+
+	*out = NULL;
+	if (s->v6 > 1 || !memchr(s->what, 0, sizeof(s->what)))
+		return -1;
+	for (int a = 0; a < 2; a++)
+		for (unsigned i = s->v6 ? 16 : 4; i < 16; i++)
+			if (s->addr[a][i])
+				return -1;
+	for (int d = 0; d < DIR_COUNT; d++)
+		if (!saved_dir_ok(&s->dir[d]))
+			return -1;
+	if (!tracefile_enabled())
+		return 0;
+	if (!(t = calloc(1, sizeof(*t))))
+		return -1;
+	t->v6 = s->v6;
+	memcpy(t->addr, s->addr, sizeof(t->addr));
+	memcpy(t->port, s->port, sizeof(t->port));
+	memcpy(t->isn, s->isn, sizeof(t->isn));
+	memcpy(t->what, s->what, sizeof(t->what));
+	for (int d = 0; d < DIR_COUNT; d++) {
+		const struct trace_dir_saved *o = &s->dir[d];
+		struct trace_dir *td = &t->dir[d];
+
+		td->seen = o->seen;
+		td->f_off = o->f_off;
+		td->f_len = o->f_len;
+		td->f_cut = o->f_cut;
+		td->f_known = o->f_known;
+		td->f_done = o->f_done;
+		td->f_sent = o->f_sent;
+		td->f_have = o->f_have;
+		td->f_ts.tv_sec = (time_t)o->f_ts_sec;
+		td->f_ts.tv_nsec = (long)o->f_ts_nsec;
+		/* No read is being walked: fill() copies nothing until the
+		 * next trace_chunk() says where one is. */
+		td->c_p = NULL;
+		td->c_off = o->seen;
+		td->c_n = 0;
+		td->raw = o->raw;
+		td->raw_done = o->raw_done;
+		memcpy(td->buf, o->buf, sizeof(td->buf));
+	}
+	*out = t;
+	return 0;
 }

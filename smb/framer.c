@@ -37,10 +37,49 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "framer.h"
+
+/* The log's words for each reason (tests and users match them), indexed
+ * by enum smb_opaque_why so that a handover carries a number, not a
+ * pointer into the old process. */
+const char *const smb_opaque_text[] = {
+	[SMB_WHY_NONE] = NULL,
+	[SMB_WHY_NBT_FLAGS] = "NetBIOS frame with reserved flag bits set",
+	[SMB_WHY_BAD_TYPE] = "not an SMB transport frame (bad type byte)",
+	[SMB_WHY_NO_PROTOCOL_ID] = "frame too short for a protocol id",
+	[SMB_WHY_SMB2_HDR_SHORT] = "SMB2 header does not fit in its frame",
+	[SMB_WHY_COMPOUND_NOT_SMB2] = "compound element is not SMB2",
+	[SMB_WHY_TRANSFORM_SHORT] =
+		"encryption transform header does not fit in its frame",
+	[SMB_WHY_COMPRESS_SHORT] =
+		"compression transform header does not fit in its frame",
+	[SMB_WHY_UNKNOWN_PROTOCOL] = "unknown protocol id",
+	[SMB_WHY_HDR_STRUCT_SIZE] = "SMB2 header StructureSize is not 64",
+	[SMB_WHY_NEXT_COMMAND] = "NextCommand outside its frame or misaligned",
+	[SMB_WHY_BODY_SHORT] = "SMB2 message shorter than its fixed body",
+	[SMB_WHY_READ_INSIDE_HDR] =
+		"READ response DataOffset inside the header",
+	[SMB_WHY_WRITE_INSIDE_HDR] =
+		"WRITE request DataOffset inside the header",
+	[SMB_WHY_READ_PAST_END] =
+		"READ response data past the end of the message",
+	[SMB_WHY_WRITE_PAST_END] =
+		"WRITE request data past the end of the message",
+	[SMB_WHY_READ_STRUCT_SIZE] =
+		"READ response body StructureSize is neither 17 nor 9",
+	[SMB_WHY_WRITE_STRUCT_SIZE] =
+		"WRITE request body StructureSize is not 49",
+	[SMB_WHY_NO_ROOM_FOR_HDR] = "NextCommand leaves no room for a header",
+};
+/* A reason added at the enum's end without its text would log "(null)";
+ * test_framer checks that no reason in between lacks one. */
+static_assert(sizeof(smb_opaque_text) / sizeof(smb_opaque_text[0]) ==
+		      SMB_WHY_COUNT,
+	      "smb_opaque_text[] and enum smb_opaque_why differ");
 
 /**
  * smb_framer_init() - start a framer at the beginning of a stream
@@ -107,10 +146,10 @@ static void tell_observer(struct smb_framer *f, enum smb_msg_kind kind)
  * @f:		the framer
  * @why:	what failed, for the log
  */
-static void go_opaque(struct smb_framer *f, const char *why)
+static void go_opaque(struct smb_framer *f, enum smb_opaque_why why)
 {
 	f->state = FR_OPAQUE;
-	f->why = why;
+	f->why = smb_opaque_text[why];
 }
 
 /**
@@ -218,9 +257,9 @@ static void plan_rest_as_other(struct smb_framer *f)
  * parse_prefix() - the transport prefix is complete
  * @f:	the framer
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_prefix(struct smb_framer *f)
+static enum smb_opaque_why parse_prefix(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 	uint8_t type = h[0];
@@ -232,11 +271,11 @@ static const char *parse_prefix(struct smb_framer *f)
 			(uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
 	} else if (type >= NBT_SESSION_REQUEST && type <= NBT_KEEPALIVE) {
 		if (h[1] & 0xfe)
-			return "NetBIOS frame with reserved flag bits set";
+			return SMB_WHY_NBT_FLAGS;
 		f->frame_len =
 			(uint32_t)(h[1] & 1) << 16 | (uint32_t)h[2] << 8 | h[3];
 	} else {
-		return "not an SMB transport frame (bad type byte)";
+		return SMB_WHY_BAD_TYPE;
 	}
 	f->pos = 0;
 	f->keep_lead = false;
@@ -244,19 +283,19 @@ static const char *parse_prefix(struct smb_framer *f)
 		counter_add(&f->st->netbios, 1);
 	if (f->frame_len == 0) {
 		next_frame(f);
-		return NULL;
+		return SMB_WHY_NONE;
 	}
 	if (type != NBT_MESSAGE) {
 		/* Session request, responses, keepalive: passed whole. */
 		f->elem_start = 0;
 		f->elem_end = f->frame_len;
 		plan_skip(f, 0, 0, SMB_CLASS_OTHER);
-		return NULL;
+		return SMB_WHY_NONE;
 	}
 	if (f->frame_len < 4)
-		return "frame too short for a protocol id";
+		return SMB_WHY_NO_PROTOCOL_ID;
 	expect_element(f, 0);
-	return NULL;
+	return SMB_WHY_NONE;
 }
 
 /**
@@ -269,10 +308,11 @@ static const char *parse_prefix(struct smb_framer *f)
  * The rest of the frame after the header is opaque: one payload of the
  * "other" class.
  *
- * Return: NULL, or @too_short.
+ * Return: SMB_WHY_NONE, or @too_short.
  */
-static const char *plan_transform(struct smb_framer *f, uint32_t hdr,
-				  uint64_t *count, const char *too_short)
+static enum smb_opaque_why plan_transform(struct smb_framer *f, uint32_t hdr,
+					  uint64_t *count,
+					  enum smb_opaque_why too_short)
 {
 	uint32_t room = f->frame_len - f->elem_start;
 
@@ -280,47 +320,47 @@ static const char *plan_transform(struct smb_framer *f, uint32_t hdr,
 		return too_short;
 	counter_add(count, 1);
 	plan_skip(f, hdr, room - hdr, SMB_CLASS_OTHER);
-	return NULL;
+	return SMB_WHY_NONE;
 }
 
 /**
  * parse_protocol_id() - the first four bytes of a message are in
  * @f:	the framer
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_protocol_id(struct smb_framer *f)
+static enum smb_opaque_why parse_protocol_id(struct smb_framer *f)
 {
 	uint32_t magic = get_le32(f->hold);
 	uint32_t room = f->frame_len - f->elem_start;
 
 	if (magic == SMB2_MAGIC) {
 		if (room < SMB2_HDR_LEN)
-			return "SMB2 header does not fit in its frame";
+			return SMB_WHY_SMB2_HDR_SHORT;
 		f->want = SMB2_HDR_LEN;
-		return NULL;
+		return SMB_WHY_NONE;
 	}
 	if (f->elem_start)
-		return "compound element is not SMB2";
+		return SMB_WHY_COMPOUND_NOT_SMB2;
 	if (magic == SMB_TRANSFORM_MAGIC) {
 		f->facts.encrypted_seen = true;
-		return plan_transform(
-			f, SMB2_TRANSFORM_HDR_LEN, &f->st->encrypted,
-			"encryption transform header does not fit in its frame");
+		return plan_transform(f, SMB2_TRANSFORM_HDR_LEN,
+				      &f->st->encrypted,
+				      SMB_WHY_TRANSFORM_SHORT);
 	}
 	if (magic == SMB_COMPRESS_MAGIC)
-		return plan_transform(
-			f, SMB2_COMPRESS_HDR_LEN, &f->st->compressed,
-			"compression transform header does not fit in its frame");
+		return plan_transform(f, SMB2_COMPRESS_HDR_LEN,
+				      &f->st->compressed,
+				      SMB_WHY_COMPRESS_SHORT);
 	if (magic == SMB1_MAGIC) {
 		counter_add(&f->st->smb1, 1);
 		if (room < SMB1_HDR_PARSED)
 			plan_rest_as_other(f);
 		else
 			f->want = SMB1_HDR_PARSED;
-		return NULL;
+		return SMB_WHY_NONE;
 	}
-	return "unknown protocol id";
+	return SMB_WHY_UNKNOWN_PROTOCOL;
 }
 
 /**
@@ -392,9 +432,9 @@ static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
  * parse_header() - the 64-byte SMB2 header is in
  * @f:	the framer
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_header(struct smb_framer *f)
+static enum smb_opaque_why parse_header(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 	uint32_t next = get_le32(h + SMB2_HDR_NEXT);
@@ -402,11 +442,11 @@ static const char *parse_header(struct smb_framer *f)
 	unsigned cmd = get_le16(h + SMB2_HDR_COMMAND);
 
 	if (get_le16(h + SMB2_HDR_STRUCT_SIZE) != SMB2_HDR_LEN)
-		return "SMB2 header StructureSize is not 64";
+		return SMB_WHY_HDR_STRUCT_SIZE;
 	if (next) {
 		if (next < SMB2_HDR_LEN || next % 8 ||
 		    next >= f->frame_len - f->elem_start)
-			return "NextCommand outside its frame or misaligned";
+			return SMB_WHY_NEXT_COMMAND;
 		f->elem_end = f->elem_start + next;
 	}
 	counter_add(
@@ -417,10 +457,10 @@ static const char *parse_header(struct smb_framer *f)
 	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
 			    f->elem_end - f->elem_start);
 	if (f->want > f->elem_end - f->elem_start)
-		return "SMB2 message shorter than its fixed body";
+		return SMB_WHY_BODY_SHORT;
 	if (f->want == SMB2_HDR_LEN)
 		plan_rest_as_other(f);
-	return NULL;
+	return SMB_WHY_NONE;
 }
 
 /**
@@ -453,21 +493,19 @@ static void parse_error_body(struct smb_framer *f)
  * The span must lie past the fixed body and inside the message; the
  * subtraction form of the second check cannot overflow.
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *plan_data(struct smb_framer *f, uint32_t off, uint32_t len,
-			     uint32_t min_off, enum smb_class cls)
+static enum smb_opaque_why plan_data(struct smb_framer *f, uint32_t off,
+				     uint32_t len, uint32_t min_off,
+				     enum smb_class cls)
 {
-	static const char *const inside[] = {
-		[SMB_CLASS_READ] = "READ response DataOffset inside the header",
-		[SMB_CLASS_WRITE] =
-			"WRITE request DataOffset inside the header",
+	static const enum smb_opaque_why inside[] = {
+		[SMB_CLASS_READ] = SMB_WHY_READ_INSIDE_HDR,
+		[SMB_CLASS_WRITE] = SMB_WHY_WRITE_INSIDE_HDR,
 	};
-	static const char *const past[] = {
-		[SMB_CLASS_READ] =
-			"READ response data past the end of the message",
-		[SMB_CLASS_WRITE] =
-			"WRITE request data past the end of the message",
+	static const enum smb_opaque_why past[] = {
+		[SMB_CLASS_READ] = SMB_WHY_READ_PAST_END,
+		[SMB_CLASS_WRITE] = SMB_WHY_WRITE_PAST_END,
 	};
 	uint32_t room = f->elem_end - f->elem_start;
 
@@ -476,7 +514,7 @@ static const char *plan_data(struct smb_framer *f, uint32_t off, uint32_t len,
 	if (len > room || off > room - len)
 		return past[cls];
 	plan_skip(f, off, len, cls);
-	return NULL;
+	return SMB_WHY_NONE;
 }
 
 /**
@@ -486,25 +524,25 @@ static const char *plan_data(struct smb_framer *f, uint32_t off, uint32_t len,
  * The data's position comes from DataOffset, never an assumed 80: Samba
  * sends 88 at times.
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_read_response(struct smb_framer *f)
+static enum smb_opaque_why parse_read_response(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 	uint16_t ss = get_le16(h + SMB2_BODY);
 	uint32_t len, off;
-	const char *err;
+	enum smb_opaque_why err;
 
 	if (ss == SMB2_ERROR_BODY_SIZE) {
 		parse_error_body(f);
-		return NULL;
+		return SMB_WHY_NONE;
 	}
 	if (ss != SMB2_READ_RSP_BODY_SIZE)
-		return "READ response body StructureSize is neither 17 nor 9";
+		return SMB_WHY_READ_STRUCT_SIZE;
 	off = h[SMB2_READ_RSP_DATA_OFFSET];
 	len = get_le32(h + SMB2_READ_RSP_DATA_LENGTH);
 	err = plan_data(f, off, len, SMB2_READ_RSP_DATA, SMB_CLASS_READ);
-	if (!err) {
+	if (err == SMB_WHY_NONE) {
 		f->facts.reads += len != 0;
 		f->facts.read_bytes += len;
 	}
@@ -515,20 +553,20 @@ static const char *parse_read_response(struct smb_framer *f)
  * parse_write_request() - header and first body fields of a WRITE request
  * @f:	the framer
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_write_request(struct smb_framer *f)
+static enum smb_opaque_why parse_write_request(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 	uint32_t len, off;
-	const char *err;
+	enum smb_opaque_why err;
 
 	if (get_le16(h + SMB2_BODY) != SMB2_WRITE_REQ_BODY_SIZE)
-		return "WRITE request body StructureSize is not 49";
+		return SMB_WHY_WRITE_STRUCT_SIZE;
 	off = get_le16(h + SMB2_WRITE_REQ_DATA_OFFSET);
 	len = get_le32(h + SMB2_WRITE_REQ_LENGTH);
 	err = plan_data(f, off, len, SMB2_WRITE_REQ_DATA, SMB_CLASS_WRITE);
-	if (!err) {
+	if (err == SMB_WHY_NONE) {
 		f->facts.writes += len != 0;
 		f->facts.write_bytes += len;
 	}
@@ -611,9 +649,9 @@ static void parse_ioctl_response(struct smb_framer *f)
  * parse_body() - the body fields a message's parse step wanted are in
  * @f:	the framer
  *
- * Return: NULL, or what is wrong with the frame.
+ * Return: SMB_WHY_NONE, or what is wrong with the frame.
  */
-static const char *parse_body(struct smb_framer *f)
+static enum smb_opaque_why parse_body(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 
@@ -624,13 +662,13 @@ static const char *parse_body(struct smb_framer *f)
 		return parse_write_request(f);
 	case SMB2_IOCTL:
 		parse_ioctl_response(f);
-		return NULL;
+		return SMB_WHY_NONE;
 	case SMB2_SESSION_SETUP:
 		parse_session_setup_response(f);
-		return NULL;
+		return SMB_WHY_NONE;
 	default: /* want_body() asks for more only for these five */
 		parse_negotiate_response(f);
-		return NULL;
+		return SMB_WHY_NONE;
 	}
 }
 
@@ -640,7 +678,7 @@ static const char *parse_body(struct smb_framer *f)
  */
 static void parse_step(struct smb_framer *f)
 {
-	const char *err = NULL;
+	enum smb_opaque_why err = SMB_WHY_NONE;
 
 	if (f->state == FR_PREFIX)
 		err = parse_prefix(f);
@@ -652,7 +690,7 @@ static void parse_step(struct smb_framer *f)
 		err = parse_header(f);
 	else
 		err = parse_body(f);
-	if (err)
+	if (err != SMB_WHY_NONE)
 		go_opaque(f, err);
 }
 
@@ -667,7 +705,7 @@ static void skip_done(struct smb_framer *f)
 			f->lead = 0;
 		next_frame(f);
 	} else if (f->frame_len - f->elem_end < SMB2_HDR_LEN)
-		go_opaque(f, "NextCommand leaves no room for a header");
+		go_opaque(f, SMB_WHY_NO_ROOM_FOR_HDR);
 	else
 		expect_element(f, f->elem_end);
 }
@@ -809,4 +847,201 @@ void smb_dialect_text(uint16_t dialect, char *out, size_t outlen)
 		snprintf(out, outlen, "%u.%u.%u", major, minor, patch);
 	else
 		snprintf(out, outlen, "%u.%u", major, minor);
+}
+
+/* The longest frame a transport prefix can state: 24 bits of length. */
+#define FRAME_LEN_MAX 0xffffffu
+
+/**
+ * smb_framer_save() - write a framer's state out, for a live handover
+ * @f:	the framer, between two calls that feed or advance it
+ * @s:	filled whole; the bytes of @s->hold past @s->held are zero
+ *
+ * @why becomes its index in smb_opaque_text[]: found by its address,
+ * since go_opaque() sets nothing else. A handover is rare and the table
+ * short; carrying the index beside the text would be a second truth.
+ */
+void smb_framer_save(const struct smb_framer *f, struct smb_framer_saved *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->frame_off = f->frame_off;
+	s->reads = f->facts.reads;
+	s->read_bytes = f->facts.read_bytes;
+	s->writes = f->facts.writes;
+	s->write_bytes = f->facts.write_bytes;
+	s->held = f->held;
+	s->want = f->want;
+	s->frame_len = f->frame_len;
+	s->pos = f->pos;
+	s->elem_start = f->elem_start;
+	s->elem_end = f->elem_end;
+	s->pay_start = f->pay_start;
+	s->pay_end = f->pay_end;
+	s->lead = f->lead;
+	s->max_read = f->facts.max_read;
+	s->max_write = f->facts.max_write;
+	s->max_transact = f->facts.max_transact;
+	s->state = (uint8_t)f->state;
+	s->pay_class = (uint8_t)f->pay_class;
+	for (unsigned i = SMB_WHY_NONE + 1; f->why && i < SMB_WHY_COUNT; i++)
+		if (f->why == smb_opaque_text[i])
+			s->why = (uint8_t)i;
+	s->dialect = f->facts.dialect;
+	s->pay_splice = f->pay_splice;
+	s->keep_lead = f->keep_lead;
+	s->signed_seen = f->facts.signed_seen;
+	s->encrypted_seen = f->facts.encrypted_seen;
+	s->multichannel = f->facts.multichannel;
+	s->interface_list = f->facts.interface_list;
+	s->session_ok = f->facts.session_ok;
+	memcpy(s->hold, f->hold, f->held <= SMB_HOLD_MAX ? f->held : 0);
+}
+
+/**
+ * saved_header_ok() - is a saved FR_HEADER state one the framer can reach
+ * @s:	the saved state, its offsets already checked to lie in the frame
+ *
+ * parse_step() picks its step from @held and the protocol id held, and
+ * the step reads the header it assumes is there: so what @want waits for
+ * must be what the held bytes asked for, as parse_protocol_id(),
+ * parse_smb1_header() and parse_header() would have set it.
+ *
+ * Return: true if it is.
+ */
+static bool saved_header_ok(const struct smb_framer_saved *s)
+{
+	uint32_t len = s->elem_end - s->elem_start, magic, next, flags;
+
+	if (s->held >= s->want || s->pos - s->elem_start != s->held ||
+	    s->want > len)
+		return false;
+	if (s->want == 4) /* expect_element(): the message runs to the end */
+		return s->elem_end == s->frame_len;
+	if (s->held < 4)
+		return false;
+	magic = get_le32(s->hold);
+	if (magic == SMB1_MAGIC)
+		return s->elem_start == 0 && s->elem_end == s->frame_len &&
+		       (s->want == SMB1_HDR_PARSED ||
+			(s->want == SMB1_SS_RSP_PARSED &&
+			 s->held >= SMB1_HDR_PARSED));
+	if (magic != SMB2_MAGIC)
+		return false;
+	if (s->want == SMB2_HDR_LEN)
+		return s->elem_end == s->frame_len;
+	if (s->held < SMB2_HDR_LEN ||
+	    get_le16(s->hold + SMB2_HDR_STRUCT_SIZE) != SMB2_HDR_LEN)
+		return false;
+	next = get_le32(s->hold + SMB2_HDR_NEXT);
+	if (next ? next != len || next % 8 || s->elem_end >= s->frame_len
+		 : s->elem_end != s->frame_len)
+		return false;
+	flags = get_le32(s->hold + SMB2_HDR_FLAGS);
+	return s->want > SMB2_HDR_LEN &&
+	       s->want == want_body(get_le16(s->hold + SMB2_HDR_COMMAND),
+				    flags & SMB2_FLAG_RESPONSE, len);
+}
+
+/**
+ * saved_ok() - may a saved state be restored
+ * @s:	the saved state, from a handover image (input, not trusted)
+ *
+ * What the framer's code relies on, checked before anything is used:
+ * @hold is never written past its end (collect() takes @want - @held),
+ * counters are indexed by a class in range, offsets are ordered inside
+ * the frame (skip_some() and the span helpers subtract them), and each
+ * state's fields are ones that state can have.
+ *
+ * Return: true if it may.
+ */
+static bool saved_ok(const struct smb_framer_saved *s)
+{
+	const uint8_t flags[] = { s->pay_splice,   s->keep_lead,
+				  s->signed_seen,  s->encrypted_seen,
+				  s->multichannel, s->interface_list,
+				  s->session_ok };
+
+	for (size_t i = 0; i < sizeof(flags); i++)
+		if (flags[i] > 1)
+			return false;
+	for (size_t i = s->held; i < SMB_HOLD_MAX; i++)
+		if (s->hold[i])
+			return false;
+	if (s->held > s->want || s->want > SMB_HOLD_MAX ||
+	    s->pay_class >= SMB_NCLASSES || s->frame_len > FRAME_LEN_MAX ||
+	    s->lead > SMB_PREFIX_LEN + FRAME_LEN_MAX ||
+	    (s->state == FR_OPAQUE) != (s->why != SMB_WHY_NONE) ||
+	    s->why >= SMB_WHY_COUNT)
+		return false;
+	switch (s->state) {
+	case FR_PREFIX:
+		/* The rest is the last frame's, and unused till parse_prefix()
+		 * sets it anew. */
+		return s->want == SMB_PREFIX_LEN && s->held < s->want;
+	case FR_HEADER:
+		return s->elem_start < s->elem_end &&
+		       s->elem_end <= s->frame_len && saved_header_ok(s);
+	case FR_SKIP:
+		return s->elem_start <= s->pos && s->pos < s->elem_end &&
+		       s->elem_end <= s->frame_len &&
+		       s->elem_start <= s->pay_start &&
+		       s->pay_start <= s->pay_end &&
+		       s->pay_end <= s->elem_end &&
+		       (!s->pay_splice || s->pay_start < s->pay_end);
+	case FR_OPAQUE:
+		return true; /* nothing is parsed or spliced any more */
+	default:
+		return false;
+	}
+}
+
+/**
+ * smb_framer_restore() - continue a framer where another process left it
+ * @f:	a framer set up by smb_framer_init() (and smb_framer_observe()):
+ *	its thresholds, counters and observer stay
+ * @s:	what smb_framer_save() wrote in the old process
+ *
+ * The payload already planned keeps the decision the old process made,
+ * under its thresholds: the pump may be in the middle of splicing it.
+ * Messages from the next one on are judged by @f's.
+ *
+ * Return: 0, the framer going on exactly as the old one would have; -1
+ * if @s is not a state a framer can be in, @f left untouched.
+ */
+int smb_framer_restore(struct smb_framer *f, const struct smb_framer_saved *s)
+{
+	if (!saved_ok(s))
+		return -1;
+	f->state = (enum smb_framer_state)s->state;
+	memcpy(f->hold, s->hold, sizeof(f->hold));
+	f->held = s->held;
+	f->want = s->want;
+	f->frame_len = s->frame_len;
+	f->pos = s->pos;
+	f->elem_start = s->elem_start;
+	f->elem_end = s->elem_end;
+	f->pay_start = s->pay_start;
+	f->pay_end = s->pay_end;
+	f->pay_class = (enum smb_class)s->pay_class;
+	f->pay_splice = s->pay_splice;
+	f->keep_lead = s->keep_lead;
+	f->lead = s->lead;
+	f->why = smb_opaque_text[s->why];
+	f->facts = (struct smb_stream_facts){
+		.reads = s->reads,
+		.read_bytes = s->read_bytes,
+		.writes = s->writes,
+		.write_bytes = s->write_bytes,
+		.max_read = s->max_read,
+		.max_write = s->max_write,
+		.max_transact = s->max_transact,
+		.dialect = s->dialect,
+		.signed_seen = s->signed_seen,
+		.encrypted_seen = s->encrypted_seen,
+		.multichannel = s->multichannel,
+		.interface_list = s->interface_list,
+		.session_ok = s->session_ok,
+	};
+	f->frame_off = s->frame_off;
+	return 0;
 }

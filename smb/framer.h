@@ -183,6 +183,33 @@ static inline uint32_t smb_msg_storable(const struct smb_msg *m)
  */
 typedef void smb_msg_fn(void *ctx, const struct smb_msg *m);
 
+/* Why a framer went opaque (struct smb_framer's @why is the text of one):
+ * an index into smb_opaque_text[], so that a live handover can carry it. */
+enum smb_opaque_why {
+	SMB_WHY_NONE, /* not opaque */
+	SMB_WHY_NBT_FLAGS,
+	SMB_WHY_BAD_TYPE,
+	SMB_WHY_NO_PROTOCOL_ID,
+	SMB_WHY_SMB2_HDR_SHORT,
+	SMB_WHY_COMPOUND_NOT_SMB2,
+	SMB_WHY_TRANSFORM_SHORT,
+	SMB_WHY_COMPRESS_SHORT,
+	SMB_WHY_UNKNOWN_PROTOCOL,
+	SMB_WHY_HDR_STRUCT_SIZE,
+	SMB_WHY_NEXT_COMMAND,
+	SMB_WHY_BODY_SHORT,
+	SMB_WHY_READ_INSIDE_HDR,
+	SMB_WHY_WRITE_INSIDE_HDR,
+	SMB_WHY_READ_PAST_END,
+	SMB_WHY_WRITE_PAST_END,
+	SMB_WHY_READ_STRUCT_SIZE,
+	SMB_WHY_WRITE_STRUCT_SIZE,
+	SMB_WHY_NO_ROOM_FOR_HDR,
+	SMB_WHY_COUNT
+};
+
+extern const char *const smb_opaque_text[];
+
 enum smb_framer_state {
 	FR_PREFIX, /* collecting the 4-byte transport prefix */
 	FR_HEADER, /* collecting the start of a message (element) to parse */
@@ -210,7 +237,8 @@ enum smb_framer_state {
  * @lead:	bytes from the first byte of the last frame that had a
  *		spliced payload (prefix included) to that payload; 0 once a
  *		frame without one has passed. A hint for the next read.
- * @why:	after the switch to FR_OPAQUE: why, for the log
+ * @why:	after the switch to FR_OPAQUE: why, for the log; one of
+ *		smb_opaque_text[], never another string
  * @st:		the direction's shared counters
  * @facts:	this stream's facts, for the connection's log line
  * @frame_off:	stream offset of the current frame's transport prefix
@@ -240,8 +268,65 @@ struct smb_framer {
 	void *observer;
 };
 
+/**
+ * struct smb_framer_saved - a framer's state, for a live handover
+ * @frame_off:	see struct smb_framer
+ * @reads:	@facts.reads, and so on for every member of @facts
+ * @read_bytes:	see struct smb_stream_facts
+ * @writes:	likewise
+ * @write_bytes: likewise
+ * @held:	bytes of @hold that count; the rest are zero
+ * @want:	see struct smb_framer, as are the fields below
+ * @frame_len:	the current frame's length
+ * @pos:	offset of the next byte in the frame
+ * @elem_start:	the current message's offset
+ * @elem_end:	its end
+ * @pay_start:	its payload's offset
+ * @pay_end:	its payload's end
+ * @lead:	the copy-limit hint
+ * @max_read:	see struct smb_stream_facts
+ * @max_write:	likewise
+ * @max_transact: likewise
+ * @state:	an enum smb_framer_state
+ * @pay_class:	an enum smb_class
+ * @why:	an enum smb_opaque_why: SMB_WHY_NONE unless @state is
+ *		FR_OPAQUE
+ * @dialect:	see struct smb_stream_facts
+ * @pay_splice:	0 or 1, as every flag below
+ * @keep_lead:	see struct smb_framer
+ * @signed_seen: see struct smb_stream_facts
+ * @encrypted_seen: likewise
+ * @multichannel: likewise
+ * @interface_list: likewise
+ * @session_ok:	likewise
+ * @hold:	the bytes collected for the parse step in progress
+ *
+ * Every member of struct smb_framer but its pointers (thresholds,
+ * counters and observer are the new process's own), in fixed-width
+ * fields: the handover image encodes it field by field, and
+ * smb_framer_restore() checks it whole, for an image is input.
+ */
+struct smb_framer_saved {
+	uint64_t frame_off;
+	uint64_t reads, read_bytes, writes, write_bytes;
+	uint32_t held, want;
+	uint32_t frame_len, pos;
+	uint32_t elem_start, elem_end;
+	uint32_t pay_start, pay_end;
+	uint32_t lead;
+	uint32_t max_read, max_write, max_transact;
+	uint8_t state, pay_class, why;
+	uint16_t dialect;
+	uint8_t pay_splice, keep_lead;
+	uint8_t signed_seen, encrypted_seen, multichannel, interface_list;
+	uint8_t session_ok;
+	uint8_t hold[SMB_HOLD_MAX];
+};
+
 void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
 		     struct smb_dir_stats *st);
+void smb_framer_save(const struct smb_framer *f, struct smb_framer_saved *s);
+int smb_framer_restore(struct smb_framer *f, const struct smb_framer_saved *s);
 void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx);
 void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
 void smb_framer_advance(struct smb_framer *f, size_t n);

@@ -212,3 +212,33 @@ void srt_move(struct srt_table *dst, const struct srt_table *src)
 		dst->unsent += !e->sent_ns;
 	}
 }
+
+/**
+ * srt_put() - hold a request as another process held it (a live handover)
+ * @t:		the table
+ * @id:		its MessageId
+ * @cmd:	its command
+ * @end:	stream offset just past its frame
+ * @sent_ns:	when it was sent, 0 if not yet
+ *
+ * Unlike srt_add(), a MessageId already held is refused: one table never
+ * holds a MessageId twice, so a list that does is not a table's; and a
+ * full table is refused, not grown: the caller sized it.
+ *
+ * Return: true if it is held now.
+ */
+bool srt_put(struct srt_table *t, uint64_t id, uint16_t cmd, uint64_t end,
+	     uint64_t sent_ns)
+{
+	struct srt_entry *e = &t->e[find(t, id)];
+
+	if (e->used || srt_full(t))
+		return false;
+	*e = (struct srt_entry){
+		.id = id, .end = end, .sent_ns = sent_ns, .cmd = cmd,
+		.used = true
+	};
+	t->count++;
+	t->unsent += !sent_ns;
+	return true;
+}

@@ -57,5 +57,7 @@ void srt_sent(struct srt_table *t, uint64_t upto, uint64_t now_ns);
 bool srt_take(struct srt_table *t, uint64_t id, uint16_t *cmd,
 	      uint64_t *sent_ns);
 void srt_move(struct srt_table *dst, const struct srt_table *src);
+bool srt_put(struct srt_table *t, uint64_t id, uint16_t cmd, uint64_t end,
+	     uint64_t sent_ns);
 
 #endif /* SMBSPLICE_SRT_H */

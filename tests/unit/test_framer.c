@@ -237,14 +237,44 @@ static void observe(void *ctx, const struct smb_msg *m)
 	sn->async_id = m->async_id;
 }
 
+/* A live handover of @f: its state saved, and restored into a framer
+ * set up afresh (over a stale one's bytes), which takes its place. The
+ * saved state must survive the trip unchanged. */
+static void hand_over(struct smb_framer *f, const struct smb_thresholds *th,
+		      struct smb_dir_stats *st, struct outcome *o)
+{
+	struct smb_framer_saved s, again;
+	struct smb_framer g;
+
+	memset(&s, 0x5a, sizeof(s));
+	smb_framer_save(f, &s);
+	memset(&g, 0xa5, sizeof(g));
+	smb_framer_init(&g, th, st);
+	smb_framer_observe(&g, observe, o);
+	assert_int_equal(smb_framer_restore(&g, &s), 0);
+	smb_framer_save(&g, &again);
+	assert_memory_equal(&s, &again, sizeof(s));
+	assert_int_equal(smb_framer_splice_span(&g), smb_framer_splice_span(f));
+	assert_int_equal(smb_framer_skip_span(&g), smb_framer_skip_span(f));
+	if (!smb_framer_opaque(f)) {
+		assert_int_equal(smb_framer_copy_limit(&g),
+				 smb_framer_copy_limit(f));
+		assert_int_equal(smb_framer_mid_message(&g),
+				 smb_framer_mid_message(f));
+	}
+	*f = g;
+}
+
 /* mode: 0 whole, 1 one byte at a time (splicing whenever allowed),
- * 2 random splits and random advances. */
+ * 2 random splits and random advances, 3 as 1 with a handover after
+ * every step, 4 as 2 with a handover after some. */
 static struct outcome drive(const struct smb_thresholds *th, int mode,
 			    unsigned seed)
 {
 	struct smb_framer f;
 	struct smb_dir_stats st = { 0 };
 	static struct outcome o;
+	int split = mode == 3 ? 1 : mode == 4 ? 2 : mode;
 
 	memset(&o, 0, sizeof(o));
 	o.first_splice = SIZE_MAX;
@@ -254,17 +284,19 @@ static struct outcome drive(const struct smb_thresholds *th, int mode,
 	smb_framer_init(&f, th, &st);
 	smb_framer_observe(&f, observe, &o);
 	while (off < vlen) {
+		if (mode == 3 || (mode == 4 && rand() % 3 == 0))
+			hand_over(&f, th, &st, &o);
 		span = smb_framer_splice_span(&f);
-		if (mode && span) {
-			k = mode == 1 ? span : 1 + (size_t)rand() % span;
+		if (split && span) {
+			k = split == 1 ? span : 1 + (size_t)rand() % span;
 			if (k > vlen - off)
 				k = vlen - off;
 			if (o.first_splice == SIZE_MAX)
 				o.first_splice = off;
 			smb_framer_advance(&f, k);
 		} else {
-			k = mode == 0 ? vlen - off
-			    : mode == 1
+			k = split == 0 ? vlen - off
+			    : split == 1
 				    ? 1
 				    : 1 + (size_t)rand() %
 						      (rand() % 2 ? 7 : 70000);
@@ -274,6 +306,8 @@ static struct outcome drive(const struct smb_thresholds *th, int mode,
 		}
 		off += k;
 	}
+	if (mode >= 3)
+		hand_over(&f, th, &st, &o);
 	o.st = st;
 	o.facts = f.facts;
 	o.state = f.state;
@@ -314,6 +348,7 @@ static void assert_same_counts(const struct outcome *x, const struct outcome *y)
 static struct outcome run_all(const struct smb_thresholds *th)
 {
 	struct outcome whole = drive(th, 0, 0), bytewise = drive(th, 1, 0);
+	struct outcome moved;
 
 	assert_int_equal(whole.state, bytewise.state);
 	assert_same_counts(&whole, &bytewise);
@@ -327,6 +362,30 @@ static struct outcome run_all(const struct smb_thresholds *th)
 		struct outcome r = drive(th, 2, seed);
 
 		assert_int_equal(r.state, whole.state);
+		assert_same_counts(&r, &whole);
+	}
+	/* A handover at every cut point changes nothing: not a message,
+	 * not a counter, not a byte that was spliced. */
+	moved = drive(th, 3, 0);
+	assert_same_counts(&moved, &bytewise);
+	assert_memory_equal(&moved.st, &bytewise.st, sizeof(moved.st));
+	assert_int_equal(moved.facts.max_read, bytewise.facts.max_read);
+	assert_int_equal(moved.facts.max_write, bytewise.facts.max_write);
+	assert_int_equal(moved.facts.max_transact, bytewise.facts.max_transact);
+	assert_int_equal(moved.facts.signed_seen, bytewise.facts.signed_seen);
+	assert_int_equal(moved.facts.encrypted_seen,
+			 bytewise.facts.encrypted_seen);
+	assert_int_equal(moved.facts.multichannel, bytewise.facts.multichannel);
+	assert_int_equal(moved.facts.interface_list,
+			 bytewise.facts.interface_list);
+	assert_int_equal(moved.state, bytewise.state);
+	assert_ptr_equal(moved.why, bytewise.why);
+	assert_int_equal(moved.first_splice, bytewise.first_splice);
+	for (unsigned seed = 1; seed <= 50; seed++) {
+		struct outcome r = drive(th, 4, seed);
+
+		assert_int_equal(r.state, whole.state);
+		assert_ptr_equal(r.why, whole.why);
 		assert_same_counts(&r, &whole);
 	}
 	return bytewise;
@@ -1192,6 +1251,170 @@ static void test_opening_refused(void **state)
 	assert_int_equal(judge(&why), SMB_OPENING_BAD);
 }
 
+/* --- live handover: what a restore refuses -------------------------------
+ */
+
+/* Every reason has its own text, and only "not opaque" has none. */
+static void test_opaque_reasons_named(void **state)
+{
+	assert_null(smb_opaque_text[SMB_WHY_NONE]);
+	for (int i = SMB_WHY_NONE + 1; i < SMB_WHY_COUNT; i++) {
+		assert_non_null(smb_opaque_text[i]);
+		for (int j = 1; j < i; j++)
+			assert_string_not_equal(smb_opaque_text[i],
+						smb_opaque_text[j]);
+	}
+}
+
+/* A refused restore leaves the framer as smb_framer_init() made it. */
+static void refused(const struct smb_framer_saved *s)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer f, fresh;
+
+	memset(&f, 0, sizeof(f));
+	memset(&fresh, 0, sizeof(fresh));
+	smb_framer_init(&f, &th_64k, &st);
+	smb_framer_init(&fresh, &th_64k, &st);
+	assert_int_equal(smb_framer_restore(&f, s), -1);
+	assert_memory_equal(&f, &fresh, sizeof(f));
+}
+
+/* The state after the first @n bytes of the vector. */
+static struct smb_framer_saved saved_at(size_t n)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer_saved s;
+	struct smb_framer f;
+
+	smb_framer_init(&f, &th_64k, &st);
+	smb_framer_feed(&f, vec, n);
+	smb_framer_save(&f, &s);
+	return s;
+}
+
+static void test_restore_refuses_bad_states(void **state)
+{
+	struct smb_framer_saved ok, s;
+
+	reset();
+	read_rsp_frame(80, 100000);
+	/* In the header (FR_HEADER, 30 of 64 bytes held). */
+	ok = saved_at(34);
+	assert_int_equal(ok.state, FR_HEADER);
+	s = ok, s.held = s.want; /* the step would have run */
+	refused(&s);
+	s = ok, s.want = SMB_HOLD_MAX + 1; /* past @hold */
+	refused(&s);
+	s = ok, s.want = 40; /* no step waits for 40 */
+	refused(&s);
+	s = ok, s.pos++; /* pos and held disagree */
+	refused(&s);
+	s = ok, s.elem_end = s.frame_len + 1; /* past the frame */
+	refused(&s);
+	s = ok, s.frame_len = 1u << 24; /* no prefix says so */
+	refused(&s);
+	s = ok, s.hold[40] = 1; /* bytes past @held */
+	refused(&s);
+	s = ok, s.hold[0] = 0xfd; /* no SMB2 header, then */
+	refused(&s);
+	s = ok, s.state = FR_OPAQUE + 1;
+	refused(&s);
+	s = ok, s.why = SMB_WHY_BAD_TYPE; /* reason, not opaque */
+	refused(&s);
+	s = ok, s.pay_class = SMB_NCLASSES;
+	refused(&s);
+	s = ok, s.session_ok = 2;
+	refused(&s);
+	/* In the body wait: the header held must be what asked for it. */
+	ok = saved_at(4 + 66);
+	assert_int_equal(ok.state, FR_HEADER);
+	assert_int_equal(ok.want, SMB2_READ_RSP_DATA_LENGTH + 4);
+	s = ok, s.hold[SMB2_HDR_COMMAND] = SMB2_ECHO;
+	refused(&s);
+	s = ok, s.hold[SMB2_HDR_STRUCT_SIZE] = 63;
+	refused(&s);
+	s = ok, s.hold[SMB2_HDR_NEXT] = 72; /* but the frame is its end */
+	refused(&s);
+	/* In the payload (FR_SKIP). */
+	ok = saved_at(4 + 80 + 10);
+	assert_int_equal(ok.state, FR_SKIP);
+	s = ok, s.pos = s.elem_end; /* skip_done() would have run */
+	refused(&s);
+	s = ok, s.pay_end = s.elem_end + 1;
+	refused(&s);
+	s = ok, s.pay_start = s.pay_end + 1;
+	refused(&s);
+	s = ok, s.pay_start = s.pay_end, s.pos = s.pay_end - 1;
+	refused(&s); /* splicing nothing */
+	s = ok, s.elem_start = s.pos + 1;
+	refused(&s);
+	/* Between frames (FR_PREFIX). */
+	ok = saved_at(0);
+	s = ok, s.want = 64;
+	refused(&s);
+	s = ok, s.lead = SMB_PREFIX_LEN + (1u << 24);
+	refused(&s);
+	/* Opaque: it must say why, with a reason there is. */
+	ok = saved_at(0);
+	s = ok, s.state = FR_OPAQUE;
+	refused(&s);
+	s.why = SMB_WHY_COUNT;
+	refused(&s);
+	s.why = SMB_WHY_COUNT - 1;
+	{
+		struct smb_dir_stats st = { 0 };
+		struct smb_framer f;
+
+		smb_framer_init(&f, &th_64k, &st);
+		assert_int_equal(smb_framer_restore(&f, &s), 0);
+		assert_string_equal(f.why, smb_opaque_text[SMB_WHY_COUNT - 1]);
+	}
+}
+
+/* Saved states with random bytes changed: whatever a restore accepts,
+ * the framer then walks any stream within its bounds (the sanitizer
+ * build catches a read or write past them). */
+static void test_restore_mutated_states_stay_sound(void **state)
+{
+	static const size_t cuts[] = { 2, 4 + 10, 4 + 64, 4 + 70, 4 + 200 };
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer_saved s;
+	struct smb_framer f;
+	uint8_t junk[512];
+	unsigned accepted = 0;
+
+	reset();
+	read_rsp_frame(80, 100000);
+	srand(19);
+	for (unsigned round = 0; round < 20000; round++) {
+		s = saved_at(cuts[round % 5]);
+		for (unsigned k = 0; k < 1 + round % 3; k++)
+			((uint8_t *)&s)[rand() % sizeof(s)] = (uint8_t)rand();
+		smb_framer_init(&f, &th_64k, &st);
+		if (smb_framer_restore(&f, &s))
+			continue;
+		accepted++;
+		for (int step = 0; step < 8; step++) {
+			size_t n = 1 + (size_t)rand() % sizeof(junk);
+
+			for (size_t i = 0; i < n; i++)
+				junk[i] = (uint8_t)rand();
+			if (smb_framer_splice_span(&f) && rand() % 2)
+				smb_framer_advance(&f,
+						   smb_framer_splice_span(&f));
+			else
+				smb_framer_feed(&f, junk, n);
+			assert_true(f.held <= f.want);
+			assert_true(f.want <= SMB_HOLD_MAX);
+			if (f.state == FR_SKIP)
+				assert_true(f.pos < f.elem_end &&
+					    f.elem_end <= f.frame_len);
+		}
+	}
+	assert_true(accepted > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1238,6 +1461,9 @@ int main(void)
 		cmocka_unit_test(test_opening_smb1_negotiate),
 		cmocka_unit_test(test_opening_netbios),
 		cmocka_unit_test(test_opening_refused),
+		cmocka_unit_test(test_opaque_reasons_named),
+		cmocka_unit_test(test_restore_refuses_bad_states),
+		cmocka_unit_test(test_restore_mutated_states_stay_sound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
