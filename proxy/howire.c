@@ -307,7 +307,7 @@ int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
 
 	if (recv_raw(sock, &h, body, cap, fds, &nfds, deadline_of(timeout_ms)))
 		return -1;
-	if (nfds || h.type < HO_HELLO || h.type > HO_FAIL) {
+	if (nfds || h.type < HO_HELLO || h.type > HO_GO) {
 		close_fds(fds, nfds);
 		errno = EPROTO;
 		return -1;
