@@ -577,8 +577,8 @@ class Proxy:
         status can be read (Adopted)."""
         become_subreaper()
         old = self.proc
-        done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines()))
-        took = len(re.findall(HANDOVER_TOOK_RE, self.whole_lines()))
+        done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines(), re.M))
+        took = len(re.findall(HANDOVER_TOOK_RE, self.whole_lines(), re.M))
         old.send_signal(signal.SIGUSR2)
         line = self.wait_log(HANDOVER_DONE_RE, timeout, count=done + 1)[done]
         conns, pid, paused = int(line[0]), int(line[1]), float(line[2])
@@ -613,7 +613,7 @@ class Proxy:
         matching @why), check the daemon still runs and is still the same
         process; return WHY."""
         become_subreaper()
-        n = len(re.findall(HANDOVER_FAILED_RE, self.whole_lines()))
+        n = len(re.findall(HANDOVER_FAILED_RE, self.whole_lines(), re.M))
         pid = self.proc.pid
         self.proc.send_signal(signal.SIGUSR2)
         got = self.wait_log(HANDOVER_FAILED_RE, timeout, count=n + 1)[n]

@@ -59,8 +59,10 @@ def no_decrease(before, after, what):
 def handovers(px, count, seconds, still=lambda: True):
     """@count handovers at random moments over @seconds (while still());
     return their results (Proxy.handover)."""
-    rng = random.Random(os.getpid())
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
     at = sorted(rng.uniform(0.1, 0.9) * seconds for _ in range(count))
+    print(f"handovers at {', '.join(f'{t:.2f}' for t in at)} s (seed {seed})", flush=True)
     t0, done = time.monotonic(), []
     for t in at:
         time.sleep(max(0.0, t0 + t - time.monotonic()))
