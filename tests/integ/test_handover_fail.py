@@ -17,7 +17,7 @@ import os
 import shutil
 import socket
 
-from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, check, free_ports, metric, random_file,
+from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, check, free_ports, metric, need, random_file,
                      run, scrape, sh, wait_metric)
 from test_handover import Paced, echo_all
 from test_scale import EchoServer
@@ -56,6 +56,7 @@ def conf_text(ports, stats, smb, echo, extra=""):
 
 
 def main():
+    need("cc", "gcc")
     smb = Samba()  # before any handover: smbd is not adopted (harness.become_subreaper)
     echo = EchoServer()
     work = os.path.join(TMPDIR, "bin")
