@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* connhost.c - a thread's side of its connections, as it reads them
  *
- * Theory of operation: a worker embeds a struct conn_host, which is set
- * up here (conn_host_init()) and written by conn.c's rooms alone. The worker, and through it
+ * Theory of operation: a worker embeds a struct conn_host, which
+ * connsetup.c sets up and conn.c's rooms alone write. The worker, and through it
  * the main thread, read it here: its gauges and counters (counter.h, so
  * that any thread may), and whether any connection is left. A new
  * connection's two descriptors are reserved from the process's budget
@@ -11,66 +11,16 @@
  */
 #include "config.h"
 
-#include <stddef.h>
-#include <string.h>
-
 #include "budget.h"
-#include "conn.h"
 #include "connhost.h"
-#include "connstate.h"
 #include "counter.h"
 #include "proxy.h"
-#include "pump.h"
 
 /* Descriptors a connection holds: the client socket and the backend's. */
 #define CONN_FDS 2
 
 /* The last connection number given out, in any worker. */
 static uint64_t conn_last_id;
-
-/**
- * dir_unpipe() - move a stalled direction's pipe into a buffer
- * @s:	&dir.stall, handed over by stall.c
- *
- * Return: as pump_unpipe(); on failure the connection has ended.
- */
-static int dir_unpipe(struct stall *s)
-{
-	struct dir *d = (struct dir *)((char *)s - offsetof(struct dir, stall));
-	int r = pump_unpipe(&d->pump);
-
-	if (r < 0)
-		conn_end(d->c, END_ERROR, strerror(d->pump.err));
-	return r;
-}
-
-/**
- * conn_host_init() - set up a thread's side of its connections
- * @h:		the host, in the thread's struct
- * @px:		the process
- * @loop:	the thread's loop
- * @id:		the thread's number
- * @pipes:	its splice pipes
- * @bufs:	its copy buffers
- * @timing:	its spare timing blocks
- * @ops:	its calls back (see struct conn_host_ops)
- * @ctx:	their argument
- */
-void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
-		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
-		    struct timing_pool *timing, const struct conn_host_ops *ops,
-		    void *ctx)
-{
-	*h = (struct conn_host){ .px = px,
-				 .loop = loop,
-				 .id = id,
-				 .pipes = pipes,
-				 .bufs = bufs,
-				 .timing = timing,
-				 .ops = ops,
-				 .ctx = ctx };
-	stall_list_init(&h->stalls, loop, dir_unpipe);
-}
 
 /**
  * conn_host_new_id() - the next connection's number

@@ -274,9 +274,10 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 	struct conn *c;
 
 	if (r->smb != (o->mode == MODE_SMB) || r->be >= o->nbackends) {
-		snprintf(err, errlen,
-			 "listener %s changed its mode or lost backend %u; a connection cannot move to it (stop the old process to apply it)",
-			 l->name, r->be + 1);
+		snprintf(
+			err, errlen,
+			"listener %s changed its mode or lost backend %u; a connection cannot move to it (stop the old process to apply it)",
+			l->name, r->be + 1);
 		return -1;
 	}
 	if (!(c = calloc(1, sizeof(*c))))
@@ -303,8 +304,7 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 	c->last_active = r->last_active;
 	conn_set_state(c, (enum conn_state)r->state);
 	conn_watchers_init(c);
-	if (r->admitted &&
-	    limits_adopt(&h->px->limits, &c->source, c->unauth))
+	if (r->admitted && limits_adopt(&h->px->limits, &c->source, c->unauth))
 		goto oom;
 	c->admitted = r->admitted;
 	conn_host_reserve_force(h);
@@ -316,8 +316,9 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 	if (c->state == CS_OPEN && adopt_open(c, v, fds)) {
 		snprintf(err, errlen, "connection %llu (%s): %s",
 			 (unsigned long long)c->id, c->cli_text,
-			 errno == ENOMEM ? "out of memory"
-					 : "its saved state does not hold together");
+			 errno == ENOMEM
+				 ? "out of memory"
+				 : "its saved state does not hold together");
 		return -1;
 	}
 	return 0;

@@ -65,8 +65,8 @@ int init_limits(struct proxy *px)
 	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
 		rl.rlim_cur = 1 << 20;
 	if (limits_init(&px->limits, o->max_conns, o->max_per_source,
-			o->source_prefix6, o->max_preauth,
-			(long)rl.rlim_cur, reserved)) {
+			o->source_prefix6, o->max_preauth, (long)rl.rlim_cur,
+			reserved)) {
 		log_err("out of memory for the per-source table");
 		return -1;
 	}
@@ -83,4 +83,3 @@ int init_limits(struct proxy *px)
 			o->max_conns, (long)rl.rlim_cur, room);
 	return 0;
 }
-

@@ -64,7 +64,7 @@
 /* How long NEW may take to start and say HELLO (a sanitizer build on a
  * loaded machine takes seconds), and how long each later step may take:
  * the image's transfer, NEW's rebuild, GO. */
-#define HELLO_TIMEOUT 60.0
+#define HELLO_TIMEOUT	60.0
 #define STEP_TIMEOUT_MS 10000
 
 /* The environment variable that names NEW's end of the socket. */
@@ -89,8 +89,9 @@ int handover_init(struct proxy *px, void (*done)(struct proxy *px))
 	ho->sock = -1;
 	ho->done = done;
 	if (launcher_self_exe(ho->exe, sizeof(ho->exe))) {
-		log_warn("cannot tell which binary this is (%s): SIGUSR2 will not hand over",
-			 strerror(errno));
+		log_warn(
+			"cannot tell which binary this is (%s): SIGUSR2 will not hand over",
+			strerror(errno));
 		ho->exe[0] = '\0';
 		return 0;
 	}
@@ -119,9 +120,8 @@ static void end_child(struct proxy *px, char *why, size_t len)
 
 	close(ho->sock);
 	ho->sock = -1;
-	for (int i = 0; i < 100 && !(r = launcher_reap(&ho->ln, ho->pid,
-							 &status));
-	     i++)
+	for (int i = 0;
+	     i < 100 && !(r = launcher_reap(&ho->ln, ho->pid, &status)); i++)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
 	if (r == 0 && ho->ln.fd < 0) {
 		kill(ho->pid, SIGKILL);
@@ -249,8 +249,9 @@ static void hand_over(struct proxy *px)
 		worker_send(&px->workers[i], WCMD_ABANDON, NULL, NULL, -1);
 	workers_sync(px);
 	control_forget(px);
-	log_info("handover: %u connections to pid %d, forwarding paused %.1f ms",
-		 taken, (int)ho->pid, (double)(mono_ns() - t0) / 1e6);
+	log_info(
+		"handover: %u connections to pid %d, forwarding paused %.1f ms",
+		taken, (int)ho->pid, (double)(mono_ns() - t0) / 1e6);
 	close(ho->sock);
 	ho->sock = -1;
 	ho->done(px);
@@ -277,7 +278,8 @@ static void on_hello(struct ev_loop *loop, ev_io *iow, int revents)
 		return;
 	}
 	if (type == HO_FAIL || type != HO_HELLO || len != sizeof(body)) {
-		fail(px, false, "the new process's first message was not HELLO");
+		fail(px, false,
+		     "the new process's first message was not HELLO");
 		return;
 	}
 	if (body[0] != IMG_VERSION) {
@@ -338,7 +340,8 @@ void handover_start(struct proxy *px)
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		       0, sv)) {
-		log_err("SIGUSR2: socketpair: %s; no handover", strerror(errno));
+		log_err("SIGUSR2: socketpair: %s; no handover",
+			strerror(errno));
 		return;
 	}
 	ho->pid = launcher_spawn(&ho->ln, ho->exe, px->argv, sv[1], err,

@@ -2,36 +2,9 @@
 #ifndef SMBSPLICE_HANDOVER_H
 #define SMBSPLICE_HANDOVER_H
 
-#include <ev.h>
-#include <limits.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <sys/types.h>
-
-#include "image.h"
-#include "launcher.h"
+#include "handover-t.h"
 
 struct proxy;
-
-/**
- * struct handover_out - this process handing itself over (SIGUSR2)
- * @exe:	the binary it was started from, as resolved at start
- * @ln:		with --user, the root launcher (launcher.c)
- * @sock:	the socket to the new process while a handover runs, or -1
- * @pid:	the new process
- * @w:		readable watcher on @sock, for its HELLO
- * @timer:	how long it may take to say HELLO
- * @done:	called once everything is handed over: stop this process
- */
-struct handover_out {
-	char exe[PATH_MAX];
-	struct launcher ln;
-	int sock;
-	pid_t pid;
-	ev_io w;
-	ev_timer timer;
-	void (*done)(struct proxy *px);
-};
 
 int handover_init(struct proxy *px, void (*done)(struct proxy *px));
 void handover_start(struct proxy *px);

@@ -70,9 +70,9 @@ _Static_assert(sizeof(IMG_MAGIC) == 8, "magic fills its field");
 static uint32_t image_layout(void)
 {
 	const size_t sizes[] = {
-		sizeof(struct img_process), sizeof(struct img_listener),
-		sizeof(struct img_lstats),  sizeof(struct img_conn),
-		sizeof(struct img_dir),	    sizeof(struct pump_saved),
+		sizeof(struct img_process),	 sizeof(struct img_listener),
+		sizeof(struct img_lstats),	 sizeof(struct img_conn),
+		sizeof(struct img_dir),		 sizeof(struct pump_saved),
 		sizeof(struct smb_framer_saved), sizeof(struct timing_saved),
 		sizeof(struct trace_conn_saved),
 	};
@@ -365,7 +365,8 @@ static int dec_listener(struct decoder *d, const uint8_t *p, size_t len)
 	for (unsigned i = 0; i + 1 < img->nls; i++)
 		if (img->ls[i].worker == l->worker &&
 		    !strcmp(img->ls[i].name, l->name))
-			return bad(d, "two sockets of one listener in one worker");
+			return bad(d,
+				   "two sockets of one listener in one worker");
 	return 0;
 }
 
@@ -476,19 +477,24 @@ static int dec_conn(struct decoder *d, const uint8_t *p, size_t len)
 		return bad(d, "connection record with a bad field");
 	if (c->state != CS_PROXY_HEADER && c->state != CS_HANDSHAKE &&
 	    c->state != CS_CONNECTING && c->state != CS_OPEN)
-		return bad(d, "connection in a stage that cannot be handed over");
+		return bad(d,
+			   "connection in a stage that cannot be handed over");
 	if (!fd_ok(d, c->cli_fd, false) ||
 	    !fd_ok(d, c->srv_fd, c->state != CS_OPEN) ||
 	    (c->state < CS_CONNECTING && c->srv_fd != -1))
 		return bad(d, "connection record names a bad descriptor");
 	if (c->trace_len && c->trace_len != sizeof(struct trace_conn_saved))
-		return bad(d, "connection record with a capture of the wrong size");
+		return bad(
+			d,
+			"connection record with a capture of the wrong size");
 	need = (size_t)c->timing_len + c->trace_len;
 	for (unsigned i = 0; i < 2; i++) {
 		if (c->state != CS_OPEN &&
 		    (c->dir[i].pipe_rd != -1 || c->dir[i].pipe_wr != -1 ||
 		     c->dir[i].pump.pending || c->dir[i].pump.in_pipe))
-			return bad(d, "bytes in flight before the connection opened");
+			return bad(
+				d,
+				"bytes in flight before the connection opened");
 		if (dec_dir(d, &c->dir[i]))
 			return -1;
 		need += c->dir[i].pump.pending;
@@ -502,7 +508,9 @@ static int dec_conn(struct decoder *d, const uint8_t *p, size_t len)
 	}
 	v->timing = c->timing_len ? p + off : NULL;
 	if (c->timing_len && !timing_len_ok(p + off, c->timing_len))
-		return bad(d, "connection record with a latency table of the wrong size");
+		return bad(
+			d,
+			"connection record with a latency table of the wrong size");
 	off += c->timing_len;
 	v->trace = c->trace_len ? p + off : NULL;
 	return 0;
@@ -532,7 +540,9 @@ static int dec_records(struct decoder *d, const uint8_t *p, size_t len,
 		if (h.len > len)
 			return bad(d, "a record is longer than the image");
 		if ((i == 0) != (h.type == IMG_PROCESS))
-			return bad(d, "the process record is not first, or not once");
+			return bad(
+				d,
+				"the process record is not first, or not once");
 		switch (h.type) {
 		case IMG_PROCESS:
 			r = dec_process(d, p, h.len);
@@ -584,14 +594,17 @@ int image_decode(const uint8_t *p, size_t len, size_t nfds, struct image *img,
 	if (memcmp(h.magic, IMG_MAGIC, sizeof(h.magic)))
 		return bad(&d, "not an smbsplice handover image");
 	if (h.version != IMG_VERSION) {
-		snprintf(err, errlen,
-			 "handover image format %u, this smbsplice reads %u: the two versions cannot hand over; stop the old one to upgrade (drain and restart)",
-			 h.version, IMG_VERSION);
+		snprintf(
+			err, errlen,
+			"handover image format %u, this smbsplice reads %u: the two versions cannot hand over; stop the old one to upgrade (drain and restart)",
+			h.version, IMG_VERSION);
 		errno = EPROTO;
 		return -1;
 	}
 	if (h.layout != image_layout())
-		return bad(&d, "written by a build whose records differ from this one's");
+		return bad(
+			&d,
+			"written by a build whose records differ from this one's");
 	if (!(d.used = calloc(1, nfds / 8 + 1)))
 		return bad(&d, "out of memory");
 	r = dec_records(&d, p + sizeof(h), len - sizeof(h), h.nrec);

@@ -668,6 +668,27 @@ static int exit_early(struct proxy *px, int status)
 }
 
 /**
+ * start_failed() - undo what start() made, after it said why it failed
+ * @px:	the process
+ *
+ * Taking over from another process, nothing is undone: that process
+ * forwards on, and its control socket's path must stay.
+ *
+ * Return: 1, the exit status.
+ */
+static int start_failed(struct proxy *px)
+{
+	if (px->hin.sock >= 0)
+		handover_refuse(px, "it could not start (see the lines before)");
+	metrics_stop(px);
+	control_stop(px);
+	destroy_all(px);
+	tracefile_close();
+	log_stop();
+	return 1;
+}
+
+/**
  * main() - read the configuration, run the proxy until told to stop
  * @argc:	argument count
  * @argv:	arguments
@@ -728,16 +749,8 @@ int main(int argc, char **argv)
 	watch_signals(&px);
 	if (handover_receive(&px))
 		return exit_early(&px, 1);
-	if (start(&px, &opt)) {
-		if (px.hin.sock >= 0)
-			handover_refuse(&px, "it could not start (see the lines before)");
-		metrics_stop(&px);
-		control_stop(&px);
-		destroy_all(&px);
-		tracefile_close();
-		log_stop();
-		return 1;
-	}
+	if (start(&px, &opt))
+		return start_failed(&px);
 	log_listeners(&px, true);
 	notify_ready(px.cfg->nls);
 

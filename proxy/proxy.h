@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "connlimits.h"
-#include "handover.h"
+#include "handover-t.h"
 #include "image.h"
 #include "metrics-t.h"
 #include "options.h"

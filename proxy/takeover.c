@@ -45,7 +45,7 @@
 #include "worker.h"
 
 #define STEP_TIMEOUT_MS 10000
-#define HANDOVER_ENV "SMBSPLICE_HANDOVER_FD"
+#define HANDOVER_ENV	"SMBSPLICE_HANDOVER_FD"
 
 /**
  * handover_refuse() - the take-over failed: tell the old process, leave
@@ -98,9 +98,10 @@ int handover_receive(struct proxy *px)
 			 sizeof(err)))
 		handover_refuse(px, err);
 	if (hi->img.proc.nworkers != px->nworkers) {
-		snprintf(err, sizeof(err),
-			 "the old process has %u workers and this one %u (set --workers)",
-			 hi->img.proc.nworkers, px->nworkers);
+		snprintf(
+			err, sizeof(err),
+			"the old process has %u workers and this one %u (set --workers)",
+			hi->img.proc.nworkers, px->nworkers);
 		handover_refuse(px, err);
 	}
 	return 0;
@@ -132,8 +133,10 @@ static int adopt_counters(struct proxy *px, char *err, size_t errlen)
 	const struct image *img = &px->hin.img;
 	struct listener *l;
 
-	if (img->proc.lstats_words != sizeof(struct lstats) / sizeof(uint64_t)) {
-		snprintf(err, errlen, "the old process counts %u counters, this one %zu",
+	if (img->proc.lstats_words !=
+	    sizeof(struct lstats) / sizeof(uint64_t)) {
+		snprintf(err, errlen,
+			 "the old process counts %u counters, this one %zu",
 			 img->proc.lstats_words,
 			 sizeof(struct lstats) / sizeof(uint64_t));
 		return -1;
@@ -164,9 +167,10 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 		struct listener *l = find_listener(px, v->c.listener);
 
 		if (!l) {
-			snprintf(err, errlen,
-				 "connection %llu belongs to listener %s, which the configuration no longer has (stop the old process to apply it)",
-				 (unsigned long long)v->c.id, v->c.listener);
+			snprintf(
+				err, errlen,
+				"connection %llu belongs to listener %s, which the configuration no longer has (stop the old process to apply it)",
+				(unsigned long long)v->c.id, v->c.listener);
 			return -1;
 		}
 		if (conn_adopt(&px->workers[v->c.worker].host, l, v,

@@ -41,6 +41,7 @@
 #include "alloc.h"
 #include "conn.h"
 #include "connmove.h"
+#include "connsetup.h"
 #include "connlog.h"
 #include "connview.h"
 #include "counter.h"
