@@ -43,6 +43,7 @@
 #include "conn.h"
 #include "counter.h"
 #include "dial.h"
+#include "image.h"
 #include "connlimits.h"
 #include "listener.h"
 #include "log.h"
@@ -391,4 +392,47 @@ void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
 	*a = (struct acceptor){
 		.px = px, .loop = loop, .id = id, .host = host
 	};
+}
+
+/**
+ * accept_pause() - stop taking clients, for a handover
+ * @a:	the worker's acceptor
+ *
+ * The clients that come meanwhile wait in the kernel's queue, which goes
+ * with the socket to the next process, or is served here again after
+ * accept_resume().
+ */
+void accept_pause(struct acceptor *a)
+{
+	for (struct wlistener *wl = a->list; wl; wl = wl->next) {
+		ev_io_stop(a->loop, &wl->io);
+		ev_timer_stop(a->loop, &wl->pause);
+	}
+}
+
+/**
+ * accept_resume() - take clients again after accept_pause()
+ * @a:	the worker's acceptor
+ */
+void accept_resume(struct acceptor *a)
+{
+	for (struct wlistener *wl = a->list; wl; wl = wl->next)
+		if (!wl->held)
+			ev_io_start(a->loop, &wl->io);
+}
+
+/**
+ * accept_save() - write the worker's listening sockets into an image
+ * @a:	the worker's acceptor, paused
+ * @w:	the image
+ */
+void accept_save(const struct acceptor *a, struct image_writer *w)
+{
+	for (const struct wlistener *wl = a->list; wl; wl = wl->next) {
+		struct img_listener r = { .worker = a->id,
+					  .fd = imgw_fd(w, wl->fd) };
+
+		snprintf(r.name, sizeof(r.name), "%s", wl->l->name);
+		imgw_put(w, IMG_LISTENER, &r, sizeof(r), NULL, NULL, 0);
+	}
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 struct conn_host;
+struct image_writer;
 struct lcfg;
 struct listener;
 struct proxy;
@@ -67,5 +68,8 @@ void accept_pause_all(struct acceptor *a, const char *why);
 bool accept_out_of_resources(int err);
 void accept_pause_init(ev_timer *t, ev_io *w);
 void accept_backoff(struct ev_loop *loop, ev_timer *t);
+void accept_pause(struct acceptor *a);
+void accept_resume(struct acceptor *a);
+void accept_save(const struct acceptor *a, struct image_writer *w);
 
 #endif /* SMBSPLICE_ACCEPT_H */

@@ -40,6 +40,19 @@ static inline bool budget_take(struct budget *b, long n)
 }
 
 /**
+ * budget_force() - take @n units even past the limit
+ * @b:	the budget
+ * @n:	how many
+ *
+ * For what a handover brings in: the process that held them was within
+ * the same limit, and refusing them would cost a connection.
+ */
+static inline void budget_force(struct budget *b, long n)
+{
+	__atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+/**
  * budget_give() - @n reserved by budget_take() is free again
  * @b:	the budget
  * @n:	how much

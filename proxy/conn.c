@@ -83,58 +83,11 @@
  * incomplete first frame is looked at again. */
 #define FIRST_FRAME_POLL 0.05
 
-/* The last connection number given out, in any worker. */
-static uint64_t conn_next_id;
-
 static void conn_connect(struct conn *c);
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why);
 static void conn_peek_first(struct conn *c);
 static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents);
-
-/**
- * dir_unpipe() - move a stalled direction's pipe into a buffer
- * @s:	&dir.stall, handed over by stall.c
- *
- * Return: as pump_unpipe(); on failure the connection has ended.
- */
-static int dir_unpipe(struct stall *s)
-{
-	struct dir *d = (struct dir *)((char *)s - offsetof(struct dir, stall));
-	int r = pump_unpipe(&d->pump);
-
-	if (r < 0)
-		conn_end(d->c, END_ERROR, strerror(d->pump.err));
-	return r;
-}
-
-/**
- * conn_host_init() - set up a thread's side of its connections
- * @h:		the host, in the thread's struct
- * @px:		the process
- * @loop:	the thread's loop
- * @id:		the thread's number
- * @pipes:	its splice pipes
- * @bufs:	its copy buffers
- * @timing:	its spare timing blocks
- * @ops:	its calls back (see struct conn_host_ops)
- * @ctx:	their argument
- */
-void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
-		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
-		    struct timing_pool *timing, const struct conn_host_ops *ops,
-		    void *ctx)
-{
-	*h = (struct conn_host){ .px = px,
-				 .loop = loop,
-				 .id = id,
-				 .pipes = pipes,
-				 .bufs = bufs,
-				 .timing = timing,
-				 .ops = ops,
-				 .ctx = ctx };
-	stall_list_init(&h->stalls, loop, dir_unpipe);
-}
 
 /**
  * on_io() - a direction's source is readable or its destination writable
@@ -218,6 +171,22 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /**
+ * conn_dirs_init() - set up both directions, and what observes them
+ * @c:	the connection, whose backend is connected
+ *
+ * Nothing starts: the caller arms the watchers.
+ */
+void conn_dirs_init(struct conn *c)
+{
+	dir_init(&c->dir[DIR_TO_SERVER], c, DIR_TO_SERVER, &c->cli, &c->srv,
+		 on_io);
+	dir_init(&c->dir[DIR_TO_CLIENT], c, DIR_TO_CLIENT, &c->srv, &c->cli,
+		 on_io);
+	observe_dir(&c->dir[DIR_TO_SERVER]);
+	observe_dir(&c->dir[DIR_TO_CLIENT]);
+}
+
+/**
  * conn_start_forwarding() - the backend is connected: start both directions
  * @c:	the connection
  *
@@ -242,12 +211,7 @@ static void conn_start_forwarding(struct conn *c)
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);
 	observe_begin(c);
-	dir_init(&c->dir[DIR_TO_SERVER], c, DIR_TO_SERVER, &c->cli, &c->srv,
-		 on_io);
-	dir_init(&c->dir[DIR_TO_CLIENT], c, DIR_TO_CLIENT, &c->srv, &c->cli,
-		 on_io);
-	observe_dir(&c->dir[DIR_TO_SERVER]);
-	observe_dir(&c->dir[DIR_TO_CLIENT]);
+	conn_dirs_init(c);
 	c->last_active = ev_now(loop);
 	log_debug("conn %s: backend connected", c->cli_text);
 	conn_arm_open(c);
@@ -508,6 +472,29 @@ static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
+ * conn_watchers_init() - set up the watchers of a stage, none started
+ * @c:	the connection, with its sockets and stage
+ *
+ * Unused watchers must be initialised too, for conn_end() to stop them.
+ */
+void conn_watchers_init(struct conn *c)
+{
+	bool dialling = c->state == CS_CONNECTING && c->srv.fd >= 0;
+
+	ev_timer_init(&c->timer, on_timer, 0., 0.);
+	c->timer.data = c;
+	if (dialling)
+		ev_io_init(&c->connect_w, on_connect, c->srv.fd, EV_WRITE);
+	else
+		ev_io_init(&c->connect_w, on_first_frame, c->cli.fd, EV_READ);
+	c->connect_w.data = c;
+	for (unsigned i = 0; i < DIR_COUNT; i++) {
+		ev_io_init(&c->dir[i].rd, on_io, c->cli.fd, EV_READ);
+		ev_io_init(&c->dir[i].wr, on_io, c->cli.fd, EV_WRITE);
+	}
+}
+
+/**
  * conn_open() - take a new client: wait for its first frame, or dial
  * @h:		the thread that accepted it
  * @l:		the listener it came on
@@ -550,18 +537,10 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
-	c->id = __atomic_add_fetch(&conn_next_id, 1, __ATOMIC_RELAXED);
+	c->id = conn_host_new_id();
 	c->started = ev_now(h->loop);
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
-	ev_timer_init(&c->timer, on_timer, 0., 0.);
-	c->timer.data = c;
-	/* Unused watchers must be initialised for conn_end() to stop them. */
-	ev_io_init(&c->connect_w, on_first_frame, cli_fd, EV_READ);
-	c->connect_w.data = c;
-	for (unsigned i = 0; i < DIR_COUNT; i++) {
-		ev_io_init(&c->dir[i].rd, on_io, cli_fd, EV_READ);
-		ev_io_init(&c->dir[i].wr, on_io, cli_fd, EV_WRITE);
-	}
+	conn_watchers_init(c);
 
 	c->next = h->conns;
 	if (h->conns)

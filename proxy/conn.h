@@ -20,10 +20,6 @@ struct pipe_pool;
 struct proxy;
 struct timing_pool;
 
-void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
-		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
-		    struct timing_pool *timing, const struct conn_host_ops *ops,
-		    void *ctx);
 void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	       int cli_fd, const struct sockaddr *peer,
 	       const struct source_key *source);

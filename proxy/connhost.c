@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* connhost.c - a thread's side of its connections, as it reads them
  *
- * Theory of operation: a worker embeds a struct conn_host, which conn.c
- * sets up (conn_host_init()) and alone writes. The worker, and through it
+ * Theory of operation: a worker embeds a struct conn_host, which
+ * connsetup.c sets up and conn.c's rooms alone write. The worker, and through it
  * the main thread, read it here: its gauges and counters (counter.h, so
  * that any thread may), and whether any connection is left. A new
  * connection's two descriptors are reserved from the process's budget
@@ -18,6 +18,53 @@
 
 /* Descriptors a connection holds: the client socket and the backend's. */
 #define CONN_FDS 2
+
+/* The last connection number given out, in any worker. */
+static uint64_t conn_last_id;
+
+/**
+ * conn_host_new_id() - the next connection's number
+ *
+ * Return: a number no connection of this process, or of those it took
+ * over from (conn_host_ids_from()), had.
+ */
+uint64_t conn_host_new_id(void)
+{
+	return __atomic_add_fetch(&conn_last_id, 1, __ATOMIC_RELAXED);
+}
+
+/**
+ * conn_host_last_id() - the last number conn_host_new_id() gave
+ *
+ * Return: it, 0 if none.
+ */
+uint64_t conn_host_last_id(void)
+{
+	return __atomic_load_n(&conn_last_id, __ATOMIC_RELAXED);
+}
+
+/**
+ * conn_host_ids_from() - go on numbering where a previous process stopped
+ * @last:	the last number it gave
+ */
+void conn_host_ids_from(uint64_t last)
+{
+	__atomic_store_n(&conn_last_id, last, __ATOMIC_RELAXED);
+}
+
+/**
+ * conn_host_reserve_force() - take a connection's descriptors, even past
+ *			       the budget
+ * @h:	the host
+ *
+ * For a connection a handover brings in: its process kept within the
+ * same budget. conn_host_unreserve() gives them back as for any other.
+ */
+void conn_host_reserve_force(struct conn_host *h)
+{
+	budget_force(&h->px->limits.fds, CONN_FDS);
+}
+
 
 /**
  * conn_host_sits_in() - the thread sits in this network namespace now
@@ -93,4 +140,15 @@ bool conn_host_reserve(struct conn_host *h)
 void conn_host_unreserve(struct conn_host *h)
 {
 	budget_give(&h->px->limits.fds, CONN_FDS);
+}
+
+/**
+ * conn_host_count_accepted() - carry over what a handover's old process
+ *				accepted, so that the count never falls
+ * @h:	the host, whose thread does not run yet
+ * @n:	connections
+ */
+void conn_host_count_accepted(struct conn_host *h, uint64_t n)
+{
+	counter_add(&h->accepted, n);
 }

@@ -15,5 +15,10 @@ uint64_t conn_host_accepted(const struct conn_host *h);
 uint64_t conn_host_pipe_stalls(const struct conn_host *h);
 bool conn_host_reserve(struct conn_host *h);
 void conn_host_unreserve(struct conn_host *h);
+void conn_host_reserve_force(struct conn_host *h);
+uint64_t conn_host_new_id(void);
+uint64_t conn_host_last_id(void);
+void conn_host_ids_from(uint64_t last);
+void conn_host_count_accepted(struct conn_host *h, uint64_t n);
 
 #endif /* SMBSPLICE_CONNHOST_H */

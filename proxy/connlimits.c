@@ -286,6 +286,42 @@ enum admit limits_admit(struct limits *l, const struct source_key *k,
 }
 
 /**
+ * limits_adopt() - count a connection a handover brought in
+ * @l:		the limits
+ * @k:		its address
+ * @preauth:	it still counts against --max-preauth-per-source
+ *
+ * Counted like limits_admit() but never refused: the process that
+ * admitted it was under the same caps. limits_release() must follow.
+ *
+ * Return: 0, or -1 if memory ran out (nothing is counted then).
+ */
+int limits_adopt(struct limits *l, const struct source_key *k, bool preauth)
+{
+	struct source **link, *s;
+	struct source_key net;
+
+	if (l->buckets) {
+		source_net(l, k, &net);
+		pthread_mutex_lock(&l->lock);
+		link = source_slot(l, &net);
+		if (!(s = *link) && (s = calloc(1, sizeof(*s)))) {
+			s->key = net;
+			*link = s;
+		}
+		if (s) {
+			s->count++;
+			s->preauth += preauth;
+		}
+		pthread_mutex_unlock(&l->lock);
+		if (!s)
+			return -1;
+	}
+	__atomic_add_fetch(&l->conns, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/**
  * limits_authenticated() - a connection admitted with @preauth has
  *			    completed a session setup
  * @l:	the limits

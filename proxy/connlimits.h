@@ -59,6 +59,7 @@ void source_key_addr(const struct source_key *k, int family,
 		     struct sockaddr_storage *ss);
 enum admit limits_admit(struct limits *l, const struct source_key *k,
 			bool preauth);
+int limits_adopt(struct limits *l, const struct source_key *k, bool preauth);
 void limits_authenticated(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);

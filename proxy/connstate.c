@@ -62,8 +62,9 @@ const char *conn_state_text(enum conn_state s)
 
 /* The stages a connection may go to from each: the whole life of one. */
 static const unsigned conn_state_next[CS_COUNT] = {
+	/* A handover (connmove.c) brings connections in at any stage. */
 	[CS_NEW] = 1u << CS_PROXY_HEADER | 1u << CS_HANDSHAKE |
-		   1u << CS_CONNECTING,
+		   1u << CS_CONNECTING | 1u << CS_OPEN,
 	[CS_PROXY_HEADER] =
 		1u << CS_HANDSHAKE | 1u << CS_CONNECTING | 1u << CS_ENDED,
 	[CS_HANDSHAKE] = 1u << CS_CONNECTING | 1u << CS_ENDED,

@@ -10,4 +10,8 @@ enum conn_end conn_end_for_errno(int err);
 const char *conn_state_text(enum conn_state s);
 void conn_rearm(struct conn *c, ev_tstamp after);
 
+/* In conn.c, for its rooms (connmove.c). */
+void conn_dirs_init(struct conn *c);
+void conn_watchers_init(struct conn *c);
+
 #endif /* SMBSPLICE_CONNSTATE_H */

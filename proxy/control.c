@@ -40,6 +40,7 @@
 #include "control.h"
 #include "controlcmd.h"
 #include "connview.h"
+#include "image.h"
 #include "log.h"
 #include "proxy.h"
 
@@ -431,7 +432,10 @@ int control_start(struct proxy *px)
 			o->control, sizeof(ctl.path) - 1);
 		return -1;
 	}
-	ctl.fd = control_bind(o);
+	/* After a handover, the old process's socket, at the same path. */
+	ctl.fd = image_in_take_fd(&px->hin, px->hin.img.proc.control_fd);
+	if (ctl.fd < 0)
+		ctl.fd = control_bind(o);
 	if (ctl.fd < 0)
 		return -1;
 	memcpy(ctl.path, o->control, strlen(o->control) + 1);
@@ -456,6 +460,30 @@ void control_stop(struct proxy *px)
 	ev_io_stop(px->loop, &ctl.w);
 	close(ctl.fd);
 	ctl.fd = -1;
-	unlink(ctl.path); /* under --user it may fail: the next start
-			   * replaces the stale name */
+	if (ctl.path[0])
+		unlink(ctl.path); /* under --user it may fail: the next start
+				   * replaces the stale name */
+}
+
+/**
+ * control_socket() - the control socket, for a handover
+ *
+ * Return: it, or -1 without --control.
+ */
+int control_socket(void)
+{
+	return ctl.fd;
+}
+
+/**
+ * control_forget() - the next process serves the control socket now
+ * @px:	the process
+ *
+ * As control_stop(), but the path is left alone: it names the socket the
+ * next process took over.
+ */
+void control_forget(struct proxy *px)
+{
+	ctl.path[0] = '\0';
+	control_stop(px);
 }

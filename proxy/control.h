@@ -11,5 +11,7 @@ struct proxy;
 
 int control_start(struct proxy *px);
 void control_stop(struct proxy *px);
+int control_socket(void);
+void control_forget(struct proxy *px);
 
 #endif /* SMBSPLICE_CONTROL_H */

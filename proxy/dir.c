@@ -17,6 +17,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+
 #include "connlog.h"
 #include "counter.h"
 #include "dir.h"
@@ -140,4 +142,51 @@ void dir_stop(struct dir *d, struct conn_host *h)
 	stall_forget(&h->stalls, &d->stall);
 	ev_io_stop(h->loop, &d->rd);
 	ev_io_stop(h->loop, &d->wr);
+}
+
+/* The DIR_F_* bits a direction can have. */
+#define DIR_F_ALL \
+	(DIR_F_DONE | DIR_F_OPAQUE | DIR_F_MULTICHANNEL | DIR_F_IFLIST)
+
+/**
+ * dir_save() - write a direction into a handover record
+ * @d:		the direction, its connection paused
+ * @r:		the record
+ * @bytes:	set to its copy buffer's pending bytes, or NULL
+ * @pipe:	set to the pipe holding its spliced bytes, or NULL
+ */
+void dir_save(const struct dir *d, struct img_dir *r, const void **bytes,
+	      const struct pipe_slot **pipe)
+{
+	pump_save(&d->pump, &r->pump, bytes, pipe);
+	if (d->pump.fr)
+		smb_framer_save(&d->fr, &r->fr);
+	r->flags = d->flags;
+}
+
+/**
+ * dir_restore() - continue a direction from a handover record
+ * @d:		the direction, just set up by dir_init() and observed
+ * @r:		the record
+ * @bytes:	its copy buffer's pending bytes
+ * @pipe:	its pipe, adopted into the pool, or NULL; the direction owns
+ *		it whatever the outcome
+ *
+ * Return: 0, or -1 with errno (EINVAL: a state the record's checks
+ * refuse; ENOMEM).
+ */
+int dir_restore(struct dir *d, const struct img_dir *r, const void *bytes,
+		struct pipe_slot *pipe)
+{
+	if ((r->flags & ~DIR_F_ALL) ||
+	    (d->pump.fr && smb_framer_restore(&d->fr, &r->fr))) {
+		if (pipe)
+			pipepool_drop(d->c->host->pipes, pipe);
+		errno = EINVAL;
+		return -1;
+	}
+	if (pump_restore(&d->pump, &r->pump, bytes, pipe))
+		return -1;
+	dir_set(d, r->flags);
+	return 0;
 }

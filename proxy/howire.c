@@ -307,7 +307,7 @@ int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
 
 	if (recv_raw(sock, &h, body, cap, fds, &nfds, deadline_of(timeout_ms)))
 		return -1;
-	if (nfds || h.type < HO_HELLO || h.type > HO_FAIL) {
+	if (nfds || h.type < HO_HELLO || h.type > HO_GO) {
 		close_fds(fds, nfds);
 		errno = EPROTO;
 		return -1;
@@ -473,6 +473,88 @@ static void rx_refuse(char *err, size_t errlen, int e, const struct ho_rx *rx)
 }
 
 /**
+ * rx_chunk() - take a chunk of the image
+ * @rx:		what came so far
+ * @h:		the chunk's header
+ * @body:	its bytes
+ * @err:	buffer for one line saying why it is refused
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 refused.
+ */
+static int rx_chunk(struct ho_rx *rx, const struct ho_msg_head *h,
+		    const char *body, char *err, size_t errlen)
+{
+	if (rx->len + h->len > HO_IMAGE_MAX) {
+		snprintf(err, errlen,
+			 "the handover image is over %u MiB: refused",
+			 HO_IMAGE_MAX >> 20);
+		return -1;
+	}
+	if (rx_grow((void **)&rx->img, &rx->cap, rx->len + h->len, 1)) {
+		snprintf(err, errlen,
+			 "out of memory for the handover image (%zu bytes)",
+			 rx->len + h->len);
+		return -1;
+	}
+	memcpy(rx->img + rx->len, body, h->len);
+	rx->len += h->len;
+	return 0;
+}
+
+/**
+ * rx_fds() - take a batch of descriptors
+ * @rx:		what came so far
+ * @h:		the batch's header
+ * @body:	its count
+ * @fds:	the descriptors that came with it
+ * @nfds:	how many; taken into @rx, or closed on refusal
+ * @err:	buffer for one line saying why it is refused
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 refused.
+ */
+static int rx_fds(struct ho_rx *rx, const struct ho_msg_head *h,
+		  const char *body, const int *fds, size_t nfds, char *err,
+		  size_t errlen)
+{
+	uint32_t n32;
+
+	if (h->len != sizeof(n32)) {
+		snprintf(err, errlen,
+			 "a handover descriptor batch of %u bytes: refused",
+			 h->len);
+		goto refuse;
+	}
+	memcpy(&n32, body, sizeof(n32));
+	if (n32 != nfds) {
+		snprintf(
+			err, errlen,
+			"a handover descriptor batch says %u and carries %zu: refused",
+			n32, nfds);
+		goto refuse;
+	}
+	if (rx->nfds + nfds > HO_NFDS_MAX) {
+		snprintf(err, errlen,
+			 "the handover has over %u descriptors: refused",
+			 HO_NFDS_MAX);
+		goto refuse;
+	}
+	if (rx_grow((void **)&rx->fds, &rx->fdcap, rx->nfds + nfds,
+		    sizeof(int))) {
+		snprintf(err, errlen,
+			 "out of memory for the handover's descriptors");
+		goto refuse;
+	}
+	memcpy(rx->fds + rx->nfds, fds, nfds * sizeof(int));
+	rx->nfds += nfds;
+	return 0;
+refuse:
+	close_fds(fds, nfds);
+	return -1;
+}
+
+/**
  * rx_one() - take one message of the image into @rx
  * @rx:		what came so far
  * @h:		the message's head
@@ -501,55 +583,9 @@ static int rx_one(struct ho_rx *rx, const struct ho_msg_head *h,
 	}
 	switch (h->type) {
 	case HO_IMAGE_CHUNK:
-		if (rx->len + h->len > HO_IMAGE_MAX) {
-			snprintf(err, errlen,
-				 "the handover image is over %u MiB: refused",
-				 HO_IMAGE_MAX >> 20);
-			return -1;
-		}
-		if (rx_grow((void **)&rx->img, &rx->cap, rx->len + h->len, 1)) {
-			snprintf(
-				err, errlen,
-				"out of memory for the handover image (%zu bytes)",
-				rx->len + h->len);
-			return -1;
-		}
-		memcpy(rx->img + rx->len, body, h->len);
-		rx->len += h->len;
-		return 0;
+		return rx_chunk(rx, h, body, err, errlen);
 	case HO_FDS:
-		if (h->len != sizeof(n32)) {
-			snprintf(
-				err, errlen,
-				"a handover descriptor batch of %u bytes: refused",
-				h->len);
-			goto refuse;
-		}
-		memcpy(&n32, body, sizeof(n32));
-		if (n32 != nfds) {
-			snprintf(
-				err, errlen,
-				"a handover descriptor batch says %u and carries %zu: refused",
-				n32, nfds);
-			goto refuse;
-		}
-		if (rx->nfds + nfds > HO_NFDS_MAX) {
-			snprintf(
-				err, errlen,
-				"the handover has over %u descriptors: refused",
-				HO_NFDS_MAX);
-			goto refuse;
-		}
-		if (rx_grow((void **)&rx->fds, &rx->fdcap, rx->nfds + nfds,
-			    sizeof(int))) {
-			snprintf(
-				err, errlen,
-				"out of memory for the handover's descriptors");
-			goto refuse;
-		}
-		memcpy(rx->fds + rx->nfds, fds, nfds * sizeof(int));
-		rx->nfds += nfds;
-		return 0;
+		return rx_fds(rx, h, body, fds, nfds, err, errlen);
 	case HO_DONE:
 		if (h->len != HO_DONE_LEN) {
 			snprintf(err, errlen,

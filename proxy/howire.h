@@ -13,6 +13,8 @@ enum ho_type {
 	HO_DONE,	/* u64 image length, u32 total descriptors */
 	HO_TAKEN,	/* u32 connections */
 	HO_FAIL,	/* text, at most HO_TEXT_MAX bytes, no NUL needed */
+	HO_GO,		/* no body: the old process has stopped for good, the
+			 * new one may touch the sockets */
 };
 
 #define HO_CHUNK (60u << 10) /* image bytes per message */

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 
 #include "dial.h"
+#include "image.h"
 #include "listener.h"
 #include "log.h"
 #include "netns.h"
@@ -178,6 +179,47 @@ static int take_inherited(struct proxy *px, struct lcfg *cfg)
 }
 
 /**
+ * take_handed() - claim the sockets a handover brought for a listener
+ * @px:		the process, with the image it received (if any)
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ *
+ * Matched by name, and by address too unless the listener has none
+ * (socket activation): a listener whose address changed binds anew, and
+ * its old sockets are closed once every connection is taken.
+ *
+ * Return: true if it got its sockets (every worker one).
+ */
+static bool take_handed(struct proxy *px, struct listener *l,
+			const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	struct image_in *in = &px->hin;
+	struct sockaddr_storage a;
+	unsigned got = 0;
+	socklen_t len;
+
+	for (unsigned i = 0; in->sock >= 0 && i < in->img.nls; i++) {
+		const struct img_listener *r = &in->img.ls[i];
+
+		len = sizeof(a);
+		if (strcmp(r->name, l->name) || r->worker >= l->nworkers ||
+		    l->fds[r->worker] >= 0 || in->fds[r->fd] < 0 ||
+		    getsockname(in->fds[r->fd], (struct sockaddr *)&a, &len) ||
+		    (ep->len && (len != ep->len || memcmp(&a, &ep->addr, len))))
+			continue;
+		l->fds[r->worker] = image_in_take_fd(in, r->fd);
+		got++;
+	}
+	/* A worker that had none (out of memory at a reload) shares one. */
+	for (unsigned i = 0; got && i < l->nworkers; i++)
+		for (unsigned j = 0; l->fds[i] < 0 && j < l->nworkers; j++)
+			if (l->fds[j] >= 0)
+				l->fds[i] = fcntl(l->fds[j], F_DUPFD_CLOEXEC, 0);
+	return got > 0;
+}
+
+/**
  * helper_sockets() - one listening socket per worker, from the helper
  * @px:		the process, with its privileged helper
  * @l:		the listener, with @fds all -1
@@ -289,8 +331,10 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	l->cfg = cfg;
 	for (unsigned i = 0; i < l->nworkers; i++)
 		l->fds[i] = -1;
-	fd = take_inherited(px, cfg);
-	if (fd >= 0) {
+	if (take_handed(px, l, cfg)) {
+		/* Bound already, by the process that handed over. */
+		listener_mark(l, LISTENER_HANDED);
+	} else if ((fd = take_inherited(px, cfg)) >= 0) {
 		/* One socket from systemd: every worker accepts on it. */
 		listener_mark(l, LISTENER_INHERITED);
 		l->fds[0] = fd;
@@ -402,6 +446,7 @@ void listener_mark(struct listener *l, enum listener_flag flag)
 		log_debug("listener %s: %s", l->name,
 			  flag == LISTENER_INHERITED   ? "inherited"
 			  : flag == LISTENER_PASSED_ON ? "passed on"
+			  : flag == LISTENER_HANDED    ? "handed over"
 						       : "retired");
 	l->flags |= flag;
 }
@@ -434,4 +479,19 @@ void listener_reap(struct proxy *px)
 			link = &l->next;
 		}
 	}
+}
+
+/**
+ * listener_restore_counters() - go on counting where a handover left off
+ * @l:		the listener
+ * @worker:	whose set
+ * @words:	the counters, a struct lstats as uint64_t words (unaligned)
+ *
+ * Only at start, before the workers run: nothing else writes them yet.
+ */
+void listener_restore_counters(struct listener *l, unsigned worker,
+			       const void *words)
+{
+	if (worker < l->nworkers)
+		memcpy(&l->st[worker], words, sizeof(l->st[worker]));
 }

@@ -74,6 +74,8 @@ enum listener_flag {
 				       * reports its counters */
 	LISTENER_RETIRED = 1u << 2,   /* removed from the configuration;
 				       * freed once its refs are 0 */
+	LISTENER_HANDED = 1u << 3,    /* its sockets came from the process
+				       * that handed over to this one */
 };
 
 /**
@@ -136,5 +138,7 @@ static inline bool listener_is(const struct listener *l,
 	return l->flags & flag;
 }
 void listener_reap(struct proxy *px);
+void listener_restore_counters(struct listener *l, unsigned worker,
+			       const void *words);
 
 #endif /* SMBSPLICE_LISTENER_H */

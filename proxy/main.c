@@ -30,11 +30,16 @@
  *		connections run to their end or for --drain-timeout, then
  *		reset what is left and exit 0; a second SIGTERM stops at once;
  *   SIGINT	stop at once: reset every connection, log it, exit 0;
- *   SIGUSR1	reopen the log (nothing to reopen on standard error).
+ *   SIGUSR1	reopen the log (nothing to reopen on standard error);
+ *   SIGUSR2	hand every listener and connection over to the binary now on
+ *		disk, and exit 0 (handover.c); if that fails, go on as before.
+ *
+ * Started by such a handover (takeover.c), the process takes the old
+ * one's sockets in step 1 and 2 instead of binding them, and its
+ * connections before step 5.
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -51,6 +56,8 @@
 #include "log.h"
 #include "control.h"
 #include "ctl.h"
+#include "fdbudget.h"
+#include "handover.h"
 #include "metrics.h"
 #include "netns.h"
 #include "notify.h"
@@ -61,11 +68,6 @@
 #include "reload.h"
 #include "tracefile.h"
 #include "worker.h"
-
-/* Descriptors kept back, beyond those open at start and the scrapes, for
- * whatever the process opens later (a log or trace file, a config file, a
- * reload's new listening sockets, one per worker). */
-#define FD_SLACK 8
 
 /* How often retired listeners are looked at, to free them. */
 #define REAP_EVERY 5.0
@@ -114,6 +116,7 @@ static void stop_now(struct proxy *px)
 		return;
 	px->state = PX_STOPPED;
 	ev_timer_stop(px->loop, &px->drain_timer);
+	handover_stop(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_STOP, NULL, NULL, -1);
 	for (unsigned i = 0; i < px->nworkers; i++)
@@ -345,6 +348,19 @@ static void on_sigusr1(struct ev_loop *loop, ev_signal *w, int revents)
 }
 
 /**
+ * on_sigusr2() - SIGUSR2: hand over to the binary on disk
+ * @loop:	the main loop
+ * @w:		the signal watcher
+ * @revents:	unused
+ */
+static void on_sigusr2(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	handover_start(w->data);
+}
+
+/**
  * on_reap() - free the retired listeners whose connections have ended
  * @loop:	the main loop
  * @t:		&proxy.reaper
@@ -372,6 +388,7 @@ static void watch_signals(struct proxy *px)
 		{ SIGTERM, on_sigterm, offsetof(struct proxy, sigterm_w) },
 		{ SIGHUP, on_sighup, offsetof(struct proxy, sighup_w) },
 		{ SIGUSR1, on_sigusr1, offsetof(struct proxy, sigusr1_w) },
+		{ SIGUSR2, on_sigusr2, offsetof(struct proxy, sigusr2_w) },
 	};
 
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
@@ -389,65 +406,6 @@ static void watch_signals(struct proxy *px)
 	ev_timer_init(&px->reaper, on_reap, REAP_EVERY, REAP_EVERY);
 	px->reaper.data = px;
 	ev_timer_start(px->loop, &px->reaper);
-}
-
-/**
- * count_open_fds() - descriptors the process has open now
- *
- * Return: the count, or 64 if /proc cannot tell.
- */
-static long count_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	long n = 0;
-
-	if (!d)
-		return 64;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own descriptor */
-}
-
-/**
- * init_limits() - size the descriptor budget from what is open now
- * @px:	the process, with its listeners, loops and metrics socket open
- *
- * What the process holds now, plus concurrent scrapes (with --stats) and a
- * few for logs and files, is kept back; connections and pipes share the
- * rest.
- *
- * Return: 0, or -1 after logging why.
- */
-static int init_limits(struct proxy *px)
-{
-	const struct options *o = px->opt;
-	long reserved = count_open_fds() +
-			(o->stats.len ? METRICS_MAX_SCRAPES : 0) + FD_SLACK;
-	struct rlimit rl;
-	long room;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		rl.rlim_cur = 1 << 20;
-	if (limits_init(&px->limits, o->max_conns, o->max_per_source,
-			o->source_prefix6, o->max_preauth,
-			(long)rl.rlim_cur, reserved)) {
-		log_err("out of memory for the per-source table");
-		return -1;
-	}
-	px->pipe_budget.fds = &px->limits.fds;
-	room = px->limits.fds.limit / 2;
-	if (room < 1) {
-		log_err("the open-files limit (%ld) leaves no descriptor for a connection once %ld are kept back; raise ulimit -n or LimitNOFILE=",
-			(long)rl.rlim_cur, reserved);
-		return -1;
-	}
-	if (o->max_conns > room)
-		log_warn(
-			"--max-conns %u is more than the open-files limit (%ld) allows: at most %ld connections will be open at once; raise ulimit -n or LimitNOFILE=",
-			o->max_conns, (long)rl.rlim_cur, room);
-	return 0;
 }
 
 /**
@@ -666,7 +624,8 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	choose_worker_netns(px);
-	if (metrics_start(px) || control_start(px) || become_user(px))
+	if (metrics_start(px) || control_start(px) ||
+	    handover_init(px, stop_now) || become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
 	 * opening a name that user may plant would follow the user's links. */
@@ -689,7 +648,7 @@ static int start(struct proxy *px, struct options *opt)
 		return -1;
 	listeners_hand_out(px);
 	if (init_limits(px) || log_start() || tracefile_start() ||
-	    run_workers(px))
+	    handover_adopt(px) || run_workers(px))
 		return -1;
 	return 0;
 }
@@ -709,6 +668,27 @@ static int exit_early(struct proxy *px, int status)
 }
 
 /**
+ * start_failed() - undo what start() made, after it said why it failed
+ * @px:	the process
+ *
+ * Taking over from another process, nothing is undone: that process
+ * forwards on, and its control socket's path must stay.
+ *
+ * Return: 1, the exit status.
+ */
+static int start_failed(struct proxy *px)
+{
+	if (px->hin.sock >= 0)
+		handover_refuse(px, "it could not start (see the lines before)");
+	metrics_stop(px);
+	control_stop(px);
+	destroy_all(px);
+	tracefile_close();
+	log_stop();
+	return 1;
+}
+
+/**
  * main() - read the configuration, run the proxy until told to stop
  * @argc:	argument count
  * @argv:	arguments
@@ -721,7 +701,9 @@ int main(int argc, char **argv)
 	struct proxy px = { .metrics = METRICS_INIT,
 			    .worker_netns = -1,
 			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
-			    .sync_cond = PTHREAD_COND_INITIALIZER };
+			    .sync_cond = PTHREAD_COND_INITIALIZER,
+			    .hout = { .sock = -1 },
+			    .hin = { .sock = -1 } };
 	struct options opt;
 	uint64_t total;
 	char err[512];
@@ -765,14 +747,10 @@ int main(int argc, char **argv)
 		return exit_early(&px, 1);
 	}
 	watch_signals(&px);
-	if (start(&px, &opt)) {
-		metrics_stop(&px);
-		control_stop(&px);
-		destroy_all(&px);
-		tracefile_close();
-		log_stop();
-		return 1;
-	}
+	if (handover_receive(&px))
+		return exit_early(&px, 1);
+	if (start(&px, &opt))
+		return start_failed(&px);
 	log_listeners(&px, true);
 	notify_ready(px.cfg->nls);
 

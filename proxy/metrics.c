@@ -37,6 +37,7 @@
 #include "counters.h"
 #include "listener.h"
 #include "log.h"
+#include "image.h"
 #include "metrics.h"
 #include "promtext.h"
 #include "tracefile.h"
@@ -471,8 +472,11 @@ int metrics_start(struct proxy *px)
 	px->metrics.fd = -1;
 	if (!ep->len)
 		return 0;
-	px->metrics.fd = sock_listen((const struct sockaddr *)&ep->addr,
-				     ep->len, false, false);
+	/* After a handover, the old process's socket: the address stays. */
+	px->metrics.fd = image_in_take_fd(&px->hin, px->hin.img.proc.metrics_fd);
+	if (px->metrics.fd < 0)
+		px->metrics.fd = sock_listen((const struct sockaddr *)&ep->addr,
+					     ep->len, false, false);
 	if (px->metrics.fd < 0) {
 		log_err("cannot listen for --stats on %s: %s", ep->text,
 			strerror(errno));
@@ -501,4 +505,15 @@ void metrics_stop(struct proxy *px)
 		scrape_end(px->metrics.scrapes);
 	free(px->metrics.page);
 	px->metrics.page = NULL;
+}
+
+/**
+ * metrics_socket() - the --stats listening socket, for a handover
+ * @px:	the process
+ *
+ * Return: it, or -1 without --stats.
+ */
+int metrics_socket(const struct proxy *px)
+{
+	return px->metrics.fd;
 }

@@ -18,6 +18,7 @@ struct proxy;
 
 int metrics_start(struct proxy *px);
 void metrics_stop(struct proxy *px);
+int metrics_socket(const struct proxy *px);
 void metrics_report_listener(const struct listener *l, struct lreport *r);
 
 #endif /* SMBSPLICE_METRICS_H */

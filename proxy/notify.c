@@ -78,3 +78,16 @@ void notify_stopping(unsigned long open)
 	sd_notifyf(0, "STOPPING=1\nSTATUS=draining %lu connection%s", open,
 		   open == 1 ? "" : "s");
 }
+
+/**
+ * notify_mainpid() - a handover is done: the service's process is @pid
+ * @pid:	the new process
+ *
+ * Sent by the old process, the main one until now, which the unit's
+ * NotifyAccess= accepts it from; the new one is the main one after.
+ */
+void notify_mainpid(pid_t pid)
+{
+	sd_notifyf(0, "MAINPID=%d\nSTATUS=handed over to pid %d", (int)pid,
+		   (int)pid);
+}

@@ -11,8 +11,11 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
+#include "image.h"
 #include "listener.h"
 #include "observe.h"
 #include "options.h"
@@ -112,5 +115,84 @@ void observe_end(struct conn *c, bool clean)
 {
 	timing_end(&c->tm);
 	trace_conn_end(c->trace, clean);
+	c->trace = NULL;
+}
+
+/**
+ * observe_save() - what a handover carries of a connection's observers
+ * @c:		the connection, paused
+ * @tm:		filled with its outstanding requests
+ * @tm_len:	set to the bytes of @tm that hold anything, or 0 if there
+ *		is nothing to carry
+ * @tr:		filled with its capture's state
+ * @tr_len:	set to sizeof(*@tr), or 0 without a capture
+ */
+void observe_save(const struct conn *c, struct timing_saved *tm,
+		  uint32_t *tm_len, struct trace_conn_saved *tr,
+		  uint32_t *tr_len)
+{
+	timing_save(&c->tm, tm);
+	*tm_len = tm->nreq || tm->hidden || tm->frame_t0[0] ||
+				  tm->frame_t0[1] || tm->fwd[0].len ||
+				  tm->fwd[1].len
+			  ? (uint32_t)image_timing_len(tm->nreq)
+			  : 0;
+	*tr_len = 0;
+	if (c->trace) {
+		trace_conn_save(c->trace, tr);
+		*tr_len = sizeof(*tr);
+	}
+}
+
+/**
+ * observe_adopt() - a connection a handover brought in is observed as it
+ *		     was
+ * @c:		the connection, open, before conn_dirs_init()
+ * @tm:		its outstanding requests (unaligned), or NULL
+ * @tm_len:	their bytes, as image_timing_len()
+ * @tr:		its capture's state (unaligned), or NULL
+ *
+ * Without --trace here the capture stops; with it, and none before, this
+ * connection is not captured (its start was not seen).
+ *
+ * Return: 0, or -1 (a state the checks refuse, or memory).
+ */
+int observe_adopt(struct conn *c, const void *tm, size_t tm_len,
+		  const void *tr)
+{
+	struct timing_saved *ts;
+	struct trace_conn_saved trs;
+	int r = 0;
+
+	timing_init(&c->tm, c->host->timing, &c->st->tot);
+	if (tm) {
+		/* Up to 24 KiB: not for the stack of a thread. */
+		if (!(ts = calloc(1, sizeof(*ts))))
+			return -1;
+		memcpy(ts, tm, tm_len);
+		r = timing_restore(&c->tm, ts);
+		free(ts);
+		if (r)
+			return -1;
+	}
+	if (tr && tracefile_enabled()) {
+		memcpy(&trs, tr, sizeof(trs));
+		if (trace_conn_restore(&c->trace, &trs))
+			return -1;
+	}
+	return 0;
+}
+
+/**
+ * observe_forget() - a connection was handed over: free its observers
+ *		      without a last word
+ * @c:	the connection
+ *
+ * The capture's end is the next process's to write.
+ */
+void observe_forget(struct conn *c)
+{
+	timing_end(&c->tm);
+	trace_conn_free(c->trace);
 	c->trace = NULL;
 }

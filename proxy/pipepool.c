@@ -351,3 +351,37 @@ unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
 			max, fit, soft);
 	return (unsigned)fit;
 }
+
+/**
+ * pipepool_adopt() - take a pipe that holds bytes, from another process
+ * @p:	the pool
+ * @rd:	its read end
+ * @wr:	its write end
+ *
+ * A handover passes the pipes of splices in flight with their bytes still
+ * inside. They count against the budget like the pool's own, even past
+ * its limit: the process that held them was within the same limits.
+ *
+ * Return: the slot, lent; or NULL (memory, or not a pipe: EINVAL), with
+ * both ends closed.
+ */
+struct pipe_slot *pipepool_adopt(struct pipe_pool *p, int rd, int wr)
+{
+	struct pipe_slot *s = NULL;
+	int cap = fcntl(wr, F_GETPIPE_SZ);
+
+	if (cap <= 0 || fcntl(rd, F_GETPIPE_SZ) != cap)
+		errno = EINVAL;
+	else if ((s = malloc(sizeof(*s))))
+		*s = (struct pipe_slot){ .rd = rd, .wr = wr, .cap = (size_t)cap };
+	if (!s) {
+		close(rd);
+		close(wr);
+		return NULL;
+	}
+	budget_force(&p->budget->pipes, 1);
+	if (p->budget->fds)
+		budget_force(p->budget->fds, 2);
+	counter_add(&p->lent, 1);
+	return s;
+}

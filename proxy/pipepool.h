@@ -64,6 +64,7 @@ void pipepool_put(struct pipe_pool *p, struct pipe_slot *s);
 void pipepool_drop(struct pipe_pool *p, struct pipe_slot *s);
 unsigned pipepool_trim(struct pipe_pool *p);
 void pipepool_destroy(struct pipe_pool *p);
+struct pipe_slot *pipepool_adopt(struct pipe_pool *p, int rd, int wr);
 unsigned pipepool_budget_open(const struct pipe_budget *b);
 unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
 			 size_t len);

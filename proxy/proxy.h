@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include "connlimits.h"
+#include "handover-t.h"
+#include "image.h"
 #include "metrics-t.h"
 #include "options.h"
 #include "pipepool.h"
@@ -61,11 +63,15 @@ enum proxy_state {
  * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
  * @sighup_w:		SIGHUP: reload the config file
  * @sigusr1_w:		SIGUSR1: reopen the log files
+ * @sigusr2_w:		SIGUSR2: hand over to the binary on disk (handover.c)
  * @drained_w:		a worker says it has drained
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then
  * @state:		its stage
  * @metrics:		the --stats endpoint's state, metrics.c's alone
+ * @hout:		handing this process over (handover.c)
+ * @hin:		what the process this one took over from sent
+ *			(takeover.c)
  *
  * The main thread forwards nothing. It watches signals, reloads, drains,
  * serves /metrics by reading the workers' counters, and reaches the
@@ -92,12 +98,14 @@ struct proxy {
 	pthread_mutex_t sync_lock;
 	pthread_cond_t sync_cond;
 	unsigned long synced;
-	ev_signal sigint_w, sigterm_w, sighup_w, sigusr1_w;
+	ev_signal sigint_w, sigterm_w, sighup_w, sigusr1_w, sigusr2_w;
 	ev_async drained_w;
 	ev_timer drain_timer;
 	ev_timer reaper;
 	enum proxy_state state;
 	struct metrics metrics;
+	struct handover_out hout;
+	struct image_in hin;
 };
 
 #endif /* SMBSPLICE_PROXY_H */

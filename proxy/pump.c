@@ -47,11 +47,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
 #include "counter.h"
 #include "monotime.h"
+#include "options.h"
 #include "pump.h"
 
 enum io_res {
@@ -566,4 +568,113 @@ void pump_release(struct pump *h)
 		pipepool_put(h->pipes, h->pipe);
 	h->pipe = NULL;
 	h->in_pipe = 0;
+}
+
+/**
+ * pump_save() - what a handover must carry of a direction
+ * @h:		the direction, whose loop is paused
+ * @s:		filled in
+ * @bytes:	set to the copy buffer's pending bytes (s->pending of them),
+ *		or NULL
+ * @pipe:	set to the pipe holding s->in_pipe bytes, or NULL
+ *
+ * The pipe itself is not read: its two ends go to the next process, with
+ * the bytes still inside, and no byte is copied.
+ */
+void pump_save(const struct pump *h, struct pump_saved *s, const void **bytes,
+	       const struct pipe_slot **pipe)
+{
+	*s = (struct pump_saved){
+		.in_pipe = h->pipe ? h->in_pipe : 0,
+		.pending = h->buf ? h->buf_len - h->buf_off : 0,
+		.spliced = h->spliced,
+		.copied = h->copied,
+		.err = h->err,
+		.more = h->more,
+		.drained = h->drained,
+		.src_eof = h->src_eof,
+		.dst_shut = h->dst_shut,
+		.midframe = h->midframe,
+		.splicing = h->policy.splicing,
+	};
+	*bytes = s->pending ? h->buf + h->buf_off : NULL;
+	*pipe = s->in_pipe ? h->pipe : NULL;
+}
+
+/**
+ * pump_restore() - continue a direction another process was running
+ * @h:		the direction, just set up by pump_init()
+ * @s:		its saved state, from the image (checked here)
+ * @bytes:	s->pending bytes that were waiting in its copy buffer
+ * @pipe:	the pipe holding s->in_pipe bytes, already counted in the
+ *		pool (pipepool_adopt()), or NULL; the direction owns it from
+ *		here, whatever the outcome
+ *
+ * Return: 0, or -1 with errno: EINVAL for a state no pump could have been
+ * in (a pipe and a buffer both pending, bytes after end of file was
+ * forwarded, a flag not 0 or 1), ENOMEM.
+ */
+int pump_restore(struct pump *h, const struct pump_saved *s, const void *bytes,
+		 struct pipe_slot *pipe)
+{
+	const uint8_t *flags = &s->more;
+
+	for (unsigned i = 0; i < 6; i++)
+		if (flags[i] > 1)
+			goto bad;
+	if ((s->in_pipe && s->pending) || (!!s->in_pipe != !!pipe) ||
+	    (s->dst_shut && (s->in_pipe || s->pending || !s->src_eof)) ||
+	    (pipe && s->in_pipe > pipe->cap) ||
+	    s->pending > OPT_MAX_PIPE_SIZE)
+		goto bad;
+	h->spliced = s->spliced;
+	h->copied = s->copied;
+	h->err = s->err;
+	h->more = s->more;
+	h->drained = s->drained;
+	h->src_eof = s->src_eof;
+	h->dst_shut = s->dst_shut;
+	h->midframe = s->midframe;
+	h->policy.splicing = s->splicing;
+	if (pipe) {
+		h->pipe = pipe;
+		h->in_pipe = s->in_pipe;
+	}
+	if (!s->pending)
+		return 0;
+	h->buf_own = s->pending > h->bufs->size;
+	h->buf = h->buf_own ? bufpool_get_large(h->bufs, s->pending)
+			    : bufpool_get(h->bufs);
+	if (!h->buf) {
+		h->buf_own = false;
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(h->buf, bytes, s->pending);
+	h->buf_off = 0;
+	h->buf_len = s->pending;
+	return 0;
+bad:
+	if (pipe)
+		pipepool_drop(h->pipes, pipe);
+	errno = EINVAL;
+	return -1;
+}
+
+/**
+ * pump_abandon() - forget a direction another process has taken over
+ * @h:	the direction, saved and handed over
+ *
+ * The pipe's bytes now belong to the next process, which holds its two
+ * ends: this process only closes its own copies, and frees the buffer.
+ */
+void pump_abandon(struct pump *h)
+{
+	if (h->pipe) {
+		pipepool_drop(h->pipes, h->pipe);
+		h->pipe = NULL;
+		h->in_pipe = 0;
+	}
+	if (h->buf)
+		buf_return(h);
 }

@@ -103,6 +103,35 @@ enum pump_status {
  * direction cannot starve the others. */
 #define PUMP_BUDGET 16
 
+/**
+ * struct pump_saved - a direction's bytes and flags, as a handover carries
+ *		       them to the next process (connmove.c)
+ * @in_pipe:	bytes in the pipe, whose two ends travel beside the image;
+ *		0 when no pipe is held
+ * @pending:	bytes of the copy buffer not yet written; they follow the
+ *		record in the image
+ * @spliced:	as struct pump
+ * @copied:	as struct pump
+ * @err:	as struct pump
+ * @more:	as struct pump (0 or 1, as every flag below)
+ * @drained:	as struct pump
+ * @src_eof:	as struct pump
+ * @dst_shut:	as struct pump
+ * @midframe:	as struct pump
+ * @splicing:	the flow policy's state (struct flow_policy)
+ * @pad:	zero
+ *
+ * Fixed-width fields only: the image is written by one build and read by
+ * another.
+ */
+struct pump_saved {
+	uint64_t in_pipe, pending;
+	uint64_t spliced, copied;
+	int32_t err;
+	uint8_t more, drained, src_eof, dst_shut, midframe, splicing;
+	uint8_t pad[2];
+};
+
 void pump_init(struct pump *h, struct sock *src, struct sock *dst,
 	       struct pipe_pool *pipes, struct buf_pool *bufs, bool splice_ok,
 	       struct smb_framer *fr, struct pump_stats *tot);
@@ -115,5 +144,10 @@ void pump_release(struct pump *h);
 bool pump_pending(const struct pump *h);
 bool pump_holds_pipe(const struct pump *h);
 int pump_unpipe(struct pump *h);
+void pump_save(const struct pump *h, struct pump_saved *s, const void **bytes,
+	       const struct pipe_slot **pipe);
+int pump_restore(struct pump *h, const struct pump_saved *s, const void *bytes,
+		 struct pipe_slot *pipe);
+void pump_abandon(struct pump *h);
 
 #endif /* SMBSPLICE_PUMP_H */

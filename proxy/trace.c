@@ -634,3 +634,15 @@ int trace_conn_restore(struct trace_conn **out,
 	*out = t;
 	return 0;
 }
+
+/**
+ * trace_conn_free() - drop a capture without writing its end
+ * @t:	the capture, or NULL
+ *
+ * For a connection handed over: the next process writes the rest of its
+ * records, and its end, from the state trace_conn_save() gave it.
+ */
+void trace_conn_free(struct trace_conn *t)
+{
+	free(t);
+}

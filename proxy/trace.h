@@ -73,6 +73,7 @@ void trace_message(struct trace_conn *t, enum dir_index d,
 		   const struct smb_msg *m);
 void trace_chunk_done(struct trace_conn *t, enum dir_index d, bool opaque);
 void trace_conn_end(struct trace_conn *t, bool clean);
+void trace_conn_free(struct trace_conn *t);
 void trace_conn_save(const struct trace_conn *t, struct trace_conn_saved *s);
 int trace_conn_restore(struct trace_conn **out,
 		       const struct trace_conn_saved *s);

@@ -40,6 +40,8 @@
 #include "accept.h"
 #include "alloc.h"
 #include "conn.h"
+#include "connmove.h"
+#include "connsetup.h"
 #include "connlog.h"
 #include "connview.h"
 #include "counter.h"
@@ -193,6 +195,22 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 	case WCMD_HOLD:
 	case WCMD_RESUME:
 		worker_hold(w, c->l, c->kind == WCMD_HOLD);
+		return false;
+	case WCMD_PAUSE:
+		accept_pause(&w->acc);
+		conn_host_pause(&w->host);
+		return false;
+	case WCMD_SAVE:
+		accept_save(&w->acc, c->arg);
+		conn_host_save(&w->host, c->arg);
+		return false;
+	case WCMD_UNPAUSE:
+		accept_resume(&w->acc);
+		conn_host_resume(&w->host);
+		return false;
+	case WCMD_ABANDON:
+		accept_remove_all(&w->acc, false);
+		conn_host_abandon(&w->host);
 		return false;
 	case WCMD_SYNC:
 		pthread_mutex_lock(&w->px->sync_lock);

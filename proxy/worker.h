@@ -32,6 +32,12 @@ enum worker_cmd_kind {
 	WCMD_KILL,     /* reset the connection @arg (struct conn_kill) names */
 	WCMD_HOLD,     /* stop accepting on @l until WCMD_RESUME */
 	WCMD_RESUME,   /* accept on @l again */
+	WCMD_PAUSE,    /* a handover: stop accepting and forwarding */
+	WCMD_SAVE,     /* write the listening sockets and connections into
+			* @arg, a struct image_writer (paused) */
+	WCMD_UNPAUSE,  /* the handover failed: forward and accept again */
+	WCMD_ABANDON,  /* the handover is done: forget every listening socket
+			* and connection, closing this process's copies */
 };
 
 /* A worker's stage; worker_set_state() alone moves it:

@@ -9,6 +9,11 @@ exit 0 on SIGTERM, its log must hold no sanitizer report (a build with
 --enable-sanitizers writes them there, leaks at exit included), and, unless
 the test stopped it with connections open on purpose, it must hold no
 socket or pipe it did not hold once it was listening.
+
+Proxy.handover() sends a live handover's SIGUSR2 and follows the process
+that takes over (its pid, exit status, descriptors, /metrics), checking
+that the one it replaced exited 0; every process of the chain writes to
+the same log, checked at the end as one.
 """
 import atexit
 import hashlib
@@ -492,13 +497,15 @@ class Proxy:
     EXIT_WAIT = 30.0
 
     def __init__(self, backend, *args, listen_host="127.0.0.1", rlimit_nofile=None, check_start=True, stats=False,
-                 user=None, port=None, listen=True, env=None, wrap=()):
+                 user=None, port=None, listen=True, env=None, wrap=(), exe=None):
         """port: listen on this port rather than a free one reserved on the
         host: for a listen address in a network namespace of the test's
         own (--listen-netns among args), where no other test can take it.
         listen=False: args alone describe the listeners (a config file);
         backend is then ignored. env: the daemon's environment. wrap: a
-        command that execs smbsplice (systemd-socket-activate ...)."""
+        command that execs smbsplice (systemd-socket-activate ...). exe:
+        the binary to start rather than the built one (a copy the test
+        replaces before a handover, as an upgrade does)."""
         if not listen:
             self.port, holder = None, socket.socket()
         elif port:
@@ -516,7 +523,7 @@ class Proxy:
             args = (*args, "--stats", f"127.0.0.1:{self.stats_port}")
         self.logf = tempfile.NamedTemporaryFile(prefix="smbsplice-", suffix=".log", delete=False)
         self.binary = user_copy(SMBSPLICE) if user else None
-        argv = [*wrap, self.binary or SMBSPLICE,
+        argv = [*wrap, self.binary or exe or SMBSPLICE,
                 *(("--listen", self.addr, "--backend", backend) if listen else ()), *args]
         pre = None
         if rlimit_nofile or user:
@@ -537,6 +544,7 @@ class Proxy:
         self.max_pipes = int(args[args.index("--max-pipes") + 1]) if "--max-pipes" in args else 1024
         self.stats = stats
         self.fds0 = None
+        self.previous = []  # the processes a handover replaced, oldest first
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre, env=env)
         Proxy.running.append(self)
         if not check_start:
@@ -554,6 +562,77 @@ class Proxy:
         fds, its threads'. (Every listener's sockets are open before the
         first "listening on" line.)"""
         self.fds0 = fd_table(self.proc.pid)
+
+    def handover(self, timeout=30.0):
+        """`kill -USR2` the daemon and follow the process it hands over to
+        (NEW): wait for OLD's `handover: N connections to pid P, forwarding
+        paused X ms` line and NEW's `handover: took ...` line, check OLD
+        exited 0, then make NEW this Proxy's process, so that stop(),
+        /metrics, the exit status and the descriptor check are NEW's from
+        now on (the log is shared: NEW writes to OLD's stderr). Return
+        {"conns", "pid", "paused_ms", "took_conns", "took_listeners"}.
+
+        NEW is OLD's child; this process becomes a child subreaper first so
+        that NEW, orphaned when OLD exits, is adopted here and its exit
+        status can be read (Adopted)."""
+        become_subreaper()
+        old = self.proc
+        done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines(), re.M))
+        took = len(re.findall(HANDOVER_TOOK_RE, self.whole_lines(), re.M))
+        old.send_signal(signal.SIGUSR2)
+        line = self.wait_log(HANDOVER_DONE_RE, timeout, count=done + 1)[done]
+        conns, pid, paused = int(line[0]), int(line[1]), float(line[2])
+        taken = [t for t in self.wait_log(HANDOVER_TOOK_RE, timeout, count=took + 1) if int(t[2]) == old.pid]
+        if not taken:
+            raise TestFailure(f"no `handover: took ... from pid {old.pid}` line:\n{self.log()}")
+        try:
+            old.wait(self.EXIT_WAIT)
+        except subprocess.TimeoutExpired:
+            raise TestFailure(f"pid {old.pid} still runs {self.EXIT_WAIT:.0f} s after handing over to {pid}")
+        if old.returncode != 0:
+            raise TestFailure(f"pid {old.pid} exited {old.returncode} after handing over, not 0:\n{self.log()}")
+        report = sanitizer_report(self.log())
+        if report:
+            raise TestFailure(f"sanitizer report in the log after the handover from pid {old.pid}:\n{report}")
+        self.previous.append(old)
+        self.proc = Adopted(pid)
+        wait_for(f"pid {pid} adopted once pid {old.pid} exited", lambda: self.proc.adopted(), 10)
+        reap_orphans()
+        if self.stats:
+            # NEW serves /metrics once it has taken everything; the
+            # descriptor snapshot is taken after it does.
+            wait_for(f"/metrics of pid {pid} answering", lambda: self._scrape_ok(), 10)
+        if self.fds0 is not None:
+            self.started()
+        return {"conns": conns, "pid": pid, "paused_ms": paused,
+                "took_conns": int(taken[0][0]), "took_listeners": int(taken[0][1])}
+
+    def handover_fails(self, why=r".*", timeout=30.0):
+        """`kill -USR2` the daemon for a handover that must fail: wait for
+        `handover failed: WHY; this process goes on forwarding` (WHY
+        matching @why), check the daemon still runs and is still the same
+        process; return WHY."""
+        become_subreaper()
+        n = len(re.findall(HANDOVER_FAILED_RE, self.whole_lines(), re.M))
+        pid = self.proc.pid
+        self.proc.send_signal(signal.SIGUSR2)
+        got = self.wait_log(HANDOVER_FAILED_RE, timeout, count=n + 1)[n]
+        if not re.search(why, got):
+            raise TestFailure(f"handover failed for another reason than {why!r}: {got}")
+        if self.proc.poll() is not None or self.proc.pid != pid:
+            raise TestFailure(f"pid {pid} did not go on after a failed handover ({self.proc.returncode}):\n{self.log()}")
+        reap_orphans()
+        return got
+
+    def _scrape_ok(self):
+        """Whether /metrics answers at all (a cached page will do)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.stats_port}/metrics", timeout=5) as r:
+                r.read()
+            note_scrape(self.stats_port)
+            return True
+        except (OSError, urllib.error.URLError):
+            return False
 
     def log(self):
         with open(self.logf.name, errors="replace") as f:
@@ -732,6 +811,116 @@ class Proxy:
                 print(f"--- log of {' '.join(p.argv)}\n{log}", flush=True)
         if failure:
             raise failure
+
+
+# The lines of a live handover (`kill -USR2`, docs: HANDOVER.md): OLD's
+# when NEW has taken everything, NEW's when it starts, OLD's when it goes on.
+HANDOVER_DONE_RE = r"handover: (\d+) connections to pid (\d+), forwarding paused ([\d.]+) ms"
+HANDOVER_TOOK_RE = r"handover: took (\d+) connections and (\d+) listeners from pid (\d+)"
+HANDOVER_FAILED_RE = r"handover failed: (.*); this process goes on forwarding$"
+PR_SET_CHILD_SUBREAPER = 36
+_subreaper = False
+
+
+def become_subreaper():
+    """Make this process the child subreaper of what it starts: a daemon
+    that a handover replaced leaves its successor (its child) orphaned,
+    and the successor is adopted here instead of by init, so that its
+    exit status can be read. Only processes orphaned from then on are
+    adopted (start Samba first: smbd, a background job of its script, is
+    orphaned at start)."""
+    global _subreaper
+    if _subreaper:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0):
+        raise TestFailure(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
+    _subreaper = True
+
+
+def reap_orphans(names=("smbsplice", "smbd")):
+    """Reap the zombies adopted here (see become_subreaper) whose command
+    is one of @names and that no Proxy is following: the helpers of a
+    daemon that handed over, a script's smbd. Children this process
+    started itself (subprocess) are waited for by their Popen, and left."""
+    if not _subreaper:
+        return
+    mine = {p.proc.pid for p in Proxy.running + Proxy.stopped}
+    mine |= {q.pid for p in Proxy.running + Proxy.stopped for q in p.previous}
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in mine:
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields[0] == "Z" and int(fields[1]) == me and any(comm.startswith(n) for n in names):
+            try:
+                os.waitpid(int(name), os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+class Adopted:
+    """A daemon started by a handover, followed by pid: the part of
+    subprocess.Popen's interface Proxy uses (pid, poll, wait, send_signal,
+    kill, returncode). Its exit status can be read once it is adopted here
+    (its parent, the daemon that handed over, has exited; see
+    become_subreaper)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def adopted(self):
+        """Whether this process is now its parent (or it has been reaped)."""
+        if self.returncode is not None:
+            return True
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            return False
+        return int(stat[stat.rfind(")") + 2:].split()[1]) == os.getpid()
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                # Not (yet) adopted: alive while /proc has it, not a zombie.
+                try:
+                    with open(f"/proc/{self.pid}/stat") as f:
+                        alive = f.read().rsplit(")", 1)[1].split()[0] != "Z"
+                except OSError:
+                    alive = False
+                if not alive:
+                    raise TestFailure(f"pid {self.pid} ended before it was adopted: exit status unknown")
+                return None
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
 
 
 CONN_RE = re.compile(r"conn (\S+) -> (\S+) listener=(\S+) worker=(\d+) end=(\w+)(?: \((.*?)\))? dur=([\d.]+)s "

@@ -187,14 +187,21 @@ def hold(workers, n):
     srv.close()
 
 
-def main():
+def fleet_size(want=2000):
+    """Raise this process's open-files limit to its hard limit; return how
+    many connections it can hold, @want at most. This process holds both
+    ends (client and echo backend); smbsplice, another process, holds two
+    descriptors per connection of its own."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # This process holds both ends (client and echo backend); smbsplice,
-    # another process, holds two descriptors per connection of its own.
-    n = min(2000, (hard - 100) // 2)
-    if n < 2000:
-        print(f"open-files limit {hard}: holding {n} connections instead of 2000", flush=True)
+    n = min(want, (hard - 100) // 2)
+    if n < want:
+        print(f"open-files limit {hard}: holding {n} connections instead of {want}", flush=True)
+    return n
+
+
+def main():
+    n = fleet_size()
     hold(1, n)
     hold(2, n)
 
