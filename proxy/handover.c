@@ -282,6 +282,10 @@ static void on_hello(struct ev_loop *loop, ev_io *iow, int revents)
 		     "the new process's first message was not HELLO");
 		return;
 	}
+	if (px->state != PX_RUNNING) {
+		fail(px, false, "this process began to stop meanwhile");
+		return;
+	}
 	if (body[0] != IMG_VERSION) {
 		fail(px, false,
 		     "the new binary reads another image format: stop this process to upgrade (drain and restart)");
