@@ -181,20 +181,10 @@ void conn_host_abandon(struct conn_host *h)
 	struct conn *c;
 
 	while ((c = h->conns)) {
-		h->conns = c->next;
 		for (unsigned i = 0; i < DIR_COUNT; i++)
 			pump_abandon(&c->dir[i].pump);
 		observe_forget(c);
-		close(c->cli.fd);
-		if (c->srv.fd >= 0)
-			close(c->srv.fd);
-		counter_sub(&h->active, 1);
-		if (c->admitted)
-			limits_release(&h->px->limits, &c->source, c->unauth);
-		conn_host_unreserve(h);
-		lcfg_put(c->cfg);
-		listener_put(c->l);
-		free(c);
+		conn_free(c);
 	}
 }
 

@@ -114,10 +114,26 @@ void conn_end(struct conn *c, enum conn_end end, const char *why)
 		if (c->srv.fd >= 0)
 			sock_set_linger0(c->srv.fd);
 	}
+	conn_free(c);
+	h->ops->ended(h->ctx);
+}
+
+/**
+ * conn_free() - close a connection's sockets, give back all it holds, free
+ *		 it
+ * @c:	the connection, its watchers stopped, its pumps and observers
+ *	released
+ *
+ * The close is a plain one: whatever conn_end() decided (a reset, a FIN)
+ * is done, and a handed-over connection's sockets are the next process's.
+ */
+void conn_free(struct conn *c)
+{
+	struct conn_host *h = c->host;
+
 	close(c->cli.fd);
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
-
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -131,7 +147,6 @@ void conn_end(struct conn *c, enum conn_end end, const char *why)
 	lcfg_put(c->cfg);
 	listener_put(c->l);
 	free(c);
-	h->ops->ended(h->ctx);
 }
 
 /**
