@@ -195,6 +195,11 @@ class Guest:
         """The values of every `say KEY VALUE...` so far, as lists of words."""
         return [v.split()[1:] for v in self.marks("SAY") if v.split()[:1] == [key]]
 
+    def wait_said(self, key, timeout=120):
+        """Wait for the script's `say KEY ...`; return its values (said)."""
+        self._wait(lambda: self.said(key), timeout, f"`say {key}`")
+        return self.said(key)
+
     def tail(self, n=40):
         return "\n".join(self.text().splitlines()[-n:])
 
