@@ -75,10 +75,6 @@
 #include "pump.h"
 #include "sock.h"
 
-/* After the backend socket could not be created for want of descriptors:
- * how long to wait before the next try (and the accept pause). */
-#define CONNECT_RETRY 0.1
-
 /* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
  * incomplete first frame is looked at again. */
 #define FIRST_FRAME_POLL 0.05
@@ -269,7 +265,7 @@ static void conn_connect(struct conn *c)
 	r = dial_from(h->px, h->netns_ino, &req, &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
 		h->ops->out_of_fds(h->ctx, strerror(errno));
-		conn_rearm(c, CONNECT_RETRY);
+		conn_rearm(c, CONN_CONNECT_RETRY);
 		return;
 	}
 	if (r < 0) {

@@ -63,13 +63,21 @@ static void conn_resume(struct conn *c)
 	struct ev_loop *loop = c->host->loop;
 	ev_tstamp left = c->deadline - ev_now(loop);
 
+	if (left < 0)
+		left = 0;
 	switch (c->state) {
+	case CS_CONNECTING:
+		if (c->srv.fd < 0) { /* waits for a descriptor: retry soon */
+			conn_rearm(c, left < CONN_CONNECT_RETRY
+					      ? left
+					      : CONN_CONNECT_RETRY);
+			return;
+		}
+		/* fall through */
 	case CS_PROXY_HEADER:
 	case CS_HANDSHAKE:
-	case CS_CONNECTING:
-		if (c->state != CS_CONNECTING || c->srv.fd >= 0)
-			ev_io_start(loop, &c->connect_w);
-		conn_rearm(c, left > 0 ? left : 0.);
+		ev_io_start(loop, &c->connect_w);
+		conn_rearm(c, left);
 		return;
 	case CS_OPEN:
 		conn_arm_open(c);

@@ -7,6 +7,10 @@
 void conn_set_state(struct conn *c, enum conn_state next);
 void conn_end(struct conn *c, enum conn_end end, const char *why);
 void conn_free(struct conn *c);
+
+/* After the backend socket could not be created for want of descriptors:
+ * how long to wait before the next try (and the accept pause). */
+#define CONN_CONNECT_RETRY 0.1
 enum conn_end conn_end_for_errno(int err);
 const char *conn_state_text(enum conn_state s);
 void conn_rearm(struct conn *c, ev_tstamp after);

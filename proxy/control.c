@@ -28,6 +28,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,6 +417,24 @@ fail:
 }
 
 /**
+ * control_same() - is a handed-over control socket at this path
+ * @fd:		the socket
+ * @path:	--control
+ *
+ * Return: true if it is bound there.
+ */
+static bool control_same(int fd, const char *path)
+{
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a);
+
+	return !getsockname(fd, (struct sockaddr *)&a, &len) &&
+	       a.sun_family == AF_UNIX &&
+	       len > offsetof(struct sockaddr_un, sun_path) &&
+	       !strncmp(a.sun_path, path, sizeof(a.sun_path));
+}
+
+/**
  * control_start() - open --control, if it is set
  * @px:	the process, before the workers start and before --user
  *
@@ -434,6 +453,10 @@ int control_start(struct proxy *px)
 	}
 	/* After a handover, the old process's socket, at the same path. */
 	ctl.fd = image_in_take_fd(&px->hin, px->hin.img.proc.control_fd);
+	if (ctl.fd >= 0 && !control_same(ctl.fd, o->control)) {
+		close(ctl.fd); /* --control changed: bind it anew */
+		ctl.fd = -1;
+	}
 	if (ctl.fd < 0)
 		ctl.fd = control_bind(o);
 	if (ctl.fd < 0)

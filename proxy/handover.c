@@ -59,16 +59,12 @@
 #include "monotime.h"
 #include "notify.h"
 #include "proxy.h"
+#include "tracefile.h"
 #include "worker.h"
 
-/* How long NEW may take to start and say HELLO (a sanitizer build on a
- * loaded machine takes seconds), and how long each later step may take:
- * the image's transfer, NEW's rebuild, GO. */
-#define HELLO_TIMEOUT	60.0
-#define STEP_TIMEOUT_MS 10000
-
-/* The environment variable that names NEW's end of the socket. */
-#define HANDOVER_ENV "SMBSPLICE_HANDOVER_FD"
+/* How long NEW may take to start and say HELLO: a sanitizer build on a
+ * loaded machine takes seconds. Each later step has HO_STEP_TIMEOUT_MS. */
+#define HELLO_TIMEOUT 60.0
 
 /**
  * handover_init() - be ready for SIGUSR2
@@ -140,6 +136,24 @@ static void end_child(struct proxy *px, char *why, size_t len)
 }
 
 /**
+ * trace_again() - the handover failed: capture again where hand_over()
+ *		   closed the file
+ * @px:	the process
+ */
+static void trace_again(struct proxy *px)
+{
+	char err[320];
+
+	if (!*px->opt->trace || tracefile_enabled())
+		return;
+	if (tracefile_open(px->opt->trace, px->opt->trace_max, err,
+			   sizeof(err)))
+		log_err("%s; the capture stops here", err);
+	else
+		tracefile_start();
+}
+
+/**
  * fail() - the handover failed: forward on here
  * @px:		the process
  * @paused:	its workers were paused
@@ -152,6 +166,7 @@ static void fail(struct proxy *px, bool paused, const char *why)
 	ev_io_stop(px->loop, &px->hout.w);
 	ev_timer_stop(px->loop, &px->hout.timer);
 	if (paused) {
+		trace_again(px);
 		for (unsigned i = 0; i < px->nworkers; i++)
 			worker_send(&px->workers[i], WCMD_UNPAUSE, NULL, NULL,
 				    -1);
@@ -212,6 +227,9 @@ static void hand_over(struct proxy *px)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_PAUSE, NULL, NULL, -1);
 	workers_sync(px);
+	/* Every record of this process in the file before the next one
+	 * appends its own: the two must not interleave. */
+	tracefile_close();
 	imgw_init(&w);
 	save_counters(px, &w);
 	for (unsigned i = 0; i < px->nworkers; i++) {
@@ -224,7 +242,7 @@ static void hand_over(struct proxy *px)
 		return;
 	}
 	if (ho_send_image(ho->sock, w.p, w.len, w.fds, w.nfds,
-			  STEP_TIMEOUT_MS)) {
+			  HO_STEP_TIMEOUT_MS)) {
 		snprintf(err, sizeof(err), "sending the image: %s",
 			 strerror(errno));
 		imgw_free(&w);
@@ -232,17 +250,21 @@ static void hand_over(struct proxy *px)
 		return;
 	}
 	imgw_free(&w);
-	if (ho_recv_reply(ho->sock, &taken, STEP_TIMEOUT_MS, err,
+	if (ho_recv_reply(ho->sock, &taken, HO_STEP_TIMEOUT_MS, err,
 			  sizeof(err))) {
 		fail(px, true, err);
 		return;
 	}
-	notify_mainpid(ho->pid);
-	if (ho_send_msg(ho->sock, HO_GO, NULL, 0, STEP_TIMEOUT_MS)) {
+	if (ho_send_msg(ho->sock, HO_GO, NULL, 0, HO_STEP_TIMEOUT_MS)) {
 		snprintf(err, sizeof(err), "saying GO: %s", strerror(errno));
 		fail(px, true, err);
 		return;
 	}
+	/* Only now: told earlier, systemd would take a new process that
+	 * died before GO for the service's end, and stop the unit. A READY=1
+	 * the new one sends before this arrives is ignored, and harmless:
+	 * the unit is active already. */
+	notify_mainpid(ho->pid);
 	ev_io_stop(px->loop, &ho->w);
 	ev_timer_stop(px->loop, &ho->timer);
 	for (unsigned i = 0; i < px->nworkers; i++)

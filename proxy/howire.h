@@ -24,6 +24,14 @@ enum ho_type {
 #define HO_NFDS_MAX  65536u
 #define HO_TEXT_MAX  255
 
+/* The environment variable that names the new process's end of the
+ * handover socket (launcher.c sets it, takeover.c reads it). */
+#define HO_ENV "SMBSPLICE_HANDOVER_FD"
+
+/* How long each step of a handover may take once the new process has
+ * said HELLO: the image's transfer, the rebuild, the reply. */
+#define HO_STEP_TIMEOUT_MS 10000
+
 /**
  * struct ho_msg_head - what every message starts with
  * @type:	an enum ho_type

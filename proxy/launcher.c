@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "howire.h"
 #include "launcher.h"
 
 extern char **environ;
@@ -61,7 +62,7 @@ extern char **environ;
 
 /* The handover socket's number in the new process, and its variable. */
 #define LN_FD  3
-#define LN_ENV "SMBSPLICE_HANDOVER_FD"
+#define LN_ENV HO_ENV
 
 enum ln_op {
 	LN_LAUNCH = 1, /* daemon -> launcher, with the socket */

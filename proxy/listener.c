@@ -179,14 +179,44 @@ static int take_inherited(struct proxy *px, struct lcfg *cfg)
 }
 
 /**
+ * handed_match() - is this socket of the image the one for a listener
+ * @in:		the image
+ * @r:		its listener record
+ * @l:		the listener, with @fds of the workers that have one set
+ * @ep:		its listen address; none under socket activation
+ * @by_name:	match by name (and address), or by address alone
+ *
+ * Return: true if it is a listening socket, of this listener, for a
+ * worker that has none yet.
+ */
+static bool handed_match(const struct image_in *in,
+			 const struct img_listener *r, const struct listener *l,
+			 const struct endpoint *ep, bool by_name)
+{
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	int fd = in->fds[r->fd], on = 0;
+	socklen_t olen = sizeof(on);
+
+	if (fd < 0 || r->worker >= l->nworkers || l->fds[r->worker] >= 0 ||
+	    (by_name && strcmp(r->name, l->name)) || (!by_name && !ep->len) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) || !on ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		return false;
+	return !ep->len || (len == ep->len && !memcmp(&a, &ep->addr, len));
+}
+
+/**
  * take_handed() - claim the sockets a handover brought for a listener
  * @px:		the process, with the image it received (if any)
  * @l:		the listener, with @fds all -1
  * @cfg:	its settings
  *
- * Matched by name, and by address too unless the listener has none
- * (socket activation): a listener whose address changed binds anew, and
- * its old sockets are closed once every connection is taken.
+ * Matched by name and address, or, for a listener renamed, by address
+ * alone: its sockets must not be bound again beside the old ones, which
+ * would be closed with clients in their queue. A listener whose address
+ * changed binds anew; the old sockets left over refuse the handover
+ * (takeover.c).
  *
  * Return: true if it got its sockets (every worker one).
  */
@@ -195,22 +225,17 @@ static bool take_handed(struct proxy *px, struct listener *l,
 {
 	const struct endpoint *ep = &cfg->o.listen;
 	struct image_in *in = &px->hin;
-	struct sockaddr_storage a;
 	unsigned got = 0;
-	socklen_t len;
 
-	for (unsigned i = 0; in->sock >= 0 && i < in->img.nls; i++) {
-		const struct img_listener *r = &in->img.ls[i];
+	for (int pass = 0; pass < 2 && !got; pass++)
+		for (unsigned i = 0; in->sock >= 0 && i < in->img.nls; i++) {
+			const struct img_listener *r = &in->img.ls[i];
 
-		len = sizeof(a);
-		if (strcmp(r->name, l->name) || r->worker >= l->nworkers ||
-		    l->fds[r->worker] >= 0 || in->fds[r->fd] < 0 ||
-		    getsockname(in->fds[r->fd], (struct sockaddr *)&a, &len) ||
-		    (ep->len && (len != ep->len || memcmp(&a, &ep->addr, len))))
-			continue;
-		l->fds[r->worker] = image_in_take_fd(in, r->fd);
-		got++;
-	}
+			if (!handed_match(in, r, l, ep, pass == 0))
+				continue;
+			l->fds[r->worker] = image_in_take_fd(in, r->fd);
+			got++;
+		}
 	/* A worker that had none (out of memory at a reload) shares one. */
 	for (unsigned i = 0; got && i < l->nworkers; i++)
 		for (unsigned j = 0; l->fds[i] < 0 && j < l->nworkers; j++)
@@ -350,9 +375,12 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 		goto fail;
 	}
 	/* Accepted sockets inherit these, so every client has them from its
-	 * first byte, before the backend is even dialled. */
+	 * first byte, before the backend is even dialled. A handed socket is
+	 * still the old process's until it says GO: takeover.c has the
+	 * workers set them then (accept_set_cfg()). */
 	for (unsigned i = 0; i < l->nworkers; i++)
-		if (dial_client_side(l->fds[i], &cfg->o, err, errlen))
+		if (!listener_is(l, LISTENER_HANDED) &&
+		    dial_client_side(l->fds[i], &cfg->o, err, errlen))
 			goto fail;
 	return l;
 fail:

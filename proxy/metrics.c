@@ -474,6 +474,12 @@ int metrics_start(struct proxy *px)
 		return 0;
 	/* After a handover, the old process's socket: the address stays. */
 	px->metrics.fd = image_in_take_fd(&px->hin, px->hin.img.proc.metrics_fd);
+	if (px->metrics.fd >= 0 &&
+	    !sock_bound_to(px->metrics.fd, (const struct sockaddr *)&ep->addr,
+			   ep->len)) {
+		close(px->metrics.fd); /* --stats changed: bind it anew */
+		px->metrics.fd = -1;
+	}
 	if (px->metrics.fd < 0)
 		px->metrics.fd = sock_listen((const struct sockaddr *)&ep->addr,
 					     ep->len, false, false);

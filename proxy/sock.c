@@ -360,3 +360,23 @@ bool sock_peer_shut(int fd)
 	return poll(&p, 1, 0) == 1 &&
 	       p.revents & (POLLRDHUP | POLLERR | POLLHUP);
 }
+
+/**
+ * sock_bound_to() - is a socket bound to this very address
+ * @fd:		the socket
+ * @sa:		the address
+ * @len:	its length
+ *
+ * For a socket another process handed over, before it takes the place
+ * of one bound to @sa.
+ *
+ * Return: true if getsockname() gives @sa, byte for byte.
+ */
+bool sock_bound_to(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage a;
+	socklen_t alen = sizeof(a);
+
+	return !getsockname(fd, (struct sockaddr *)&a, &alen) && alen == len &&
+	       !memcmp(&a, sa, len);
+}

@@ -39,6 +39,7 @@ int sock_set_congestion(int fd, const char *alg);
 int sock_set_buffers(int fd, unsigned bytes);
 int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len);
 int sock_connect_result(int fd);
+bool sock_bound_to(int fd, const struct sockaddr *sa, socklen_t len);
 void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);
 
 #endif /* SMBSPLICE_SOCK_H */

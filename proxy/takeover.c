@@ -44,8 +44,6 @@
 #include "proxy.h"
 #include "worker.h"
 
-#define STEP_TIMEOUT_MS 10000
-#define HANDOVER_ENV	"SMBSPLICE_HANDOVER_FD"
 
 /**
  * handover_refuse() - the take-over failed: tell the old process, leave
@@ -55,7 +53,7 @@
 void handover_refuse(struct proxy *px, const char *why)
 {
 	log_err("handover: cannot take over from the old process: %s", why);
-	ho_send_fail(px->hin.sock, why, STEP_TIMEOUT_MS);
+	ho_send_fail(px->hin.sock, why, HO_STEP_TIMEOUT_MS);
 	log_stop();
 	_exit(1);
 }
@@ -71,7 +69,7 @@ void handover_refuse(struct proxy *px, const char *why)
 int handover_receive(struct proxy *px)
 {
 	struct image_in *hi = &px->hin;
-	const char *env = getenv(HANDOVER_ENV);
+	const char *env = getenv(HO_ENV);
 	uint32_t hello[2] = { IMG_VERSION, (uint32_t)getpid() };
 	char err[320];
 
@@ -79,20 +77,20 @@ int handover_receive(struct proxy *px)
 	if (!env)
 		return 0;
 	hi->sock = atoi(env);
-	unsetenv(HANDOVER_ENV); /* not for a handover of our own later */
+	unsetenv(HO_ENV); /* not for a handover of our own later */
 	if (hi->sock < 3 || fcntl(hi->sock, F_SETFD, FD_CLOEXEC)) {
-		log_err("%s=%s names no open socket", HANDOVER_ENV, env);
+		log_err("%s=%s names no open socket", HO_ENV, env);
 		hi->sock = -1;
 		return -1;
 	}
 	if (ho_send_msg(hi->sock, HO_HELLO, hello, sizeof(hello),
-			STEP_TIMEOUT_MS)) {
+			HO_STEP_TIMEOUT_MS)) {
 		log_err("handover: the old process went away before HELLO (%s)",
 			strerror(errno));
 		_exit(1);
 	}
 	if (ho_recv_image(hi->sock, &hi->bytes, &hi->len, &hi->fds, &hi->nfds,
-			  STEP_TIMEOUT_MS, err, sizeof(err)))
+			  HO_STEP_TIMEOUT_MS, err, sizeof(err)))
 		handover_refuse(px, err);
 	if (image_decode(hi->bytes, hi->len, hi->nfds, &hi->img, err,
 			 sizeof(err)))
@@ -124,7 +122,9 @@ static struct listener *find_listener(struct proxy *px, const char *name)
 
 /**
  * adopt_counters() - go on counting where the old process was
- * @px:	the process
+ * @px:		the process
+ * @err:	one line saying what is wrong
+ * @errlen:	its size
  *
  * Return: 0, or -1 with @err set.
  */
@@ -181,6 +181,55 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 }
 
 /**
+ * listeners_all_taken() - did every listening socket find its listener
+ * @px:		the process, its listeners made
+ * @err:	one line saying what is wrong
+ * @errlen:	its size
+ *
+ * A socket no listener took would be closed with the clients in its
+ * queue, each reset: direct TCP would have served them. A reload drains
+ * such a socket first; a handover cannot, so it is refused.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int listeners_all_taken(struct proxy *px, char *err, size_t errlen)
+{
+	const struct image_in *hi = &px->hin;
+
+	for (unsigned i = 0; i < hi->img.nls; i++)
+		if (hi->fds[hi->img.ls[i].fd] >= 0) {
+			snprintf(err, errlen,
+				 "listener %s is not in the configuration, or its address changed: apply that with SIGHUP to the old process first, then hand over",
+				 hi->img.ls[i].name);
+			return -1;
+		}
+	return 0;
+}
+
+/**
+ * client_side_again() - set the configured socket options on the
+ *			 listening sockets taken over
+ * @px:	the process, past GO
+ *
+ * Not before GO: until then the sockets are the old process's, which
+ * goes on with its own settings if the handover fails. The workers do it
+ * (accept_set_cfg()) once they run, as for a reload.
+ */
+static void client_side_again(struct proxy *px)
+{
+	for (struct listener *l = px->listeners; l; l = l->next) {
+		if (!listener_is(l, LISTENER_HANDED))
+			continue;
+		for (unsigned i = 0; i < px->nworkers; i++) {
+			lcfg_get(l->cfg);
+			if (worker_send(&px->workers[i], WCMD_UPDATE, l, l->cfg,
+					-1))
+				lcfg_put(l->cfg);
+		}
+	}
+}
+
+/**
  * handover_adopt() - steps 4 and 6: take every connection, say TAKEN,
  *		      wait for GO
  * @px:	the process, started but for its workers' threads
@@ -200,13 +249,16 @@ int handover_adopt(struct proxy *px)
 	n = hi->img.nconns;
 	for (struct listener *l = px->listeners; l; l = l->next)
 		nls += listener_is(l, LISTENER_HANDED);
-	if (adopt_counters(px, err, sizeof(err)) ||
+	if (listeners_all_taken(px, err, sizeof(err)) ||
+	    adopt_counters(px, err, sizeof(err)) ||
 	    adopt_conns(px, err, sizeof(err)))
 		handover_refuse(px, err);
-	if (ho_send_msg(hi->sock, HO_TAKEN, &n, sizeof(n), STEP_TIMEOUT_MS) ||
-	    ho_recv_msg(hi->sock, &type, NULL, 0, &len, STEP_TIMEOUT_MS) ||
+	if (ho_send_msg(hi->sock, HO_TAKEN, &n, sizeof(n), HO_STEP_TIMEOUT_MS) ||
+	    ho_recv_msg(hi->sock, &type, NULL, 0, &len, -1) ||
 	    type != HO_GO) {
-		/* The old process gave up, and may be forwarding again. */
+		/* The old process gave up, and may be forwarding again. GO
+		 * is waited for without a bound: the old process ends this
+		 * with GO or a hang-up. */
 		log_err("handover: the old process did not say GO; leaving without touching its connections");
 		log_stop();
 		_exit(1);
@@ -214,6 +266,7 @@ int handover_adopt(struct proxy *px)
 	for (size_t i = 0; i < hi->nfds; i++)
 		if (hi->fds[i] >= 0)
 			close(hi->fds[i]);
+	client_side_again(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		conn_host_resume(&px->workers[i].host);
 	log_info("handover: took %u connections and %u listeners from pid %d",
