@@ -531,6 +531,9 @@ static int dec_records(struct decoder *d, const uint8_t *p, size_t len,
 	struct img_rec h;
 	int r;
 
+	/* An image of no records would leave the process record zero. */
+	if (!nrec)
+		return bad(d, "no process record");
 	for (uint32_t i = 0; i < nrec; i++) {
 		if (len < sizeof(h))
 			return bad(d, "a record is cut short");
