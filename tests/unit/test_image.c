@@ -810,31 +810,26 @@ static void test_many_listeners(void **state)
 	}
 }
 
+/* Every test starts from setup()'s valid records. */
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_minimal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_every_prefix, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_trailing_and_long, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_process_record, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_listener, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lstats, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_conn_fields, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_conn_fds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_conn_pipes, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_conn_tails, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_listeners, setup,
-						teardown),
+		T(test_round_trip),
+		T(test_minimal),
+		T(test_header),
+		T(test_every_prefix),
+		T(test_trailing_and_long),
+		T(test_process_record),
+		T(test_listener),
+		T(test_lstats),
+		T(test_conn_fields),
+		T(test_conn_fds),
+		T(test_conn_pipes),
+		T(test_conn_tails),
+		T(test_many),
+		T(test_many_listeners),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
