@@ -362,12 +362,53 @@ static int dec_listener(struct decoder *d, const uint8_t *p, size_t len)
 		return bad(d, "listener record with a bad field");
 	if (!fd_ok(d, l->fd, false))
 		return bad(d, "listener record names a bad descriptor");
-	for (unsigned i = 0; i + 1 < img->nls; i++)
-		if (img->ls[i].worker == l->worker &&
-		    !strcmp(img->ls[i].name, l->name))
-			return bad(d,
-				   "two sockets of one listener in one worker");
 	return 0;
+}
+
+/**
+ * ls_cmp() - order listener records by worker, then name
+ * @a:	a pointer to one
+ * @b:	a pointer to another
+ *
+ * Return: <0, 0 or >0 as for qsort().
+ */
+static int ls_cmp(const void *a, const void *b)
+{
+	const struct img_listener *x = *(const struct img_listener *const *)a;
+	const struct img_listener *y = *(const struct img_listener *const *)b;
+
+	if (x->worker != y->worker)
+		return x->worker < y->worker ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/**
+ * dec_ls_once() - is every listener's socket in a worker named once
+ * @d:	the decoder, every record read
+ *
+ * Sorted, not compared pairwise: an image of 65,536 listener records
+ * would otherwise keep the decoder busy for most of a minute.
+ *
+ * Return: 0, or -1.
+ */
+static int dec_ls_once(struct decoder *d)
+{
+	struct image *img = d->img;
+	const struct img_listener **v;
+	int r = 0;
+
+	if (img->nls < 2)
+		return 0;
+	if (!(v = calloc(img->nls, sizeof(*v))))
+		return bad(d, "out of memory");
+	for (unsigned i = 0; i < img->nls; i++)
+		v[i] = &img->ls[i];
+	qsort(v, img->nls, sizeof(*v), ls_cmp);
+	for (unsigned i = 0; i + 1 < img->nls && !r; i++)
+		if (!ls_cmp(&v[i], &v[i + 1]))
+			r = bad(d, "two sockets of one listener in one worker");
+	free(v);
+	return r;
 }
 
 /**
@@ -531,6 +572,9 @@ static int dec_records(struct decoder *d, const uint8_t *p, size_t len,
 	struct img_rec h;
 	int r;
 
+	/* An image of no records would leave the process record zero. */
+	if (!nrec)
+		return bad(d, "no process record");
 	for (uint32_t i = 0; i < nrec; i++) {
 		if (len < sizeof(h))
 			return bad(d, "a record is cut short");
@@ -564,7 +608,9 @@ static int dec_records(struct decoder *d, const uint8_t *p, size_t len,
 		p += h.len;
 		len -= h.len;
 	}
-	return len ? bad(d, "bytes after the last record") : 0;
+	if (len)
+		return bad(d, "bytes after the last record");
+	return dec_ls_once(d);
 }
 
 /**

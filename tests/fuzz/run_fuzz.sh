@@ -1,33 +1,56 @@
 #!/bin/sh
-# run_fuzz.sh - build the framer's libFuzzer harness with clang and run it
-# for FUZZ_SECONDS (default 30) from the seed corpus. A crash, a sanitizer
-# report or a broken invariant fails the test; the input that did it is
-# left in the build tree as crash-* for a reproducer.
+# run_fuzz.sh - build the libFuzzer harnesses with clang and run them from
+# their seed corpora: the framer's for FUZZ_SECONDS (default 30), the
+# handover image decoder's for FUZZ_IMAGE_SECONDS (default 5). A crash, a
+# sanitizer report or a broken invariant fails the test; the input that
+# did it is left in the build tree as crash-* (image-crash-* for the
+# image's) for a reproducer.
 set -eu
 srcdir=${srcdir:-.}
 seconds=${FUZZ_SECONDS:-30}
+image_seconds=${FUZZ_IMAGE_SECONDS:-5}
 out=tests/fuzz
 cc=${FUZZ_CC:-clang}
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+flags="$flags -I. -I$srcdir/smb -I$srcdir/proxy"
+# What the image harness restores a connection with, and what that needs.
+image_src="proxy/image.c smb/framer.c smb/opening.c smb/threshold.c
+	proxy/timing.c smb/srt.c smb/hist.c proxy/pump.c proxy/bufpool.c
+	proxy/pipepool.c proxy/sock.c proxy/policy.c proxy/privs.c
+	proxy/trace.c proxy/tracefile.c proxy/log.c"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
 	echo "SKIP: $cc not found: install the Debian packages clang and libclang-rt-14-dev"
 	exit 77
 fi
-mkdir -p "$out/corpus" "$out/seeds"
-if ! "$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined -I. -I"$srcdir/smb" \
-	"$srcdir/tests/fuzz/fuzz_framer.c" "$srcdir/smb/framer.c" \
-	"$srcdir/smb/opening.c" "$srcdir/smb/threshold.c" -o "$out/fuzz_framer" 2>"$out/build.err"; then
-	cat "$out/build.err"
-	if grep -q "fuzzer" "$out/build.err"; then
-		echo "SKIP: $cc cannot link libFuzzer: install the Debian package libclang-rt-14-dev"
-		exit 77
+mkdir -p "$out/corpus" "$out/seeds" "$out/image-corpus" "$out/image-seeds"
+# build NAME SOURCES...: a harness, or a skip when libFuzzer is missing
+build() {
+	name=$1
+	shift
+	if ! "$cc" $flags "$@" -o "$out/$name" 2>"$out/build.err"; then
+		cat "$out/build.err"
+		if grep -q "fuzzer" "$out/build.err"; then
+			echo "SKIP: $cc cannot link libFuzzer: install the Debian package libclang-rt-14-dev"
+			exit 77
+		fi
+		exit 1
 	fi
-	exit 1
-fi
+}
+build fuzz_framer "$srcdir/tests/fuzz/fuzz_framer.c" "$srcdir/smb/framer.c" \
+	"$srcdir/smb/opening.c" "$srcdir/smb/threshold.c"
+build fuzz_image "$srcdir/tests/fuzz/fuzz_image.c" \
+	$(for f in $image_src; do echo "$srcdir/$f"; done)
+# The image's seeds are this build's structs: this build's writer makes them.
+"$cc" -g -O1 -I. -I"$srcdir/smb" -I"$srcdir/proxy" "$srcdir/tests/fuzz/image_seeds.c" \
+	"$srcdir/proxy/image.c" -o "$out/image_seeds"
 python3 "$srcdir/tests/fuzz/make_seeds.py" "$out/seeds"
+"$out/image_seeds" "$out/image-seeds"
 # libFuzzer exits 77 by default when it finds a crash or a leak, which the
 # test driver would count as a skip: -error_exitcode=1 makes it a failure.
+"$out/fuzz_image" -max_total_time="$image_seconds" -timeout=10 -rss_limit_mb=1024 \
+	-error_exitcode=1 -artifact_prefix="$out/image-" -print_final_stats=1 \
+	"$out/image-corpus" "$out/image-seeds"
 exec "$out/fuzz_framer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 \
 	-error_exitcode=1 -artifact_prefix="$out/" -print_final_stats=1 \
 	"$out/corpus" "$out/seeds"
