@@ -27,10 +27,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conn-t.h"
 #include "image.h"
@@ -490,6 +492,22 @@ static bool timing_len_ok(const uint8_t *p, size_t len)
 }
 
 /**
+ * peer_ok() - is a connection's client address one accept() gives
+ * @peer:	the address, a struct sockaddr_storage's bytes
+ *
+ * The PROXY header and the caps read it as IPv4 or IPv6.
+ *
+ * Return: true if it is AF_INET or AF_INET6.
+ */
+static bool peer_ok(const uint8_t *peer)
+{
+	sa_family_t f;
+
+	memcpy(&f, peer, sizeof(f));
+	return f == AF_INET || f == AF_INET6;
+}
+
+/**
  * dec_conn() - a connection record and its tails
  * @d:		the decoder
  * @p:		its bytes
@@ -516,6 +534,9 @@ static int dec_conn(struct decoder *d, const uint8_t *p, size_t len)
 	    !flags_ok(&c->cli_corked, 6) || c->worker >= img->proc.nworkers ||
 	    c->be >= OPT_MAX_BACKENDS)
 		return bad(d, "connection record with a bad field");
+	if (!isfinite(c->started) || !isfinite(c->deadline) ||
+	    !isfinite(c->last_active) || !peer_ok(c->peer))
+		return bad(d, "connection record with a bad time or address");
 	if (c->state != CS_PROXY_HEADER && c->state != CS_HANDSHAKE &&
 	    c->state != CS_CONNECTING && c->state != CS_OPEN)
 		return bad(d,

@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <stdio.h>
 #include <time.h>
@@ -369,8 +370,11 @@ struct pipe_slot *pipepool_adopt(struct pipe_pool *p, int rd, int wr)
 {
 	struct pipe_slot *s = NULL;
 	int cap = fcntl(wr, F_GETPIPE_SZ);
+	struct stat a, b;
 
-	if (cap <= 0 || fcntl(rd, F_GETPIPE_SZ) != cap)
+	/* Two ends of one pipe, or the image lied. */
+	if (cap <= 0 || fstat(rd, &a) || fstat(wr, &b) || !S_ISFIFO(a.st_mode) ||
+	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		errno = EINVAL;
 	else if ((s = malloc(sizeof(*s))))
 		*s = (struct pipe_slot){ .rd = rd, .wr = wr, .cap = (size_t)cap };

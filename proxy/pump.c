@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "counter.h"
@@ -618,6 +619,7 @@ int pump_restore(struct pump *h, const struct pump_saved *s, const void *bytes,
 		 struct pipe_slot *pipe)
 {
 	const uint8_t *flags = &s->more;
+	int queued;
 
 	for (unsigned i = 0; i < 6; i++)
 		if (flags[i] > 1)
@@ -626,6 +628,11 @@ int pump_restore(struct pump *h, const struct pump_saved *s, const void *bytes,
 	    (s->dst_shut && (s->in_pipe || s->pending || !s->src_eof)) ||
 	    (pipe && s->in_pipe > pipe->cap) ||
 	    s->pending > OPT_MAX_PIPE_SIZE)
+		goto bad;
+	/* The pipe holds exactly the bytes the image says, or they would be
+	 * lost or repeated. */
+	if (pipe && (ioctl(pipe->rd, FIONREAD, &queued) ||
+		     (uint64_t)queued != s->in_pipe))
 		goto bad;
 	h->spliced = s->spliced;
 	h->copied = s->copied;

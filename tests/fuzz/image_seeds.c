@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conn-t.h"
 #include "image.h"
@@ -85,6 +86,7 @@ static void put_conn(struct seed *s, uint32_t state, size_t pending, int pipe,
 	size_t tl[4] = { 0 };
 
 	snprintf(c.listener, sizeof(c.listener), "smb");
+	memcpy(c.peer, &(sa_family_t){ AF_INET }, sizeof(sa_family_t));
 	snprintf(c.cli_text, sizeof(c.cli_text), "192.0.2.1:445");
 	for (unsigned i = 0; i < 2; i++)
 		c.dir[i].pipe_rd = c.dir[i].pipe_wr = -1;

@@ -28,7 +28,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <cmocka.h>
 
@@ -120,6 +122,9 @@ static void make_conns(void)
 		snprintf(c->cli_text, sizeof(c->cli_text), "192.0.2.%u:%u",
 			 i + 1, 40000 + i);
 		memset(c->peer, 0x10 + i, sizeof(c->peer));
+		/* accept() gives IPv4 or IPv6: nothing else decodes */
+		memcpy(c->peer, &(sa_family_t){ i % 2 ? AF_INET6 : AF_INET },
+		       sizeof(sa_family_t));
 		memset(c->source, 0x20 + i, sizeof(c->source));
 		for (unsigned d = 0; d < 2; d++)
 			c->dir[d].pipe_rd = c->dir[d].pipe_wr = -1;
@@ -557,6 +562,16 @@ static void test_conn_fields(void **state)
 		(&c->cli_corked)[k] = 2;
 		assert_refused("connection record with a bad field");
 	}
+	/* Times that are not numbers, an address accept() never gives. */
+	*c = keep;
+	c->deadline = NAN;
+	assert_refused("connection record with a bad time or address");
+	*c = keep;
+	c->last_active = INFINITY;
+	assert_refused("connection record with a bad time or address");
+	*c = keep;
+	memcpy(c->peer, &(sa_family_t){ AF_UNIX }, sizeof(sa_family_t));
+	assert_refused("connection record with a bad time or address");
 	*c = keep;
 	c->state = CS_NEW;
 	assert_refused("a stage that cannot be handed over");
