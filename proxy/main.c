@@ -315,7 +315,7 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		log_err("reload: out of memory; the running configuration stays");
-	} else if (options_parse(c, px->argc, px->argv, px->ninherited > 0, err,
+	} else if (options_parse(c, px->argc, px->argv, px->activated, err,
 				 sizeof(err)) != OPT_OK ||
 		   listeners_apply(px, c, err, sizeof(err))) {
 		log_err("reload refused: %s; the running configuration stays",
@@ -456,7 +456,7 @@ static int become_user(struct proxy *px)
 	if (!*px->opt->user)
 		return 0;
 	if (privhelper_start(&px->helper, px->cfg, px->argc, px->argv,
-			     px->ninherited > 0, px->nworkers + 1, err,
+			     px->activated, px->nworkers + 1, err,
 			     sizeof(err))) {
 		log_err("%s", err);
 		return -1;
@@ -713,12 +713,13 @@ int main(int argc, char **argv)
 		return ctl_main(argc - 1, argv + 1);
 	n = notify_inherited(&px.inherited);
 	px.ninherited = n > 0 ? (unsigned)n : 0;
+	px.activated = px.ninherited > 0 || handover_incoming();
 	px.cfg = calloc(1, sizeof(*px.cfg));
 	if (!px.cfg) {
 		fprintf(stderr, "smbsplice: out of memory\n");
 		return 1;
 	}
-	switch (options_parse(px.cfg, argc, argv, px.ninherited > 0, err,
+	switch (options_parse(px.cfg, argc, argv, px.activated, err,
 			      sizeof(err))) {
 	case OPT_EXIT:
 		return exit_early(&px, 0);

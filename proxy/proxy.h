@@ -56,6 +56,9 @@ enum proxy_state {
  * @inherited:		listening sockets from socket activation, -1 once
  *			claimed by a listener
  * @ninherited:		how many
+ * @activated:		started by socket activation, or by a handover from
+ *			a process that may have been: a listener may leave
+ *			its listen address out (options_parse()'s inherited)
  * @sync_lock:		guards @synced
  * @sync_cond:		signalled when a worker has run a WCMD_SYNC
  * @synced:		WCMD_SYNCs run, by all workers, ever
@@ -95,6 +98,7 @@ struct proxy {
 	ino_t home_ino;
 	int *inherited;
 	unsigned ninherited;
+	bool activated;
 	pthread_mutex_t sync_lock;
 	pthread_cond_t sync_cond;
 	unsigned long synced;

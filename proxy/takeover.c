@@ -59,6 +59,21 @@ void handover_refuse(struct proxy *px, const char *why)
 }
 
 /**
+ * handover_incoming() - was this process started by a handover?
+ *
+ * Asked before the configuration is read: the process that hands over
+ * may hold sockets systemd passed it (socket activation), which come
+ * with the image instead of LISTEN_FDS, and a listener with no listen
+ * address is then as valid here as it was there.
+ *
+ * Return: true until handover_receive() has run.
+ */
+bool handover_incoming(void)
+{
+	return getenv(HANDOVER_ENV) != NULL;
+}
+
+/**
  * handover_receive() - HELLO, then the image and its descriptors
  * @px:	the process, its configuration read, nothing bound yet
  *

@@ -5,17 +5,26 @@ it and the others bind their own, and a reload keeps it there, while a
 new listener with no address is refused in one line), and readiness
 through a datagram socket in NOTIFY_SOCKET: READY=1 once listening,
 RELOADING=1 and READY=1 around a SIGHUP, STOPPING=1 when SIGTERM starts
-the drain."""
+the drain. A handover (SIGUSR2) under both: the old process, the main one,
+says MAINPID=<the new pid>, and the new one, now holding the socket systemd
+passed, says READY=1 after it: each message from the process that is the
+main one when systemd reads it (the sender's pid, from SCM_CREDENTIALS, is
+what NotifyAccess=main checks). A connection open across the handover and
+new clients are served by the new process; a second handover, from it,
+goes the same way; a listener with no listen address keeps systemd's
+socket across a handover too."""
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
 
 import smbgen
-from harness import SMBSPLICE, TMPDIR, Proxy, Server, check, free_port, free_ports, need, recv_exact, run
+from harness import (SMBSPLICE, TMPDIR, Proxy, Server, check, fd_table, free_port, free_ports, need, recv_exact,
+                     run, tcp_sockets)
 
 
 def echo(c):
@@ -31,19 +40,39 @@ class Notify:
         self.path = os.path.join(self.dir, "notify")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.path)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.sock.settimeout(10)
+        self.sender = None  # the pid that sent the message expect() returned
 
     def expect(self, what):
-        """Wait for a message holding @what; return the message."""
+        """Wait for a message holding @what; return the message, and set
+        self.sender to the pid that sent it (as systemd learns it, from
+        SCM_CREDENTIALS)."""
         end = time.monotonic() + 10
         while time.monotonic() < end:
             try:
-                msg = self.sock.recv(4096).decode()
+                data, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(12))
             except socket.timeout:
                 break
+            msg = data.decode()
             if what in msg.split("\n"):
+                self.sender = next((struct.unpack("3i", d[:12])[0] for lvl, typ, d in anc
+                                    if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)
                 return msg
         return None
+
+    def pending(self):
+        """The messages waiting, not yet read."""
+        out = []
+        self.sock.setblocking(False)
+        try:
+            while True:
+                out.append(self.sock.recv(4096).decode())
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(10)
+        return out
 
     def close(self):
         self.sock.close()
@@ -58,6 +87,36 @@ def served(port):
     ok = recv_exact(c, len(hello)) == hello
     c.close()
     return ok
+
+
+def listening_in(pid, port):
+    """Does process @pid hold a socket listening on 127.0.0.1:@port?"""
+    tcp = tcp_sockets(pid)
+    return any(tcp.get(f, "").startswith(f"tcp 127.0.0.1:{port} -> ") and tcp[f].endswith(" LISTEN")
+               for f in fd_table(pid).values())
+
+
+def handover(px, notify, port, conn):
+    """SIGUSR2 under systemd: MAINPID=<new> from the old (main) process,
+    then READY=1 from the new one, which then holds systemd's socket and
+    serves @conn (open across it) and new clients. Return the new pid."""
+    old = px.proc.pid
+    notify.pending()  # what came before it
+    pid = px.handover()["pid"]
+    msg = notify.expect(f"MAINPID={pid}")
+    check(msg is not None and notify.sender == old,
+          f"handover: pid {old} (the main one) says MAINPID={pid}, the new pid: {msg!r} from {notify.sender}")
+    check(f"STATUS=handed over to pid {pid}" in msg.split("\n"), "... with a STATUS= saying so")
+    msg = notify.expect("READY=1")
+    check(msg is not None and notify.sender == pid,
+          f"... then pid {pid}, the main one now, says READY=1: {msg!r} from {notify.sender}")
+    check(px.proc.poll() is None and listening_in(pid, port) and not os.path.exists(f"/proc/{old}"),
+          f"... pid {old} is gone and pid {pid} holds the socket systemd passed, listening on port {port}")
+    hello = smbgen.hello(1).buf
+    conn.sendall(hello)
+    check(recv_exact(conn, len(hello)) == hello, "... the connection open across the handover goes on")
+    check(served(port), "... and a new client is served")
+    return pid
 
 
 def main():
@@ -77,8 +136,19 @@ def main():
     msg = notify.expect("READY=1")
     check(msg and "STATUS=forwarding on 1 listener" in msg, f"READY=1 once listening: {msg!r}")
     check(served(port), "... and serves the next client")
+    check(notify.sender == px.proc.pid, f"READY=1 came from the main process, pid {px.proc.pid}")
+
+    # A handover, twice: each time MAINPID=, then READY=1 from the new pid.
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    hello = smbgen.hello(0).buf
+    conn.sendall(hello)
+    check(recv_exact(conn, len(hello)) == hello, "a connection open before the handover")
+    handover(px, notify, port, conn)
+    pid = handover(px, notify, port, conn)
+    conn.close()
     px.proc.send_signal(signal.SIGTERM)
-    check(notify.expect("STOPPING=1") is not None, "STOPPING=1 when SIGTERM starts the drain")
+    check(notify.expect("STOPPING=1") is not None and notify.sender == pid,
+          f"STOPPING=1 when SIGTERM starts the drain, from pid {pid}")
     check(px.proc.wait(10) == 0, "... and exits 0")
     px.stop(check_fds=False)
 
@@ -121,6 +191,21 @@ def main():
     check("listener late: no listen address, and no socket from systemd is left for it" in line,
           f"a new listener with no address and no socket left: {line.strip()}")
     check(served(port) and served(other), "... and the running listeners serve on")
+    why = px.handover_fails()
+    check("the new process refused" in why and served(port) and served(other),
+          f"a handover with that file on disk fails and the old process serves on: {why}")
+    with open(conf, "w") as f:
+        f.write(sections.replace("[own]", "mode = tcp\n[own]"))
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    pid = handover(px, notify, port, conn)
+    conn.close()
+    check(served(other) and listening_in(pid, other),
+          "handover: the listener with no address keeps systemd's socket, the other its own")
+    px.proc.send_signal(signal.SIGHUP)
+    check(notify.expect("READY=1") is not None and notify.sender == pid,
+          f"... and pid {pid} reloads the file, listener with no address and all")
+    px.wait_log(r"reload: .* read, 2 listeners", count=2)
+    check(served(port) and served(other), "... both listeners serving after it")
     px.proc.send_signal(signal.SIGTERM)
     check(px.proc.wait(10) == 0, "SIGTERM: exit status 0")
     px.stop(check_fds=False)
