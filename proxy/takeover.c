@@ -70,7 +70,7 @@ void handover_refuse(struct proxy *px, const char *why)
  */
 bool handover_incoming(void)
 {
-	return getenv(HANDOVER_ENV) != NULL;
+	return getenv(HO_ENV) != NULL;
 }
 
 /**
