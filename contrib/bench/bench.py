@@ -69,6 +69,13 @@ Workloads:
          --quick 40:0,1:100 with get and put of 32 MiB), --wan-work and
          --wan-fronts pick workloads and contestants, --wan-mtu the MTU.
 
+  handover  the live handover (contrib/bench/handover.py): N idle
+         connections (--handover-counts, default 10,1000,9000) and 3
+         probe connections doing round trips through smbsplice --mode
+         tcp, across 5 `kill -USR2` handovers: the pause each old process
+         logs, the probes' round trips in steady state and around the
+         handovers, and every idle connection answering afterwards.
+
 --topology loopback,ns picks the topologies: loopback runs every
 workload but ns, the namespace topology runs ns and office. The report
 says how long each part took.
@@ -89,7 +96,7 @@ take neither option.
 Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2] [--mib N]
                 [--topology loopback,ns] [--fronts N1,N2] [--baseline PATH]
                 [--office-files N] [--office-entries N] [--office-seconds S]
-                [--scale-counts N1,N2] [--scale-idle SEC]
+                [--scale-counts N1,N2] [--scale-idle SEC] [--handover-counts N1,N2]
                 [--wan-grid RTTS:LOSSES:RATES] [--wan-work W1,W2] [--wan-fronts F1,F2] [--wan-mtu N]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in
@@ -941,7 +948,7 @@ OBS_RUNS = 5
 TRACE_DIR = "/var/tmp"
 TOPOLOGIES = ("loopback", "ns")
 WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
-             "office", "wan")
+             "office", "wan", "handover")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 # Backends that speak no SMB (loadgen, connstorm): smb mode dials them on
 # the first byte and lets their clients stay unauthenticated, as a test's
@@ -1021,6 +1028,8 @@ def main():
                     help="connections per storm, comma-separated")
     ap.add_argument("--scale-idle", type=float, default=SCALE_IDLE,
                     help="seconds held idle before the second RSS reading")
+    ap.add_argument("--handover-counts", default="10,1000,9000",
+                    help="idle connections carried by each set of handovers, comma-separated (--quick 10,1000)")
     ap.add_argument("--office-files", type=int, help=f"files of mget and mput (default {OFFICE_FILES}, "
                     "--quick 100)")
     ap.add_argument("--office-entries", type=int, help=f"entries of the listed directory (default "
@@ -1198,6 +1207,15 @@ def main():
                 PICKED.update(names)
                 results["scale"] = scale(be.connstorm(), [int(x) for x in counts.split(",")], runs,
                                          args.scale_idle, names)
+        if "handover" in lo_only:
+            import handover
+            with part("loopback: handover"):
+                counts = args.handover_counts
+                if args.quick and counts == ap.get_default("handover_counts"):
+                    counts = "10,1000"
+                results["handover"] = handover.run_handover(
+                    [int(x) for x in counts.split(",")], be.connstorm(), work, log,
+                    {"free_port": free_port, "wait_listening": wait_listening, "raw_args": RAW_ARGS})
         if ns_only and be.netns_create():
             if "ns" in ns_only:
                 with part("namespace: get, put, bulk, rr"):

@@ -829,6 +829,9 @@ def write(r, outdir):
     if r.get("scale"):
         parts.append(scale_table(r["scale"]))
     parts.append(wan_table(r.get("wan")))
+    if r.get("handover"):
+        import handover
+        parts.append(handover.table(r["handover"]))
     parts.append(failed_runs(r))
     parts.append(targets(r))
     parts.append(ns_targets(r))
