@@ -221,6 +221,7 @@ static void hand_over(struct proxy *px)
 	struct handover_out *ho = &px->hout;
 	uint64_t t0 = mono_ns();
 	struct image_writer w;
+	double paused_ms;
 	uint32_t taken = 0;
 	char err[320];
 
@@ -255,25 +256,28 @@ static void hand_over(struct proxy *px)
 		fail(px, true, err);
 		return;
 	}
+	/* Before GO, so that systemd hears MAINPID= before the new
+	 * process's READY=1, which it sends once it has GO. Should GO not go
+	 * through, this process is the main one again at once. */
+	notify_mainpid(ho->pid);
 	if (ho_send_msg(ho->sock, HO_GO, NULL, 0, HO_STEP_TIMEOUT_MS)) {
 		snprintf(err, sizeof(err), "saying GO: %s", strerror(errno));
+		notify_mainpid(getpid());
 		fail(px, true, err);
 		return;
 	}
-	/* Only now: told earlier, systemd would take a new process that
-	 * died before GO for the service's end, and stop the unit. A READY=1
-	 * the new one sends before this arrives is ignored, and harmless:
-	 * the unit is active already. */
-	notify_mainpid(ho->pid);
+	paused_ms = (double)(mono_ns() - t0) / 1e6;
 	ev_io_stop(px->loop, &ho->w);
 	ev_timer_stop(px->loop, &ho->timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_send(&px->workers[i], WCMD_ABANDON, NULL, NULL, -1);
 	workers_sync(px);
 	control_forget(px);
+	/* The pause is what the clients saw: it ended at GO, when the new
+	 * process began forwarding; forgetting the copies came after. */
 	log_info(
 		"handover: %u connections to pid %d, forwarding paused %.1f ms",
-		taken, (int)ho->pid, (double)(mono_ns() - t0) / 1e6);
+		taken, (int)ho->pid, paused_ms);
 	close(ho->sock);
 	ho->sock = -1;
 	ho->done(px);

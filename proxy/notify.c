@@ -84,7 +84,8 @@ void notify_stopping(unsigned long open)
  * @pid:	the new process
  *
  * Sent by the old process, the main one until now, which the unit's
- * NotifyAccess= accepts it from; the new one is the main one after.
+ * NotifyAccess= accepts it from; the new one is the main one after. A
+ * handover that fails after it sends its own pid back.
  */
 void notify_mainpid(pid_t pid)
 {

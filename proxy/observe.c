@@ -131,13 +131,14 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
 		  uint32_t *tm_len, struct trace_conn_saved *tr,
 		  uint32_t *tr_len)
 {
-	timing_save(&c->tm, tm);
-	*tm_len = tm->nreq || tm->hidden || tm->frame_t0[0] ||
-				  tm->frame_t0[1] || tm->fwd[0].len ||
-				  tm->fwd[1].len
-			  ? (uint32_t)image_timing_len(tm->nreq)
-			  : 0;
-	*tr_len = 0;
+	/* A connection with nothing in flight, the most of them, carries
+	 * nothing: clearing a 33 KiB table for each of 9,000 would be most of
+	 * the pause. */
+	*tm_len = *tr_len = 0;
+	if (timing_busy(&c->tm)) {
+		timing_save(&c->tm, tm);
+		*tm_len = (uint32_t)image_timing_len(tm->nreq);
+	}
 	if (c->trace) {
 		trace_conn_save(c->trace, tr);
 		*tr_len = sizeof(*tr);

@@ -444,6 +444,18 @@ unsigned timing_outstanding(const struct timing *tm, uint16_t *cmd,
 }
 
 /**
+ * timing_busy() - is anything of a connection being timed now
+ * @tm:	its timing
+ *
+ * Return: true if a frame or a request is in flight, or responses are
+ * hidden: what timing_save() would have to carry.
+ */
+bool timing_busy(const struct timing *tm)
+{
+	return tm->b || tm->srt || tm->hidden;
+}
+
+/**
  * timing_save() - write a connection's timing out, for a live handover
  * @tm:	the timing, between events
  * @s:	filled whole

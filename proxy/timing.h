@@ -110,6 +110,7 @@ void timing_wrote(struct timing *tm, enum dir_index d, uint64_t written,
 void timing_responses_hidden(struct timing *tm);
 void timing_end(struct timing *tm);
 void timing_pool_trim(struct timing_pool *pool);
+bool timing_busy(const struct timing *tm);
 void timing_save(const struct timing *tm, struct timing_saved *s);
 int timing_restore(struct timing *tm, const struct timing_saved *s);
 unsigned timing_outstanding(const struct timing *tm, uint16_t *cmd,
