@@ -213,31 +213,77 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 }
 
 /**
+ * struct steps - when each step of a handover ended, for its log line
+ * @t0:		the pause began
+ * @paused:	every worker was paused
+ * @written:	the image was written
+ * @sent:	it was sent, with its descriptors
+ * @taken:	the new process said TAKEN
+ * @go:		GO was said: the pause ended
+ * @bytes:	the image's size
+ * @nfds:	its descriptors
+ */
+struct steps {
+	uint64_t t0, paused, written, sent, taken, go;
+	size_t bytes, nfds;
+};
+
+/**
+ * ms() - milliseconds between two mono_ns() readings
+ * @from:	the first
+ * @to:		the second
+ *
+ * Return: the time.
+ */
+static double ms(uint64_t from, uint64_t to)
+{
+	return (double)(to - from) / 1e6;
+}
+
+/**
+ * write_image() - step 3's first half: pause every worker, write the image
+ * @px:	the process; the new process has said HELLO
+ * @w:	the image, set up here; imgw_free() it whatever the outcome
+ * @st:	the steps' times
+ *
+ * Return: 0, or -1 (memory ran out) with the workers paused.
+ */
+static int write_image(struct proxy *px, struct image_writer *w,
+		       struct steps *st)
+{
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_send(&px->workers[i], WCMD_PAUSE, NULL, NULL, -1);
+	workers_sync(px);
+	st->paused = mono_ns();
+	/* Every record of this process in the file before the next one
+	 * appends its own: the two must not interleave. */
+	tracefile_close();
+	imgw_init(w);
+	imgw_reserve(w, workers_active(px));
+	save_counters(px, w);
+	for (unsigned i = 0; i < px->nworkers; i++) {
+		worker_ask(&px->workers[i], WCMD_SAVE, NULL, w);
+		workers_sync(px);
+	}
+	st->written = mono_ns();
+	st->bytes = w->len;
+	st->nfds = w->nfds;
+	return imgw_finish(w);
+}
+
+/**
  * hand_over() - steps 3 and 5: pause, send everything, and go or resume
  * @px:	the process; the new process has said HELLO
  */
 static void hand_over(struct proxy *px)
 {
 	struct handover_out *ho = &px->hout;
-	uint64_t t0 = mono_ns();
+	struct steps st = { .t0 = mono_ns() };
 	struct image_writer w;
-	double paused_ms;
 	uint32_t taken = 0;
 	char err[320];
 
-	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_PAUSE, NULL, NULL, -1);
-	workers_sync(px);
-	/* Every record of this process in the file before the next one
-	 * appends its own: the two must not interleave. */
-	tracefile_close();
-	imgw_init(&w);
-	save_counters(px, &w);
-	for (unsigned i = 0; i < px->nworkers; i++) {
-		worker_ask(&px->workers[i], WCMD_SAVE, NULL, &w);
-		workers_sync(px);
-	}
-	if (imgw_finish(&w)) {
+	if (write_image(px, &w, &st)) {
 		imgw_free(&w);
 		fail(px, true, "out of memory writing the image");
 		return;
@@ -251,11 +297,13 @@ static void hand_over(struct proxy *px)
 		return;
 	}
 	imgw_free(&w);
+	st.sent = mono_ns();
 	if (ho_recv_reply(ho->sock, &taken, HO_STEP_TIMEOUT_MS, err,
 			  sizeof(err))) {
 		fail(px, true, err);
 		return;
 	}
+	st.taken = mono_ns();
 	/* Before GO, so that systemd hears MAINPID= before the new
 	 * process's READY=1, which it sends once it has GO. Should GO not go
 	 * through, this process is the main one again at once. */
@@ -266,7 +314,7 @@ static void hand_over(struct proxy *px)
 		fail(px, true, err);
 		return;
 	}
-	paused_ms = (double)(mono_ns() - t0) / 1e6;
+	st.go = mono_ns();
 	ev_io_stop(px->loop, &ho->w);
 	ev_timer_stop(px->loop, &ho->timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
@@ -276,8 +324,10 @@ static void hand_over(struct proxy *px)
 	/* The pause is what the clients saw: it ended at GO, when the new
 	 * process began forwarding; forgetting the copies came after. */
 	log_info(
-		"handover: %u connections to pid %d, forwarding paused %.1f ms",
-		taken, (int)ho->pid, paused_ms);
+		"handover: %u connections to pid %d, forwarding paused %.1f ms (workers paused in %.1f, an image of %zu bytes and %zu descriptors written in %.1f, sent in %.1f, taken in %.1f)",
+		taken, (int)ho->pid, ms(st.t0, st.go), ms(st.t0, st.paused),
+		st.bytes, st.nfds, ms(st.paused, st.written),
+		ms(st.written, st.sent), ms(st.sent, st.taken));
 	close(ho->sock);
 	ho->sock = -1;
 	ho->done(px);

@@ -209,6 +209,7 @@ struct image_writer {
 };
 
 void imgw_init(struct image_writer *w);
+void imgw_reserve(struct image_writer *w, size_t conns);
 int32_t imgw_fd(struct image_writer *w, int fd);
 void imgw_put(struct image_writer *w, enum img_type type, const void *rec,
 	      size_t len, const void *const *tails, const size_t *tail_lens,
