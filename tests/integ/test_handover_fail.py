@@ -1,7 +1,8 @@
 """A live handover that fails costs no connection (HANDOVER.md): when the
 binary at the path smbsplice was started from is gone, is a script that
 exits 1, rejects the configuration (the config file made invalid before
-the USR2), or dies after receiving everything but before it says TAKEN,
+the USR2), would leave a listening socket of the old process untaken (a
+listener moved to another address: its queue would be reset), or dies after receiving everything but before it says TAKEN,
 the running process logs `handover failed: WHY; this process goes on
 forwarding` and goes on: a long smbclient get (paced, so that it runs
 through every case) and 50 idle echo connections (a tcp listener) carry
@@ -67,7 +68,7 @@ def main():
     sh("cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", so, os.path.join(SRCDIR, "tests/integ/handover_die.c"), "-ldl")
     mark = os.path.join(work, "died-at-taken")
 
-    *ports, stats = free_ports(3)
+    *ports, stats, moved = free_ports(4)
     conf = os.path.join(work, "smbsplice.conf")
     with open(conf, "w") as f:
         f.write(conf_text(ports, stats, smb, echo))
@@ -102,6 +103,10 @@ def main():
         ("the binary is a script that exits 1", lambda: install(exe, "#!/bin/sh\nexit 1\n")),
         ("the config file is invalid", lambda: (install(exe, source=SMBSPLICE), open(conf, "w").write(
             conf_text(ports, stats, smb, echo, "workers = banana\nno-such-key = 1\n")))),
+        # Its old sockets' queued clients would be reset: refused, the
+        # old process forwards on (a SIGHUP there drains them first).
+        ("a listener's address changed", lambda: (install(exe, source=SMBSPLICE), open(conf, "w").write(
+            conf_text([ports[0], moved], stats, smb, echo)))),
         ("the new process dies before TAKEN", lambda: (open(conf, "w").write(conf_text(ports, stats, smb, echo)),
                                                        install(exe, "#!/bin/sh\n"
                                                                f"HANDOVER_DIE_MARK='{mark}' "
@@ -113,6 +118,9 @@ def main():
         prepare()
         why = px.handover_fails()
         check(px.proc.pid == pid, f"{case}: `handover failed: {why}`; pid {pid} goes on")
+        if "address" in case:
+            check("listener echo is not in the configuration, or its address changed" in why,
+                  f"{case}: the line names the listener and says what to do")
         if "TAKEN" in case:
             check(os.path.exists(mark), f"{case}: it died as it sent TAKEN (the preload's mark file is there)")
         still_forwarding(case, n)
@@ -123,7 +131,7 @@ def main():
           f"then a good binary: the handover takes {held} connections and 2 listeners from pid {pid}: {d}")
     echo_all(idle, 99)
     check(True, f"each of {IDLE} idle connections answers the new process")
-    get.finish(f"the {MIB} MiB get through four failed handovers and a good one", want)
+    get.finish(f"the {MIB} MiB get through {len(cases)} failed handovers and a good one", want)
     check(metric(scrape(stats), "smbsplice_connections_active") == IDLE, "/metrics of the new process: the idle ones")
     check(" end=error" not in px.log(), "no connection ended in error")
     for s in idle:
