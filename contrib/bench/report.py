@@ -205,7 +205,7 @@ def baseline_table(r):
             if name.startswith("base:") or not rs or not bs:
                 continue
             k = unit_key(unit)
-            rows.append(f"| {title.split(' (')[0].format(**r.get('par', PAR_DEFAULT))} | {name} | {spread(rs, k)} | {spread(bs, k)} | "
+            rows.append(f"| {title.split(' (')[0].format(size=SIZE, **r.get('par', PAR_DEFAULT))} | {name} | {spread(rs, k)} | {spread(bs, k)} | "
                         f"{fmt_ratio(ratio(med(rs, k), med(bs, k)))} | {cpu_spread(rs)} | {cpu_spread(bs)} | "
                         f"{fmt_ratio(ratio(cpu_per_gib(rs), cpu_per_gib(bs)))} |")
     if not rows:
