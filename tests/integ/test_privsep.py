@@ -54,13 +54,25 @@ def status(path):
 
 
 def helper_of(pid):
-    """The daemon's one child process."""
+    """The daemon's privileged helper: of its two child processes, the one
+    with the helper's capabilities; the other, the launcher a handover
+    needs (proxy/launcher.c), keeps root but holds nothing but standard
+    input, output and error, its one socket to the daemon and the
+    signalfd it reaps its child with."""
     kids = []
     for t in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{t}/children") as f:
             kids += [int(k) for k in f.read().split()]
-    check(len(kids) == 1, f"the daemon has one child process, the helper ({kids})")
-    return kids[0]
+    check(len(kids) == 2, f"the daemon has two child processes, the helper and the launcher ({kids})")
+    helper = [k for k in kids if int(status(f"/proc/{k}/status")["CapEff"], 16) == HELPER_CAPS]
+    check(len(helper) == 1, f"one of them has the helper's capabilities ({kids})")
+    launcher = [k for k in kids if k not in helper][0]
+    fds = {int(fd): os.readlink(f"/proc/{launcher}/fd/{fd}") for fd in os.listdir(f"/proc/{launcher}/fd")}
+    extra = sorted(f for fd, f in fds.items() if fd > 2)
+    check(len(extra) == 2 and extra[0] == "anon_inode:[signalfd]" and extra[1].startswith("socket:"),
+          f"the launcher (pid {launcher}) holds only 0, 1, 2, its socket and its SIGCHLD signalfd "
+          f"({sorted(fds.items())})")
+    return helper[0]
 
 
 def check_caps(pid, nobody):
