@@ -200,11 +200,12 @@ void conn_host_abandon(struct conn_host *h)
  * adopt_open() - rebuild an open connection's two directions
  * @c:		the connection, its sockets set
  * @v:		its record
- * @fds:	the image's descriptors; those taken are set to -1
+ * @in:		the image received; its descriptors taken here
  *
  * Return: 0, or -1 with errno.
  */
-static int adopt_open(struct conn *c, const struct img_conn_view *v, int *fds)
+static int adopt_open(struct conn *c, const struct img_conn_view *v,
+		      struct image_in *in)
 {
 	const struct img_conn *r = &v->c;
 
@@ -216,8 +217,9 @@ static int adopt_open(struct conn *c, const struct img_conn_view *v, int *fds)
 		int32_t rd = r->dir[i].pipe_rd, wr = r->dir[i].pipe_wr;
 
 		if (rd >= 0) {
-			pipe = pipepool_adopt(c->host->pipes, fds[rd], fds[wr]);
-			fds[rd] = fds[wr] = -1;
+			pipe = pipepool_adopt(c->host->pipes,
+					      image_in_take_fd(in, rd),
+					      image_in_take_fd(in, wr));
 			if (!pipe)
 				return -1;
 		}
@@ -228,30 +230,12 @@ static int adopt_open(struct conn *c, const struct img_conn_view *v, int *fds)
 }
 
 /**
- * take_fd() - a descriptor of the image, which the caller now owns
- * @fds:	the image's descriptors
- * @i:		the index, or -1
- *
- * Return: the descriptor, or -1.
- */
-static int take_fd(int *fds, int32_t i)
-{
-	int fd;
-
-	if (i < 0)
-		return -1;
-	fd = fds[i];
-	fds[i] = -1;
-	return fd;
-}
-
-/**
  * conn_adopt() - rebuild a connection a handover brought in
  * @h:		the worker's host, whose loop does not run yet
  * @l:		its listener here, of the record's name
  * @v:		its record, decoded and checked (image.c)
- * @fds:	the image's descriptors; those the connection takes are set
- *		to -1
+ * @in:		the image received; the descriptors the connection takes
+ *		are taken from it (image_in_take_fd())
  * @err:	one line saying what is wrong
  * @errlen:	its size
  *
@@ -264,7 +248,7 @@ static int take_fd(int *fds, int32_t i)
  * Return: 0, or -1 with @err set.
  */
 int conn_adopt(struct conn_host *h, struct listener *l,
-	       const struct img_conn_view *v, int *fds, char *err,
+	       const struct img_conn_view *v, struct image_in *in, char *err,
 	       size_t errlen)
 {
 	const struct img_conn *r = &v->c;
@@ -295,8 +279,10 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 	c->unauth = r->unauth;
 	c->lowat = r->lowat;
 	c->peeked = r->peeked;
-	c->cli = (struct sock){ take_fd(fds, r->cli_fd), r->cli_corked };
-	c->srv = (struct sock){ take_fd(fds, r->srv_fd), r->srv_corked };
+	c->cli =
+		(struct sock){ image_in_take_fd(in, r->cli_fd), r->cli_corked };
+	c->srv =
+		(struct sock){ image_in_take_fd(in, r->srv_fd), r->srv_corked };
 	c->started = r->started;
 	c->deadline = r->deadline;
 	c->last_active = r->last_active;
@@ -311,7 +297,7 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 		h->conns->prev = c;
 	h->conns = c;
 	counter_add(&h->active, 1);
-	if (c->state == CS_OPEN && adopt_open(c, v, fds)) {
+	if (c->state == CS_OPEN && adopt_open(c, v, in)) {
 		snprintf(err, errlen, "connection %llu (%s): %s",
 			 (unsigned long long)c->id, c->cli_text,
 			 errno == ENOMEM

@@ -12,7 +12,7 @@ void conn_host_resume(struct conn_host *h);
 void conn_host_save(const struct conn_host *h, struct image_writer *w);
 void conn_host_abandon(struct conn_host *h);
 int conn_adopt(struct conn_host *h, struct listener *l,
-	       const struct img_conn_view *v, int *fds, char *err,
+	       const struct img_conn_view *v, struct image_in *in, char *err,
 	       size_t errlen);
 
 #endif /* SMBSPLICE_CONNMOVE_H */

@@ -273,11 +273,8 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 static void cmd_hold(struct proxy *px, const char *name, bool hold,
 		     const char *who, bool json, struct outbuf *out)
 {
-	struct listener *l;
+	struct listener *l = listener_named(px, name);
 
-	for (l = px->listeners; l; l = l->next)
-		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
-			break;
 	if (!l || px->state != PX_RUNNING) {
 		answer_error(out, json,
 			     l ? "the process is draining"

@@ -240,7 +240,8 @@ static bool take_handed(struct proxy *px, struct listener *l,
 	for (unsigned i = 0; got && i < l->nworkers; i++)
 		for (unsigned j = 0; l->fds[i] < 0 && j < l->nworkers; j++)
 			if (l->fds[j] >= 0)
-				l->fds[i] = fcntl(l->fds[j], F_DUPFD_CLOEXEC, 0);
+				l->fds[i] =
+					fcntl(l->fds[j], F_DUPFD_CLOEXEC, 0);
 	return got > 0;
 }
 
@@ -522,4 +523,19 @@ void listener_restore_counters(struct listener *l, unsigned worker,
 {
 	if (worker < l->nworkers)
 		memcpy(&l->st[worker], words, sizeof(l->st[worker]));
+}
+
+/**
+ * listener_named() - the running listener of a name
+ * @px:		the process
+ * @name:	the name
+ *
+ * Return: the listener, or NULL (none, or only retired ones).
+ */
+struct listener *listener_named(struct proxy *px, const char *name)
+{
+	for (struct listener *l = px->listeners; l; l = l->next)
+		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
+			return l;
+	return NULL;
 }

@@ -138,6 +138,7 @@ static inline bool listener_is(const struct listener *l,
 	return l->flags & flag;
 }
 void listener_reap(struct proxy *px);
+struct listener *listener_named(struct proxy *px, const char *name);
 void listener_restore_counters(struct listener *l, unsigned worker,
 			       const void *words);
 

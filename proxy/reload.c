@@ -59,21 +59,6 @@ struct plan {
 };
 
 /**
- * find_listener() - the running listener of a name
- * @px:		the process
- * @name:	the name
- *
- * Return: the listener, or NULL.
- */
-static struct listener *find_listener(struct proxy *px, const char *name)
-{
-	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
-			return l;
-	return NULL;
-}
-
-/**
  * find_namesake() - a listener whose counters a new one of its name takes
  * @px:		the process
  * @name:	the name
@@ -207,7 +192,7 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 		p->cfg = lcfg_new(&c->ls[i], err, errlen);
 		if (!p->cfg || listener_check(px, p->cfg, err, errlen))
 			goto undo;
-		p->old = find_listener(px, c->ls[i].name);
+		p->old = listener_named(px, c->ls[i].name);
 		keep_inherited_address(p->cfg, p->old);
 		if (p->old && listener_same_socket(p->old->cfg, p->cfg))
 			continue;

@@ -44,7 +44,6 @@
 #include "proxy.h"
 #include "worker.h"
 
-
 /**
  * handover_refuse() - the take-over failed: tell the old process, leave
  * @px:		the process
@@ -121,21 +120,6 @@ int handover_receive(struct proxy *px)
 }
 
 /**
- * find_listener() - this process's listener of a name
- * @px:		the process
- * @name:	the name
- *
- * Return: it, or NULL.
- */
-static struct listener *find_listener(struct proxy *px, const char *name)
-{
-	for (struct listener *l = px->listeners; l; l = l->next)
-		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
-			return l;
-	return NULL;
-}
-
-/**
  * adopt_counters() - go on counting where the old process was
  * @px:		the process
  * @err:	one line saying what is wrong
@@ -157,7 +141,7 @@ static int adopt_counters(struct proxy *px, char *err, size_t errlen)
 		return -1;
 	}
 	for (unsigned i = 0; i < img->nst; i++)
-		if ((l = find_listener(px, img->st[i].s.name)))
+		if ((l = listener_named(px, img->st[i].s.name)))
 			listener_restore_counters(l, img->st[i].s.worker,
 						  img->st[i].words);
 	conn_host_count_accepted(&px->workers[0].host, img->proc.accepted);
@@ -179,7 +163,7 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 
 	for (unsigned i = 0; i < img->nconns; i++) {
 		const struct img_conn_view *v = &img->conns[i];
-		struct listener *l = find_listener(px, v->c.listener);
+		struct listener *l = listener_named(px, v->c.listener);
 
 		if (!l) {
 			snprintf(
@@ -188,8 +172,8 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 				(unsigned long long)v->c.id, v->c.listener);
 			return -1;
 		}
-		if (conn_adopt(&px->workers[v->c.worker].host, l, v,
-			       px->hin.fds, err, errlen))
+		if (conn_adopt(&px->workers[v->c.worker].host, l, v, &px->hin,
+			       err, errlen))
 			return -1;
 	}
 	return 0;
@@ -213,9 +197,10 @@ static int listeners_all_taken(struct proxy *px, char *err, size_t errlen)
 
 	for (unsigned i = 0; i < hi->img.nls; i++)
 		if (hi->fds[hi->img.ls[i].fd] >= 0) {
-			snprintf(err, errlen,
-				 "listener %s is not in the configuration, or its address changed: apply that with SIGHUP to the old process first, then hand over",
-				 hi->img.ls[i].name);
+			snprintf(
+				err, errlen,
+				"listener %s is not in the configuration, or its address changed: apply that with SIGHUP to the old process first, then hand over",
+				hi->img.ls[i].name);
 			return -1;
 		}
 	return 0;
@@ -268,9 +253,9 @@ int handover_adopt(struct proxy *px)
 	    adopt_counters(px, err, sizeof(err)) ||
 	    adopt_conns(px, err, sizeof(err)))
 		handover_refuse(px, err);
-	if (ho_send_msg(hi->sock, HO_TAKEN, &n, sizeof(n), HO_STEP_TIMEOUT_MS) ||
-	    ho_recv_msg(hi->sock, &type, NULL, 0, &len, -1) ||
-	    type != HO_GO) {
+	if (ho_send_msg(hi->sock, HO_TAKEN, &n, sizeof(n),
+			HO_STEP_TIMEOUT_MS) ||
+	    ho_recv_msg(hi->sock, &type, NULL, 0, &len, -1) || type != HO_GO) {
 		/* The old process gave up, and may be forwarding again. GO
 		 * is waited for without a bound: the old process ends this
 		 * with GO or a hang-up. */
