@@ -762,8 +762,12 @@ def wan_table(w):
         return ""
     fronts = w["fronts"]
     head = "| RTT | loss | rate | workload | " + " | ".join(fronts) + " |"
+    cap = w.get("cap")
+    capped = (f" Get, put and mget stop at {cap:g} s and count what came by then (TCP bytes into the "
+              f"client for a get, into smbd for a put; whole files for mget); * marks a median with capped "
+              f"runs." if cap else "")
     rows = [f"### WAN (wanem, MTU {w['mtu']}, {w['mib']} MiB get and put, {w['runs']} runs per cell)\n",
-            "Medians; in brackets the ratio to direct (cubic on both ends).\n", head,
+            "Medians; in brackets the ratio to direct (cubic on both ends)." + capped + "\n", head,
             "|" + "---|" * (4 + len(fronts))]
     for c in w["cells"]:
         vals = [r["value"] for r in c["fronts"].get("direct", []) if "value" in r]
@@ -776,7 +780,8 @@ def wan_table(w):
                 cols.append("failed" if bad else "")
                 continue
             m = statistics.median(v)
-            cols.append(f"{m:.2f} {c['unit']}" + (f" ({m / base:.2f}x)" if base and f != "direct" else "") +
+            star = "*" if any(r.get("capped") for r in c["fronts"].get(f, [])) else ""
+            cols.append(f"{m:.2f}{star} {c['unit']}" + (f" ({m / base:.2f}x)" if base and f != "direct" else "") +
                         (f", {bad} failed" if bad else ""))
         rows.append(f"| {c['rtt']:g} ms | {c['loss']:g}% | {c['rate']:g} Mbit/s | {c['work']} | " +
                     " | ".join(cols) + " |")

@@ -23,6 +23,11 @@ Contestants, the client always in C:
                second address, both allow 2 subflows (ip mptcp limits),
                and G listens on the wildcard address (a join to the
                second address needs a listener there)
+  pair-buf     (only when --wan-fronts names it) the pair with
+               --socket-buffer 32M on both WAN sockets, past the
+               namespaces' autotuning maxima (tcp_wmem 4 MiB, tcp_rmem
+               6 MiB): for a path whose bandwidth-delay product is above
+               them, such as 1 Gbit/s at 100 ms (12.5 MB)
 
 Each cell of the grid (RTT x loss x rate) sets both paths by wanem's
 control file; each workload runs every contestant interleaved, --runs
@@ -45,7 +50,7 @@ PASSWORD = "smbsplice"
 NS = (f"bwanC{os.getpid()}", f"bwanG{os.getpid()}")
 PATHS = (("192.0.2.1", "192.0.2.2"), ("198.51.100.1", "198.51.100.2"))
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
-FRONTS = ("direct", "direct-bbr", "haproxy", "smbsplice", "pair", "pair-mptcp")
+FRONTS = ("direct", "direct-bbr", "haproxy", "smbsplice", "pair", "pair-mptcp", "pair-buf")
 WORKS = ("get", "put", "mget", "ls")
 # Ports in the harness's own namespaces: nothing else binds there.
 HQ_PORT, BRANCH_PORT, HAPROXY_PORT = 4450, 4451, 4452
@@ -175,6 +180,12 @@ class Lab:
                                             f"127.0.0.1:{BRANCH_PORT + 20}", "--backend",
                                             f"{PATHS[0][1]}:{HQ_PORT + 20}", "--mptcp", "backend",
                                             "--congestion", "backend:bbr"])
+        self.daemon("buf-hq", NS[1], [*sp, "--listen", f"{PATHS[0][1]}:{HQ_PORT + 30}",
+                                      "--congestion", "client:bbr", "--socket-buffer", "client:32M"])
+        self.daemon("buf-branch", NS[0], [SMBSPLICE, "--idle-timeout", "0", "--listen",
+                                          f"127.0.0.1:{BRANCH_PORT + 30}", "--backend",
+                                          f"{PATHS[0][1]}:{HQ_PORT + 30}", "--congestion", "backend:bbr",
+                                          "--socket-buffer", "backend:32M"])
         cfg = os.path.join(self.work, "wan-haproxy.cfg")
         with open(cfg, "w") as f:
             f.write(f"global\n    maxconn 100\ndefaults\n    mode tcp\n    timeout connect 5s\n"
@@ -192,7 +203,8 @@ class Lab:
         """(host, port) the client in C connects to for `front`."""
         return {"direct": (PATHS[0][1], 445), "direct-bbr": (PATHS[0][1], 445),
                 "haproxy": (PATHS[0][1], HAPROXY_PORT), "smbsplice": (PATHS[0][1], HQ_PORT),
-                "pair": ("127.0.0.1", BRANCH_PORT), "pair-mptcp": ("127.0.0.1", BRANCH_PORT + 20)}[front]
+                "pair": ("127.0.0.1", BRANCH_PORT), "pair-mptcp": ("127.0.0.1", BRANCH_PORT + 20),
+                "pair-buf": ("127.0.0.1", BRANCH_PORT + 30)}[front]
 
     def server_bbr(self, on):
         """direct-bbr: the server's side of the path runs bbr, by a route
@@ -224,22 +236,45 @@ class Lab:
                     f.write(self.allowed)
 
 
-def smb(host, port, cmd, cwd=None):
-    """smbclient in C; seconds from start to exit. -t: one 8 MiB READ at
-    1% loss takes direct cubic longer than the default 20 s."""
+def smb(host, port, cmd, cwd=None, cap=None, probe=None):
+    """smbclient in C; (seconds from start to exit, output, what probe()
+    said at the cap or None). -t: one 8 MiB READ at 1% loss takes direct
+    cubic longer than the default 20 s. With `cap`, a client still running
+    after `cap` seconds is asked probe() and killed."""
     argv = nsx(NS[0], "smbclient", f"//{host}/share", "-p", str(port), "-U", f"root%{PASSWORD}", "-t", "600",
                "-c", cmd)
     t0 = time.monotonic()
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=1800, cwd=cwd)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+    try:
+        out, _ = p.communicate(timeout=cap or 1800)
+    except subprocess.TimeoutExpired:
+        secs = time.monotonic() - t0
+        got = probe() if probe else True
+        p.kill()
+        out, _ = p.communicate()
+        if not cap:
+            raise
+        if "NT_STATUS" in out:
+            raise RuntimeError(f"{' '.join(argv)} failed before its cap: {out[-400:]}")
+        return secs, out, got
     secs = time.monotonic() - t0
-    out = r.stdout + r.stderr
-    if r.returncode or "NT_STATUS" in out:
-        raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): {out[-400:]}")
-    return secs, out
+    if p.returncode or "NT_STATUS" in out:
+        raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}): {out[-400:]}")
+    return secs, out, None
 
 
-def workload(lab, work, name, mib, office):
-    """fn(front) -> {"value": rate, "secs": s} for workload `name`."""
+def tcp_bytes(ns, port_filter, field):
+    """The sum of `field` (bytes_received, bytes_acked) over the
+    established TCP sockets in ns that match port_filter, by ss -ti."""
+    r = sh(*nsx(ns, "ss", "-tinH", "state", "established", port_filter))
+    return sum(int(tok.split(":", 1)[1]) for tok in r.stdout.split() if tok.startswith(field + ":"))
+
+
+def workload(lab, work, name, mib, office, cap):
+    """fn(front) -> {"value": rate, "secs": s[, "capped": True]} for
+    workload `name`. get, put and mget stop at `cap` seconds and count
+    what came by then: bytes (get, put), files of their full size (mget);
+    ls runs whole."""
     src = os.path.join(work, "wan-src")
     if name in ("get", "put") and not os.path.exists(src):
         with open("/dev/urandom", "rb") as r, open(src, "wb") as f:
@@ -248,35 +283,53 @@ def workload(lab, work, name, mib, office):
         shutil.copy(src, os.path.join(lab.share, "wan-file"))
     size = mib << 20
 
+    def result(got, secs, capped, unit_of):
+        r = {"value": got / secs / unit_of, "secs": secs}
+        if capped:
+            r["capped"] = True
+        return r
+
+    # A cut get or put is measured in TCP bytes, not in the file: smbclient
+    # moves 8 MiB per READ or WRITE, and at 1% loss direct cubic lands
+    # none in 10 s. A get counts what the client's socket took in; a put
+    # what smbd's took in (a gateway's buffers do not count).
     def get(front):
         dst = os.path.join(work, "wan-got")
-        secs, _ = smb(*lab.target(front), f"get wan-file {dst}")
-        if os.path.getsize(dst) != size:
-            raise RuntimeError(f"get through {front}: {os.path.getsize(dst)} of {size} bytes")
-        os.unlink(dst)
-        return {"value": size / secs / 1e6, "secs": secs}
+        port = lab.target(front)[1]
+        secs, _, cut = smb(*lab.target(front), f"get wan-file {dst}", cap=cap,
+                           probe=lambda: tcp_bytes(NS[0], f"( dport = :{port} )", "bytes_received"))
+        got = os.path.getsize(dst) if os.path.exists(dst) else 0
+        if cut is None and got != size:
+            raise RuntimeError(f"get through {front}: {got} of {size} bytes")
+        if os.path.exists(dst):
+            os.unlink(dst)
+        return result(got if cut is None else cut, secs, cut is not None, 1e6)
 
     def put(front):
-        secs, _ = smb(*lab.target(front), f"put {src} wan-put")
-        got = os.path.getsize(os.path.join(lab.share, "wan-put"))
-        if got != size:
-            raise RuntimeError(f"put through {front}: {got} of {size} bytes")
-        os.unlink(os.path.join(lab.share, "wan-put"))
-        return {"value": size / secs / 1e6, "secs": secs}
+        dst = os.path.join(lab.share, "wan-put")
+        secs, _, cut = smb(*lab.target(front), f"put {src} wan-put", cap=cap,
+                           probe=lambda: tcp_bytes(NS[1], "( sport = :445 )", "bytes_received"))
+        if cut is None and os.path.getsize(dst) != size:
+            raise RuntimeError(f"put through {front}: {os.path.getsize(dst)} of {size} bytes")
+        time.sleep(0.5)  # smbd finishes the writes it holds before the unlink
+        if os.path.exists(dst):
+            os.unlink(dst)
+        return result(size if cut is None else cut, secs, cut is not None, 1e6)
 
     def mget(front):
         d = tempfile.mkdtemp(prefix="wan-mget-", dir=work)
         try:
-            secs, _ = smb(*lab.target(front), "prompt OFF; recurse ON; cd small; mget *", cwd=d)
-            n = len(os.listdir(d))
-            if n != office["files"]:
-                raise RuntimeError(f"mget through {front}: {n} of {office['files']} files")
+            secs, _, cut = smb(*lab.target(front), "prompt OFF; recurse ON; cd small; mget *", cwd=d, cap=cap)
+            capped = cut is not None
+            whole = [n for n in os.listdir(d) if os.path.getsize(os.path.join(d, n)) == office["sizes"].get(n)]
+            if len(whole) != office["files"] and not capped:
+                raise RuntimeError(f"mget through {front}: {len(whole)} of {office['files']} files whole")
         finally:
             shutil.rmtree(d, ignore_errors=True)
-        return {"value": n / secs, "secs": secs}
+        return result(len(whole), secs, capped, 1)
 
     def ls(front):
-        secs, out = smb(*lab.target(front), "ls list\\*")
+        secs, out, _ = smb(*lab.target(front), "ls list\\*")
         n = sum(1 for l in out.splitlines() if l.strip().startswith("e") and " 0 " in l)
         if n != office["entries"]:
             raise RuntimeError(f"ls through {front}: {n} of {office['entries']} entries")
@@ -300,7 +353,7 @@ def run_wan(args, work, office_spec, share_office, log):
         log("wan: haproxy not found (contrib/install-deps.sh --bench): left out")
         fronts.remove("haproxy")
     mtu = args.wan_mtu or (9000 if max(r for _, _, r in grid) > 100 else 1500)
-    out = {"mtu": mtu, "mib": args.mib_wan, "runs": args.runs_wan, "fronts": fronts, "cells": []}
+    out = {"mtu": mtu, "mib": args.mib_wan, "cap": args.wan_seconds, "runs": args.runs_wan, "fronts": fronts, "cells": []}
     lab = Lab(work, mtu)
     try:
         if {"mget", "ls"} & set(works):
@@ -309,7 +362,7 @@ def run_wan(args, work, office_spec, share_office, log):
         for rtt, loss, rate in grid:
             lab.cell(rtt, loss, rate)
             for w in works:
-                fn = workload(lab, work, w, args.mib_wan, office_spec)
+                fn = workload(lab, work, w, args.mib_wan, office_spec, args.wan_seconds)
                 cell = {"rtt": rtt, "loss": loss, "rate": rate, "work": w, "unit": UNITS[w],
                         "fronts": {f: [] for f in fronts}}
                 for i in range(args.runs_wan):
