@@ -1046,7 +1046,7 @@ def main():
                     "list (default 10,40,100:0,0.1,1:100,1000; --quick 40:0,1:100)")
     ap.add_argument("--wan-work", help="the WAN part's workloads (default get,put,mget,ls; --quick get,put)")
     ap.add_argument("--wan-fronts", default="direct,direct-bbr,haproxy,smbsplice,pair,pair-mptcp",
-                    help="the WAN part's contestants (default all but pair-buf)")
+                    help="the WAN part's contestants (default all but smbsplice-buf and pair-buf)")
     ap.add_argument("--wan-seconds", type=float, default=10,
                     help="the WAN part's cap per get, put and mget: a transfer still running then is stopped "
                          "and measured by what landed whole (default 10; 0: no cap)")
