@@ -69,9 +69,10 @@ Workloads:
          --quick 40:0,1:100 with get and put of 32 MiB), --wan-work and
          --wan-fronts pick workloads and contestants, --wan-mtu the MTU.
          Get, put and mget stop at --wan-seconds (default 10) and count
-         what landed whole: a 1 % cubic get at 100 ms moves about
-         0.2 MB/s, and the grid would take days run to the end. Even
-         capped, the whole grid takes about 3 hours.
+         what came by then (TCP bytes for get and put, whole files for
+         mget): a 1 % cubic get at 100 ms moves about 0.2 MB/s, and the
+         grid would take days run to the end. Even capped, the whole
+         grid takes about 2.5 hours.
 
   handover  the live handover (contrib/bench/handover.py): N idle
          connections (--handover-counts, default 10,1000,9000) and 3
@@ -1049,7 +1050,7 @@ def main():
                     help="the WAN part's contestants (default all but smbsplice-buf and pair-buf)")
     ap.add_argument("--wan-seconds", type=float, default=10,
                     help="the WAN part's cap per get, put and mget: a transfer still running then is stopped "
-                         "and measured by what landed whole (default 10; 0: no cap)")
+                         "and measured by what came by then (default 10; 0: no cap)")
     ap.add_argument("--wan-mtu", type=int, help="MTU of the WAN paths (default 1500, 9000 if a rate is above "
                     "100 Mbit/s: at 1500 wanem's packet rate is the bottleneck)")
     args = ap.parse_args()
