@@ -53,7 +53,8 @@ def full_frames():
     them), then stalls. smbsplice's socket to the client then takes up to
     net.ipv4.tcp_wmem's maximum, the client's own a little more, so one
     frame more than that leaves bytes in the pipe; the rest waits in
-    smbsplice's socket from the server, with the FIN behind it."""
+    smbsplice's socket from the server (a fixed 16M: at most 5.5 MiB is
+    left for it), with the FIN behind it."""
     with open("/proc/sys/net/ipv4/tcp_wmem") as f:
         wmem_max = int(f.read().split()[2])
     return FAST_FRAMES + wmem_max // MIB + 1
@@ -96,16 +97,17 @@ def wait_for(cond, timeout):
     return True
 
 
-def start(through, serve, rcvbuf=None):
+def start(through, serve, rcvbuf=None, extra=()):
     """A server running @serve for its connection, smbsplice in smb mode in
-    front of it unless @through is "direct", and a client connected to
-    whichever comes first (with its receive buffer set to @rcvbuf before
-    the connect, if given). Return (server, smbsplice or None, client).
+    front of it (with @extra options) unless @through is "direct", and a
+    client connected to whichever comes first (with its receive buffer set
+    to @rcvbuf before the connect, if given). Return (server, smbsplice or
+    None, client).
     The clients open with a WRITE or a READ, not a NEGOTIATE, so that
     each case's streams are the issue's and the same both ways: NOT_SMB
     has smbsplice dial on the first byte, its framer parsing as ever."""
     srv = Server(serve)
-    px = Proxy(srv.addr, "--read-threshold", "64K", *NOT_SMB, stats=True) if through == "smbsplice" else None
+    px = Proxy(srv.addr, "--read-threshold", "64K", *NOT_SMB, *extra, stats=True) if through == "smbsplice" else None
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -183,7 +185,11 @@ def server_cut(through):
         sent.set()
         got["up"] = recv_all(c)
 
-    srv, px, c = start(through, serve, RCVBUF)
+    # smbsplice's socket from the server gets a fixed 16M receive buffer:
+    # autotuned, it grows only as fast as smbsplice reads, and a slow run
+    # (the sanitizers on a busy machine) left it too small for the rest of
+    # the stream, the FIN waiting outside it.
+    srv, px, c = start(through, serve, RCVBUF, extra=("--socket-buffer", "backend:16M"))
     c.sendall(request)
     buf = bytearray(recv_exact(c, FAST_FRAMES * stream.frame_len))
     # Straight to the client, the server's send blocks until it reads:
