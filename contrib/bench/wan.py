@@ -251,7 +251,7 @@ def smb(host, port, cmd, cwd=None, cap=None, probe=None):
         out, _ = p.communicate(timeout=cap or 1800)
     except subprocess.TimeoutExpired:
         secs = time.monotonic() - t0
-        got = probe() if probe else True
+        got = probe() if probe else True  # not None: the caller's "cut" mark
         p.kill()
         out, _ = p.communicate()
         if not cap:
@@ -285,9 +285,10 @@ def workload(lab, work, name, mib, office, cap):
         shutil.copy(src, os.path.join(lab.share, "wan-file"))
     size = mib << 20
 
-    def result(got, secs, capped, unit_of):
+    def result(got, secs, cut, unit_of):
+        """cut: what smb() said of a client stopped at the cap, or None."""
         r = {"value": got / secs / unit_of, "secs": secs}
-        if capped:
+        if cut is not None:
             r["capped"] = True
         return r
 
@@ -305,7 +306,7 @@ def workload(lab, work, name, mib, office, cap):
             raise RuntimeError(f"get through {front}: {got} of {size} bytes")
         if os.path.exists(dst):
             os.unlink(dst)
-        return result(got if cut is None else cut, secs, cut is not None, 1e6)
+        return result(got if cut is None else cut, secs, cut, 1e6)
 
     def put(front):
         dst = os.path.join(lab.share, "wan-put")
@@ -313,10 +314,11 @@ def workload(lab, work, name, mib, office, cap):
                            probe=lambda: tcp_bytes(NS[1], "( sport = :445 )", "bytes_received"))
         if cut is None and os.path.getsize(dst) != size:
             raise RuntimeError(f"put through {front}: {os.path.getsize(dst)} of {size} bytes")
-        time.sleep(0.5)  # smbd finishes the writes it holds before the unlink
+        if cut is not None:
+            time.sleep(0.5)  # smbd finishes the writes it holds before the unlink
         if os.path.exists(dst):
             os.unlink(dst)
-        return result(size if cut is None else cut, secs, cut is not None, 1e6)
+        return result(size if cut is None else cut, secs, cut, 1e6)
 
     def mget(front):
         # files over the time from the client's start to the last whole
@@ -334,7 +336,7 @@ def workload(lab, work, name, mib, office, cap):
                 secs = max(whole) - t0
         finally:
             shutil.rmtree(d, ignore_errors=True)
-        return result(len(whole), secs, cut is not None, 1)
+        return result(len(whole), secs, cut, 1)
 
     def ls(front):
         secs, out, _ = smb(*lab.target(front), "ls list\\*")
