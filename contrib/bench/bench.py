@@ -285,10 +285,11 @@ class Front:
             argv = twin.argv(port)
             if argv[0] != SMBSPLICE or "--workers" in argv:
                 raise FrontFailed(f"{self.name}: a base: twin must be smbsplice without --workers")
-            # an older build knows no RAW_ARGS, and needs none: it dials
-            # on the first byte and has no caps before login
+            # a build older than RAW_ARGS needs none of them (it dials on
+            # the first byte and has no caps before login) and would
+            # refuse them; a newer one needs them as much as this one
             for flag in RAW_ARGS[::2]:
-                if flag in argv:
+                if flag in argv and not baseline_knows(flag):
                     i = argv.index(flag)
                     del argv[i:i + 2]
             return [BASELINE] + argv[1:]
@@ -962,6 +963,18 @@ RAW_BACKENDS = set()
 RAW_ARGS = ["--first-frame", "any", "--max-preauth-per-source", "off", "--auth-timeout", "off"]
 FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
+
+
+_BASELINE_HELP = None
+
+
+def baseline_knows(flag):
+    """Whether the --baseline binary's --help names @flag."""
+    global _BASELINE_HELP
+    if _BASELINE_HELP is None:
+        r = subprocess.run([BASELINE, "--help"], capture_output=True, text=True)
+        _BASELINE_HELP = r.stdout + r.stderr
+    return re.search(re.escape(flag) + r"\b", _BASELINE_HELP) is not None
 
 
 def with_twins(names):
