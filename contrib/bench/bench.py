@@ -281,7 +281,7 @@ class Front:
     def argv(self, port):
         if self.name.startswith("base:"):
             # the namesake's command line, run from the baseline binary
-            twin = Front(self.name[5:], self.backend_port)
+            twin = Front(self.name[5:], self.backend_port, netns=self.netns)
             argv = twin.argv(port)
             if argv[0] != SMBSPLICE or "--workers" in argv:
                 raise FrontFailed(f"{self.name}: a base: twin must be smbsplice without --workers")
@@ -1217,7 +1217,7 @@ def main():
                 share_office(share, spec)
                 # the echo workload's runs serve when they had the same length
                 reuse = results.get("echo") if o_secs == 5 else None
-                results["office"]["loopback"] = office(pick(OFFICE_FRONTS["loopback"], sp), spec, share, o_secs,
+                results["office"]["loopback"] = office(pick(with_twins(OFFICE_FRONTS["loopback"]), sp), spec, share, o_secs,
                                                        runs, "office", reuse)
         if "scale" in lo_only:
             with part("loopback: scale"):
@@ -1251,12 +1251,12 @@ def main():
                     put = os.path.join(work, "put.bin")
                     if not (os.path.exists(put) and os.path.getsize(put) == mib << 20):
                         make_file(put, mib)
-                    fronts = pick(NS_FRONTS + (FLOOR,), ns_sp, netns=NETNS)
+                    fronts = pick(with_twins(NS_FRONTS) + [FLOOR], ns_sp, netns=NETNS)
                     results["ns_get"] = interleaved(fronts, smbclient("get get.bin /dev/null", mib), runs,
                                                     "namespace: smbclient get")
                     results["ns_put"] = interleaved(fronts, smbclient(f"put {put} put.bin", mib), runs,
                                                     "namespace: smbclient put")
-                    fronts = pick(NS_FRONTS, ns_lg, netns=NETNS)
+                    fronts = pick(with_twins(NS_FRONTS), ns_lg, netns=NETNS)
                     for d in ("up", "down"):
                         results[f"ns_bulk_{d}"] = interleaved(fronts, bulk(d, mib), runs, f"namespace: bulk {d}")
                     results["ns_rr"] = interleaved(fronts + pick(NS_RR_EXTRA + (FLOOR,), ns_lg, netns=NETNS),
@@ -1266,7 +1266,7 @@ def main():
                     ns_sp = be.netns_smbd()
                     ns_share = os.path.join(be.ns_smbd_dir, "share")
                     share_office(ns_share, spec)
-                    results["office"]["ns"] = office(pick(OFFICE_FRONTS["ns"], ns_sp, netns=NETNS), spec,
+                    results["office"]["ns"] = office(pick(with_twins(OFFICE_FRONTS["ns"]), ns_sp, netns=NETNS), spec,
                                                      ns_share, o_secs, runs, "namespace: office")
         if "wan" in only:
             import wan

@@ -198,7 +198,7 @@ def baseline_table(r):
     """Each base: contestant beside its namesake, in every throughput
     workload that ran both: new ÷ base for throughput and proxy CPU."""
     rows = []
-    for key, unit, title in THROUGHPUT + PARALLEL:
+    for key, unit, title in THROUGHPUT + PARALLEL + NS_THROUGHPUT:
         res = r.get(key) or {}
         for name, rs in res.items():
             bs = res.get("base:" + name)
@@ -208,15 +208,41 @@ def baseline_table(r):
             rows.append(f"| {title.split(' (')[0].format(size=SIZE, **r.get('par', PAR_DEFAULT))} | {name} | {spread(rs, k)} | {spread(bs, k)} | "
                         f"{fmt_ratio(ratio(med(rs, k), med(bs, k)))} | {cpu_spread(rs)} | {cpu_spread(bs)} | "
                         f"{fmt_ratio(ratio(cpu_per_gib(rs), cpu_per_gib(bs)))} |")
-    if not rows:
+    rates = baseline_rates(r)
+    if not rows and not rates:
         return ""
     b = r.get("baseline", {})
-    return "\n".join([f"**Before and after** (this build against `base:`, {b.get('path', '?')}, "
-                      f"{b.get('version') or 'version unknown'}; median (min–max) of interleaved runs; "
-                      "new ÷ base: throughput above 1 and CPU below 1 favour this build)", "",
-                      "| Workload | Contestant | throughput | base: throughput | new ÷ base | proxy CPU s/GiB "
-                      "| base: proxy CPU s/GiB | new ÷ base |",
-                      "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
+    out = [f"**Before and after** (this build against `base:`, {b.get('path', '?')}, "
+           f"{b.get('version') or 'version unknown'}; median (min–max) of interleaved runs; "
+           "new ÷ base: throughput above 1 and CPU below 1 favour this build)", ""]
+    if rows:
+        out += ["| Workload | Contestant | throughput | base: throughput | new ÷ base | proxy CPU s/GiB "
+                "| base: proxy CPU s/GiB | new ÷ base |",
+                "|---|---|---|---|---|---|---|---|"] + rows + [""]
+    if rates:
+        out += ["| Workload | Contestant | rate | base: rate | new ÷ base |", "|---|---|---|---|---|"] + rates
+    return "\n".join(out) + "\n"
+
+
+def baseline_rates(r):
+    """Rows of each base: contestant beside its namesake in the
+    small-message and office workloads: echo (its own workload), and each
+    office workload on each topology."""
+    rows = []
+    sets = [("echo", "ops/s", r.get("echo") or {})]
+    for topo in ("loopback", "ns"):
+        o = (r.get("office") or {}).get(topo) or {}
+        if o.get("echo_reused"):
+            o = {k: v for k, v in o.items() if k != "echo"}
+        sets += [(f"{name}, {TOPO_NAME[topo]}", unit, o.get(key) or {}) for key, name, unit in OFFICE]
+    for title, unit, res in sets:
+        for name, all_rs in res.items():
+            rs, bs = ok_runs(all_rs), ok_runs(res.get("base:" + name, []))
+            if name.startswith("base:") or not rs or not bs:
+                continue
+            rows.append(f"| {title} | {name} | {spread(rs, 'rate', '{:.0f}')} {unit} | "
+                        f"{spread(bs, 'rate', '{:.0f}')} {unit} | {fmt_ratio(ratio(med(rs, 'rate'), med(bs, 'rate')))} |")
+    return rows
 
 
 def rr_table(res, title="Round trips", trips=200):
