@@ -109,6 +109,11 @@ int handover_receive(struct proxy *px)
 	if (image_decode(hi->bytes, hi->len, hi->nfds, &hi->img, err,
 			 sizeof(err)))
 		handover_refuse(px, err);
+	/* Unless told otherwise, go on with the old process's workers: its
+	 * connections are numbered by them, and the CPUs or the default may
+	 * have changed since it started. */
+	if (!px->opt->workers)
+		px->nworkers = hi->img.proc.nworkers;
 	if (hi->img.proc.nworkers != px->nworkers) {
 		snprintf(
 			err, sizeof(err),

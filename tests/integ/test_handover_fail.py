@@ -2,7 +2,8 @@
 binary at the path smbsplice was started from is gone, is a script that
 exits 1, rejects the configuration (the config file made invalid before
 the USR2), would leave a listening socket of the old process untaken (a
-listener moved to another address: its queue would be reset), or dies after receiving everything but before it says TAKEN,
+listener moved to another address: its queue would be reset), would run another
+number of workers than set, or dies after receiving everything but before it says TAKEN,
 the running process logs `handover failed: WHY; this process goes on
 forwarding` and goes on: a long smbclient get (paced, so that it runs
 through every case) and 50 idle echo connections (a tcp listener) carry
@@ -15,6 +16,7 @@ death before TAKEN is an LD_PRELOAD object (handover_die.c, built here)
 loaded by a script that execs the real binary; under the sanitizers the
 preload list starts with the ASan runtime the binary links."""
 import os
+import re
 import shutil
 import socket
 
@@ -50,8 +52,8 @@ def preload_list(so):
     return ":".join(asan + [so])
 
 
-def conf_text(ports, stats, smb, echo, extra=""):
-    return (f"[global]\nstats = 127.0.0.1:{stats}\nworkers = 2\n{extra}\n"
+def conf_text(ports, stats, smb, echo, extra="", workers="workers = 3\n"):
+    return (f"[global]\nstats = 127.0.0.1:{stats}\n{workers}{extra}\n"
             f"[files]\nlisten = 127.0.0.1:{ports[0]}\nbackend = {smb.addr}\n\n"
             f"[echo]\nlisten = 127.0.0.1:{ports[1]}\nbackend = {echo.addr}\nmode = tcp\n")
 
@@ -107,6 +109,10 @@ def main():
         # old process forwards on (a SIGHUP there drains them first).
         ("a listener's address changed", lambda: (install(exe, source=SMBSPLICE), open(conf, "w").write(
             conf_text([ports[0], moved], stats, smb, echo)))),
+        # Connections are numbered by their workers: a count set to
+        # another is refused, and the line says so.
+        ("workers set to another count", lambda: open(conf, "w").write(
+            conf_text(ports, stats, smb, echo, workers="workers = 1\n"))),
         ("the new process dies before TAKEN", lambda: (open(conf, "w").write(conf_text(ports, stats, smb, echo)),
                                                        install(exe, "#!/bin/sh\n"
                                                                f"HANDOVER_DIE_MARK='{mark}' "
@@ -121,16 +127,25 @@ def main():
         if "address" in case:
             check("listener echo is not in the configuration, or its address changed" in why,
                   f"{case}: the line names the listener and says what to do")
+        if "workers" in case:
+            check("the old process has 3 workers and this one 1 (set --workers)" in why,
+                  f"{case}: the line gives both counts and the option to set")
         if "TAKEN" in case:
             check(os.path.exists(mark), f"{case}: it died as it sent TAKEN (the preload's mark file is there)")
         still_forwarding(case, n)
 
+    # Left unset, the count is the old process's, whatever this machine's
+    # default would be.
     install(exe, source=SMBSPLICE)
+    with open(conf, "w") as f:
+        f.write(conf_text(ports, stats, smb, echo, workers=""))
     d = px.handover()
     check(d["conns"] == held and d["took_conns"] == held and d["took_listeners"] == 2,
           f"then a good binary: the handover takes {held} connections and 2 listeners from pid {pid}: {d}")
     echo_all(idle, 99)
     check(True, f"each of {IDLE} idle connections answers the new process")
+    started = re.findall(r"started: .*?, (\d+) workers,", px.whole_lines())
+    check(started[-1:] == ["3"], f"with no workers in the config, the new process runs the old one's 3 ({started})")
     get.finish(f"the {MIB} MiB get through {len(cases)} failed handovers and a good one", want)
     check(metric(scrape(stats), "smbsplice_connections_active") == IDLE, "/metrics of the new process: the idle ones")
     check(" end=error" not in px.log(), "no connection ended in error")
