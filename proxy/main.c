@@ -86,11 +86,19 @@ static void raise_nofile_limit(void)
 }
 
 /**
- * usable_cpus() - how many CPUs this process may run on
+ * default_workers() - how many workers when --workers is not given
  *
- * Return: the count from the affinity mask, at least 1.
+ * One per two CPUs this process may run on (its affinity mask), at least
+ * one. smbsplice mostly shares its machine with the peers it forwards
+ * for: the smbd behind it, or the namespaces of the same host. What a
+ * worker does per message is mostly the kernel's TCP work, done in
+ * whichever thread makes the call, so a second worker adds no capacity
+ * there: it halves how many ready connections each wake-up finds
+ * (docs/design.md, "Workers"; the figures in docs/benchmarks.md).
+ *
+ * Return: the count.
  */
-static unsigned usable_cpus(void)
+static unsigned default_workers(void)
 {
 	cpu_set_t set;
 	int n;
@@ -98,7 +106,7 @@ static unsigned usable_cpus(void)
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return 1;
 	n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
+	return n > 1 ? (unsigned)n / 2 : 1;
 }
 
 /**
@@ -741,7 +749,7 @@ int main(int argc, char **argv)
 		log_use_syslog();
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile_limit();
-	px.nworkers = opt.workers ? opt.workers : usable_cpus();
+	px.nworkers = opt.workers ? opt.workers : default_workers();
 	px.loop = ev_default_loop(EVBACKEND_EPOLL);
 	if (!px.loop) {
 		log_err("cannot create the event loop (epoll)");

@@ -98,7 +98,7 @@ struct listen_opts {
  * @stats:		where to serve Prometheus metrics; len 0 for nowhere
  * @stats_allow:	networks that may scrape them; none for loopback only
  * @nstats_allow:	how many
- * @workers:		event loop threads; 0 for one per usable CPU
+ * @workers:		event loop threads; 0 for the default (main.c)
  * @max_conns:		cap on open connections; 0 for what descriptors allow
  * @max_per_source:	cap on open connections per client address; 0 for none
  * @source_prefix6:	IPv6 clients count per network of this prefix length

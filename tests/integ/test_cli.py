@@ -5,13 +5,16 @@ without binding it, even while the address is in use, and refuses, as a
 start would, a congestion algorithm the kernel lacks, --transparent
 without CAP_NET_ADMIN, and a --user that does not exist or that a
 process not root cannot become. A config line too long for libinih is
-refused with FILE:LINE by --check, at start and on reload."""
+refused with FILE:LINE by --check, at start and on reload. Without
+--workers, the workers are one per two CPUs of the affinity mask, at least
+one."""
 import os
 import re
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 
 import smbgen
 from harness import SMBSPLICE, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
@@ -93,7 +96,40 @@ def main():
     # the proxy's connection ends and stop() can check its descriptors.
     srv.close()
     px.stop()
+    default_workers()
     long_line()
+
+
+def started_workers(args, cpus):
+    """The worker count of the `started:` line of smbsplice run with
+    @args on the CPUs @cpus (its affinity mask), then stopped."""
+    p = subprocess.Popen([SMBSPLICE, *args], stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    timer = threading.Timer(10, p.kill)  # a start that never logs fails, not hangs
+    timer.start()
+    try:
+        for line in p.stderr:
+            m = re.search(r"started: .*?, (\d+) workers,", line)
+            if m:
+                return int(m.group(1))
+        raise TestFailure(f"no `started:` line on {sorted(cpus)} (exit {p.wait()})")
+    finally:
+        timer.cancel()
+        p.terminate()
+        p.communicate(timeout=10)
+
+
+def default_workers():
+    """Without --workers: one worker per two CPUs of the affinity mask, at
+    least one; --workers is taken as given."""
+    cpus = sorted(os.sched_getaffinity(0))
+    for k in sorted({1, 2, 3, 4, len(cpus)} & set(range(1, len(cpus) + 1))):
+        args = ["--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:2"]
+        got = started_workers(args, set(cpus[:k]))
+        check(got == max(1, k // 2), f"no --workers, {k} CPU{'s' if k > 1 else ''}: {got} worker{'s' if got > 1 else ''}")
+    got = started_workers(["--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:2", "--workers", "3"],
+                          {cpus[0]})
+    check(got == 3, f"--workers 3 on one CPU: {got}")
 
 
 def long_line():
