@@ -241,9 +241,10 @@ static void log_listeners(const struct proxy *px, bool started)
 
 	if (started)
 		log_info(
-			"started: %u listener%s, %u workers, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
+			"started: %u listener%s, %u worker%s, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
 			px->cfg->nls, px->cfg->nls == 1 ? "" : "s",
-			px->nworkers, o->pipe_size, o->buf_size, o->max_pipes,
+			px->nworkers, px->nworkers == 1 ? "" : "s",
+			o->pipe_size, o->buf_size, o->max_pipes,
 			o->max_conns && o->max_conns < fds ? (long)o->max_conns
 							   : fds);
 	for (const struct listener *l = px->listeners; l; l = l->next) {

@@ -109,7 +109,7 @@ def started_workers(args, cpus):
     timer.start()
     try:
         for line in p.stderr:
-            m = re.search(r"started: .*?, (\d+) workers,", line)
+            m = re.search(r"started: .*?, (\d+) workers?,", line)
             if m:
                 return int(m.group(1))
         raise TestFailure(f"no `started:` line on {sorted(cpus)} (exit {p.wait()})")

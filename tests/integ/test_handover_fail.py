@@ -144,7 +144,7 @@ def main():
           f"then a good binary: the handover takes {held} connections and 2 listeners from pid {pid}: {d}")
     echo_all(idle, 99)
     check(True, f"each of {IDLE} idle connections answers the new process")
-    started = re.findall(r"started: .*?, (\d+) workers,", px.whole_lines())
+    started = re.findall(r"started: .*?, (\d+) workers?,", px.whole_lines())
     check(started[-1:] == ["3"], f"with no workers in the config, the new process runs the old one's 3 ({started})")
     get.finish(f"the {MIB} MiB get through {len(cases)} failed handovers and a good one", want)
     check(metric(scrape(stats), "smbsplice_connections_active") == IDLE, "/metrics of the new process: the idle ones")
