@@ -734,10 +734,19 @@ class Proxy:
             try:
                 problems = self.fd_problems()
             except (OSError, urllib.error.URLError) as e:
-                problems = [f"cannot read the daemon's descriptors or metrics: {e}"]
+                problems = [f"cannot read the daemon's descriptors or metrics: {e}; {self._stats_listeners()}"]
             if not problems or time.monotonic() > end or self.proc.poll() is not None:
                 return problems
             time.sleep(0.05)
+
+    def _stats_listeners(self):
+        """What listens on the --stats port, by `ss`, for a failure's text:
+        a scrape refused by a daemon that still runs means its listening
+        socket was closed or shut down under it."""
+        if not self.stats:
+            return "no --stats"
+        r = subprocess.run(["ss", "-Htlnp", f"sport = :{self.stats_port}"], capture_output=True, text=True)
+        return f"listening on port {self.stats_port}: {r.stdout.strip() or 'nothing'}"
 
     def stop(self, check_fds=True, check=True):
         """Stop the daemon with SIGTERM and check it: no descriptor leaked
