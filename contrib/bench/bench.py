@@ -109,6 +109,7 @@ docs/benchmarks.md.
 """
 import argparse
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -965,16 +966,11 @@ FRONTS = None           # --fronts: the only contestants wanted, or None
 PICKED = set()          # the contestants some workload kept
 
 
-_BASELINE_HELP = None
-
-
+@functools.lru_cache(maxsize=None)
 def baseline_knows(flag):
     """Whether the --baseline binary's --help names @flag."""
-    global _BASELINE_HELP
-    if _BASELINE_HELP is None:
-        r = subprocess.run([BASELINE, "--help"], capture_output=True, text=True)
-        _BASELINE_HELP = r.stdout + r.stderr
-    return re.search(re.escape(flag) + r"\b", _BASELINE_HELP) is not None
+    r = subprocess.run([BASELINE, "--help"], capture_output=True, text=True)
+    return re.search(re.escape(flag) + r"\b", r.stdout + r.stderr) is not None
 
 
 def with_twins(names):

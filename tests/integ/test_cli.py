@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 
 import smbgen
 from harness import SMBSPLICE, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
@@ -100,23 +99,14 @@ def main():
     long_line()
 
 
-def started_workers(args, cpus):
+def started_workers(cpus, *args):
     """The worker count of the `started:` line of smbsplice run with
-    @args on the CPUs @cpus (its affinity mask), then stopped."""
-    p = subprocess.Popen([SMBSPLICE, *args], stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: os.sched_setaffinity(0, cpus))
-    timer = threading.Timer(10, p.kill)  # a start that never logs fails, not hangs
-    timer.start()
+    @args on the CPUs @cpus (its affinity mask, by taskset), then stopped."""
+    px = Proxy("127.0.0.1:2", *args, wrap=("taskset", "-c", ",".join(map(str, sorted(cpus)))))
     try:
-        for line in p.stderr:
-            m = re.search(r"started: .*?, (\d+) workers?,", line)
-            if m:
-                return int(m.group(1))
-        raise TestFailure(f"no `started:` line on {sorted(cpus)} (exit {p.wait()})")
+        return int(px.wait_log(r"started: .*?, (\d+) workers?,")[0])
     finally:
-        timer.cancel()
-        p.terminate()
-        p.communicate(timeout=10)
+        px.stop()
 
 
 def default_workers():
@@ -124,11 +114,9 @@ def default_workers():
     least one; --workers is taken as given."""
     cpus = sorted(os.sched_getaffinity(0))
     for k in sorted({1, 2, 3, 4, len(cpus)} & set(range(1, len(cpus) + 1))):
-        args = ["--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:2"]
-        got = started_workers(args, set(cpus[:k]))
+        got = started_workers(cpus[:k])
         check(got == max(1, k // 2), f"no --workers, {k} CPU{'s' if k > 1 else ''}: {got} worker{'s' if got > 1 else ''}")
-    got = started_workers(["--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:2", "--workers", "3"],
-                          {cpus[0]})
+    got = started_workers(cpus[:1], "--workers", "3")
     check(got == 3, f"--workers 3 on one CPU: {got}")
 
 
