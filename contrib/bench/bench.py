@@ -1003,19 +1003,37 @@ def pick(names, backend_port, **kw):
     return out
 
 
+def run_order(n, r):
+    """The order of round r over n contestants (indices): a Williams
+    design. Over n rounds every contestant runs right after every other
+    exactly once, and each one starts a round once; when n is odd that
+    takes 2n rounds (the rows, then their mirror images), and twice. Rotating one fixed order would not do:
+    a rotation keeps every neighbour, so the contestant after direct in
+    round 1 would follow it in every round."""
+    if n <= 1:
+        return list(range(n))
+    first, lo, hi = [0], 1, n - 1
+    while lo <= hi:
+        first.append(lo)
+        lo += 1
+        if lo <= hi:
+            first.append(hi)
+            hi -= 1
+    row = [(x + r) % n for x in first]
+    return row[::-1] if n % 2 and (r // n) % 2 else row
+
+
 def interleaved(fronts, fn, runs, label):
-    """{front name: [result, ...]}, run r of every front before run r+1.
-    Round r starts at front r (mod their count), so that no contestant
-    always follows the same one: a run right after direct's was 3-5%
-    slower for every proxy on path-contention (the server still busy
-    with the faster run before it), and a fixed order put smbsplice there
-    every time. A run that fails is kept as {"failed": why}, so that the
-    report can say how many of a contestant's runs failed rather than take
-    the median of the rest as if nothing happened."""
+    """{front name: [result, ...]}, run r of every front before run r+1,
+    in run_order()'s order: a run right after direct's was 3-5% slower
+    for every proxy on path-contention (the server still busy with the
+    faster run before it), so no contestant may always follow the same
+    one. A run that fails is kept as {"failed": why}, so that the report
+    can say how many of a contestant's runs failed rather than take the
+    median of the rest as if nothing happened."""
     res = {f.name: [] for f in fronts}
     for r in range(runs):
-        k = r % len(fronts) if fronts else 0
-        for f in fronts[k:] + fronts[:k]:
+        for f in (fronts[i] for i in run_order(len(fronts), r)):
             try:
                 res[f.name].append(measure(f, fn))
             except Exception as e:  # one contestant failing must not sink the run
