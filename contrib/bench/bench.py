@@ -90,8 +90,8 @@ modes, haproxy, socat, pasta; scale and parallel name smbsplice with
 --workers; sockfloor, an in-kernel BPF sockmap forwarder that shows what
 no forwarder can beat, runs in rr, get, put, echo, office and the
 namespace's get, put and rr). --fronts N1,N2 keeps only the named ones, in each workload's
-order. --baseline PATH adds, right after each smbsplice contestant of bulk,
-rr, get, echo, obs and parallel, a twin "base:NAME" that runs the binary at PATH
+order. --baseline PATH adds, beside each smbsplice contestant of bulk,
+rr, get, echo, obs, parallel, ns and office, a twin "base:NAME" that runs the binary at PATH
 with NAME's arguments: an older build, for a before/after comparison in the
 same run. A twin is made only for contestants without --workers, which an
 older build may not know; the report puts each base: twin beside its
@@ -1007,9 +1007,10 @@ def run_order(n, r):
     """The order of round r over n contestants (indices): a Williams
     design. Over n rounds every contestant runs right after every other
     exactly once, and each one starts a round once; when n is odd that
-    takes 2n rounds (the rows, then their mirror images), and twice. Rotating one fixed order would not do:
-    a rotation keeps every neighbour, so the contestant after direct in
-    round 1 would follow it in every round."""
+    takes 2n rounds (the rows, then their mirror images), and twice.
+    Rotating one fixed order would not do: a rotation keeps every
+    neighbour, so the contestant after direct in round 1 would follow it
+    in every round."""
     if n <= 1:
         return list(range(n))
     first, lo, hi = [0], 1, n - 1
