@@ -1011,16 +1011,9 @@ def run_order(n, r):
     Rotating one fixed order would not do: a rotation keeps every
     neighbour, so the contestant after direct in round 1 would follow it
     in every round."""
-    if n <= 1:
-        return list(range(n))
-    first, lo, hi = [0], 1, n - 1
-    while lo <= hi:
-        first.append(lo)
-        lo += 1
-        if lo <= hi:
-            first.append(hi)
-            hi -= 1
-    row = [(x + r) % n for x in first]
+    # the first row runs 0, 1, n-1, 2, n-2, ...; row r adds r to each
+    first = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]
+    row = [(x + r) % n for x in first[:n]]
     return row[::-1] if n % 2 and (r // n) % 2 else row
 
 
