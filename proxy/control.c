@@ -4,7 +4,9 @@
  *
  * Theory of operation: a Unix stream socket, never a network one, made
  * readable by its owner alone (mode 0600: bound under umask 0177), or by
- * a group with --control-group (0660). A stale socket left by a crash is
+ * a group with --control-group (0660: bound under umask 0117 with that
+ * group as the thread's filesystem gid, so that no chown() or chmod()
+ * names the path after it exists). A stale socket left by a crash is
  * replaced; a live one (something answers a connect()) or anything that
  * is not a socket is left alone and the start fails.
  *
@@ -37,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/fsuid.h>
 
 #include "control.h"
 #include "controlcmd.h"
@@ -375,6 +378,56 @@ static int clear_stale(const char *path)
 }
 
 /**
+ * bind_as_group() - bind @fd at @sun with the node's group and mode set
+ *		     by the kernel as it is made
+ * @fd:		the socket
+ * @sun:	its address
+ * @gid:	the group the node is born with, or -1 for none (mode 0600)
+ *
+ * A chown() or chmod() of the path after bind() would follow whatever
+ * name stands there by then, as root: whoever may write the directory
+ * could swap in a link to any file and have root give it to the group.
+ * So the node is made right: the umask gives its mode, the thread's
+ * filesystem gid its group, and nothing names the path afterwards.
+ * setfsgid() is per thread, and no other thread runs yet.
+ *
+ * Return: bind()'s result, errno kept.
+ */
+static int bind_as_group(int fd, const struct sockaddr_un *sun, gid_t gid)
+{
+	bool grp = gid != (gid_t)-1;
+	mode_t old = umask(grp ? 0117 : 0177);
+	int prev = grp ? setfsgid(gid) : -1;
+	int r, e;
+
+	r = bind(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	e = errno;
+	if (grp)
+		setfsgid((gid_t)prev);
+	umask(old);
+	errno = e;
+	return r;
+}
+
+/**
+ * node_group_ok() - did the node get the group asked for
+ * @path:	the control socket's path
+ * @gid:	the group
+ *
+ * The kernel gives a new node the directory's group instead of ours when
+ * the directory is set-group-ID, and a process that may not use @gid
+ * keeps its own. Only looked at (lstat, never followed or changed).
+ *
+ * Return: true if the node is a socket of group @gid.
+ */
+static bool node_group_ok(const char *path, gid_t gid)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_gid == gid;
+}
+
+/**
  * control_bind() - make the socket at @path, private from its birth
  * @o:	the settings: --control and --control-group
  *
@@ -384,28 +437,29 @@ static int control_bind(const struct options *o)
 {
 	struct sockaddr_un sun;
 	struct group *g = NULL;
-	mode_t old;
-	int fd, r;
+	gid_t gid;
+	int fd;
 
 	if (*o->control_group && !(g = getgrnam(o->control_group))) {
 		log_err("control socket: no group named %s", o->control_group);
 		return -1;
 	}
+	gid = g ? g->gr_gid : (gid_t)-1;
 	if (clear_stale(o->control))
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
 	sun_of(&sun, o->control);
-	/* The workers have not started: no other thread creates files. */
-	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
-	umask(old);
-	if (r)
+	if (bind_as_group(fd, &sun, gid))
 		goto fail;
-	if (g && (chown(o->control, (uid_t)-1, g->gr_gid) ||
-		  chmod(o->control, 0660)))
-		goto fail;
+	if (g && !node_group_ok(o->control, gid)) {
+		log_err("control socket %s: it was not made with group %s (a set-group-ID directory gives its own group, and only root or a member may give %s); use a directory without the set-group-ID bit",
+			o->control, o->control_group, o->control_group);
+		unlink(o->control);
+		close(fd);
+		return -1;
+	}
 	if (listen(fd, 16))
 		goto fail;
 	return fd;

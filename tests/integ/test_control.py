@@ -11,7 +11,12 @@ through `smbsplice ctl`, against real traffic.
 - `kill ID` resets that connection only, and the log says who asked;
 - `drain` stops new connections on one listener while another keeps
   accepting, and `resume` undoes it;
-- `top` (not a terminal) prints one screen, the busiest first."""
+- `top` (not a terminal) prints one screen, the busiest first;
+- with --control-group the node is born with that group and mode 0660:
+  no chown() or chmod() ever names the path (which root would follow
+  through a link swapped in by whoever may write the directory), and a
+  set-group-ID directory that would give it another group is refused."""
+import grp
 import json
 import os
 import select
@@ -333,7 +338,45 @@ def drain_resume():
     px.stop()
 
 
+def group_at_birth():
+    """--control-group: the node is made with its group and mode, nothing
+    names the path after bind(), and a set-group-ID directory is refused."""
+    gid = grp.getgrnam("nogroup").gr_gid
+    path = sock_path("control")
+    os.chmod(os.path.dirname(path), 0o777)  # anyone may swap names in it
+    log = os.path.join(os.path.dirname(path), "strace.log")
+    watched = "chown,fchown,lchown,fchownat,chmod,fchmod,fchmodat,bind"
+    px = Proxy("127.0.0.1:9", *NOT_SMB, "--control", path, "--control-group", "nogroup",
+               wrap=("strace", "-f", "-qq", "-o", log, "-e", f"trace={watched}"))
+    st = os.lstat(path)
+    check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == gid,
+          f"--control-group: a socket of mode {oct(stat.S_IMODE(st.st_mode))} and gid {st.st_gid}"
+          f" (0660, {gid} wanted)")
+    check(ctl(path, "conns").stdout.startswith("ID "), "... which answers")
+    # SIGTERM to strace would detach it and leave smbsplice running.
+    with open(f"/proc/{px.proc.pid}/task/{px.proc.pid}/children") as f:
+        os.kill(int(f.read().split()[0]), signal.SIGTERM)
+    px.proc.wait(30)
+    px.stop(check_fds=False)
+    calls = [ln for ln in open(log) if path in ln]
+    binds = [ln for ln in calls if " bind(" in ln]
+    by_path = [ln for ln in calls if " bind(" not in ln]
+    check(len(binds) == 1 and not by_path,
+          f"no chown() or chmod() names the control path, only its bind(): {calls}")
+
+    path = sock_path("control")
+    d = os.path.dirname(path)
+    os.chown(d, 0, 0)
+    os.chmod(d, 0o2755)
+    r = subprocess.run([SMBSPLICE, "--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:9",
+                        *NOT_SMB, "--control", path, "--control-group", "nogroup"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "set-group-ID" in r.stderr and not os.path.lexists(path),
+          f"a set-group-ID directory giving another group: refused, nothing left ({r.returncode}: {r.stderr.strip()})")
+
+
 def main():
+    group_at_birth()
     silent_clients()
     kill_one()
     drain_resume()
