@@ -49,7 +49,8 @@
  * @errlen:	its size
  *
  * TCP_NODELAY and SO_OOBINLINE failing is no error (MPTCP sockets may not
- * take the latter); keepalive and congestion control were asked for.
+ * take the latter); keepalive and congestion control were asked for, and
+ * TCP_SAVE_SYN is what the helper's proof of a transparent client needs.
  *
  * Return: 0, or -1 with @err set.
  */
@@ -74,6 +75,14 @@ int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 		snprintf(err, errlen,
 			 "listener %s: client sockets: --socket-buffer: %s",
 			 lo->name, strerror(errno));
+		return -1;
+	}
+	/* Off too when not needed: a reload may have dropped transparent. */
+	if (sock_set_save_syn(fd, lo->save_syn) && lo->save_syn) {
+		snprintf(
+			err, errlen,
+			"listener %s: --transparent under --user: TCP_SAVE_SYN: %s",
+			lo->name, strerror(errno));
 		return -1;
 	}
 	return 0;

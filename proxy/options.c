@@ -183,6 +183,16 @@ enum opt_result config_check(const struct config *c, bool inherited, char *err,
 				c->ls[i].name);
 			return OPT_BAD;
 		}
+		/* The helper's proof of an accepted client is the SYN the
+		 * kernel saved on it, which MPTCP sockets do not keep. */
+		if (*c->o.user && c->ls[i].transparent &&
+		    c->ls[i].mptcp[SIDE_CLIENT]) {
+			snprintf(
+				err, errlen,
+				"listener %s: transparent with mptcp on the listen side cannot run under user: the privileged helper must see the SYN each client sent, which MPTCP sockets do not keep; drop one of the three",
+				c->ls[i].name);
+			return OPT_BAD;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (same_listen(&c->ls[i], &c->ls[j])) {
 				snprintf(
@@ -483,6 +493,16 @@ static void apply_given(struct config *c, const struct cli *cli)
 }
 
 /**
+ * config_derive() - the listener fields that follow from other options
+ * @c:	the configuration
+ */
+static void config_derive(struct config *c)
+{
+	for (unsigned i = 0; i < c->nls; i++)
+		c->ls[i].save_syn = *c->o.user && c->ls[i].transparent;
+}
+
+/**
  * options_parse() - parse argv, and the config file it names, into @c
  * @c:		filled with defaults, then the file, then the options given
  * @argc:	argument count
@@ -516,6 +536,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	if (!*cli.o.config) {
 		c->o = cli.o;
 		c->nls = 1;
+		config_derive(c);
 		return config_check(c, inherited, err, errlen);
 	}
 	if (cli.listener) {
@@ -529,6 +550,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	if (r != OPT_OK)
 		return r;
 	apply_given(c, &cli);
+	config_derive(c);
 	return config_check(c, inherited, err, errlen);
 }
 

@@ -61,6 +61,10 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  *			kernel's autotuning
  * @source:		address backend connections come from; len 0 for any
  * @mptcp:		open that side with IPPROTO_MPTCP
+ * @save_syn:		not an option: transparent under --user, so the
+ *			listener keeps each client's SYN (TCP_SAVE_SYN) for
+ *			the helper's proof that it accepted the client
+ *			(acceptproof.c)
  */
 struct listen_opts {
 	char name[OPT_NAME_LEN];
@@ -88,6 +92,7 @@ struct listen_opts {
 	unsigned sockbuf[SIDE_COUNT];
 	struct endpoint source;
 	bool mptcp[SIDE_COUNT];
+	bool save_syn;
 };
 
 /**

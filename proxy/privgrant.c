@@ -19,7 +19,9 @@
  *
  * A transparent backend socket takes the address of a client socket the
  * daemon sends along, and client_ok() checks that socket is one the
- * named listener accepted. What no check here can bound: the daemon
+ * named listener accepted: its peer sent this host the SYN the kernel
+ * saved on it (acceptproof.c), which a socket the daemon connect()ed
+ * itself cannot have. What no check here can bound: the daemon
  * connect()s every socket it is given, to any destination its namespace
  * routes to; only a cgroup connect4/connect6 BPF program binds that.
  */
@@ -36,6 +38,7 @@
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 
+#include "acceptproof.h"
 #include "monotime.h"
 #include "netns.h"
 #include "privgrant.h"
@@ -181,7 +184,8 @@ static bool same_ns(int fd, int ns)
  *
  * The port must be the listener's, the address too unless it listens on
  * the wildcard. A listener with no address (its socket came from socket
- * activation) cannot be checked: anything in its namespace passes.
+ * activation) has nothing to compare: the saved SYN (client_ok()) is then
+ * the whole proof.
  *
  * Return: true if it is.
  */
@@ -219,18 +223,17 @@ static bool accepted_here(const struct listen_opts *lo,
  * @g:		@peer and @peerlen set to the client's address
  *
  * getpeername() alone proves nothing: a UDP socket the daemon connect()ed
- * anywhere, without sending a byte, has a peer. So the socket must be a
- * connected TCP (or MPTCP) stream of the backend's family, not listening,
- * whose own address is the listener's and which lives in the listener's
- * client namespace: a socket that only accept() on that listener gives.
+ * anywhere, without sending a byte, has a peer, and so has a TCP socket
+ * it bound to the listener's port (after closing its copy of the
+ * listener) and connect()ed to any host. So the socket must be a
+ * connected TCP stream of the backend's family, not listening, whose own
+ * address is the listener's, which lives in the listener's client
+ * namespace, and which carries the SYN its peer sent to that address
+ * (accept_proven()): a socket that only accept() on that listener gives.
  *
- * Hook for PROXY protocol v2 (--accept-proxy, not on this branch yet):
- * there the address to bind is the one in the PROXY header, which no
- * socket can vouch for. Only for a listener with accept-proxy set in
- * the helper's OWN configuration should a daemon-supplied address then
- * be taken (after the checks above on the socket from the --proxy-from
- * peer); that listener's transparency is then only as strong as the
- * daemon, and it is documented as trusting its --proxy-from peers.
+ * Under --accept-proxy the address to bind would be the one in the PROXY
+ * header, which no socket vouches for: options.c refuses transparent
+ * with accept-proxy under --user.
  *
  * Return: true if it is.
  */
@@ -241,12 +244,11 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
 	socklen_t slen = sizeof(self);
 	struct tcp_info ti;
 	socklen_t tlen = sizeof(ti);
-	int proto = sock_int(fd, SOL_SOCKET, SO_PROTOCOL);
 
 	g->peerlen = sizeof(g->peer);
 	return !(sock_int(fd, SOL_SOCKET, SO_DOMAIN) != family ||
 		 sock_int(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
-		 (proto != IPPROTO_TCP && proto != IPPROTO_MPTCP) ||
+		 sock_int(fd, SOL_SOCKET, SO_PROTOCOL) != IPPROTO_TCP ||
 		 sock_int(fd, SOL_SOCKET, SO_ACCEPTCONN) != 0 ||
 		 getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) ||
 		 tlen < offsetof(struct tcp_info, tcpi_state) + 1 ||
@@ -255,7 +257,8 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
 		 getsockname(fd, (struct sockaddr *)&self, &slen) ||
 		 !accepted_here(lo, &self) || !same_ns(fd, client_ns) ||
 		 getpeername(fd, (struct sockaddr *)&g->peer, &g->peerlen) ||
-		 g->peer.ss_family != family);
+		 g->peer.ss_family != family ||
+		 !accept_proven(fd, &self, &g->peer));
 }
 
 /**

@@ -54,6 +54,20 @@ int sock_set_oobinline(int fd)
 }
 
 /**
+ * sock_set_save_syn() - keep, or not, each accepted client's SYN
+ * @fd:		a listening TCP socket
+ * @on:		keep it
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_save_syn(int fd, bool on)
+{
+	int v = on;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_SAVE_SYN, &v, sizeof(v));
+}
+
+/**
  * sock_set_linger0() - make the next close() send RST instead of FIN
  * @fd:	a TCP socket
  *

@@ -24,6 +24,7 @@ struct sock {
 
 int sock_set_nodelay(int fd);
 int sock_set_oobinline(int fd);
+int sock_set_save_syn(int fd, bool on);
 int sock_set_linger0(int fd);
 int sock_listen_hold(int fd, bool hold);
 int sock_uncork(struct sock *s);

@@ -351,6 +351,11 @@ static void test_bad_deployment_options(void **state)
 		expect_bad(argc, argv, "same address family");
 	}
 	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--transparent",
+		     "--mptcp", "listen", "--user", "nobody");
+		expect_bad(argc, argv, "mptcp on the listen side");
+	}
+	{
 		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--source",
 		     "::1");
 		expect_bad(argc, argv, "different address families");
@@ -359,6 +364,39 @@ static void test_bad_deployment_options(void **state)
 		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--mode", "tcp",
 		     "--mode", "smb");
 		expect_bad(argc, argv, "--mode given twice");
+	}
+}
+
+/* Transparent under --user keeps each client's SYN for the helper; not
+ * without --user (no helper reads it), nor without transparent. */
+static void test_save_syn(void **state)
+{
+	struct config c;
+	char err[256] = "";
+
+	(void)state;
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--transparent",
+		     "--user", "nobody");
+		assert_int_equal(
+			options_parse(&c, argc, argv, false, err, sizeof(err)),
+			OPT_OK);
+		assert_true(c.ls[0].save_syn);
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--transparent");
+		assert_int_equal(
+			options_parse(&c, argc, argv, false, err, sizeof(err)),
+			OPT_OK);
+		assert_false(c.ls[0].save_syn);
+	}
+	{
+		ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--user",
+		     "nobody");
+		assert_int_equal(
+			options_parse(&c, argc, argv, false, err, sizeof(err)),
+			OPT_OK);
+		assert_false(c.ls[0].save_syn);
 	}
 }
 
@@ -390,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_keepalive_and_netns),
 		cmocka_unit_test(test_bad_deployment_options),
+		cmocka_unit_test(test_save_syn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

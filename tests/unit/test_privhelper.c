@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -171,7 +172,8 @@ static void test_backend(void **state)
 }
 
 /* A connected pair through a listener at @at (port 0: any): @l the
- * listener, @c the connecting end, @s the accepted one. */
+ * listener, which keeps SYNs as a transparent one under --user does, @c
+ * the connecting end, @s the accepted one. */
 static void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s)
 {
 	socklen_t len = sizeof(at);
@@ -179,6 +181,7 @@ static void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s)
 
 	*l = socket(AF_INET, SOCK_STREAM, 0);
 	setsockopt(*l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	setsockopt(*l, IPPROTO_TCP, TCP_SAVE_SYN, &on, sizeof(on));
 	assert_int_equal(bind(*l, (struct sockaddr *)&at, sizeof(at)), 0);
 	assert_int_equal(listen(*l, 1), 0);
 	assert_int_equal(getsockname(*l, (struct sockaddr *)&at, &len), 0);
@@ -255,6 +258,12 @@ static void test_transparent(void **state)
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&got, &len), 0);
 	assert_int_equal(got.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	close(fd);
+	/* Its SYN was read; a failover sends it again, and it is known. */
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, s);
+	if (fd < 0)
+		fail_msg("the same client, again, was refused: %s",
+			 strerror(errno));
+	close(fd);
 
 	/* A UDP socket connect()ed anywhere has a peer, and proves nothing. */
 	inet_pton(AF_INET, "192.0.2.77", &doc.sin_addr);
@@ -277,6 +286,48 @@ static void test_transparent(void **state)
 	close(s);
 	close(c);
 	close(l);
+}
+
+/* What a compromised daemon can make of an unprivileged listen port: it
+ * closes its listener, binds the port and connect()s to any host X (here
+ * a listener of its own); every address and state check passes, and only
+ * the missing SYN tells. A real client disconnected (AF_UNSPEC) and
+ * connected elsewhere keeps its cookie, not its proof. */
+static void test_forged_client(void **state)
+{
+	struct sockaddr_in x = { .sin_family = AF_INET };
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	int lx, cx, sx, forged, l, c, s, fd, on = 1;
+
+	(void)state;
+	x.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tcp_pair(x, &lx, &cx, &sx); /* X, listening on a port of its own */
+	close(cx);
+	close(sx);
+	socklen_t len = sizeof(x);
+
+	assert_int_equal(getsockname(lx, (struct sockaddr *)&x, &len), 0);
+	forged = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(forged, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	setsockopt(forged, IPPROTO_TCP, TCP_SAVE_SYN, &on, sizeof(on));
+	assert_int_equal(
+		bind(forged, (struct sockaddr *)&listen_at, sizeof(listen_at)),
+		0);
+	assert_int_equal(connect(forged, (struct sockaddr *)&x, sizeof(x)), 0);
+	refused("front", forged);
+	close(forged);
+
+	tcp_pair(listen_at, &l, &c, &s);
+	fd = privhelper_backend(&ph, 1, "front", "", AF_INET, false, s);
+	assert_true(fd >= 0);
+	close(fd);
+	close(l);
+	assert_int_equal(connect(s, &unspec, sizeof(unspec)), 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&x, sizeof(x)), 0);
+	refused("front", s);
+	close(s);
+	close(c);
+	close(lx);
 }
 
 /* netns_open() neither blocks on a FIFO nor asks a device its type. */
@@ -451,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_transparent),
+		cmocka_unit_test(test_forged_client),
 		cmocka_unit_test(test_netns_open),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_unread),
