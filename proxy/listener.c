@@ -67,7 +67,8 @@ struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
 		c->netns[side] = -1;
 		if (!o->netns[side][0])
 			continue;
-		c->netns[side] = netns_open(o->netns[side], why, sizeof(why));
+		c->netns[side] = netns_open(o->netns[side], o->foreign_netns,
+					    why, sizeof(why));
 		if (c->netns[side] < 0) {
 			snprintf(err, errlen, "listener %s: --%s %s", o->name,
 				 opt_name[side], why);

@@ -61,6 +61,8 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  *			kernel's autotuning
  * @source:		address backend connections come from; len 0 for any
  * @mptcp:		open that side with IPPROTO_MPTCP
+ * @foreign_netns:	its namespaces may be owned by another user namespace
+ *			than smbsplice's (a rootless container's)
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -92,6 +94,7 @@ struct listen_opts {
 	unsigned sockbuf[SIDE_COUNT];
 	struct endpoint source;
 	bool mptcp[SIDE_COUNT];
+	bool foreign_netns;
 	bool save_syn;
 };
 

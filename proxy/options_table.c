@@ -135,6 +135,12 @@ const struct opt_def opt_table[] = {
 	  .help = "connect to the backend inside this network namespace",
 	  .apply = opt_set_netns,
 	  LFIELD(netns[SIDE_BACKEND]) },
+	{ .name = "foreign-netns",
+	  .scope = L,
+	  .help = "take namespaces owned by another user namespace\n"
+		  "(a rootless container's; default: refused)",
+	  .apply = opt_set_true,
+	  LFIELD(foreign_netns) },
 	{ .name = "allow",
 	  .metavar = "CIDR",
 	  .scope = L,

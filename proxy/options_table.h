@@ -86,7 +86,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 47
+#define OPT_TABLE_LEN 48
 
 extern const struct opt_def opt_table[];
 

@@ -328,7 +328,8 @@ static void helper_isolate(const int *fds, unsigned nchan, pid_t parent)
 {
 	static const int quiet[] = { SIGHUP,  SIGINT,  SIGTERM,
 				     SIGUSR1, SIGUSR2, SIGPIPE };
-	int *keep = calloc(nchan + 4, sizeof(int)), nul;
+	int *keep = calloc(nchan + 4 + NETNS_MAX_PINS, sizeof(int)), nul;
+	unsigned n;
 	sigset_t none;
 
 	sigemptyset(&none);
@@ -349,7 +350,10 @@ static void helper_isolate(const int *fds, unsigned nchan, pid_t parent)
 	keep[nchan + 1] = 0;
 	keep[nchan + 2] = 1;
 	keep[nchan + 3] = 2;
-	close_all_but(keep, nchan + 4);
+	/* The namespaces the daemon resolved: the helper's reloads take
+	 * the same ones, whatever their paths name by then (netns.c). */
+	n = nchan + 4 + netns_pins(keep + nchan + 4, NETNS_MAX_PINS);
+	close_all_but(keep, n);
 	free(keep);
 	/* After the drop: a change of credentials may clear it. */
 	if (privs_restrict(PRIVHELPER_CAPS) ||

@@ -107,7 +107,7 @@ int tun_open(const char *ns, const char *ifname, unsigned mtu, char *err,
 
 	if (!*ns)
 		return make(ifname, mtu, err, errlen);
-	nsfd = netns_open(ns, err, errlen);
+	nsfd = netns_open(ns, true, err, errlen);
 	if (nsfd < 0)
 		return -1;
 	if (netns_enter(nsfd)) {

@@ -25,6 +25,14 @@ In a namespace of the test's own (`ip netns add`, lo up):
    adding a listener that listens in the namespace, and one dialling out
    of the workers' namespace all serve; and when no listener used a
    namespace at start, a reload naming one serves too.
+6. A namespace path is resolved once (issue 28): with backend-netns the
+   PID of a process in the namespace, as root and as nobody, a reload
+   after that process exits keeps the namespace and serves; a reload
+   whose path now names another namespace (a link moved to the namespace
+   of a process in a user namespace of its own, as a local user whose
+   process took the PID would have) is refused with one line and the
+   listener serves on into the namespace it had; and a namespace owned by
+   another user namespace is refused at start unless --foreign-netns.
 5. Clear errors at start, one line on standard error and exit status 1: a
    name not in /run/netns and a PID that does not exist (No such file), a
    namespace file of another kind and a plain file (is not a network
@@ -399,6 +407,64 @@ def reloads(procs):
     shutil.rmtree(work, ignore_errors=True)
 
 
+def pinned(procs):
+    """6: a namespace path is resolved once per process."""
+    in_ns = echo_in(NS, procs)
+    work = tempfile.mkdtemp(prefix="netns-pin-", dir=TMPDIR)
+    os.chmod(work, 0o755)
+    conf, link = os.path.join(work, "smbsplice.conf"), os.path.join(work, "ns")
+    ns_ino = os.stat(f"/run/netns/{NS}").st_ino
+    # An attacker's namespace: a user namespace of its own, as any user may make.
+    foreign = subprocess.Popen(["unshare", "-U", "-n", "sleep", "120"])
+    procs.append(foreign)
+    wait_for("a namespace of another user namespace",
+             lambda: os.stat(f"/proc/{foreign.pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino)
+    for glob in ("", "[global]\nuser = nobody\n"):
+        who = "as nobody" if glob else "as root"
+        sleeper = subprocess.Popen(in_netns(NS, ["sleep", "120"]))
+        procs.append(sleeper)
+        wait_for("sleep inside the namespace", lambda: os.stat(f"/proc/{sleeper.pid}/ns/net").st_ino == ns_ino)
+        port = free_port()
+        text = f"{glob}[into]\nlisten = 127.0.0.1:{port}\nbackend = 127.0.0.1:{in_ns}\nbackend-netns = {sleeper.pid}\n"
+        with open(conf, "w") as f:
+            f.write(text)
+        os.chmod(conf, 0o644)
+        px = Proxy(None, "-c", conf, listen=False)
+        check(served(port), f"{who}: backend-netns {sleeper.pid} serves")
+        sleeper.kill()
+        sleeper.wait()
+        line = reload_to(px, conf, text + "mode = tcp\n")
+        check(" read, 1 listener" in line and served(port),
+              f"{who}: the process named by PID exited; a reload keeps its namespace: {line.strip()}")
+        px.stop()
+
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(f"/run/netns/{NS}", link)
+        text = f"{glob}[into]\nlisten = 127.0.0.1:{port}\nbackend = 127.0.0.1:{in_ns}\nbackend-netns = {link}\n"
+        with open(conf, "w") as f:
+            f.write(text)
+        os.chmod(conf, 0o644)
+        px = Proxy(None, "-c", conf, listen=False)
+        check(served(port), f"{who}: backend-netns through a link serves")
+        os.unlink(link)
+        os.symlink(f"/proc/{foreign.pid}/ns/net", link)
+        line = reload_to(px, conf, text + "mode = tcp\n")
+        check("refused" in line and "now names another network namespace" in line,
+              f"{who}: a reload whose unchanged path now names another namespace is refused: {line.strip()}")
+        check(served(port), f"{who}: ... and the listener dials into the namespace it had")
+        px.stop()
+
+    rc, lines = start_error("--backend-netns", str(foreign.pid))
+    check(rc == 1 and "another user namespace" in lines[-1] and "foreign-netns" in lines[-1],
+          f"a namespace of another user namespace is refused at start: {lines[-1] if lines else rc}")
+    px = Proxy(f"127.0.0.1:{in_ns}", "--backend-netns", str(foreign.pid), "--foreign-netns")
+    px.stop()
+    check(True, "... and taken with --foreign-netns")
+    foreign.kill()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     need("ip", "iproute2")
     need("ss", "iproute2")
@@ -415,6 +481,7 @@ def main():
         into_namespace(procs)
         out_of_namespace(procs)
         reloads(procs)
+        pinned(procs)
     finally:
         for p in procs:
             if p.poll() is None:

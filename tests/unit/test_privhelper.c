@@ -340,13 +340,13 @@ static void test_netns_open(void **state)
 	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	alarm(5); /* a helper that blocks: the test fails, not hangs */
-	assert_int_equal(netns_open(fifo, err, sizeof(err)), -1);
+	assert_int_equal(netns_open(fifo, false, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not a network namespace"));
-	assert_int_equal(netns_open("/dev/null", err, sizeof(err)), -1);
+	assert_int_equal(netns_open("/dev/null", false, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not a network namespace"));
 	alarm(0);
 	unlink(fifo);
-	fd = netns_open("/proc/self/ns/net", err, sizeof(err));
+	fd = netns_open("/proc/self/ns/net", false, err, sizeof(err));
 	assert_true(fd >= 0);
 	close(fd);
 }
