@@ -89,6 +89,7 @@ static struct config cfg;
 static struct privhelper ph;
 static uint32_t seq = 1000;
 static int helper_fds; /* /proc/<helper>/fd entries once it settled */
+static int held[CONFIG_MAX_LISTENERS]; /* the daemon's listening sockets */
 
 /* ---- namespaces, and their removal whatever happens ---------------------- */
 
@@ -132,18 +133,18 @@ static void ns_cleanup(void)
 }
 
 /**
- * watchdog() - SIGALRM: the test hung; clean up and fail
+ * watchdog() - SIGALRM (the test hung), SIGTERM, SIGINT or SIGHUP (it is
+ *		stopped): remove the namespaces, and fail
  * @sig:	the signal
  */
 static void watchdog(int sig)
 {
-	static const char msg[] = "test_hostile: watchdog: a hang\n";
+	static const char msg[] = "test_hostile: a hang, or stopped\n";
 
-	(void)sig;
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(98);
 	ns_cleanup();
-	_exit(99);
+	_exit(sig == SIGALRM ? 99 : 128 + sig);
 }
 
 /**
@@ -526,6 +527,45 @@ static ssize_t recv_raw(int sock, void *buf, size_t len, int *fd)
 }
 
 /**
+ * sync_helper() - wait until the helper finished with the request before
+ *
+ * It closes the descriptor it granted after sending it: once it answered
+ * one more frame (a byte: EINVAL, nothing changed), that is done.
+ */
+static void sync_helper(void)
+{
+	struct ph_rep rep;
+	int fd;
+
+	send_raw(ph.fds[0], "?", 1, NULL, 0);
+	assert_int_equal(recv_raw(ph.fds[0], &rep, sizeof(rep), &fd),
+			 sizeof(rep));
+	assert_int_equal(fd, -1);
+	assert_int_equal(rep.err, EINVAL);
+}
+
+/**
+ * accept_within() - accept a connection that is there, or fail
+ * @l:	the listening socket
+ *
+ * A listener that is not the one the connection went to (a helper that
+ * keeps its own in the SO_REUSEPORT group) fails the test, not hangs it.
+ *
+ * Return: the accepted socket.
+ */
+static int accept_within(int l)
+{
+	struct pollfd p = { l, POLLIN, 0 };
+	int s;
+
+	if (poll(&p, 1, REPLY_MS) != 1)
+		fail_msg("no connection to accept within %d ms", REPLY_MS);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(s >= 0);
+	return s;
+}
+
+/**
  * ask_raw() - a frame to the helper, and its reply
  * @chan:	the channel
  * @buf:	the frame (a struct ph_req, or anything)
@@ -547,6 +587,13 @@ static int ask_raw(unsigned chan, const void *buf, size_t len, const int *fds,
 			 sizeof(*rep));
 	if (fd >= 0 && rep->err)
 		fail_msg("a descriptor came with errno %d", rep->err);
+	/* A listening socket granted: a helper may keep its own copy (of
+	 * what the configuration names); what it holds is counted anew. */
+	if (fd >= 0 && len == sizeof(struct ph_req) &&
+	    ((const struct ph_req *)buf)->op == PH_LISTEN) {
+		sync_helper();
+		helper_fds = fd_count(ph.pid);
+	}
 	return fd;
 }
 
@@ -607,6 +654,8 @@ static void start_helper(const char *text, bool inherited)
 	assert_non_null(f);
 	fputs(text, f);
 	assert_int_equal(fclose(f), 0);
+	for (int i = 0; i < CONFIG_MAX_LISTENERS; i++)
+		held[i] = -1;
 	memset(&cfg, 0, sizeof(cfg));
 	if (options_parse(&cfg, 3, argv, inherited, err, sizeof(err)) != OPT_OK)
 		fail_msg("the configuration: %s", err);
@@ -619,7 +668,8 @@ static void start_helper(const char *text, bool inherited)
 }
 
 /**
- * stop_helper() - hang up on the helper and reap it
+ * stop_helper() - close the listening sockets held, hang up on the
+ *		   helper and reap it
  * @state:	unused (a cmocka teardown)
  *
  * Return: 0.
@@ -627,6 +677,11 @@ static void start_helper(const char *text, bool inherited)
 static int stop_helper(void **state)
 {
 	(void)state;
+	for (int i = 0; i < CONFIG_MAX_LISTENERS; i++)
+		if (held[i] >= 0) {
+			close(held[i]);
+			held[i] = -1;
+		}
 	if (ph.fds)
 		privhelper_stop(&ph);
 	return 0;
@@ -674,24 +729,6 @@ static int setup_main(void **state)
 	assert_string_equal(cfg.ls[L_FRONT].name, "front");
 	assert_string_equal(cfg.ls[L_INNER].name, "inner");
 	return 0;
-}
-
-/**
- * sync_helper() - wait until the helper finished with the request before
- *
- * It closes the descriptor it granted after sending it: once it answered
- * one more frame (a byte: EINVAL, nothing changed), that is done.
- */
-static void sync_helper(void)
-{
-	struct ph_rep rep;
-	int fd;
-
-	send_raw(ph.fds[0], "?", 1, NULL, 0);
-	assert_int_equal(recv_raw(ph.fds[0], &rep, sizeof(rep), &fd),
-			 sizeof(rep));
-	assert_int_equal(fd, -1);
-	assert_int_equal(rep.err, EINVAL);
 }
 
 /**
@@ -766,29 +803,65 @@ static void refuse_req(const struct ph_req *r, int fd, int want,
 }
 
 /**
- * client_of() - a client the helper's own listening socket accepted
+ * held_listener() - the daemon's listening socket of a listener
+ * @lo:	the listener (in cfg)
+ *
+ * Asked of the helper once (a legitimate PH_LISTEN), as the daemon does
+ * at start, and held until drop_listener() or stop_helper().
+ *
+ * Return: the socket.
+ */
+static int held_listener(const struct listen_opts *lo)
+{
+	size_t i = (size_t)(lo - cfg.ls);
+	struct ph_req r = listen_req(lo);
+	struct ph_rep rep;
+	int l;
+
+	assert_true(i < cfg.nls);
+	if (held[i] >= 0)
+		return held[i];
+	l = ask_raw(0, &r, sizeof(r), NULL, 0, &rep);
+	if (l < 0)
+		fail_msg("PH_LISTEN for %s: %s", lo->name, strerror(rep.err));
+	assert_listener(l, lo,
+			ino_of(*lo->netns[SIDE_CLIENT] ? ns_cl : ns_home));
+	held[i] = l;
+	return l;
+}
+
+/**
+ * drop_listener() - the daemon closes its listening socket of a listener
+ * @lo:	the listener
+ *
+ * Once the helper answered one more frame, it holds no copy of its own
+ * (or, if it keeps one, the port stays taken).
+ */
+static void drop_listener(const struct listen_opts *lo)
+{
+	size_t i = (size_t)(lo - cfg.ls);
+
+	if (held[i] >= 0)
+		close(held[i]);
+	held[i] = -1;
+	sync_helper();
+}
+
+/**
+ * client_of() - a client the daemon's listening socket accepted
  * @lo:		the listener (as in cfg)
  * @ns:		its client namespace
  * @from:	the client's address (port 0), or NULL for any
  * @c:		set to the client's end
- *
- * The listening socket comes from a legitimate PH_LISTEN, as the daemon's
- * does, and is closed once it accepted.
  *
  * Return: the accepted socket.
  */
 static int client_of(const struct listen_opts *lo, int ns, const char *from,
 		     int *c)
 {
-	struct ph_req r = listen_req(lo);
 	struct sockaddr_storage src;
-	struct ph_rep rep;
-	int l, s, family = lo->listen.addr.ss_family;
+	int l = held_listener(lo), family = lo->listen.addr.ss_family;
 
-	l = ask_raw(0, &r, sizeof(r), NULL, 0, &rep);
-	if (l < 0)
-		fail_msg("PH_LISTEN for %s: %s", lo->name, strerror(rep.err));
-	assert_listener(l, lo, ino_of(ns));
 	*c = sock_in(ns, family, SOCK_STREAM);
 	if (from)
 		assert_int_equal(bind(*c, (struct sockaddr *)&src,
@@ -797,10 +870,7 @@ static int client_of(const struct listen_opts *lo, int ns, const char *from,
 	if (connect(*c, (const struct sockaddr *)&lo->listen.addr,
 		    lo->listen.len))
 		fail_msg("connect to %s: %s", lo->listen.text, strerror(errno));
-	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	assert_true(s >= 0);
-	close(l);
-	return s;
+	return accept_within(l);
 }
 
 /**
@@ -1258,7 +1328,6 @@ static void test_not_sockets(void **state)
 static int wrong_ns_client(int *l, int *c)
 {
 	const struct endpoint *at = &cfg.ls[L_FRONT].listen;
-	int s;
 
 	*l = sock_in(ns_be, AF_INET, SOCK_STREAM);
 	assert_int_equal(bind(*l, (const struct sockaddr *)&at->addr, at->len),
@@ -1267,16 +1336,15 @@ static int wrong_ns_client(int *l, int *c)
 	*c = sock_in(ns_be, AF_INET, SOCK_STREAM);
 	assert_int_equal(
 		connect(*c, (const struct sockaddr *)&at->addr, at->len), 0);
-	s = accept4(*l, NULL, NULL, SOCK_CLOEXEC);
-	assert_true(s >= 0);
-	return s;
+	return accept_within(*l);
 }
 
 /**
  * bound_to_front() - a socket of @type bound to [front]'s address
  * @type:	SOCK_STREAM or SOCK_DGRAM
  *
- * Return: the socket.
+ * Return: the socket, or -1 if a TCP one cannot be bound there (the
+ * helper holds the port).
  */
 static int bound_to_front(int type)
 {
@@ -1285,8 +1353,16 @@ static int bound_to_front(int type)
 
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	if (bind(fd, (const struct sockaddr *)&at->addr, at->len))
-		fail_msg("bind %s: %s", at->text, strerror(errno));
+	if (bind(fd, (const struct sockaddr *)&at->addr, at->len)) {
+		/* A helper that keeps [front]'s listening socket leaves the
+		 * daemon no way to make one: nothing to refuse then. */
+		if (errno != EADDRINUSE || type == SOCK_DGRAM)
+			fail_msg("bind %s: %s", at->text, strerror(errno));
+		printf("%s is held: no socket of the daemon's on it\n",
+		       at->text);
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
@@ -1309,10 +1385,13 @@ static void test_wrong_sockets(void **state)
 	struct sockaddr_in any = { .sin_family = AF_INET };
 
 	(void)state;
-	/* On [front]'s address, one at a time, while no client of it holds
-	 * the port: UDP connect()ed elsewhere, listening, bound only. */
+	/* On [front]'s address, one at a time, once the daemon closed its
+	 * listening socket: UDP connect()ed elsewhere, listening, bound. */
+	drop_listener(&cfg.ls[L_FRONT]);
 	for (; n < 3; n++) {
 		fds[n] = bound_to_front(n ? SOCK_STREAM : SOCK_DGRAM);
+		if (fds[n] < 0)
+			continue;
 		if (!n)
 			assert_int_equal(connect(fds[n], (struct sockaddr *)&x,
 						 sa_make(&x, "127.0.0.2", 9)),
@@ -1526,15 +1605,13 @@ static void forge(const struct listen_opts *lo, int ns, const char *x_ip)
 {
 	struct sockaddr_storage x, self;
 	socklen_t len = sizeof(x);
-	struct ph_req r = listen_req(lo);
+	struct ph_req r;
 	struct ph_rep rep;
-	int l, xs, f, a, fd, on = 1;
+	int xs, f, a, fd, on = 1;
 	char text[INET6_ADDRSTRLEN];
 
-	l = ask_raw(0, &r, sizeof(r), NULL, 0, &rep);
-	assert_true(l >= 0);
-	close(l); /* the daemon's copy; the helper's is closed once: */
-	sync_helper();
+	held_listener(lo);
+	drop_listener(lo); /* the daemon's only copy */
 	xs = sock_in(ns, AF_INET, SOCK_STREAM);
 	assert_int_equal(bind(xs, (struct sockaddr *)&x, sa_make(&x, x_ip, 0)),
 			 0);
@@ -1551,7 +1628,7 @@ static void forge(const struct listen_opts *lo, int ns, const char *x_ip)
 		return;
 	}
 	assert_int_equal(connect(f, (struct sockaddr *)&x, len), 0);
-	a = accept4(xs, NULL, NULL, SOCK_CLOEXEC);
+	a = accept_within(xs);
 	r = transparent_req(lo);
 	fd = ask_raw(1, &r, sizeof(r), &f, 1, &rep);
 	if (fd >= 0) {
@@ -1628,7 +1705,7 @@ static void test_activated(void **state)
 	assert_int_equal(getsockname(xs, (struct sockaddr *)&x, &len), 0);
 	f = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(f, (struct sockaddr *)&x, len), 0);
-	a = accept4(xs, NULL, NULL, SOCK_CLOEXEC);
+	a = accept_within(xs);
 	fd = ask_raw(1, &r, sizeof(r), &f, 1, &rep);
 	if (fd >= 0)
 		fail_msg(
@@ -2285,6 +2362,9 @@ int main(void)
 		cmocka_set_test_filter(getenv("HOSTILE_FILTER"));
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, watchdog);
+	signal(SIGTERM, watchdog);
+	signal(SIGINT, watchdog);
+	signal(SIGHUP, watchdog);
 	alarm(WATCHDOG_S);
 	if (!mkdtemp(dir))
 		return 1;
