@@ -33,6 +33,12 @@
  * socket activation, for which no check is made, and a namespace named by
  * PID that, at a reload, names another namespace. Needs root: skipped
  * otherwise.
+ *
+ * A frame of no bytes is, to recvmsg(), what a hang-up is: the helper and
+ * the launcher both end on it today (status 0), as on a hang-up, which
+ * the daemon can cause anyway by closing its end; the test accepts that,
+ * or a refusal. HOSTILE_FILTER=PATTERN runs only the tests whose names
+ * match (cmocka's * and ?), e.g. HOSTILE_FILTER='test_forged*'.
  */
 #include "config.h"
 
