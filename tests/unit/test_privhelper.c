@@ -42,26 +42,12 @@
 #include "netns.h"
 #include "options.h"
 #include "privhelper.h"
+#include "testnet.h"
 
 static struct config cfg;
 static struct privhelper ph;
 static struct sockaddr_in listen_at, late_at;
 static char dir[] = "/tmp/test_privhelper.XXXXXX", conf[64];
-
-/* A port free on 127.0.0.1 now. */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
 
 /* The config file: [global] drain-timeout = 1; [front] on 127.0.0.1:@front
  * (0: none), backend 127.0.0.1:9, --transparent; with @late, [late] on
@@ -169,26 +155,6 @@ static void test_backend(void **state)
 					    AF_INET, false, -1),
 			 -1);
 	assert_int_equal(errno, EPERM);
-}
-
-/* A connected pair through a listener at @at (port 0: any): @l the
- * listener, which keeps SYNs as a transparent one under --user does, @c
- * the connecting end, @s the accepted one. */
-static void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s)
-{
-	socklen_t len = sizeof(at);
-	int on = 1;
-
-	*l = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(*l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	setsockopt(*l, IPPROTO_TCP, TCP_SAVE_SYN, &on, sizeof(on));
-	assert_int_equal(bind(*l, (struct sockaddr *)&at, sizeof(at)), 0);
-	assert_int_equal(listen(*l, 1), 0);
-	assert_int_equal(getsockname(*l, (struct sockaddr *)&at, &len), 0);
-	*c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(*c, (struct sockaddr *)&at, sizeof(at)), 0);
-	*s = accept(*l, NULL, NULL);
-	assert_true(*s >= 0);
 }
 
 /* The helper refuses @fd as a transparent request's client, with EPERM. */

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* testnet.h - loopback sockets the privileged side's tests share */
+#ifndef SMBSPLICE_TESTNET_H
+#define SMBSPLICE_TESTNET_H
+
+#include <netinet/in.h>
+
+int free_port(void);
+void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s);
+
+#endif /* SMBSPLICE_TESTNET_H */
