@@ -431,6 +431,13 @@ def pinned(procs):
         os.chmod(conf, 0o644)
         px = Proxy(None, "-c", conf, listen=False)
         check(served(port), f"{who}: backend-netns {sleeper.pid} serves")
+        if glob:
+            # The helper may not open another uid's, or a more capable
+            # process's, /proc/PID/ns/net: it takes the daemon's pin.
+            kids = open(f"/proc/{px.proc.pid}/task/{px.proc.pid}/children").read().split()
+            names = sorted(open(f"/proc/{k}/comm").read().strip() for k in kids)
+            check(names == ["smbsplice-launc", "smbsplice-priv"],
+                  f"{who}: the helper is alive beside the launcher ({names})")
         sleeper.kill()
         sleeper.wait()
         line = reload_to(px, conf, text + "mode = tcp\n")
