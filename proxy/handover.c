@@ -51,6 +51,7 @@
 #include "connhost.h"
 #include "connmove.h"
 #include "control.h"
+#include "exesafe.h"
 #include "handover.h"
 #include "howire.h"
 #include "listener.h"
@@ -65,6 +66,22 @@
 /* How long NEW may take to start and say HELLO: a sanitizer build on a
  * loaded machine takes seconds. Each later step has HO_STEP_TIMEOUT_MS. */
 #define HELLO_TIMEOUT 60.0
+
+/**
+ * warn_unsafe_exe() - say at start what SIGUSR2 would refuse later
+ * @exe:	the binary a handover starts
+ *
+ * The launcher checks the binary at each handover, when a package
+ * upgrade would find out; the admin learns it now, in the same words.
+ */
+static void warn_unsafe_exe(const char *exe)
+{
+	char why[EXE_SAFE_WHY];
+
+	if (exe_path_safe(exe, why, sizeof(why)) > 0)
+		log_warn("SIGUSR2 will not hand over to %s: %s; %s", exe, why,
+			 EXE_UNSAFE_HINT);
+}
 
 /**
  * handover_init() - be ready for SIGUSR2
@@ -96,6 +113,8 @@ int handover_init(struct proxy *px, void (*done)(struct proxy *px))
 			strerror(errno));
 		return -1;
 	}
+	if (*px->opt->user)
+		warn_unsafe_exe(ho->exe);
 	return 0;
 }
 

@@ -22,7 +22,9 @@
  *		and answers one request: LN_LAUNCH with one descriptor, an
  *		AF_UNIX SOCK_SEQPACKET socket (anything else is refused).
  *		It starts the binary and argv it was given at start, copies
- *		fork() made, never another, and replies with the pid or the
+ *		fork() made, never another, and only while that binary
+ *		could have been written by root alone (exesafe.c: else
+ *		LN_REFUSED, EPERM and why), and replies with the pid or the
  *		errno; when that child ends it reaps it and reports
  *		LN_EXIT {pid, wait status}. One child at a time (EBUSY). It
  *		ends on the hang-up of its socket, leaving the child alone:
@@ -52,6 +54,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "exesafe.h"
 #include "howire.h"
 #include "launcher.h"
 
@@ -77,12 +80,15 @@ enum ln_op {
  * @pid:	the child's
  * @err:	an errno, 0 for none
  * @status:	a wait status
+ * @why:	with LN_REFUSED and EPERM: which part of the binary's path
+ *		the --user account could write (exe_path_safe())
  */
 struct ln_msg {
 	int32_t op;
 	int32_t pid;
 	int32_t err;
 	int32_t status;
+	char why[EXE_SAFE_WHY];
 };
 
 /**
@@ -386,6 +392,44 @@ static int launcher_isolate(int sock, pid_t parent)
 }
 
 /**
+ * launch_checked() - start the binary if only root could have put it
+ *		      there, and say how it went
+ * @exe:	the binary
+ * @argv:	its arguments
+ * @fd:		the handover socket the request brought
+ * @rep:	the reply: LN_PID with the pid or errno; or LN_REFUSED with
+ *		EPERM and why, for a binary the --user account could have
+ *		written
+ * @child:	set to the child started
+ *
+ * Checked at every request, not once: the file is replaced by each
+ * upgrade, and so may its directories be.
+ */
+static void launch_checked(const char *exe, char *const argv[], int fd,
+			   struct ln_msg *rep, pid_t *child)
+{
+	pid_t pid = -1;
+	int safe;
+
+	*rep = (struct ln_msg){ .op = LN_PID };
+	safe = exe_path_safe(exe, rep->why, sizeof(rep->why));
+	if (safe > 0) {
+		rep->op = LN_REFUSED;
+		rep->err = EPERM;
+		return;
+	}
+	/* Not to be told (missing, a loop): execve() would fail the same
+	 * way, and its errno is the clearer report. */
+	if (!safe)
+		pid = spawn_exec(exe, argv, fd);
+	rep->why[0] = '\0';
+	rep->pid = pid > 0 ? pid : 0;
+	rep->err = pid > 0 ? 0 : errno;
+	if (pid > 0)
+		*child = pid;
+}
+
+/**
  * launcher_answer() - read one request and answer it
  * @sock:	the launcher's socket
  * @exe:	the binary it starts
@@ -411,15 +455,8 @@ static void launcher_answer(int sock, const char *exe, char *const argv[],
 		rep.err = EBUSY;
 	else
 		rep.err = check_socket(fds[0]);
-	if (!rep.err) {
-		pid_t pid = spawn_exec(exe, argv, fds[0]);
-
-		rep = (struct ln_msg){ .op = LN_PID,
-				       .pid = pid > 0 ? pid : 0,
-				       .err = pid > 0 ? 0 : errno };
-		if (pid > 0)
-			*child = pid;
-	}
+	if (!rep.err)
+		launch_checked(exe, argv, fds[0], &rep, child);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	ln_send(sock, &rep, -1, 0);
@@ -587,6 +624,13 @@ pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
 			(int)ln->pid,
 			errno == ETIMEDOUT ? "did not answer" : "is gone",
 			strerror(errno));
+		return -1;
+	}
+	rep.why[sizeof(rep.why) - 1] = '\0';
+	if (rep.op == LN_REFUSED && rep.err == EPERM && rep.why[0]) {
+		snprintf(err, errlen,
+			 "the launcher refused to start %s: %s; %s", exe,
+			 rep.why, EXE_UNSAFE_HINT);
 		return -1;
 	}
 	if (rep.op == LN_REFUSED) {

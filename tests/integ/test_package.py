@@ -12,14 +12,19 @@ smbsplice-advise, and lintian finds no error in them. Then, twice:
   a conffile; smbsplice-advise --version runs; the man pages, both units
   and the drop-in that makes the service run as the user smbsplice are
   there; postinst made the system user smbsplice (no login shell) and its
-  group; neither unit is enabled, and none runs;
+  group; neither unit is enabled, and none runs; the installed smbsplice,
+  started as root with --user smbsplice --trace, writes a trace owned by
+  that user;
 - with a user smbsplice an administrator made first: postinst keeps it;
 
 and each time `dpkg --purge` removes every file, /etc/smbsplice,
-deb-systemd-helper's state of the units and, only the first time, the user
-and group: /etc/passwd, group, shadow and gshadow are byte for byte what
-they were before. Whatever fails, the packages are purged (and the user
-the test made removed) before the test ends.
+/var/lib/smbsplice and deb-systemd-helper's state of the units, and keeps
+the user and group (issue 28, item 7): the trace written the first time
+still belongs to the user smbsplice after the purge (a removed user would
+leave it to a free uid, readable by the next account that gets it), and
+/etc/passwd, group, shadow and gshadow are byte for byte what they were
+before but for the lines of smbsplice. Whatever fails, the packages are
+purged (and the user removed) before the test ends.
 
 Skips (77) when not root, without dpkg-buildpackage or debhelper, in a
 sanitizer build (which would build the same package again), or when a
@@ -31,12 +36,13 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from harness import SANITIZED, TMPDIR, TestFailure, check, need, run
+from harness import SANITIZED, TMPDIR, TestFailure, check, free_port, need, run
 
 BUILDDIR = os.environ.get("BUILDDIR", os.getcwd())
 # A make run by `make check` would inherit its jobserver, whose
@@ -141,7 +147,7 @@ def check_installed(ver, ours):
     check(re.search(rf"^ {re.escape(CONF)} [0-9a-f]{{32}}$", conffiles, re.M) is not None,
           f"{CONF} is a conffile")
     for path in LEFTOVERS:
-        if not path.startswith("/var/lib") or ours:
+        if not path.startswith("/var/lib"):
             check(os.path.exists(path), f"installed {path}")
     with open(f"{UNITDIR}/smbsplice.service") as f:
         check(f"ExecStart=/usr/bin/smbsplice -c {CONF}\n" in f.read(), f"the service runs smbsplice -c {CONF}")
@@ -154,8 +160,7 @@ def check_installed(ver, ours):
     check(pw.pw_uid < 1000 and pw.pw_shell in ("/usr/sbin/nologin", "/bin/false") and getent("group", "smbsplice"),
           f"{'postinst made' if ours else 'postinst kept'} the system user smbsplice "
           f"(uid {pw.pw_uid}, shell {pw.pw_shell}) and its group")
-    check(os.path.exists("/var/lib/smbsplice/created-user") == ours,
-          f"postinst records {'that it made the user' if ours else 'nothing: it made no user'}")
+    check(not os.path.exists("/var/lib/smbsplice"), "postinst leaves no state in /var/lib/smbsplice")
 
     wants = glob.glob("/etc/systemd/system/*.wants/smbsplice.*")
     check(not wants, f"neither unit is enabled{': ' + ', '.join(wants) if wants else ''}")
@@ -169,27 +174,70 @@ def check_installed(ver, ours):
         check(not others, "no /usr/bin/smbsplice runs (no systemd here to start one)")
 
 
-def check_purged(before):
+def write_trace(work):
+    """The installed smbsplice, started as root with --user smbsplice
+    --trace, as an administrator would: the path of the trace it wrote,
+    owned by that user."""
+    d = tempfile.mkdtemp(prefix="trace-", dir=work)
+    pw = pwd.getpwnam("smbsplice")
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    os.chmod(work, 0o755)
+    trace = os.path.join(d, "smb.pcap")
+    with open(os.path.join(work, "trace.log"), "w") as log:
+        p = subprocess.Popen(["/usr/bin/smbsplice", "--listen", f"127.0.0.1:{free_port()}", "--backend",
+                              "127.0.0.1:9", "--user", "smbsplice", "--trace", trace], stdout=log, stderr=log)
+    try:
+        end = time.monotonic() + 10
+        while not os.path.exists(trace) and p.poll() is None and time.monotonic() < end:
+            time.sleep(0.05)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(30)
+    with open(os.path.join(work, "trace.log")) as f:
+        log = f.read()
+    check(os.path.exists(trace) and os.stat(trace).st_uid == pw.pw_uid,
+          f"/usr/bin/smbsplice --user smbsplice --trace wrote {trace}, owned by smbsplice (uid {pw.pw_uid})"
+          f"{'' if os.path.exists(trace) else ': ' + log}")
+    return trace
+
+
+def check_purged(before, trace=None):
     for p in PACKAGES:
         check(not installed(p), f"dpkg --purge: {p} is gone")
     left = [p for p in LEFTOVERS if os.path.lexists(p)] + glob.glob(f"{DSH}/*smbsplice*")
     check(not left, f"... with every file and deb-systemd-helper's state{': left ' + ', '.join(left) if left else ''}")
-    changed = [p for p, text in accounts().items() if before.get(p) != text]
-    check(not changed, f"... {', '.join(ACCOUNTS)} are as they were{': not ' + ', '.join(changed) if changed else ''}")
+    check(getent("passwd", "smbsplice") and getent("group", "smbsplice"), "... and the user and group smbsplice kept")
+    if trace:
+        uid = os.stat(trace).st_uid
+        try:
+            owner = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            owner = None
+        check(owner == "smbsplice",
+              f"... so the trace it wrote still belongs to the user smbsplice, not to a free uid ({uid}: {owner})")
+    changed = []
+    for p, text in accounts().items():
+        was = before.get(p, b"").splitlines()
+        now = text.splitlines()
+        if [l for l in was if l not in now] or [l for l in now if l not in was and not l.startswith(b"smbsplice:")]:
+            changed.append(p)
+    check(not changed, f"... {', '.join(ACCOUNTS)} are as they were, but for smbsplice's lines"
+          f"{': not ' + ', '.join(changed) if changed else ''}")
 
 
-def install_and_purge(debs, ver, ours):
+def install_and_purge(debs, ver, ours, work):
     before = accounts()
+    trace = None
     try:
         dpkg("-i", *debs)
         check(all(installed(p) for p in PACKAGES), f"dpkg -i installed {', '.join(PACKAGES)}")
         check_installed(ver, ours)
+        if ours:
+            trace = write_trace(work)
     finally:
         if any(installed(p) for p in PACKAGES):
             dpkg("--purge", *PACKAGES)
-    if not ours:
-        check(getent("passwd", "smbsplice") is not None, "purge kept the user smbsplice it did not make")
-    check_purged(before)
+    check_purged(before, trace)
 
 
 def remove_user():
@@ -225,7 +273,7 @@ def main():
     debs = build(work)
     ver = version()
     try:
-        install_and_purge(debs, ver, ours=True)
+        install_and_purge(debs, ver, ours=True, work=work)
     finally:
         remove_user()  # a postinst or postrm that went wrong left it
 
@@ -233,7 +281,7 @@ def main():
     before = accounts()
     cmd(["adduser", "--quiet", "--system", "--group", "--no-create-home", "--home", "/nonexistent", "smbsplice"])
     try:
-        install_and_purge(debs, ver, ours=False)
+        install_and_purge(debs, ver, ours=False, work=work)
     finally:
         remove_user()
     changed = [p for p, text in accounts().items() if before.get(p) != text]

@@ -68,6 +68,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "exesafe.h"
 #include "launcher.h"
 #include "options.h"
 #include "privgrant.h"
@@ -1898,9 +1899,12 @@ enum { LN_LAUNCH = 1, LN_PID, LN_REFUSED, LN_EXIT };
  * @pid:	the child's
  * @err:	an errno
  * @status:	a wait status
+ * @why:	LN_REFUSED with EPERM: the part of the binary's path the
+ *		--user account could write
  */
 struct ln_msg {
 	int32_t op, pid, err, status;
+	char why[EXE_SAFE_WHY];
 };
 
 static struct launcher ln = LAUNCHER_NONE;

@@ -9,6 +9,15 @@
  * runs only the binary and arguments it was started with, refuses a
  * descriptor that is no SOCK_SEQPACKET socket and serves on, and ends
  * when its socket hangs up; launcher_self_exe() names this binary.
+ *
+ * exe_path_safe() (issue 28, item 6) passes a binary that it and
+ * every directory above it, through symbolic links and "..", are root's
+ * and writable by root alone, and refuses, naming the culprit, one that
+ * is another uid's or group- or other-writable, under a sticky 1777
+ * directory, behind a link in such a directory or pointing into one; a
+ * missing file, a loop and a directory are errors. A launcher refuses to
+ * start a binary whose directory became group-writable after it started,
+ * in one line saying why and what to do, and starts it again once mended.
  */
 #include "config.h"
 
@@ -28,8 +37,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <ftw.h>
 #include <cmocka.h>
 
+#include "exesafe.h"
 #include "launcher.h"
 
 /* The child: checks its descriptor 3 and environment, says which socket
@@ -43,7 +54,7 @@ static char script[] =
 	"[ $((0x$ign & 0x7fffffff)) = 0 ] || { echo sigign >&3; exit 1; }; "
 	"printf '%s' \"$(readlink /proc/$$/fd/3)\" >&3; exit 7";
 static char *const child_argv[] = { "sh", "-c", script, NULL };
-static char err[256];
+static char err[1024];
 
 /* Spawn @ln's child, read what it says, reap it: exit 7 and its socket. */
 static void run_child(struct launcher *ln)
@@ -213,12 +224,168 @@ static void test_launcher(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The scratch tree of test_exe_safe(): under the build tree, which is
+ * root's (/tmp is not: 1777). */
+static char base[4096];
+
+/* @fmt under base, in a static buffer (one at a time). */
+static const char *at(const char *fmt, ...)
+{
+	static char buf[8192];
+	char rel[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	snprintf(buf, sizeof(buf), "%s/%s", base, rel);
+	return buf;
+}
+
+/* exe_path_safe(@path) returns @want, and its sentence holds @has. */
+static void expect(const char *path, int want, const char *has)
+{
+	char why[EXE_SAFE_WHY] = "";
+	int r = exe_path_safe(path, why, sizeof(why));
+
+	if (r != want || (has && !strstr(why, has)))
+		fail_msg("%s: %d (%s), not %d with \"%s\"", path, r, why, want,
+			 has ? has : "");
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+/* base/bin/exe, root's and 0755 all the way, or a skip saying why not. */
+static void make_tree(void)
+{
+	char why[EXE_SAFE_WHY];
+	int fd;
+
+	assert_non_null(getcwd(base, sizeof(base) - 32));
+	strcat(base, "/launcher-safe-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	assert_int_equal(chmod(base, 0755), 0);
+	assert_int_equal(mkdir(at("bin"), 0755), 0);
+	fd = open(at("bin/exe"), O_WRONLY | O_CREAT | O_EXCL, 0755);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "#!/bin/sh\nexit 7\n", 17), 17);
+	close(fd);
+	assert_int_equal(chmod(at("bin/exe"), 0755), 0);
+	if (geteuid() != 0 || exe_path_safe(at("bin/exe"), why, sizeof(why))) {
+		nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		print_message("skipped: needs root, and a build tree that is "
+			      "root's all the way up (%s)\n",
+			      geteuid() ? "not root" : why);
+		skip();
+	}
+}
+
+static void test_exe_safe(void **state)
+{
+	char link[8192];
+
+	(void)state;
+	make_tree();
+	expect(at("bin/exe"), 0, NULL);
+	expect(at("bin/../bin/./exe"), 0, NULL);
+	/* The file: another uid's, group- or other-writable. */
+	assert_int_equal(chown(at("bin/exe"), 65534, 0), 0);
+	expect(at("bin/exe"), 1, "/bin/exe is owned by uid 65534, not root");
+	assert_int_equal(chown(at("bin/exe"), 0, 0), 0);
+	assert_int_equal(chmod(at("bin/exe"), 0775), 0);
+	expect(at("bin/exe"), 1,
+	       "/bin/exe is writable by its group (mode 0775)");
+	assert_int_equal(chmod(at("bin/exe"), 0757), 0);
+	expect(at("bin/exe"), 1, "/bin/exe is writable by others (mode 0757)");
+	assert_int_equal(chmod(at("bin/exe"), 0755), 0);
+	/* A directory above it: another uid's, group-writable, sticky. */
+	assert_int_equal(chown(at("bin"), 65534, 0), 0);
+	expect(at("bin/exe"), 1, "/bin is owned by uid 65534, not root");
+	assert_int_equal(chown(at("bin"), 0, 0), 0);
+	assert_int_equal(chmod(at("bin"), 0775), 0);
+	expect(at("bin/exe"), 1, "/bin is writable by its group (mode 0775)");
+	assert_int_equal(chmod(at("bin"), 01777), 0);
+	expect(at("bin/exe"), 1, "/bin is writable by others (mode 1777)");
+	assert_int_equal(chmod(at("bin"), 0755), 0);
+	/* Symbolic links: relative, absolute, chained, are followed and
+	 * their targets checked; one in an unsafe directory, or pointing
+	 * into one, is refused. */
+	assert_int_equal(symlink("bin/exe", at("rel")), 0);
+	assert_int_equal(symlink("rel", at("chain")), 0);
+	snprintf(link, sizeof(link), "%s", at("bin"));
+	assert_int_equal(symlink(link, at("abs")), 0);
+	expect(at("rel"), 0, NULL);
+	expect(at("chain"), 0, NULL);
+	expect(at("abs/exe"), 0, NULL);
+	assert_int_equal(mkdir(at("theirs"), 0755), 0);
+	assert_int_equal(chown(at("theirs"), 65534, 65534), 0);
+	snprintf(link, sizeof(link), "%s", at("bin/exe"));
+	assert_int_equal(symlink(link, at("theirs/link")), 0);
+	expect(at("theirs/link"), 1, "/theirs is owned by uid 65534, not root");
+	assert_int_equal(symlink("theirs/link", at("via")), 0);
+	expect(at("via"), 1, "/theirs is owned by uid 65534, not root");
+	snprintf(link, sizeof(link), "%s", at("bin/exe"));
+	assert_int_equal(rename(link, at("theirs/exe")), 0);
+	assert_int_equal(symlink("../theirs/exe", at("bin/exe")), 0);
+	expect(at("bin/exe"), 1, "/theirs is owned by uid 65534, not root");
+	/* Not to be told: missing, a loop, a directory, not absolute. */
+	expect(at("missing"), -1, "No such file or directory");
+	assert_int_equal(symlink("loop", at("loop")), 0);
+	expect(at("loop"), -1, "Too many levels of symbolic links");
+	expect(at("bin"), -1, "Permission denied");
+	expect("bin/exe", -1, "bin/exe is not an absolute path");
+	assert_int_equal(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* A launcher checks at each request: refused once the binary's directory
+ * became group-writable, in one line saying what to do; started again
+ * once mended. */
+static void test_launcher_refuses(void **state)
+{
+	struct launcher ln;
+	char want[16384];
+	int sv[2];
+
+	(void)state;
+	make_tree();
+	assert_int_equal(symlink("/bin/sh", at("bin/sh")), 0);
+	assert_int_equal(launcher_start(&ln, at("bin/sh"), child_argv), 0);
+	run_child(&ln);
+	assert_int_equal(chmod(at("bin"), 0775), 0);
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(launcher_spawn(&ln, at("bin/sh"), child_argv, sv[1],
+					err, sizeof(err)),
+			 -1);
+	snprintf(
+		want, sizeof(want),
+		"the launcher refused to start %s/bin/sh: %s/bin is writable by its group (mode 0775); %s",
+		base, base, EXE_UNSAFE_HINT);
+	assert_memory_equal(err, want,
+			    sizeof(err) - 1 < strlen(want) ? sizeof(err) - 1
+							   : strlen(want));
+	close(sv[0]);
+	close(sv[1]);
+	assert_int_equal(chmod(at("bin"), 0755), 0);
+	run_child(&ln);
+	launcher_stop(&ln);
+	assert_int_equal(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_exe),
 		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_launcher),
+		cmocka_unit_test(test_exe_safe),
+		cmocka_unit_test(test_launcher_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
