@@ -1306,6 +1306,165 @@ static void test_login_blob_truncated(void **state)
 	}
 }
 
+/* A SESSION_SETUP request with MessageId @mid carrying blob[0..blen). */
+static void session_setup_req_frame(uint64_t mid)
+{
+	prefix(0, 64 + 24 + blen);
+	smb2_hdr(SMB2_SESSION_SETUP, 0, 0, 0);
+	for (int i = 0; i < 8; i++)
+		vec[vlen - 40 + i] = (uint8_t)(mid >> (8 * i));
+	put16(25);
+	put8(0);
+	put8(1); /* SecurityMode */
+	put32(1);
+	put32(0);
+	put16(88);
+	put16((uint16_t)blen);
+	put64(0);
+	memcpy(vec + vlen, blob, blen);
+	vlen += blen;
+}
+
+/* A response to @mid: @status, SessionFlags 0, unsigned (SMB 3.0). */
+static void session_setup_rsp_mid(uint64_t mid, uint32_t status, uint32_t flags)
+{
+	session_setup_rsp_flags(status, SMB2_FLAG_RESPONSE | flags, 0);
+	for (int i = 0; i < 8; i++)
+		vec[vlen - 9 - 40 + i] = (uint8_t)(mid >> (8 * i));
+}
+
+static void anon_blob(void)
+{
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 3);
+	spnego_wrap(0, neg_fields, sizeof(neg_fields), 0);
+}
+
+static void named_blob(void)
+{
+	blen = 0;
+	ntlmssp_auth_msg(24, 300, 8, 3);
+	spnego_wrap(0, NULL, 0, 2);
+}
+
+/* Before 3.1.1 Samba answers an anonymous NTLMSSP login with a success
+ * whose SessionFlags are 0: its request says anonymous, and it is no
+ * login. A later real login on the connection, pipelined or not, is. */
+static void test_session_setup_anonymous_request(void **state)
+{
+	struct outcome o;
+
+	reset();
+	negotiate_rsp_frame(0x300);
+	anon_blob();
+	session_setup_req_frame(2);
+	session_setup_rsp_mid(2, 0, 0);
+	o = run_all(&th_64k);
+	assert_false(o.facts.session_ok);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	/* The observer is shown the fixed body only: the buffer is wiped. */
+	assert_int_equal(o.seen[1].command, SMB2_SESSION_SETUP);
+	assert_int_equal(o.seen[1].hdr_len, SMB2_SESS_REQ_FIXED);
+	/* Signed, which no anonymous session can be: its request wins. */
+	session_setup_req_frame(3);
+	session_setup_rsp_mid(3, 0, SMB2_FLAG_SIGNED);
+	assert_false(run_all(&th_64k).facts.session_ok);
+
+	/* Pipelined: anonymous 5 and named 6 sent, answered 5 then 6. */
+	anon_blob();
+	session_setup_req_frame(5);
+	named_blob();
+	session_setup_req_frame(6);
+	session_setup_rsp_mid(5, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+	session_setup_rsp_mid(6, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	/* Answered the other way round; an interim response first. */
+	reset();
+	anon_blob();
+	session_setup_req_frame(8);
+	named_blob();
+	session_setup_req_frame(9);
+	session_setup_rsp_mid(8, SMB2_STATUS_PENDING, SMB2_FLAG_ASYNC);
+	session_setup_rsp_mid(8, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+	session_setup_rsp_mid(9, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	/* A named login that failed, then an anonymous one on the same
+	 * MessageId space: only the anonymous success, no login. */
+	reset();
+	named_blob();
+	session_setup_req_frame(2);
+	session_setup_rsp_mid(2, STATUS_LOGON_FAILURE, 0);
+	anon_blob();
+	session_setup_req_frame(4);
+	session_setup_rsp_mid(4, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+}
+
+/* More anonymous requests pending than the ledger holds: the connection
+ * stops counting logins at all, rather than forget one. */
+static void test_session_setup_anonymous_flood(void **state)
+{
+	reset();
+	anon_blob();
+	for (uint64_t mid = 10; mid < 10 + SMB_ANON_PENDING; mid++)
+		session_setup_req_frame(mid);
+	named_blob();
+	session_setup_req_frame(20);
+	session_setup_rsp_mid(20, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	reset();
+	anon_blob();
+	for (uint64_t mid = 10; mid <= 10 + SMB_ANON_PENDING; mid++)
+		session_setup_req_frame(mid);
+	named_blob();
+	session_setup_req_frame(20);
+	session_setup_rsp_mid(20, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+}
+
+/* Paired as the proxy pairs them: the client's framer notes, the
+ * server's decides; a client stream gone opaque vouches for nothing. */
+static void test_session_setup_paired(void **state)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer up, down;
+	size_t req_len;
+
+	for (int opaque = 0; opaque < 2; opaque++) {
+		smb_framer_init(&up, &th_64k, &st);
+		smb_framer_init(&down, &th_64k, &st);
+		smb_framer_pair(&down, &up);
+		reset();
+		anon_blob();
+		session_setup_req_frame(2);
+		if (opaque)
+			put32(0x00ffffff); /* no SMB server reads this */
+		req_len = vlen;
+		session_setup_rsp_mid(2, 0, 0);
+		smb_framer_feed(&up, vec, req_len);
+		assert_int_equal(smb_framer_opaque(&up), opaque);
+		smb_framer_feed(&down, vec + req_len, vlen - req_len);
+		assert_false(down.facts.session_ok);
+		assert_false(up.facts.session_ok);
+		assert_int_equal(up.anon.n, 0); /* answered */
+		/* A named login's success: a login, unless the client's
+		 * stream went unread. */
+		reset();
+		named_blob();
+		session_setup_req_frame(3);
+		smb_framer_feed(&up, vec, vlen);
+		reset();
+		session_setup_rsp_mid(3, 0, 0);
+		smb_framer_feed(&down, vec, vlen);
+		assert_int_equal(down.facts.session_ok, !opaque);
+	}
+}
+
 /* An SMB1 header: protocol id, command, status, flags, the rest zero. */
 static void smb1_frame(uint8_t cmd, uint32_t status, uint8_t flags, size_t body)
 {
@@ -1539,6 +1698,32 @@ static struct smb_framer_saved saved_at(size_t n)
 	return s;
 }
 
+/* A ledger the framer could not have written: a flag that is not 0 or
+ * 1, more ids than it holds, an id past its count. */
+static void test_restore_refuses_bad_ledgers(void **state)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer_saved ok, s;
+	struct smb_framer f;
+
+	reset();
+	read_rsp_frame(80, 100000);
+	ok = saved_at(34);
+	s = ok, s.anon_blind = 2;
+	refused(&s);
+	s = ok, s.anon_n = SMB_ANON_PENDING + 1;
+	refused(&s);
+	s = ok, s.anon_ids[0] = 7;
+	refused(&s);
+	/* One it could have: restored as written. */
+	s = ok, s.anon_n = 1, s.anon_ids[0] = 7, s.anon_blind = 1;
+	smb_framer_init(&f, &th_64k, &st);
+	assert_int_equal(smb_framer_restore(&f, &s), 0);
+	assert_int_equal(f.anon.n, 1);
+	assert_int_equal(f.anon.ids[0], 7);
+	assert_true(f.anon.blind);
+}
+
 static void test_restore_refuses_bad_states(void **state)
 {
 	struct smb_framer_saved ok, s;
@@ -1706,6 +1891,9 @@ int main(void)
 		cmocka_unit_test(test_login_blob_other),
 		cmocka_unit_test(test_login_blob_hidden),
 		cmocka_unit_test(test_login_blob_truncated),
+		cmocka_unit_test(test_session_setup_anonymous_request),
+		cmocka_unit_test(test_session_setup_anonymous_flood),
+		cmocka_unit_test(test_session_setup_paired),
 		cmocka_unit_test(test_smb1_session_setup),
 		cmocka_unit_test(test_opening_smb2_negotiate),
 		cmocka_unit_test(test_opening_smb1_negotiate),
@@ -1713,6 +1901,7 @@ int main(void)
 		cmocka_unit_test(test_opening_refused),
 		cmocka_unit_test(test_opaque_reasons_named),
 		cmocka_unit_test(test_restore_refuses_bad_states),
+		cmocka_unit_test(test_restore_refuses_bad_ledgers),
 		cmocka_unit_test(test_restore_mutated_states_stay_sound),
 	};
 
