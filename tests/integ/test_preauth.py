@@ -242,11 +242,12 @@ def test_samba():
     smb.stop()
 
 
-def anonymous_smbclient(port, dialect="SMB3"):
+def anonymous_smbclient(port, dialect="SMB3", auth=("-N",)):
     """An smbclient -N on IPC$ (Samba's null session), held open on stdin,
     its highest dialect `dialect`; its output line-buffered (stdbuf), so
-    that session_up() sees an answer as soon as it is printed."""
-    return subprocess.Popen(["stdbuf", "-oL", "smbclient", "-N", "//127.0.0.1/IPC$", "-p", str(port), "-m", dialect],
+    that session_up() sees an answer as soon as it is printed. `auth`:
+    other credentials instead of -N."""
+    return subprocess.Popen(["stdbuf", "-oL", "smbclient", *auth, "//127.0.0.1/IPC$", "-p", str(port), "-m", dialect],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -315,6 +316,24 @@ def test_anonymous(dialect):
     smb.stop()
 
 
+def test_guest(dialect):
+    """Guest sessions the administrator enabled do not count as logins
+    either (docs/operations.md says why): with `map to guest = bad user`
+    Samba lets any name in as guest, with SessionFlags IS_GUEST."""
+    smb = Samba(conf_extra="[global]\nmap to guest = bad user\n")
+    px = Proxy(smb.addr, "--max-preauth-per-source", "1", "--auth-timeout", "3", "-v", "--workers", "1", stats=True)
+    guest = anonymous_smbclient(px.port, dialect, auth=("-U", "nosuchuser%nopass"))
+    check(session_up(guest), f"{dialect}: an unknown user is let in as guest through smbsplice")
+    check("session setup succeeded" not in px.whole_lines(), f"{dialect}: ... which is not a login:\n{px.log()}")
+    check(refused(px, 2), f"{dialect}: ... and counts under --max-preauth-per-source 1")
+    px.wait_log(r"end=timeout \(no session setup completed within 3s \(--auth-timeout\)\)", timeout=8)
+    guest.communicate(timeout=30)
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 1,
+          f"{dialect}: the guest session was ended at --auth-timeout")
+    px.stop()
+    smb.stop()
+
+
 def test_netbios():
     """On port 139 smbclient opens with a NetBIOS session request, which
     is dialled there (and only there: see test_openings)."""
@@ -342,6 +361,8 @@ def main():
     test_samba()
     for dialect in ("SMB3_00", "SMB2_10", "SMB3_11"):
         test_anonymous(dialect)
+    for dialect in ("SMB3_00", "SMB3_11"):
+        test_guest(dialect)
     test_netbios()
 
 
