@@ -10,14 +10,15 @@
  * request's security buffer, and it says what they ask for.
  *
  * The AUTHENTICATE comes raw, or as the responseToken of an SPNEGO
- * negTokenResp. Under DER that token follows at most a negState and a
- * supportedMech (20 bytes or so), so its fixed fields are always inside
- * the window. Samba's ASN.1 reader takes the fields in any order,
- * though, so a client could put a large mechListMIC first and push the
- * token out of sight: a negTokenResp whose token the window cannot
- * reach is SMB_LOGIN_HIDDEN, and the framer treats it as anonymous. Only
- * lengths are read, never a name or a response: the bytes are the
- * framer's @hold, which it wipes once this returns.
+ * negTokenResp. Clients put at most a negState and NTLMSSP's OID as
+ * supportedMech before that token (20 bytes or so), so its fixed fields
+ * are inside the window. Samba takes any supportedMech, though, however
+ * long (a 128-byte one let an anonymous client in), and its ASN.1
+ * reader takes the fields in any order: a client can push the token out
+ * of sight. A negTokenResp whose token the window cannot reach is
+ * SMB_LOGIN_HIDDEN, and the framer treats it as anonymous. Only lengths
+ * are read, never a name or a response: the bytes are the framer's
+ * @hold, which it wipes once this returns.
  */
 #include "config.h"
 

@@ -15,7 +15,7 @@ enum smb_login {
 			      * carrying an NT response */
 	SMB_LOGIN_ANONYMOUS, /* an anonymous NTLMSSP AUTHENTICATE */
 	SMB_LOGIN_HIDDEN,    /* a negTokenResp whose responseToken starts
-			      * past the window: not DER, no client's doing */
+			      * past the window: no client's doing */
 };
 
 enum smb_login smb_login_blob(const uint8_t *p, uint32_t n, bool whole);

@@ -143,8 +143,8 @@ enum smb2_command {
  * Samba refuses one whose buffer does not follow the fixed body at once
  * (SMB2_SESS_REQ_FIXED, 88). The framer reads the buffer's first
  * SMB2_SESS_REQ_WINDOW bytes, enough for an NTLMSSP AUTHENTICATE's fixed
- * fields behind any SPNEGO header a client sends in DER order, and
- * forgets them once read. */
+ * fields behind the SPNEGO header any client sends, and forgets them
+ * once read. */
 #define SMB2_SESS_REQ_BODY_SIZE	 25
 #define SMB2_SESS_REQ_SEC_OFFSET (SMB2_BODY + 12) /* u16 */
 #define SMB2_SESS_REQ_SEC_LENGTH (SMB2_BODY + 14) /* u16 */
@@ -165,6 +165,7 @@ enum smb2_command {
 #define SPNEGO_RESPONSE_TOKEN 0xa2
 #define DER_SEQUENCE	      0x30
 #define DER_OCTET_STRING      0x04
+#define DER_OBJECT_ID	      0x06
 #define DER_LEN_LONG	      0x80 /* a long-form length: 0x80 | bytes */
 #define DER_LEN_MAX_BYTES     4
 

@@ -316,6 +316,77 @@ def test_anonymous(dialect):
     smb.stop()
 
 
+def der(tag, body):
+    """A DER element: tag, definite length, body."""
+    n = len(body)
+    if n < 0x80:
+        return bytes([tag, n]) + body
+    if n < 0x100:
+        return bytes([tag, 0x81, n]) + body
+    return bytes([tag, 0x82]) + struct.pack(">H", n) + body
+
+
+def session_setup(mid, blob, session=0):
+    """A SESSION_SETUP request carrying `blob` right after its fixed body."""
+    return framed(smbgen.smb2_header(smbgen.SESSION_SETUP, msg_id=mid, session=session)
+                  + struct.pack("<HBBIIHHQ", 25, 0, 1, 1, 0, 88, len(blob), 0) + blob)
+
+
+def recv_frame(s):
+    return recv_exact(s, struct.unpack(">I", recv_exact(s, 4))[0])
+
+
+# smbclient -N's first leg (Samba 4.17): SPNEGO negTokenInit, NTLMSSP
+# NEGOTIATE.
+NTLMSSP_NEGOTIATE_SPNEGO = bytes.fromhex(
+    "604806062b0601050502a03e303ca00e300c060a2b06010401823702020aa22a04284e544c4d5353500001000000158208620000000028"
+    "0000000000000028000000060100000000000f")
+
+
+def anonymous_login(port, mech_pad):
+    """Log in anonymously over SMB 3.0 by hand, the AUTHENTICATE's SPNEGO
+    supportedMech padded to `mech_pad` bytes (0: none); return the socket
+    and the final response's Status and SessionFlags."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(framed(smbgen.smb2_header(smbgen.NEGOTIATE) + struct.pack("<HHHHI", 36, 1, 1, 0, 0) + b"G" * 16
+                     + bytes(8) + struct.pack("<HH", 0x300, 0)))
+    recv_frame(s)
+    s.sendall(session_setup(1, NTLMSSP_NEGOTIATE_SPNEGO))
+    session = struct.unpack("<Q", recv_frame(s)[40:48])[0]
+    # No user, no LM or NT response, no domain or workstation: a 16-byte
+    # session key only (MS-NLMP 3.2.5.1.2).
+    auth = b"NTLMSSP\0" + struct.pack("<I", 3)
+    for ln in (0, 0, 0, 0, 0, 16):
+        auth += struct.pack("<HHI", ln, ln, 72)
+    auth += struct.pack("<I", 0x62008a15) + bytes.fromhex("060100000000000f") + b"K" * 16
+    pad = der(0xa1, der(0x06, b"\x2b" * mech_pad)) if mech_pad else b""
+    s.sendall(session_setup(2, der(0xa1, der(0x30, pad + der(0xa2, der(0x04, auth)))), session))
+    r = recv_frame(s)
+    return s, struct.unpack("<I", r[8:12])[0], struct.unpack("<H", r[66:68])[0]
+
+
+def test_hidden_token():
+    """Samba accepts an anonymous AUTHENTICATE behind a 128-byte
+    supportedMech (DER order, a nonsense OID), past the 96 bytes of the
+    security buffer smbsplice reads: a token it cannot reach is taken as
+    anonymous, not as a login."""
+    smb = Samba()
+    px = Proxy(smb.addr, "--auth-timeout", "2", "-v", "--workers", "1", stats=True)
+    for pad in (0, 128):
+        t0 = time.monotonic()
+        s, status, sflags = anonymous_login(px.port, pad)
+        check(status == 0 and sflags == 0,
+              f"supportedMech of {pad} bytes: Samba lets the anonymous client in, SessionFlags 0 "
+              f"(status {status:#x}, flags {sflags:#x})")
+        check(reset_or_closed(s, 2 - (time.monotonic() - t0) + 2),
+              f"... and smbsplice ends it at --auth-timeout: no login")
+        s.close()
+    check("session setup succeeded" not in px.whole_lines(), f"neither counted as a login:\n{px.log()}")
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2, "... both ended at --auth-timeout")
+    px.stop()
+    smb.stop()
+
+
 def test_guest(dialect):
     """Guest sessions the administrator enabled do not count as logins
     either (docs/operations.md says why): with `map to guest = bad user`
@@ -363,6 +434,7 @@ def main():
         test_anonymous(dialect)
     for dialect in ("SMB3_00", "SMB3_11"):
         test_guest(dialect)
+    test_hidden_token()
     test_netbios()
 
 

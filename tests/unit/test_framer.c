@@ -1065,11 +1065,12 @@ static void test_session_ok_stays(void **state)
 /* --- anonymous logins: the request's NTLMSSP AUTHENTICATE -------------- */
 
 /* A security buffer under construction, apart from vec[]. */
-static uint8_t blob[512];
+static uint8_t blob[1024];
 static uint32_t blen;
 
 static void bput(const void *p, uint32_t n)
 {
+	assert_true(n <= sizeof(blob) - blen);
 	if (n) /* memcpy() takes no NULL, even for nothing */
 		memcpy(blob + blen, p, n);
 	blen += n;
@@ -1129,7 +1130,7 @@ static void der(uint8_t tag, uint32_t len, int long_len)
 static void spnego_wrap(uint32_t from, const uint8_t *pre, uint32_t pre_len,
 			int long_len)
 {
-	uint8_t tok[512];
+	uint8_t tok[sizeof(blob)];
 	uint32_t n = blen - from, hl = long_len ? 2 + long_len : 2;
 	uint32_t seq = pre_len + 2 * hl + n;
 
@@ -1242,34 +1243,36 @@ static void test_login_blob_other(void **state)
 /* A token the window cannot reach in a buffer longer than the window. */
 static void test_login_blob_hidden(void **state)
 {
-	static const uint8_t mic_first[] = { 0xa3, 0x81, 0x80 };
+	/* A 128-byte supportedMech (Samba 4.17 let such a client in, see
+	 * test_preauth.py), or a mechListMIC first: the token is past the
+	 * window, hidden, never a login. */
+	static const uint8_t tags[][2] = { { 0xa1, DER_OBJECT_ID },
+					   { 0xa3, DER_OCTET_STRING } };
+	uint8_t pre[6 + 128];
 
-	/* A mechListMIC first (not DER, but Samba's reader takes it) puts
-	 * the token past the window: hidden, never a login. */
-	blen = 0;
-	ntlmssp_auth_msg(0, 0, 0, 3);
-	memmove(blob + sizeof(mic_first) + 0x80, blob, blen);
-	memcpy(blob, mic_first, sizeof(mic_first));
-	memset(blob + sizeof(mic_first), 0x5a, 0x80);
-	blen += sizeof(mic_first) + 0x80;
-	{
-		uint8_t pre[sizeof(mic_first) + 0x80];
-
-		memcpy(pre, blob, sizeof(pre));
-		blen -= sizeof(pre);
-		memmove(blob, blob + sizeof(pre), blen);
+	for (size_t i = 0; i < 2; i++) {
+		memcpy(pre,
+		       (uint8_t[]){ tags[i][0], 0x81, 0x83, tags[i][1], 0x81,
+				    0x80 },
+		       6);
+		memset(pre + 6, 0x2b, 128);
+		blen = 0;
+		ntlmssp_auth_msg(0, 0, 0, 3);
 		spnego_wrap(0, pre, sizeof(pre), 2);
+		assert_true(blen > SMB2_SESS_REQ_WINDOW);
+		assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
+		/* A named login hidden so is taken as anonymous too. */
+		blen = 0;
+		ntlmssp_auth_msg(24, 300, 8, 3);
+		spnego_wrap(0, pre, sizeof(pre), 2);
+		assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
 	}
-	assert_true(blen > SMB2_SESS_REQ_WINDOW);
-	assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
 	/* Token inside the window, its fixed fields cut by the window. */
 	blen = 0;
 	ntlmssp_auth_msg(0, 0, 0, 3);
-	{
-		uint8_t pre[70] = { 0xa1, 68 };
-
-		spnego_wrap(0, pre, sizeof(pre), 0);
-	}
+	memset(pre, 0, 70);
+	pre[0] = 0xa1, pre[1] = 68;
+	spnego_wrap(0, pre, 70, 0);
 	assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
 	/* A length no DER writes: 0x80 (indefinite), 0x85 (five bytes). */
 	blob_hex("a18030");
