@@ -178,6 +178,8 @@ void conn_dirs_init(struct conn *c)
 		 on_io);
 	dir_init(&c->dir[DIR_TO_CLIENT], c, DIR_TO_CLIENT, &c->srv, &c->cli,
 		 on_io);
+	/* Whether a login was anonymous is in the request. */
+	smb_framer_pair(&c->dir[DIR_TO_CLIENT].fr, &c->dir[DIR_TO_SERVER].fr);
 	observe_dir(&c->dir[DIR_TO_SERVER]);
 	observe_dir(&c->dir[DIR_TO_CLIENT]);
 }

@@ -16,7 +16,7 @@
  * image of another number, and the one that wrote it goes on forwarding.
  * Any change to a record below, or to a struct it embeds, bumps it. */
 #define IMG_MAGIC   "SMBSPHO"
-#define IMG_VERSION 1u
+#define IMG_VERSION 2u
 
 enum img_type {
 	IMG_PROCESS = 1, /* struct img_process, first and once */

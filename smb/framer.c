@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "framer.h"
+#include "login.h"
 
 /* The log's words for each reason (tests and users match them), indexed
  * by enum smb_opaque_why so that a handover carries a number, not a
@@ -110,6 +111,32 @@ void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx)
 }
 
 /**
+ * smb_framer_pair() - let a connection's two framers tell logins apart
+ * @to_client:	the framer of the server's stream (responses)
+ * @to_server:	the framer of the client's stream (requests)
+ *
+ * Whether a successful SESSION_SETUP response was an anonymous login is
+ * in its request, which the other framer parsed: from now on
+ * @to_client looks the response's MessageId up in @to_server's ledger.
+ */
+void smb_framer_pair(struct smb_framer *to_client, struct smb_framer *to_server)
+{
+	to_client->ledger = &to_server->anon;
+	to_server->ledger = NULL;
+}
+
+/**
+ * ledger_of() - the ledger a framer notes requests in and reads from
+ * @f:	the framer
+ *
+ * Return: its pair's, or its own.
+ */
+static struct smb_anon_ledger *ledger_of(struct smb_framer *f)
+{
+	return f->ledger ? f->ledger : &f->anon;
+}
+
+/**
  * tell_observer() - describe the message just planned to the observer
  * @f:		the framer, in FR_SKIP for the message
  * @kind:	what it is
@@ -150,6 +177,9 @@ static void go_opaque(struct smb_framer *f, enum smb_opaque_why why)
 {
 	f->state = FR_OPAQUE;
 	f->why = smb_opaque_text[why];
+	/* A client that makes its own stream unreadable (a malformed WRITE
+	 * the server only refuses) could log in anonymously unseen next. */
+	ledger_of(f)->blind = true;
 }
 
 /**
@@ -422,6 +452,8 @@ static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
 		return len < SMB2_NEG_RSP_PARSED ? len : SMB2_NEG_RSP_PARSED;
 	if (cmd == SMB2_SESSION_SETUP && resp)
 		return len < SMB2_SESS_RSP_PARSED ? len : SMB2_SESS_RSP_PARSED;
+	if (cmd == SMB2_SESSION_SETUP)
+		return len < SMB2_SESS_REQ_PARSED ? len : SMB2_SESS_REQ_PARSED;
 	if (cmd == SMB2_IOCTL && resp)
 		return len < SMB2_IOCTL_RSP_PARSED ? len
 						   : SMB2_IOCTL_RSP_PARSED;
@@ -597,6 +629,80 @@ static void parse_negotiate_response(struct smb_framer *f)
 }
 
 /**
+ * anon_note() - a SESSION_SETUP request asked for an anonymous login
+ * @l:	the connection's ledger
+ * @id:	its MessageId
+ */
+static void anon_note(struct smb_anon_ledger *l, uint64_t id)
+{
+	if (l->n == SMB_ANON_PENDING) {
+		l->blind = true;
+		return;
+	}
+	l->ids[l->n++] = id;
+}
+
+/**
+ * anon_answered() - the final response to a SESSION_SETUP request came
+ * @l:	the connection's ledger
+ * @id:	the response's MessageId
+ *
+ * Return: true if the request was an anonymous login, which is then
+ * forgotten: a later login on the connection, by another request, is
+ * judged by its own.
+ */
+static bool anon_answered(struct smb_anon_ledger *l, uint64_t id)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (l->ids[i] != id)
+			continue;
+		l->ids[i] = l->ids[--l->n];
+		l->ids[l->n] = 0;
+		return true;
+	}
+	return false;
+}
+
+/**
+ * parse_session_setup_request() - note an anonymous NTLMSSP login
+ * @f:	the framer, holding the fixed body and the start of the security
+ *	buffer (as much of it as the message has, up to
+ *	SMB2_SESS_REQ_PARSED)
+ *
+ * The buffer's bytes are read where they are held, by smb_login_blob(),
+ * and then wiped: the observer (and so a trace) is told of the
+ * message's fixed body only, and a handover from here on carries none
+ * of them.
+ */
+static void parse_session_setup_request(struct smb_framer *f)
+{
+	const uint8_t *h = f->hold;
+	uint32_t off, len, end, have;
+	enum smb_login kind = SMB_LOGIN_OTHER;
+
+	if (f->held >= SMB2_SESS_REQ_FIXED &&
+	    get_le16(h + SMB2_BODY) == SMB2_SESS_REQ_BODY_SIZE) {
+		off = get_le16(h + SMB2_SESS_REQ_SEC_OFFSET);
+		len = get_le16(h + SMB2_SESS_REQ_SEC_LENGTH);
+		end = off + len;
+		/* A buffer elsewhere is one Samba refuses; another server
+		 * says anonymous in SessionFlags. */
+		if (off >= SMB2_SESS_REQ_FIXED && off < f->held) {
+			have = (end < f->held ? end : f->held) - off;
+			kind = smb_login_blob(h + off, have, end <= f->held);
+		}
+	}
+	if (kind == SMB_LOGIN_ANONYMOUS || kind == SMB_LOGIN_HIDDEN)
+		anon_note(ledger_of(f), get_le64(h + SMB2_HDR_MESSAGE_ID));
+	if (f->held > SMB2_SESS_REQ_FIXED) {
+		memset(f->hold + SMB2_SESS_REQ_FIXED, 0,
+		       f->held - SMB2_SESS_REQ_FIXED);
+		f->held = SMB2_SESS_REQ_FIXED;
+	}
+	plan_rest_as_other(f);
+}
+
+/**
  * parse_session_setup_response() - see whether the server let a user in
  * @f:	the framer
  *
@@ -604,19 +710,27 @@ static void parse_negotiate_response(struct smb_framer *f)
  * success that is neither a guest nor a null (anonymous) session counts:
  * Samba grants those to anyone, and they must stay under the pre-auth
  * caps. Samba marks neither an anonymous NTLMSSP login (its SessionFlags
- * are 0), but such a session has no key: under 3.1.1, where the final
- * response of a keyed session is always signed, an unsigned one is not a
- * login. Before 3.1.1 a server need not sign it, and flags are all there
- * is. A response too short for its SessionFlags does not count either.
+ * are 0), so its request tells (the ledger, where the client's framer
+ * noted it); a response to a request that was not read (@blind) is no
+ * login either. Such a session has no key, too: under 3.1.1, where the
+ * final response of a keyed session is always signed, an unsigned one is
+ * not a login. A response too short for its SessionFlags does not count.
+ * An interim response (STATUS_PENDING) leaves its request pending.
  */
 static void parse_session_setup_response(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
-	bool keyed = get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_SIGNED ||
-		     f->facts.dialect < SMB2_DIALECT_311;
+	struct smb_anon_ledger *l = ledger_of(f);
+	uint32_t flags = get_le32(h + SMB2_HDR_FLAGS),
+		 status = get_le32(h + SMB2_HDR_STATUS);
+	bool keyed =
+		flags & SMB2_FLAG_SIGNED || f->facts.dialect < SMB2_DIALECT_311;
+	bool anon = false;
 
-	if (f->held >= SMB2_SESS_RSP_PARSED &&
-	    get_le32(h + SMB2_HDR_STATUS) == SMB2_STATUS_SUCCESS && keyed &&
+	if (!(status == SMB2_STATUS_PENDING && flags & SMB2_FLAG_ASYNC))
+		anon = anon_answered(l, get_le64(h + SMB2_HDR_MESSAGE_ID));
+	if (f->held >= SMB2_SESS_RSP_PARSED && status == SMB2_STATUS_SUCCESS &&
+	    keyed && !anon && !l->blind &&
 	    !(get_le16(h + SMB2_SESS_RSP_FLAGS) &
 	      (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL)))
 		f->facts.session_ok = true;
@@ -664,7 +778,10 @@ static enum smb_opaque_why parse_body(struct smb_framer *f)
 		parse_ioctl_response(f);
 		return SMB_WHY_NONE;
 	case SMB2_SESSION_SETUP:
-		parse_session_setup_response(f);
+		if (get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_RESPONSE)
+			parse_session_setup_response(f);
+		else
+			parse_session_setup_request(f);
 		return SMB_WHY_NONE;
 	default: /* want_body() asks for more only for these five */
 		parse_negotiate_response(f);
@@ -894,6 +1011,9 @@ void smb_framer_save(const struct smb_framer *f, struct smb_framer_saved *s)
 	s->multichannel = f->facts.multichannel;
 	s->interface_list = f->facts.interface_list;
 	s->session_ok = f->facts.session_ok;
+	s->anon_blind = f->anon.blind;
+	s->anon_n = f->anon.n;
+	memcpy(s->anon_ids, f->anon.ids, f->anon.n * sizeof(s->anon_ids[0]));
 	memcpy(s->hold, f->hold, f->held <= SMB_HOLD_MAX ? f->held : 0);
 }
 
@@ -959,10 +1079,15 @@ static bool saved_ok(const struct smb_framer_saved *s)
 	const uint8_t flags[] = { s->pay_splice,   s->keep_lead,
 				  s->signed_seen,  s->encrypted_seen,
 				  s->multichannel, s->interface_list,
-				  s->session_ok };
+				  s->session_ok,   s->anon_blind };
 
 	for (size_t i = 0; i < sizeof(flags); i++)
 		if (flags[i] > 1)
+			return false;
+	if (s->anon_n > SMB_ANON_PENDING)
+		return false;
+	for (size_t i = s->anon_n; i < SMB_ANON_PENDING; i++)
+		if (s->anon_ids[i])
 			return false;
 	for (size_t i = s->held; i < SMB_HOLD_MAX; i++)
 		if (s->hold[i])
@@ -1005,6 +1130,8 @@ static bool saved_ok(const struct smb_framer_saved *s)
  * under its thresholds: the pump may be in the middle of splicing it.
  * Messages from the next one on are judged by @f's.
  *
+ * The pairing (smb_framer_pair()) is @f's own, like its pointers.
+ *
  * Return: 0, the framer going on exactly as the old one would have; -1
  * if @s is not a state a framer can be in, @f left untouched.
  */
@@ -1042,6 +1169,11 @@ int smb_framer_restore(struct smb_framer *f, const struct smb_framer_saved *s)
 		.interface_list = s->interface_list,
 		.session_ok = s->session_ok,
 	};
+	f->anon = (struct smb_anon_ledger){
+		.n = s->anon_n,
+		.blind = s->anon_blind,
+	};
+	memcpy(f->anon.ids, s->anon_ids, sizeof(f->anon.ids));
 	f->frame_off = s->frame_off;
 	return 0;
 }

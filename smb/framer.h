@@ -2,6 +2,7 @@
 #ifndef SMBSPLICE_FRAMER_H
 #define SMBSPLICE_FRAMER_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,8 +12,37 @@
 #include "wire.h"
 
 /* Bytes of an element's start the framer must see: the 64-byte SMB2
- * header and as much body as the fields it reads (NEGOTIATE response). */
-#define SMB_HOLD_MAX SMB2_NEG_RSP_PARSED
+ * header and as much body as the fields it reads (a SESSION_SETUP
+ * request's fixed body and the start of its security buffer). */
+#define SMB_HOLD_MAX SMB2_SESS_REQ_PARSED
+static_assert(SMB_HOLD_MAX >= SMB2_NEG_RSP_PARSED &&
+		      SMB_HOLD_MAX >= SMB2_IOCTL_RSP_PARSED &&
+		      SMB_HOLD_MAX >= SMB1_SS_RSP_PARSED,
+	      "every parse step fits in @hold");
+
+/* Anonymous SESSION_SETUP requests a connection may have awaiting their
+ * responses (struct smb_anon_ledger). A client logs in one leg at a
+ * time; more than this at once is no client's doing. */
+#define SMB_ANON_PENDING 4
+
+/**
+ * struct smb_anon_ledger - anonymous logins asked for, not yet answered
+ * @ids:	MessageIds of SESSION_SETUP requests whose NTLMSSP
+ *		AUTHENTICATE was anonymous (or hidden, see enum smb_login)
+ * @n:		how many of @ids count
+ * @blind:	requests went by unread (their stream went opaque, or more
+ *		than SMB_ANON_PENDING were pending): from now on no session
+ *		setup success is a login
+ *
+ * The client's framer writes it, the server's framer reads it when the
+ * response comes (smb_framer_pair()): a server answers only what it was
+ * sent, so the request is always parsed first.
+ */
+struct smb_anon_ledger {
+	uint64_t ids[SMB_ANON_PENDING];
+	uint32_t n;
+	bool blind;
+};
 
 /**
  * struct smb_dir_stats - counters of one direction, summed over connections
@@ -64,7 +94,8 @@ struct smb_dir_stats {
  * @session_ok:		a session setup response with STATUS_SUCCESS
  *			passed (SMB2 SESSION_SETUP, or SMB1
  *			SESSION_SETUP_ANDX) that is neither guest nor null
- *			(anonymous): the client has authenticated, and
+ *			(anonymous), by its flags or by its request (struct
+ *			smb_anon_ledger): the client has authenticated, and
  *			stays so whatever follows
  *
  * Kept per connection, for its log line; read only by the thread that
@@ -109,7 +140,9 @@ enum smb_msg_kind {
  * @async_id:	SMB2 only: AsyncId when SMB2_FLAG_ASYNC is set, else 0
  * @hdr:	the message's first bytes, as the framer holds them (valid
  *		during the call only)
- * @hdr_len:	how many: the SMB2 header and the body fields it parsed,
+ * @hdr_len:	how many: the SMB2 header and the body fields it parsed
+ *		(for a SESSION_SETUP request, its fixed body only: the start
+ *		of its security buffer is read and wiped before),
  *		SMB1_HDR_PARSED for SMB1 (4 if its frame is shorter), 4
  *		(the protocol id) for other kinds, 0 for NetBIOS frames
  */
@@ -244,6 +277,10 @@ enum smb_framer_state {
  * @frame_off:	stream offset of the current frame's transport prefix
  * @observe:	called once per message, or NULL
  * @observer:	its context
+ * @anon:	anonymous SESSION_SETUP requests this stream carried
+ * @ledger:	where its requests are noted and its responses looked up:
+ *		the client's framer's @anon (smb_framer_pair()), or NULL for
+ *		its own (a framer fed both ways, as in tests)
  *
  * Offsets count from the first byte after the transport prefix. Every
  * length read from the wire is checked against the frame before it is
@@ -266,6 +303,8 @@ struct smb_framer {
 	uint64_t frame_off;
 	smb_msg_fn *observe;
 	void *observer;
+	struct smb_anon_ledger anon;
+	struct smb_anon_ledger *ledger;
 };
 
 /**
@@ -299,6 +338,9 @@ struct smb_framer {
  * @multichannel: likewise
  * @interface_list: likewise
  * @session_ok:	likewise
+ * @anon_blind:	see struct smb_anon_ledger, as are the two below
+ * @anon_n:	pending anonymous requests
+ * @anon_ids:	their MessageIds; zero past @anon_n
  * @hold:	the bytes collected for the parse step in progress
  *
  * Every member of struct smb_framer but its pointers (thresholds,
@@ -320,6 +362,9 @@ struct smb_framer_saved {
 	uint8_t pay_splice, keep_lead;
 	uint8_t signed_seen, encrypted_seen, multichannel, interface_list;
 	uint8_t session_ok;
+	uint8_t anon_blind;
+	uint32_t anon_n;
+	uint64_t anon_ids[SMB_ANON_PENDING];
 	uint8_t hold[SMB_HOLD_MAX];
 };
 
@@ -328,6 +373,8 @@ void smb_framer_init(struct smb_framer *f, const struct smb_thresholds *th,
 void smb_framer_save(const struct smb_framer *f, struct smb_framer_saved *s);
 int smb_framer_restore(struct smb_framer *f, const struct smb_framer_saved *s);
 void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx);
+void smb_framer_pair(struct smb_framer *to_client,
+		     struct smb_framer *to_server);
 void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
 void smb_framer_advance(struct smb_framer *f, size_t n);
 

@@ -130,19 +130,59 @@ enum smb2_command {
 #define SMB2_SESSION_FLAG_IS_NULL  0x0002u
 /* From 3.1.1 on, the final SESSION_SETUP response of a session with a key
  * (not guest, not anonymous) is always signed (MS-SMB2 3.3.5.5.3). */
-#define SMB2_DIALECT_311	   0x0311u
-#define SMB2_IOCTL_RSP_BODY_SIZE   49
-#define SMB2_IOCTL_RSP_CTL_CODE	   (SMB2_BODY + 4) /* u32 */
-#define SMB2_IOCTL_RSP_PARSED	   (SMB2_IOCTL_RSP_CTL_CODE + 4)
+#define SMB2_DIALECT_311	 0x0311u
+#define SMB2_IOCTL_RSP_BODY_SIZE 49
+#define SMB2_IOCTL_RSP_CTL_CODE	 (SMB2_BODY + 4) /* u32 */
+#define SMB2_IOCTL_RSP_PARSED	 (SMB2_IOCTL_RSP_CTL_CODE + 4)
 /* Where an IOCTL's fixed fields end and its buffers (a named pipe's RPC,
  * for one) begin. */
 #define SMB2_IOCTL_REQ_FIXED (SMB2_BODY + 56)
 #define SMB2_IOCTL_RSP_FIXED (SMB2_BODY + 48)
 
+/* SESSION_SETUP request (MS-SMB2 2.2.5): where its security buffer lies.
+ * Samba refuses one whose buffer does not follow the fixed body at once
+ * (SMB2_SESS_REQ_FIXED, 88). The framer reads the buffer's first
+ * SMB2_SESS_REQ_WINDOW bytes, enough for an NTLMSSP AUTHENTICATE's fixed
+ * fields behind the SPNEGO header any client sends, and forgets them
+ * once read. */
+#define SMB2_SESS_REQ_BODY_SIZE	 25
+#define SMB2_SESS_REQ_SEC_OFFSET (SMB2_BODY + 12) /* u16 */
+#define SMB2_SESS_REQ_SEC_LENGTH (SMB2_BODY + 14) /* u16 */
+#define SMB2_SESS_REQ_FIXED	 (SMB2_BODY + 24)
+#define SMB2_SESS_REQ_WINDOW	 96
+#define SMB2_SESS_REQ_PARSED	 (SMB2_SESS_REQ_FIXED + SMB2_SESS_REQ_WINDOW)
+
 /* A server that offers multichannel, and the IOCTL by which a client asks
  * it for its network interfaces (MS-SMB2 2.2.3.1, 3.3.5.15.11). */
 #define SMB2_GLOBAL_CAP_MULTI_CHANNEL	   0x00000008u
 #define FSCTL_QUERY_NETWORK_INTERFACE_INFO 0x001401fcu
+
+/* SPNEGO (RFC 4178 4.2): the client's later legs are a negTokenResp,
+ * [1] then a SEQUENCE of [0] negState, [1] supportedMech, [2]
+ * responseToken (an OCTET STRING), [3] mechListMIC, in that order
+ * under DER. */
+#define SPNEGO_NEG_TOKEN_RESP 0xa1
+#define SPNEGO_RESPONSE_TOKEN 0xa2
+#define DER_SEQUENCE	      0x30
+#define DER_OCTET_STRING      0x04
+#define DER_OBJECT_ID	      0x06
+#define DER_LEN_LONG	      0x80 /* a long-form length: 0x80 | bytes */
+#define DER_LEN_MAX_BYTES     4
+
+/* NTLMSSP AUTHENTICATE_MESSAGE (MS-NLMP 2.2.1.3): offsets from its
+ * signature. Each of its variable fields is a Len (u16), MaxLen and
+ * Offset; only the lengths are read, never what they point at. */
+#define NTLMSSP_SIGNATURE     "NTLMSSP" /* and its NUL: 8 bytes */
+#define NTLMSSP_SIGNATURE_LEN 8
+#define NTLMSSP_MESSAGE_TYPE  8 /* u32 */
+#define NTLMSSP_AUTHENTICATE  3u
+#define NTLMSSP_AUTH_LM_LEN   12 /* u16 LmChallengeResponseLen */
+#define NTLMSSP_AUTH_NT_LEN   20 /* u16 NtChallengeResponseLen */
+#define NTLMSSP_AUTH_USER_LEN 36 /* u16 UserNameLen */
+#define NTLMSSP_AUTH_PARSED   (NTLMSSP_AUTH_USER_LEN + 2)
+/* An anonymous client (MS-NLMP 3.2.5.1.2) sends no user name, no NT
+ * response, and an LM response of Z(1) or none. */
+#define NTLMSSP_ANON_LM_MAX 1
 
 static inline uint16_t get_le16(const uint8_t *p)
 {

@@ -782,6 +782,8 @@ def walk(data, thresholds):
                     want = min(elen, 104)
                 elif cmd == SESSION_SETUP and resp:
                     want = min(elen, 68)  # SessionFlags: a guest or null session is no login
+                elif cmd == SESSION_SETUP:
+                    want = min(elen, 184)  # fixed body, 96 bytes of security buffer: an anonymous login?
                 elif cmd == IOCTL and resp:
                     want = min(elen, 72)
                 else:

@@ -6,6 +6,8 @@ anything else is reset and counted, and one byte, or a header that
 trickles, never buys an smbd. Connections that have not completed a
 session setup are capped per source (--max-preauth-per-source) and ended
 at --auth-timeout; a session the server accepted is never cut by either."""
+import os
+import select
 import socket
 import struct
 import subprocess
@@ -240,41 +242,165 @@ def test_samba():
     smb.stop()
 
 
-def anonymous_smbclient(port):
-    """An smbclient -N on IPC$ (Samba's null session), held open on stdin."""
-    return subprocess.Popen(["smbclient", "-N", "//127.0.0.1/IPC$", "-p", str(port), "-m", "SMB3"],
+def anonymous_smbclient(port, dialect="SMB3", auth=("-N",)):
+    """An smbclient -N on IPC$ (Samba's null session), held open on stdin,
+    its highest dialect `dialect`; its output line-buffered (stdbuf), so
+    that session_up() sees an answer as soon as it is printed. `auth`:
+    other credentials instead of -N."""
+    return subprocess.Popen(["stdbuf", "-oL", "smbclient", *auth, "//127.0.0.1/IPC$", "-p", str(port), "-m", dialect],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_anonymous():
+def session_up(cl, timeout=10):
+    """Ask a held smbclient where it is and wait for the answer: once it
+    comes, its session setup and tree connect are done. False if it
+    exited or said nothing in time."""
+    try:
+        cl.stdin.write("pwd\n")
+        cl.stdin.flush()
+    except BrokenPipeError:
+        return False
+    end, out = time.monotonic() + timeout, b""
+    while (left := end - time.monotonic()) > 0:
+        # The descriptor itself: a text wrapper would read ahead, and
+        # select() would not see what it kept.
+        r, _, _ = select.select([cl.stdout], [], [], left)
+        if not r:
+            break
+        got = os.read(cl.stdout.fileno(), 4096)
+        if not got:
+            return False
+        out += got
+        if b"Current directory is" in out:
+            return True
+    return False
+
+
+def test_anonymous(dialect):
     """A null (anonymous) session is granted to anyone: it does not take a
-    connection out of --max-preauth-per-source or --auth-timeout; a
-    password session beside it still does."""
+    connection out of --max-preauth-per-source or --auth-timeout, on any
+    dialect; a password session beside it, on the same dialect, still
+    does. The issue's case: smbclient -N sessions opened one after
+    another, each logged in before the next, from one host."""
     smb = Samba()
     px = Proxy(smb.addr, "--max-preauth-per-source", "2", "--auth-timeout", "3", "-v", "--workers", "1", stats=True)
-    cl = subprocess.Popen(["smbclient", "//127.0.0.1/share", "-p", str(px.port), "-U", f"root%{smb.password}"],
+    cl = subprocess.Popen(["smbclient", "//127.0.0.1/share", "-p", str(px.port), "-U", f"root%{smb.password}",
+                           "-m", dialect],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cl.stdin.write("ls\n")
     cl.stdin.flush()
     px.wait_log(r"conn \S+: session setup succeeded")
     t0 = time.monotonic()
-    anon = [anonymous_smbclient(px.port) for _ in range(2)]
-    time.sleep(1.5)  # both logged in anonymously (smbd answers within ms)
-    check(all(a.poll() is None for a in anon), "the anonymous smbclients are connected")
+    anon, up = [], []
+    for _ in range(5):
+        a = anonymous_smbclient(px.port, dialect)
+        anon.append(a)
+        up.append(session_up(a, 5))
+    check(up[:2] == [True, True], f"{dialect}: two anonymous smbclients log in through smbsplice ({up})")
+    check(up[2:] == [False] * 3,
+          f"{dialect}: the 3rd to 5th are refused: two null sessions still count as not logged in ({up})")
     check(px.whole_lines().count("session setup succeeded") == 1,
-          f"only the password session counts as authenticated:\n{px.log()}")
-    check(refused(px, 2), "a third unauthenticated connection is refused beside two null sessions")
-    check(metric(scrape(px.stats_port), "smbsplice_refused_total", reason="max_preauth_per_source") == 1,
-          "... refused by --max-preauth-per-source: the null sessions count as not logged in")
-    px.wait_log(r"end=timeout \(no session setup completed within 3s \(--auth-timeout\)\)", count=2, timeout=6)
+          f"{dialect}: only the password session counts as authenticated:\n{px.log()}")
+    check(metric(scrape(px.stats_port), "smbsplice_refused_total", reason="max_preauth_per_source") == 3,
+          f"{dialect}: ... refused by --max-preauth-per-source")
+    px.wait_log(r"end=timeout \(no session setup completed within 3s \(--auth-timeout\)\)", count=2, timeout=8)
     for a in anon:
         a.communicate(timeout=30)
     took = time.monotonic() - t0
     check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2,
-          f"the two null sessions were ended at --auth-timeout ({took:.2f}s)")
+          f"{dialect}: the two null sessions were ended at --auth-timeout ({took:.2f}s after the first)")
     out, _ = cl.communicate("ls\nexit\n", timeout=60)
     check(cl.returncode == 0 and out.count("blocks available") == 2,
-          f"the password session outlived --auth-timeout:\n{out}")
+          f"{dialect}: the password session outlived --auth-timeout:\n{out}")
+    px.stop()
+    smb.stop()
+
+
+def der(tag, body):
+    """A DER element: tag, definite length, body."""
+    n = len(body)
+    if n < 0x80:
+        return bytes([tag, n]) + body
+    if n < 0x100:
+        return bytes([tag, 0x81, n]) + body
+    return bytes([tag, 0x82]) + struct.pack(">H", n) + body
+
+
+def session_setup(mid, blob, session=0):
+    """A SESSION_SETUP request carrying `blob` right after its fixed body."""
+    return framed(smbgen.smb2_header(smbgen.SESSION_SETUP, msg_id=mid, session=session)
+                  + struct.pack("<HBBIIHHQ", 25, 0, 1, 1, 0, 88, len(blob), 0) + blob)
+
+
+def recv_frame(s):
+    return recv_exact(s, struct.unpack(">I", recv_exact(s, 4))[0])
+
+
+# smbclient -N's first leg (Samba 4.17): SPNEGO negTokenInit, NTLMSSP
+# NEGOTIATE.
+NTLMSSP_NEGOTIATE_SPNEGO = bytes.fromhex(
+    "604806062b0601050502a03e303ca00e300c060a2b06010401823702020aa22a04284e544c4d5353500001000000158208620000000028"
+    "0000000000000028000000060100000000000f")
+
+
+def anonymous_login(port, mech_pad):
+    """Log in anonymously over SMB 3.0 by hand, the AUTHENTICATE's SPNEGO
+    supportedMech padded to `mech_pad` bytes (0: none); return the socket
+    and the final response's Status and SessionFlags."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(framed(smbgen.smb2_header(smbgen.NEGOTIATE) + struct.pack("<HHHHI", 36, 1, 1, 0, 0) + b"G" * 16
+                     + bytes(8) + struct.pack("<HH", 0x300, 0)))
+    recv_frame(s)
+    s.sendall(session_setup(1, NTLMSSP_NEGOTIATE_SPNEGO))
+    session = struct.unpack("<Q", recv_frame(s)[40:48])[0]
+    # No user, no LM or NT response, no domain or workstation: a 16-byte
+    # session key only (MS-NLMP 3.2.5.1.2).
+    auth = b"NTLMSSP\0" + struct.pack("<I", 3)
+    for ln in (0, 0, 0, 0, 0, 16):
+        auth += struct.pack("<HHI", ln, ln, 72)
+    auth += struct.pack("<I", 0x62008a15) + bytes.fromhex("060100000000000f") + b"K" * 16
+    pad = der(0xa1, der(0x06, b"\x2b" * mech_pad)) if mech_pad else b""
+    s.sendall(session_setup(2, der(0xa1, der(0x30, pad + der(0xa2, der(0x04, auth)))), session))
+    r = recv_frame(s)
+    return s, struct.unpack("<I", r[8:12])[0], struct.unpack("<H", r[66:68])[0]
+
+
+def test_hidden_token():
+    """Samba accepts an anonymous AUTHENTICATE behind a 128-byte
+    supportedMech (DER order, a nonsense OID), past the 96 bytes of the
+    security buffer smbsplice reads: a token it cannot reach is taken as
+    anonymous, not as a login."""
+    smb = Samba()
+    px = Proxy(smb.addr, "--auth-timeout", "2", "-v", "--workers", "1", stats=True)
+    for pad in (0, 128):
+        t0 = time.monotonic()
+        s, status, sflags = anonymous_login(px.port, pad)
+        check(status == 0 and sflags == 0,
+              f"supportedMech of {pad} bytes: Samba lets the anonymous client in, SessionFlags 0 "
+              f"(status {status:#x}, flags {sflags:#x})")
+        check(reset_or_closed(s, 2 - (time.monotonic() - t0) + 2),
+              f"... and smbsplice ends it at --auth-timeout: no login")
+        s.close()
+    check("session setup succeeded" not in px.whole_lines(), f"neither counted as a login:\n{px.log()}")
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2, "... both ended at --auth-timeout")
+    px.stop()
+    smb.stop()
+
+
+def test_guest(dialect):
+    """Guest sessions the administrator enabled do not count as logins
+    either (docs/operations.md says why): with `map to guest = bad user`
+    Samba lets any name in as guest, with SessionFlags IS_GUEST."""
+    smb = Samba(conf_extra="[global]\nmap to guest = bad user\n")
+    px = Proxy(smb.addr, "--max-preauth-per-source", "1", "--auth-timeout", "3", "-v", "--workers", "1", stats=True)
+    guest = anonymous_smbclient(px.port, dialect, auth=("-U", "nosuchuser%nopass"))
+    check(session_up(guest), f"{dialect}: an unknown user is let in as guest through smbsplice")
+    check("session setup succeeded" not in px.whole_lines(), f"{dialect}: ... which is not a login:\n{px.log()}")
+    check(refused(px, 2), f"{dialect}: ... and counts under --max-preauth-per-source 1")
+    px.wait_log(r"end=timeout \(no session setup completed within 3s \(--auth-timeout\)\)", timeout=8)
+    guest.communicate(timeout=30)
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 1,
+          f"{dialect}: the guest session was ended at --auth-timeout")
     px.stop()
     smb.stop()
 
@@ -304,7 +430,11 @@ def main():
     test_openings()
     test_cap_and_deadline()
     test_samba()
-    test_anonymous()
+    for dialect in ("SMB3_00", "SMB2_10", "SMB3_11"):
+        test_anonymous(dialect)
+    for dialect in ("SMB3_00", "SMB3_11"):
+        test_guest(dialect)
+    test_hidden_token()
     test_netbios()
 
 

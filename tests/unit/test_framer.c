@@ -14,11 +14,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "framer.h"
+#include "login.h"
 #include "opening.h"
 
 /* --- building vectors ---------------------------------------------------- */
@@ -1060,6 +1062,412 @@ static void test_session_ok_stays(void **state)
 	assert_int_not_equal(o.state, FR_OPAQUE);
 }
 
+/* --- anonymous logins: the request's NTLMSSP AUTHENTICATE -------------- */
+
+/* A security buffer under construction, apart from vec[]. */
+static uint8_t blob[1024];
+static uint32_t blen;
+
+static void bput(const void *p, uint32_t n)
+{
+	assert_true(n <= sizeof(blob) - blen);
+	if (n) /* memcpy() takes no NULL, even for nothing */
+		memcpy(blob + blen, p, n);
+	blen += n;
+}
+
+static void bput16(uint16_t v)
+{
+	uint8_t b[2] = { v & 0xff, v >> 8 };
+
+	bput(b, 2);
+}
+
+/* A raw NTLMSSP AUTHENTICATE (MS-NLMP 2.2.1.3) with these field lengths,
+ * each field's bytes after the 64-byte fixed part (0xcc: not to be read). */
+static void ntlmssp_auth_msg(uint16_t lm, uint16_t nt, uint16_t user,
+			     uint32_t type)
+{
+	static const uint8_t zero[8];
+	const uint16_t lens[6] = { lm, nt, 6 /* domain */, user, 4, 16 };
+	uint32_t at = 64, start = blen;
+
+	bput("NTLMSSP", 8);
+	bput16((uint16_t)type);
+	bput16(0);
+	for (int i = 0; i < 6; i++) {
+		bput16(lens[i]);
+		bput16(lens[i]);
+		bput16((uint16_t)at);
+		bput16(0);
+		at += lens[i];
+	}
+	bput("\x15\x82\x08\x62", 4); /* NegotiateFlags */
+	bput(zero, 4);
+	while (blen < start + at)
+		bput("\xcc", 1);
+}
+
+/* A DER tag and length, in the long form with @long_len bytes if set. */
+static void der(uint8_t tag, uint32_t len, int long_len)
+{
+	uint8_t b[6];
+	int k = 0;
+
+	b[k++] = tag;
+	if (!long_len && len < 0x80) {
+		b[k++] = (uint8_t)len;
+	} else {
+		b[k++] = DER_LEN_LONG | long_len;
+		for (int i = long_len - 1; i >= 0; i--)
+			b[k++] = (uint8_t)(len >> (8 * i));
+	}
+	bput(b, (uint32_t)k);
+}
+
+/* Wrap blob[from..blen) as a negTokenResp's responseToken, after @pre
+ * (other fields of the SEQUENCE, already DER) of @pre_len bytes. */
+static void spnego_wrap(uint32_t from, const uint8_t *pre, uint32_t pre_len,
+			int long_len)
+{
+	uint8_t tok[sizeof(blob)];
+	uint32_t n = blen - from, hl = long_len ? 2 + long_len : 2;
+	uint32_t seq = pre_len + 2 * hl + n;
+
+	memcpy(tok, blob + from, n);
+	blen = from;
+	der(SPNEGO_NEG_TOKEN_RESP, seq + hl, long_len);
+	der(DER_SEQUENCE, seq, long_len);
+	bput(pre, pre_len);
+	der(SPNEGO_RESPONSE_TOKEN, hl + n, long_len);
+	der(DER_OCTET_STRING, n, long_len);
+	bput(tok, n);
+}
+
+static enum smb_login judge_blob(void)
+{
+	uint32_t n = blen < SMB2_SESS_REQ_WINDOW ? blen : SMB2_SESS_REQ_WINDOW;
+
+	return smb_login_blob(blob, n, n == blen);
+}
+
+/* negState accept-incomplete, supportedMech NTLMSSP: what a client may
+ * send before its responseToken, in DER order. */
+static const uint8_t neg_fields[] = {
+	0xa0, 0x03, 0x0a, 0x01, 0x01, 0xa1, 0x0c, 0x06, 0x0a, 0x2b,
+	0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x0a,
+};
+
+/* smbclient -N's last leg through Samba 4.17 (SMB 3.0), as captured, and
+ * its first try, which names the Unix user with no NT response. */
+static const char samba_anon_hex[] =
+	"a16e306ca26a04684e544c4d5353500003000000000000005800000000000000"
+	"580000000000000058000000000000005800000000000000580000001000100058"
+	"000000158a0062060100000000000f995d1a714fed955c2ce3bfd80a2ef7c418cb"
+	"82be6d3a51419baa6a781d273a57";
+static const char samba_named_hex[] =
+	"a181a33081a0a281890481864e544c4d5353500003000000000000005800000000"
+	"000000580000001200120058000000080008006a0000000400040072000000100010"
+	"007600000015820062060100000000000f664981d07149bfb50b372b721c1b705b";
+
+static void blob_hex(const char *hex)
+{
+	blen = 0;
+	for (; hex[0] && hex[1]; hex += 2) {
+		unsigned v;
+
+		sscanf(hex, "%2x", &v);
+		blob[blen++] = (uint8_t)v;
+	}
+}
+
+/* The window's verdicts: raw and in SPNEGO, short and long DER lengths,
+ * with fields before the token; a name, an NT response or an LM one
+ * longer than Z(1) is a named login; anything else is not NTLMSSP's. */
+static void test_login_blob(void **state)
+{
+	blob_hex(samba_anon_hex);
+	assert_int_equal(judge_blob(), SMB_LOGIN_ANONYMOUS);
+	blob_hex(samba_named_hex);
+	assert_int_equal(judge_blob(), SMB_LOGIN_NAMED);
+
+	for (int wrap = 0; wrap < 4; wrap++) {
+		static const struct {
+			uint16_t lm, nt, user;
+			enum smb_login want;
+		} c[] = {
+			{ 0, 0, 0, SMB_LOGIN_ANONYMOUS },
+			{ 1, 0, 0, SMB_LOGIN_ANONYMOUS },
+			{ 24, 0, 0, SMB_LOGIN_NAMED },
+			{ 0, 0, 8, SMB_LOGIN_NAMED },
+			{ 0, 24, 0, SMB_LOGIN_NAMED },
+			{ 24, 300, 8, SMB_LOGIN_NAMED },
+		};
+
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			blen = 0;
+			ntlmssp_auth_msg(c[i].lm, c[i].nt, c[i].user, 3);
+			if (wrap == 1)
+				spnego_wrap(0, NULL, 0, 0);
+			else if (wrap == 2)
+				spnego_wrap(0, neg_fields, sizeof(neg_fields),
+					    2);
+			else if (wrap == 3)
+				spnego_wrap(0, neg_fields, sizeof(neg_fields),
+					    4);
+			assert_int_equal(judge_blob(), c[i].want);
+		}
+	}
+}
+
+/* What is not an NTLMSSP AUTHENTICATE is left to the server's flags. */
+static void test_login_blob_other(void **state)
+{
+	/* NEGOTIATE and CHALLENGE legs are not logins. */
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 1);
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+	spnego_wrap(0, NULL, 0, 0);
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+	/* Another mechanism's token (NegoEx), or Kerberos' negTokenInit. */
+	blen = 0;
+	bput("NEGOEXTS", 8);
+	bput("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+	     30);
+	spnego_wrap(0, NULL, 0, 0);
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+	blob_hex("6082012c06062b0601050502a0820120");
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+}
+
+/* A token the window cannot reach in a buffer longer than the window. */
+static void test_login_blob_hidden(void **state)
+{
+	/* A 128-byte supportedMech (Samba 4.17 let such a client in, see
+	 * test_preauth.py), or a mechListMIC first: the token is past the
+	 * window, hidden, never a login. */
+	static const uint8_t tags[][2] = { { 0xa1, DER_OBJECT_ID },
+					   { 0xa3, DER_OCTET_STRING } };
+	uint8_t pre[6 + 128];
+
+	for (size_t i = 0; i < 2; i++) {
+		memcpy(pre,
+		       (uint8_t[]){ tags[i][0], 0x81, 0x83, tags[i][1], 0x81,
+				    0x80 },
+		       6);
+		memset(pre + 6, 0x2b, 128);
+		blen = 0;
+		ntlmssp_auth_msg(0, 0, 0, 3);
+		spnego_wrap(0, pre, sizeof(pre), 2);
+		assert_true(blen > SMB2_SESS_REQ_WINDOW);
+		assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
+		/* A named login hidden so is taken as anonymous too. */
+		blen = 0;
+		ntlmssp_auth_msg(24, 300, 8, 3);
+		spnego_wrap(0, pre, sizeof(pre), 2);
+		assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
+	}
+	/* Token inside the window, its fixed fields cut by the window. */
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 3);
+	memset(pre, 0, 70);
+	pre[0] = 0xa1, pre[1] = 68;
+	spnego_wrap(0, pre, 70, 0);
+	assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
+	/* A length no DER writes: 0x80 (indefinite), 0x85 (five bytes). */
+	blob_hex("a18030");
+	blen = SMB2_SESS_REQ_WINDOW, memset(blob + 3, 0, blen - 3);
+	blob[4] = 0xa3, blob[5] = 0x85;
+	assert_int_equal(smb_login_blob(blob, blen, false), SMB_LOGIN_HIDDEN);
+}
+
+/* Truncated or garbage, with the whole buffer seen: what the server
+ * refuses is nobody's login, and no input reads outside the window
+ * (run under the sanitizers). */
+static void test_login_blob_truncated(void **state)
+{
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 3);
+	for (uint32_t n = 0; n < NTLMSSP_AUTH_PARSED; n++)
+		assert_int_equal(smb_login_blob(blob, n, true),
+				 SMB_LOGIN_OTHER);
+	spnego_wrap(0, NULL, 0, 0);
+	for (uint32_t n = 0; n < 4 + NTLMSSP_AUTH_PARSED; n++)
+		assert_int_equal(smb_login_blob(blob, n, true),
+				 SMB_LOGIN_OTHER);
+	blob_hex("a1053003a20104");
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+	blob_hex("a10530030a0104ffffffffffff");
+	assert_int_equal(judge_blob(), SMB_LOGIN_OTHER);
+	srand(7);
+	for (int i = 0; i < 20000; i++) {
+		blen = 1 + (uint32_t)rand() % SMB2_SESS_REQ_WINDOW;
+		for (uint32_t j = 0; j < blen; j++)
+			blob[j] = (uint8_t)rand();
+		blob[0] = i % 2 ? SPNEGO_NEG_TOKEN_RESP : blob[0];
+		(void)smb_login_blob(blob, blen, i % 3 == 0);
+	}
+}
+
+/* A SESSION_SETUP request with MessageId @mid carrying blob[0..blen). */
+static void session_setup_req_frame(uint64_t mid)
+{
+	prefix(0, 64 + 24 + blen);
+	smb2_hdr(SMB2_SESSION_SETUP, 0, 0, 0);
+	for (int i = 0; i < 8; i++)
+		vec[vlen - 40 + i] = (uint8_t)(mid >> (8 * i));
+	put16(25);
+	put8(0);
+	put8(1); /* SecurityMode */
+	put32(1);
+	put32(0);
+	put16(88);
+	put16((uint16_t)blen);
+	put64(0);
+	memcpy(vec + vlen, blob, blen);
+	vlen += blen;
+}
+
+/* A response to @mid: @status, SessionFlags 0, unsigned (SMB 3.0). */
+static void session_setup_rsp_mid(uint64_t mid, uint32_t status, uint32_t flags)
+{
+	session_setup_rsp_flags(status, SMB2_FLAG_RESPONSE | flags, 0);
+	for (int i = 0; i < 8; i++)
+		vec[vlen - 9 - 40 + i] = (uint8_t)(mid >> (8 * i));
+}
+
+static void anon_blob(void)
+{
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 3);
+	spnego_wrap(0, neg_fields, sizeof(neg_fields), 0);
+}
+
+static void named_blob(void)
+{
+	blen = 0;
+	ntlmssp_auth_msg(24, 300, 8, 3);
+	spnego_wrap(0, NULL, 0, 2);
+}
+
+/* Before 3.1.1 Samba answers an anonymous NTLMSSP login with a success
+ * whose SessionFlags are 0: its request says anonymous, and it is no
+ * login. A later real login on the connection, pipelined or not, is. */
+static void test_session_setup_anonymous_request(void **state)
+{
+	struct outcome o;
+
+	reset();
+	negotiate_rsp_frame(0x300);
+	anon_blob();
+	session_setup_req_frame(2);
+	session_setup_rsp_mid(2, 0, 0);
+	o = run_all(&th_64k);
+	assert_false(o.facts.session_ok);
+	assert_int_not_equal(o.state, FR_OPAQUE);
+	/* The observer is shown the fixed body only: the buffer is wiped. */
+	assert_int_equal(o.seen[1].command, SMB2_SESSION_SETUP);
+	assert_int_equal(o.seen[1].hdr_len, SMB2_SESS_REQ_FIXED);
+	/* Signed, which no anonymous session can be: its request wins. */
+	session_setup_req_frame(3);
+	session_setup_rsp_mid(3, 0, SMB2_FLAG_SIGNED);
+	assert_false(run_all(&th_64k).facts.session_ok);
+
+	/* Pipelined: anonymous 5 and named 6 sent, answered 5 then 6. */
+	anon_blob();
+	session_setup_req_frame(5);
+	named_blob();
+	session_setup_req_frame(6);
+	session_setup_rsp_mid(5, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+	session_setup_rsp_mid(6, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	/* Answered the other way round; an interim response first. */
+	reset();
+	anon_blob();
+	session_setup_req_frame(8);
+	named_blob();
+	session_setup_req_frame(9);
+	session_setup_rsp_mid(8, SMB2_STATUS_PENDING, SMB2_FLAG_ASYNC);
+	session_setup_rsp_mid(8, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+	session_setup_rsp_mid(9, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	/* A named login that failed, then an anonymous one on the same
+	 * MessageId space: only the anonymous success, no login. */
+	reset();
+	named_blob();
+	session_setup_req_frame(2);
+	session_setup_rsp_mid(2, STATUS_LOGON_FAILURE, 0);
+	anon_blob();
+	session_setup_req_frame(4);
+	session_setup_rsp_mid(4, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+}
+
+/* More anonymous requests pending than the ledger holds: the connection
+ * stops counting logins at all, rather than forget one. */
+static void test_session_setup_anonymous_flood(void **state)
+{
+	reset();
+	anon_blob();
+	for (uint64_t mid = 10; mid < 10 + SMB_ANON_PENDING; mid++)
+		session_setup_req_frame(mid);
+	named_blob();
+	session_setup_req_frame(20);
+	session_setup_rsp_mid(20, 0, 0);
+	assert_true(run_all(&th_64k).facts.session_ok);
+
+	reset();
+	anon_blob();
+	for (uint64_t mid = 10; mid <= 10 + SMB_ANON_PENDING; mid++)
+		session_setup_req_frame(mid);
+	named_blob();
+	session_setup_req_frame(20);
+	session_setup_rsp_mid(20, 0, 0);
+	assert_false(run_all(&th_64k).facts.session_ok);
+}
+
+/* Paired as the proxy pairs them: the client's framer notes, the
+ * server's decides; a client stream gone opaque vouches for nothing. */
+static void test_session_setup_paired(void **state)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer up, down;
+	size_t req_len;
+
+	for (int opaque = 0; opaque < 2; opaque++) {
+		smb_framer_init(&up, &th_64k, &st);
+		smb_framer_init(&down, &th_64k, &st);
+		smb_framer_pair(&down, &up);
+		reset();
+		anon_blob();
+		session_setup_req_frame(2);
+		if (opaque)
+			put32(0x00ffffff); /* no SMB server reads this */
+		req_len = vlen;
+		session_setup_rsp_mid(2, 0, 0);
+		smb_framer_feed(&up, vec, req_len);
+		assert_int_equal(smb_framer_opaque(&up), opaque);
+		smb_framer_feed(&down, vec + req_len, vlen - req_len);
+		assert_false(down.facts.session_ok);
+		assert_false(up.facts.session_ok);
+		assert_int_equal(up.anon.n, 0); /* answered */
+		/* A named login's success: a login, unless the client's
+		 * stream went unread. */
+		reset();
+		named_blob();
+		session_setup_req_frame(3);
+		smb_framer_feed(&up, vec, vlen);
+		reset();
+		session_setup_rsp_mid(3, 0, 0);
+		smb_framer_feed(&down, vec, vlen);
+		assert_int_equal(down.facts.session_ok, !opaque);
+	}
+}
+
 /* An SMB1 header: protocol id, command, status, flags, the rest zero. */
 static void smb1_frame(uint8_t cmd, uint32_t status, uint8_t flags, size_t body)
 {
@@ -1293,6 +1701,32 @@ static struct smb_framer_saved saved_at(size_t n)
 	return s;
 }
 
+/* A ledger the framer could not have written: a flag that is not 0 or
+ * 1, more ids than it holds, an id past its count. */
+static void test_restore_refuses_bad_ledgers(void **state)
+{
+	struct smb_dir_stats st = { 0 };
+	struct smb_framer_saved ok, s;
+	struct smb_framer f;
+
+	reset();
+	read_rsp_frame(80, 100000);
+	ok = saved_at(34);
+	s = ok, s.anon_blind = 2;
+	refused(&s);
+	s = ok, s.anon_n = SMB_ANON_PENDING + 1;
+	refused(&s);
+	s = ok, s.anon_ids[0] = 7;
+	refused(&s);
+	/* One it could have: restored as written. */
+	s = ok, s.anon_n = 1, s.anon_ids[0] = 7, s.anon_blind = 1;
+	smb_framer_init(&f, &th_64k, &st);
+	assert_int_equal(smb_framer_restore(&f, &s), 0);
+	assert_int_equal(f.anon.n, 1);
+	assert_int_equal(f.anon.ids[0], 7);
+	assert_true(f.anon.blind);
+}
+
 static void test_restore_refuses_bad_states(void **state)
 {
 	struct smb_framer_saved ok, s;
@@ -1456,6 +1890,13 @@ int main(void)
 		cmocka_unit_test(test_session_setup_guest_null),
 		cmocka_unit_test(test_session_setup_unsigned),
 		cmocka_unit_test(test_session_ok_stays),
+		cmocka_unit_test(test_login_blob),
+		cmocka_unit_test(test_login_blob_other),
+		cmocka_unit_test(test_login_blob_hidden),
+		cmocka_unit_test(test_login_blob_truncated),
+		cmocka_unit_test(test_session_setup_anonymous_request),
+		cmocka_unit_test(test_session_setup_anonymous_flood),
+		cmocka_unit_test(test_session_setup_paired),
 		cmocka_unit_test(test_smb1_session_setup),
 		cmocka_unit_test(test_opening_smb2_negotiate),
 		cmocka_unit_test(test_opening_smb1_negotiate),
@@ -1463,6 +1904,7 @@ int main(void)
 		cmocka_unit_test(test_opening_refused),
 		cmocka_unit_test(test_opaque_reasons_named),
 		cmocka_unit_test(test_restore_refuses_bad_states),
+		cmocka_unit_test(test_restore_refuses_bad_ledgers),
 		cmocka_unit_test(test_restore_mutated_states_stay_sound),
 	};
 

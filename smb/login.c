@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* login.c - is a SESSION_SETUP request an anonymous NTLMSSP login
+ *
+ * Theory of operation: Samba grants a null session to anyone who asks
+ * (smbclient -N), and before SMB 3.1.1 its successful response says
+ * nothing of it: SessionFlags are 0 and nothing need be signed. Only the
+ * client's request tells: its NTLMSSP AUTHENTICATE names no user and
+ * carries no NT response (MS-NLMP 3.2.5.1.2). So the framer hands this
+ * module the first SMB2_SESS_REQ_WINDOW bytes of each SESSION_SETUP
+ * request's security buffer, and it says what they ask for.
+ *
+ * The AUTHENTICATE comes raw, or as the responseToken of an SPNEGO
+ * negTokenResp. Clients put at most a negState and NTLMSSP's OID as
+ * supportedMech before that token (20 bytes or so), so its fixed fields
+ * are inside the window. Samba takes any supportedMech, though, however
+ * long (a 128-byte one let an anonymous client in), and its ASN.1
+ * reader takes the fields in any order: a client can push the token out
+ * of sight. A negTokenResp whose token the window cannot reach is
+ * SMB_LOGIN_HIDDEN, and the framer treats it as anonymous. Only lengths
+ * are read, never a name or a response: the bytes are the framer's
+ * @hold, which it wipes once this returns.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "login.h"
+#include "wire.h"
+
+/**
+ * der_len() - read a DER length
+ * @p:		the window
+ * @n:		its length
+ * @at:		where the length starts; moved past it
+ * @len:	set to the length read
+ *
+ * Return: true if the length's bytes are all inside the window; a
+ * length in more than DER_LEN_MAX_BYTES bytes (or the indefinite form,
+ * which DER forbids) is read as one no window can hold.
+ */
+static bool der_len(const uint8_t *p, uint32_t n, uint32_t *at, uint32_t *len)
+{
+	uint32_t i = *at, k;
+
+	if (i >= n)
+		return false;
+	if (!(p[i] & DER_LEN_LONG)) {
+		*len = p[i];
+		*at = i + 1;
+		return true;
+	}
+	k = p[i] & ~DER_LEN_LONG & 0xff;
+	if (k == 0 || k > DER_LEN_MAX_BYTES) {
+		*len = UINT32_MAX;
+		*at = i + 1;
+		return true;
+	}
+	if (n - i - 1 < k)
+		return false;
+	*len = 0;
+	for (uint32_t j = 1; j <= k; j++)
+		*len = *len << 8 | p[i + j];
+	*at = i + 1 + k;
+	return true;
+}
+
+/**
+ * ntlmssp_auth() - judge an NTLMSSP message at the window's @at
+ * @p:		the window
+ * @n:		its length
+ * @at:		where the message starts
+ * @whole:	the window holds the whole security buffer
+ *
+ * Return: SMB_LOGIN_NAMED or SMB_LOGIN_ANONYMOUS for an AUTHENTICATE,
+ * SMB_LOGIN_OTHER for any other message or mechanism; for fixed fields
+ * the window cuts off, SMB_LOGIN_HIDDEN (SMB_LOGIN_OTHER if the buffer
+ * ends there: the server refuses a message that short).
+ */
+static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
+				   bool whole)
+{
+	const uint8_t *m = p + at;
+
+	if (at > n || n - at < NTLMSSP_AUTH_PARSED) {
+		/* Past the window, a signature cannot be checked either. */
+		return whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
+	}
+	if (memcmp(m, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN) ||
+	    get_le32(m + NTLMSSP_MESSAGE_TYPE) != NTLMSSP_AUTHENTICATE)
+		return SMB_LOGIN_OTHER;
+	if (get_le16(m + NTLMSSP_AUTH_USER_LEN) == 0 &&
+	    get_le16(m + NTLMSSP_AUTH_NT_LEN) == 0 &&
+	    get_le16(m + NTLMSSP_AUTH_LM_LEN) <= NTLMSSP_ANON_LM_MAX)
+		return SMB_LOGIN_ANONYMOUS;
+	return SMB_LOGIN_NAMED;
+}
+
+/**
+ * spnego_token() - find a negTokenResp's responseToken in the window
+ * @p:		the window, starting with SPNEGO_NEG_TOKEN_RESP
+ * @n:		its length
+ * @whole:	the window holds the whole security buffer
+ *
+ * Walks the SEQUENCE's fields, skipping any before [2], however they are
+ * ordered: each step moves forward by at least two bytes, so at most
+ * @n / 2 steps are taken.
+ *
+ * Return: what the token asks for; SMB_LOGIN_HIDDEN when a field runs
+ * past the window (SMB_LOGIN_OTHER when the buffer itself ends there).
+ */
+static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
+{
+	enum smb_login cut = whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
+	uint32_t at = 1, len, tag;
+
+	if (!der_len(p, n, &at, &len) || at >= n)
+		return cut;
+	if (p[at++] != DER_SEQUENCE)
+		return SMB_LOGIN_OTHER;
+	if (!der_len(p, n, &at, &len))
+		return cut;
+	while (at < n) {
+		tag = p[at++];
+		if (!der_len(p, n, &at, &len))
+			return cut;
+		if (tag == SPNEGO_RESPONSE_TOKEN) {
+			if (at >= n)
+				return cut;
+			if (p[at++] != DER_OCTET_STRING)
+				return SMB_LOGIN_OTHER;
+			if (!der_len(p, n, &at, &len))
+				return cut;
+			return ntlmssp_auth(p, n, at, whole);
+		}
+		if (len > n - at)
+			return cut;
+		at += len;
+	}
+	return cut;
+}
+
+/**
+ * smb_login_blob() - what a SESSION_SETUP request's security buffer asks
+ * @p:		its first bytes
+ * @n:		how many: at most SMB2_SESS_REQ_WINDOW
+ * @whole:	they are the whole buffer
+ *
+ * Return: see enum smb_login.
+ */
+enum smb_login smb_login_blob(const uint8_t *p, uint32_t n, bool whole)
+{
+	if (n >= NTLMSSP_SIGNATURE_LEN &&
+	    !memcmp(p, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN))
+		return ntlmssp_auth(p, n, 0, whole);
+	if (n && p[0] == SPNEGO_NEG_TOKEN_RESP)
+		return spnego_token(p, n, whole);
+	return SMB_LOGIN_OTHER;
+}
