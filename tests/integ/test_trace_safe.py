@@ -43,24 +43,10 @@ import time
 from harness import (NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, metric, need, random_file, run, scrape,
                      wait_for)
 from smbgen import prefix, smb2_header
-from test_trace import trace_records, tshark
+from test_trace import pcap_records, settled, trace_records, tshark
 
 SMB2_WRITE = 9
 SEG_MAX = 65535 - 20 - 20  # the most one IPv4 segment's record stands for
-
-
-def pcap_records(path):
-    """[(caplen, orig_len, bytes)] of a pcap file this machine wrote."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out, off = [], 24
-    while off + 16 <= len(data):
-        _, _, cap, orig = struct.unpack_from("=IIII", data, off)
-        if off + 16 + cap > len(data):
-            break  # stdio wrote part of it so far: not counted until whole
-        out.append((cap, orig, data[off + 16:off + 16 + cap]))
-        off += 16 + cap
-    return out
 
 
 def owned_0600(path, pw):
@@ -86,38 +72,6 @@ def start_refused(*args):
         p.wait(10)
         rc = None
     return rc, [line for line in p.stderr.read().splitlines() if " error: " in line]
-
-
-def fins(path):
-    """FIN records in @path: a connection's last two, one each way."""
-    n = 0
-    for _, _, b in pcap_records(path):
-        ip = 40 if b and b[0] >> 4 == 6 else (b[0] & 15) * 4 if b else 0
-        n += len(b) > ip + 13 and b[ip + 13] & 0x01
-    return n
-
-
-def settled(px, paths, ends, timeout=20.0):
-    """Once @ends connections, each ending with a FIN each way, have ended
-    (their end lines logged), wait, at most @timeout seconds, until the
-    files @paths() names hold their records, and every record smbsplice
-    wrote (smbsplice_trace_records_total, counted as the writer thread
-    hands a record to stdio). The writer takes records from its queue
-    when it next runs and flushes about once a second, later on a loaded
-    machine: a file read at the first records, or once the counter and
-    the file agree, can lack the last ones, but not once it holds the
-    FINs, which are queued last. Return (records in the files, the
-    counter)."""
-    px.wait_log(r" end=", timeout, count=ends)
-    end = time.monotonic() + timeout
-    while True:
-        have = [p for p in paths() if os.path.exists(p)]
-        if sum(fins(p) for p in have) >= 2 * ends or time.monotonic() > end:
-            total = trace_records(px.stats_port)  # a fresh page: a second apart
-            n = sum(len(pcap_records(p)) for p in have)
-            if n == total or time.monotonic() > end:
-                return n, total
-        time.sleep(0.1)
 
 
 def signal_then_ls(px, smb, sig, path=None):
