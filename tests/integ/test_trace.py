@@ -139,17 +139,19 @@ def settled(px, paths, ends, timeout=20.0):
         time.sleep(0.1)
 
 
-def wait_captured_fins(path, timeout=15.0):
+def wait_captured_fins(path, timeout=15.0, count=2):
     """wait_captured_fins() - wait until the capture dumpcap is writing to
-    @path holds both FINs of the session, or @timeout passes: on a loaded
-    machine dumpcap can be seconds behind, and one stopped early loses the
-    session's last messages. A file caught mid-record may not parse yet;
-    that is retried."""
+    @path holds @count FINs (both of a session's, by default), or @timeout
+    passes: on a loaded machine dumpcap can be seconds behind, and one
+    stopped early loses the session's last messages. A FIN is counted once
+    per TCP stream and direction (a capture on "any" can hold a packet on
+    loopback twice). A file caught mid-record may not parse yet; that is
+    retried."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        r = subprocess.run(["tshark", "-r", path, "-Y", "tcp.flags.fin == 1", "-T", "fields", "-e", "frame.number"],
-                           capture_output=True, text=True, timeout=60)
-        if len(r.stdout.split()) >= 2:
+        r = subprocess.run(["tshark", "-r", path, "-Y", "tcp.flags.fin == 1", "-T", "fields", "-e", "tcp.stream",
+                            "-e", "tcp.srcport"], capture_output=True, text=True, timeout=60)
+        if len(set(r.stdout.split("\n")) - {""}) >= count:
             return
         time.sleep(0.2)
 
