@@ -582,7 +582,9 @@ class Proxy:
         old.send_signal(signal.SIGUSR2)
         line = self.wait_log(HANDOVER_DONE_RE, timeout, count=done + 1)[done]
         conns, pid, paused = int(line[0]), int(line[1]), float(line[2])
-        taken = [t for t in self.wait_log(HANDOVER_TOOK_RE, timeout, count=took + 1) if int(t[2]) == old.pid]
+        # NEW's line: OLD may well have exited 0 before NEW logs it.
+        taken = [t for t in self.wait_log(HANDOVER_TOOK_RE, timeout, count=took + 1, own=False)
+                 if int(t[2]) == old.pid]
         if not taken:
             raise TestFailure(f"no `handover: took ... from pid {old.pid}` line:\n{self.log()}")
         try:
@@ -645,14 +647,22 @@ class Proxy:
         text = self.log()
         return text[:text.rfind("\n") + 1]
 
-    def wait_log(self, pattern, timeout=10.0, count=1):
-        """Wait until `pattern` matches `count` log lines; return the matches."""
+    def wait_log(self, pattern, timeout=10.0, count=1, own=True):
+        """Wait until `pattern` matches `count` log lines; return the matches.
+
+        own: the lines are the daemon's own (self.proc's), so its exit
+        before it logged any ends the wait at once (the log is read after
+        the exit is seen, so a line written just before it counts). For a
+        line another process writes to the same log (the process a handover
+        starts, whose line can come after the old one exited 0, as it
+        should), pass own=False: then only the timeout ends the wait."""
         end = time.monotonic() + timeout
         while True:
+            gone = own and self.proc.poll() is not None
             found = re.findall(pattern, self.whole_lines(), re.M)
             if len(found) >= count:
                 return found
-            if self.proc.poll() is not None and not found:
+            if gone and not found:
                 raise TestFailure(f"smbsplice exited ({self.proc.returncode}) before logging {pattern!r}:\n{self.log()}")
             if time.monotonic() > end:
                 raise TestFailure(f"no log line matching {pattern!r} within {timeout}s:\n{self.log()}")

@@ -63,6 +63,7 @@ import time
 
 from harness import SANITIZED, SRCDIR, TMPDIR, Samba, TestFailure, check, in_netns, need, random_file, run
 from readstream import Stream, request
+from test_trace import wait_captured_fins
 
 ADVISE = os.environ.get("SMBSPLICE_ADVISE", os.path.join(SRCDIR, "advise/smbsplice-advise"))
 NS = f"smbsp-advise{os.getpid()}"
@@ -193,7 +194,13 @@ def capture(smb, scratch):
             c.wait_started()
         time.sleep(0.3)
         workload(smb, scratch)
-        time.sleep(0.5)  # the last FINs and ACKs
+        # The last FINs and ACKs: dumpcap can be seconds behind on a loaded
+        # machine, and one stopped early loses the last messages. Each
+        # capture holds the FINs of both connections (impacket's and
+        # smbclient's, on port 445) before it is stopped (15 s at most).
+        for p in paths:
+            wait_captured_fins(p, count=4)
+        time.sleep(0.2)  # their ACKs
         drops = [c.stop() for c in caps]
         if any(drops):
             print(f"note: dumpcap dropped {drops} packets (attempt {attempt}); capturing again", flush=True)

@@ -30,6 +30,7 @@ import time
 
 from harness import (SANITIZED, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, need, random_file, run,
                      scrape_text)
+from test_trace import wait_captured_fins
 
 SAMBA_64K = "[global]\nsmb2 max read = 65536\nsmb2 max write = 65536\nsmb2 max trans = 65536\n"
 
@@ -65,7 +66,10 @@ class Capture:
         time.sleep(0.3)
 
     def stop(self):
-        time.sleep(0.5)  # the last packets reach the file
+        """Stop dumpcap once the session's FINs are in the file (bounded):
+        on a loaded machine it can be seconds behind, and a fixed 0.5 s
+        lost the last messages, which the counts then lack."""
+        wait_captured_fins(self.path)
         self.proc.terminate()
         self.proc.wait(10)
 

@@ -15,7 +15,7 @@ import threading
 import time
 
 import smbgen
-from harness import Proxy, Samba, Server, check, metric, recv_exact, run, scrape, wait_metric
+from harness import Proxy, Samba, Server, check, metric, recv_exact, run, scrape, wait_for, wait_metric
 
 
 class Backend:
@@ -228,7 +228,9 @@ def test_samba():
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cl.stdin.write("ls\n")
     cl.stdin.flush()
-    time.sleep(1)  # logged in
+    # Logged in once its ls is answered: on a loaded machine that can take
+    # longer than a fixed second, and a session still setting up counts.
+    early = read_until(cl, "blocks available")
     parked = [px.connect() for _ in range(2)]
     for s in parked:
         s.sendall(smbgen.hello(30).buf)
@@ -236,10 +238,26 @@ def test_samba():
     time.sleep(2.5)  # past --auth-timeout
     check(all(reset_or_closed(s, 1) for s in parked), "the parked connections are ended at --auth-timeout")
     out, _ = cl.communicate("ls\nexit\n", timeout=60)
+    out = early + out
     check(cl.returncode == 0 and out.count("blocks available") == 2,
           f"the logged-in smbclient session outlived both limits:\n{out}")
     px.stop()
     smb.stop()
+
+
+def read_until(proc, text, timeout=20.0):
+    """What @proc wrote to its standard output until @text appeared in it,
+    or @timeout passed: an interactive smbclient has logged in and run a
+    command once it printed the command's output. (Read from the pipe
+    itself, so that communicate() later gets the rest.)"""
+    out, end, fd = b"", time.monotonic() + timeout, proc.stdout.fileno()
+    while text.encode() not in out and (left := end - time.monotonic()) > 0:
+        if select.select([fd], [], [], left)[0]:
+            b = os.read(fd, 65536)
+            if not b:
+                break
+            out += b
+    return out.decode(errors="replace")
 
 
 def anonymous_smbclient(port, dialect="SMB3", auth=("-N",)):
@@ -290,6 +308,7 @@ def test_anonymous(dialect):
     cl.stdin.write("ls\n")
     cl.stdin.flush()
     px.wait_log(r"conn \S+: session setup succeeded")
+    early = read_until(cl, "blocks available")  # its tree connects done
     t0 = time.monotonic()
     anon, up = [], []
     for _ in range(5):
@@ -310,6 +329,7 @@ def test_anonymous(dialect):
     check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2,
           f"{dialect}: the two null sessions were ended at --auth-timeout ({took:.2f}s after the first)")
     out, _ = cl.communicate("ls\nexit\n", timeout=60)
+    out = early + out
     check(cl.returncode == 0 and out.count("blocks available") == 2,
           f"{dialect}: the password session outlived --auth-timeout:\n{out}")
     px.stop()

@@ -24,7 +24,7 @@ import time
 
 import smbgen
 from harness import (SMBSPLICE, TMPDIR, Proxy, Server, check, fd_table, free_port, free_ports, need, recv_exact,
-                     run, tcp_sockets)
+                     run, tcp_sockets, wait_for)
 
 
 def echo(c):
@@ -96,6 +96,14 @@ def listening_in(pid, port):
                for f in fd_table(pid).values())
 
 
+def activated(px, port):
+    """Wait (bounded) until systemd-socket-activate, started as @px, listens
+    on @port: a client that connects before it does is refused, and it
+    may take longer than any fixed pause to start on a loaded machine. A
+    probe connection would start smbsplice itself: /proc is read instead."""
+    wait_for(f"systemd-socket-activate listening on port {port}", lambda: listening_in(px.proc.pid, port))
+
+
 def handover(px, notify, port, conn):
     """SIGUSR2 under systemd: MAINPID=<new> from the old (main) process,
     then READY=1 from the new one, which then holds systemd's socket and
@@ -129,7 +137,7 @@ def main():
     port = free_port()
     act = ["systemd-socket-activate", "-l", f"127.0.0.1:{port}", "-E", f"NOTIFY_SOCKET={notify.path}"]
     px = Proxy(None, "--backend", srv.addr, listen=False, check_start=False, wrap=act, env=env)
-    time.sleep(0.3)
+    activated(px, port)
     check(served(port), "socket activation: the first client starts smbsplice and is served")
     px.wait_log(r"listening on 127\.0\.0\.1:\d+ \(from systemd\)")
     check(True, "... on the socket systemd passed, without --listen")
@@ -167,7 +175,7 @@ def main():
         f"--check by hand accepts a listener with no address, and says what it needs: {r.stdout!r} {r.stderr!r}")
     act = ["systemd-socket-activate", "-l", f"127.0.0.1:{port}", "-E", f"NOTIFY_SOCKET={notify.path}"]
     px = Proxy(None, "-c", conf, listen=False, check_start=False, wrap=act, env=env)
-    time.sleep(0.3)
+    activated(px, port)
     check(served(port), "config file: the activated listener serves")
     log = px.wait_log(r"^.*listener activated: listening on.*$")[0]
     check("(from systemd)" in log, "... on the passed socket")

@@ -32,13 +32,14 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
 
 import smbgen
 from harness import (NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check, file_sha256, free_port, need,
-                     random_file, recv_exact, run, scrape_text)
+                     random_file, recv_exact, run, scrape_text, wait_for)
 
 SAMBA_64K = "[global]\nsmb2 max read = 65536\nsmb2 max write = 65536\nsmb2 max trans = 65536\n"
 
@@ -92,17 +93,65 @@ def trace_records(stats_port):
     return int(re.search(r"^smbsplice_trace_records_total (\d+)", scrape_text(stats_port), re.M).group(1))
 
 
-def wait_captured_fins(path, timeout=15.0):
+def pcap_records(path):
+    """[(caplen, orig_len, bytes)] of a pcap file this machine wrote."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out, off = [], 24
+    while off + 16 <= len(data):
+        _, _, cap, orig = struct.unpack_from("=IIII", data, off)
+        if off + 16 + cap > len(data):
+            break  # stdio wrote part of it so far: not counted until whole
+        out.append((cap, orig, data[off + 16:off + 16 + cap]))
+        off += 16 + cap
+    return out
+
+
+def fins(path):
+    """FIN records in @path: a connection's last two, one each way."""
+    n = 0
+    for _, _, b in pcap_records(path):
+        ip = 40 if b and b[0] >> 4 == 6 else (b[0] & 15) * 4 if b else 0
+        n += len(b) > ip + 13 and b[ip + 13] & 0x01
+    return n
+
+
+def settled(px, paths, ends, timeout=20.0):
+    """Once @ends connections, each ending with a FIN each way, have ended
+    (their end lines logged), wait, at most @timeout seconds, until the
+    files @paths() names hold their records, and every record smbsplice
+    wrote (smbsplice_trace_records_total, counted as the writer thread
+    hands a record to stdio). The writer takes records from its queue
+    when it next runs and flushes about once a second, later on a loaded
+    machine: a file read at the first records, or once the counter and
+    the file agree, can lack the last ones, but not once it holds the
+    FINs, which are queued last. Return (records in the files, the
+    counter)."""
+    px.wait_log(r" end=", timeout, count=ends)
+    end = time.monotonic() + timeout
+    while True:
+        have = [p for p in paths() if os.path.exists(p)]
+        if sum(fins(p) for p in have) >= 2 * ends or time.monotonic() > end:
+            total = trace_records(px.stats_port)  # a fresh page: a second apart
+            n = sum(len(pcap_records(p)) for p in have)
+            if n == total or time.monotonic() > end:
+                return n, total
+        time.sleep(0.1)
+
+
+def wait_captured_fins(path, timeout=15.0, count=2):
     """wait_captured_fins() - wait until the capture dumpcap is writing to
-    @path holds both FINs of the session, or @timeout passes: on a loaded
-    machine dumpcap can be seconds behind, and one stopped early loses the
-    session's last messages. A file caught mid-record may not parse yet;
-    that is retried."""
+    @path holds @count FINs (both of a session's, by default), or @timeout
+    passes: on a loaded machine dumpcap can be seconds behind, and one
+    stopped early loses the session's last messages. A FIN is counted once
+    per TCP stream and direction (a capture on "any" can hold a packet on
+    loopback twice). A file caught mid-record may not parse yet; that is
+    retried."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        r = subprocess.run(["tshark", "-r", path, "-Y", "tcp.flags.fin == 1", "-T", "fields", "-e", "frame.number"],
-                           capture_output=True, text=True, timeout=60)
-        if len(r.stdout.split()) >= 2:
+        r = subprocess.run(["tshark", "-r", path, "-Y", "tcp.flags.fin == 1", "-T", "fields", "-e", "tcp.stream",
+                            "-e", "tcp.srcport"], capture_output=True, text=True, timeout=60)
+        if len(set(r.stdout.split("\n")) - {""}) >= count:
             return
         time.sleep(0.2)
 
@@ -191,7 +240,7 @@ def main():
                           stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     smb.smbclient(px.port, cmd="get f.bin /dev/null")
-    time.sleep(1.2)  # the writer's batch and flush
+    settled(px, lambda: [os.path.join(work, "sc.pcap")], 2)  # the writer's batches written and flushed
     st.send_signal(signal.SIGINT)
     st.wait(30)
     n = trace_records(px.stats_port) - n0
@@ -227,18 +276,21 @@ def main():
     px = Proxy(smb.addr, "--trace", tr, "--trace-max", "64K", stats=True)
     for _ in range(3):  # 54 KB of trace each
         session(smb, px.port, work)
-    time.sleep(1.5)  # the writer flushes once a second
-    files = sorted(f for f in os.listdir(work) if f.startswith("rot.pcap"))
+
+    def rotated():
+        return [os.path.join(work, f) for f in sorted(os.listdir(work)) if f.startswith("rot.pcap")]
+    settled(px, rotated, 3)  # every record on disk, not one cut short
+    files = [os.path.basename(p) for p in rotated()]
     n = sum(records(os.path.join(work, f)) for f in files)
-    total = int(re.search(r"^smbsplice_trace_records_total (\d+)", scrape_text(px.stats_port), re.M).group(1))
+    total = trace_records(px.stats_port)
     check(len(files) >= 3 and n == total and all(os.path.getsize(os.path.join(work, f)) < 80 << 10 for f in files),
           f"--trace-max 64K: {files}, each read by tshark, {n} records between them "
           f"(smbsplice_trace_records_total {total})")
     os.rename(tr, tr + ".moved")
     px.proc.send_signal(signal.SIGUSR1)
-    time.sleep(0.3)
+    wait_for(f"{tr} begun again after SIGUSR1", lambda: os.path.exists(tr))
     smb.smbclient(px.port, cmd="ls")
-    time.sleep(1.5)  # the writer flushes once a second
+    settled(px, rotated, 4)
     check(os.path.exists(tr) and records(tr) > 0 and records(tr + ".moved") > 0,
           f"SIGUSR1 after the file was moved: a new file ({records(tr)} records); the moved one reads whole")
     px.stop()

@@ -40,24 +40,13 @@ import subprocess
 import tempfile
 import time
 
-from harness import NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, metric, need, random_file, run, scrape
+from harness import (NOT_SMB, SMBSPLICE, Proxy, Samba, Server, check, free_port, metric, need, random_file, run, scrape,
+                     wait_for)
 from smbgen import prefix, smb2_header
-from test_trace import trace_records, tshark
+from test_trace import pcap_records, settled, trace_records, tshark
 
 SMB2_WRITE = 9
 SEG_MAX = 65535 - 20 - 20  # the most one IPv4 segment's record stands for
-
-
-def pcap_records(path):
-    """[(caplen, orig_len, bytes)] of a pcap file this machine wrote."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out, off = [], 24
-    while off + 16 <= len(data):
-        _, _, cap, orig = struct.unpack_from("=IIII", data, off)
-        out.append((cap, orig, data[off + 16:off + 16 + cap]))
-        off += 16 + cap
-    return out
 
 
 def owned_0600(path, pw):
@@ -85,21 +74,14 @@ def start_refused(*args):
     return rc, [line for line in p.stderr.read().splitlines() if " error: " in line]
 
 
-def flushed_records(path, at_least, timeout=5.0):
-    """Records in @path once the writer's once-a-second flush put more
-    than @at_least there, or what is there after @timeout."""
-    end = time.monotonic() + timeout
-    while True:
-        n = len(pcap_records(path)) if os.path.exists(path) else 0
-        if n > at_least or time.monotonic() > end:
-            return n
-        time.sleep(0.1)
-
-
-def signal_then_ls(px, smb, sig):
-    """Send @sig, then give the trace a session to record."""
+def signal_then_ls(px, smb, sig, path=None):
+    """Send @sig, then give the trace a session to record: with @path (the
+    file was moved away), once the writer has begun it again."""
     px.proc.send_signal(sig)
-    time.sleep(0.3)
+    if path:
+        wait_for(f"{path} begun again after {signal.Signals(sig).name}", lambda: os.path.exists(path))
+    else:
+        time.sleep(0.3)
     smb.smbclient(px.port, cmd="ls")
 
 
@@ -140,12 +122,17 @@ def rotation_broken(nobody, base):
         time.sleep(0.002)
     c.close()
     px.wait_log(r" end=")
-    time.sleep(1.5)  # the writer flushes once a second
-    m = scrape(px.stats_port)
+    # The writer drops (and counts) what it cannot write as it comes to
+    # it, which on a loaded machine can be seconds after the client sent
+    # it: wait, bounded, for the count the check needs.
+    end = time.monotonic() + 20
+    while True:
+        dropped = metric(scrape(px.stats_port), "smbsplice_trace_dropped_total")
+        if dropped > n // 2 or time.monotonic() > end:
+            break
     px.stop()
     lines = px.log().count("cannot rename")
     size = os.path.getsize(tr)
-    dropped = metric(m, "smbsplice_trace_dropped_total")
     check(lines == 1 and size < (64 << 10) + 600 and dropped > n // 2,
           f"{n} frames, --trace-max 64K, FILE not renamable: {lines} 'cannot rename' lines, "
           f"{size} bytes of trace, {dropped} records dropped and counted")
@@ -183,8 +170,9 @@ def body(nobody, base, traces, rootonly, theirs):
     tr = os.path.join(traces, "t.pcap")
     px = Proxy(smb.addr, "--user", "nobody", "--trace", tr, stats=True)
     smb.smbclient(px.port, cmd="ls")
-    n = flushed_records(tr, 3)
+    n, total = settled(px, lambda: [tr], 1)
     check(owned_0600(tr, nobody), f"--user nobody: the trace is nobody's and 0600 ({describe(tr)}, {n} records)")
+    check(n == total, f"... and holds every record smbsplice wrote ({n} of {total})")
     raw = open(tr, "rb").read()
     setup = tshark(tr, px.port, "-Y", "smb2.cmd == 1", "-T", "fields", "-e", "smb2.flags.response",
                    "-e", "frame.cap_len", "-e", "frame.len").split("\n")
@@ -196,31 +184,37 @@ def body(nobody, base, traces, rootonly, theirs):
     check(b"NTLMSSP\0" not in raw, f"no NTLMSSP message anywhere in the trace ({len(raw)} bytes)")
 
     # 2. Reopened in place, after a move, and rotated, all as nobody.
+    ends = 1
     for sig in (signal.SIGHUP, signal.SIGUSR1):
-        n0 = flushed_records(tr, 0)
+        n0 = n
         signal_then_ls(px, smb, sig)
-        n1 = flushed_records(tr, n0)
-        check(n1 > n0 and "records are dropped" not in px.log() and owned_0600(tr, nobody),
+        ends += 1
+        n, total = settled(px, lambda: [tr], ends)
+        check(n > n0 and n == total and "records are dropped" not in px.log() and owned_0600(tr, nobody),
               f"{signal.Signals(sig).name} with the file in place: the records go on into it "
-              f"({n0} then {n1}; {describe(tr)})")
+              f"({n0} then {n} of {total}; {describe(tr)})")
     os.rename(tr, tr + ".moved")
-    signal_then_ls(px, smb, signal.SIGUSR1)
-    n = flushed_records(tr, 0)
-    check(n > 0 and owned_0600(tr, nobody) and "records are dropped" not in px.log(),
-          f"SIGUSR1 after a move: a new file, nobody's and 0600 ({n} records, {describe(tr)})")
+    signal_then_ls(px, smb, signal.SIGUSR1, path=tr)
+    ends += 1
+    n, total = settled(px, lambda: [tr, tr + ".moved"], ends)
+    moved = len(pcap_records(tr + ".moved"))
+    check(n - moved > 0 and n == total and owned_0600(tr, nobody) and "records are dropped" not in px.log(),
+          f"SIGUSR1 after a move: a new file, nobody's and 0600 ({n - moved} records, {moved} in the moved one, "
+          f"of {total}; {describe(tr)})")
     px.stop()
 
     tr = os.path.join(traces, "rot.pcap")
     px = Proxy(smb.addr, "--user", "nobody", "--trace", tr, "--trace-max", "64K", stats=True)
-    for _ in range(60):
+    for ends in range(1, 61):
         smb.smbclient(px.port, cmd="; ".join(["ls"] * 16))
         if os.path.exists(tr + ".2"):
             break
-    time.sleep(1.5)  # the writer flushes once a second
-    files = sorted(f for f in os.listdir(traces) if f.startswith("rot.pcap"))
-    paths = [os.path.join(traces, f) for f in files]
-    total = trace_records(px.stats_port)
-    n = sum(len(pcap_records(p)) for p in paths)
+
+    def rotated():
+        return [os.path.join(traces, f) for f in sorted(os.listdir(traces)) if f.startswith("rot.pcap")]
+    n, total = settled(px, rotated, ends)
+    paths = rotated()
+    files = [os.path.basename(p) for p in paths]
     check(len(files) >= 3 and all(owned_0600(p, nobody) for p in paths) and n == total
           and "records are dropped" not in px.log() and "cannot rename" not in px.log(),
           f"--trace-max 64K as nobody: {files}, each nobody's and 0600, {n} records between them "

@@ -129,6 +129,7 @@ def main():
     small = metric(m2, "smbsplice_pipe_small_total")
     check(small > 0, f"... its small pipes were refused and counted ({small:.0f})")
     check(metric(m2, "smbsplice_pipes_open") == 0, "... none of them was kept")
+    px2.wait_log(r"not --pipe-size")  # written by the log's own thread
     check("not --pipe-size" in px2.log() and "pipe-user-pages-soft" in px2.log(),
           "... and it said why, once, with what to change")
     copied = metric(m2, "smbsplice_bytes_total", direction="to_client", path="copy")
