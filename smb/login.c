@@ -88,11 +88,44 @@ static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
 	if (memcmp(m, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN) ||
 	    get_le32(m + NTLMSSP_MESSAGE_TYPE) != NTLMSSP_AUTHENTICATE)
 		return SMB_LOGIN_OTHER;
-	if (get_le16(m + NTLMSSP_AUTH_USER_LEN) == 0 &&
-	    get_le16(m + NTLMSSP_AUTH_NT_LEN) == 0 &&
+	if (get_le16(m + NTLMSSP_AUTH_NT_LEN) == 0 &&
 	    get_le16(m + NTLMSSP_AUTH_LM_LEN) <= NTLMSSP_ANON_LM_MAX)
 		return SMB_LOGIN_ANONYMOUS;
 	return SMB_LOGIN_NAMED;
+}
+
+/**
+ * token_then() - judge a responseToken, and what follows it
+ * @p:		the window
+ * @n:		its length
+ * @at:		where the token's OCTET STRING starts
+ * @rest:	bytes of the SEQUENCE from @at to its end
+ * @whole:	the window holds the whole security buffer
+ *
+ * Samba's reader takes the last responseToken of a negTokenResp: a named
+ * one followed by more than a mechListMIC may be followed by an
+ * anonymous one, which is then what the server judges.
+ *
+ * Return: as ntlmssp_auth(); SMB_LOGIN_HIDDEN for a named token with
+ * more than SPNEGO_AFTER_TOKEN_MAX bytes after it.
+ */
+static enum smb_login token_then(const uint8_t *p, uint32_t n, uint32_t at,
+				 uint32_t rest, bool whole)
+{
+	uint32_t start = at, len;
+	enum smb_login judged;
+
+	if (at >= n)
+		return whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
+	if (p[at++] != DER_OCTET_STRING)
+		return SMB_LOGIN_OTHER;
+	if (!der_len(p, n, &at, &len))
+		return whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
+	judged = ntlmssp_auth(p, n, at, whole);
+	if (judged == SMB_LOGIN_NAMED &&
+	    (len > rest || rest - len - (at - start) > SPNEGO_AFTER_TOKEN_MAX))
+		return SMB_LOGIN_HIDDEN;
+	return judged;
 }
 
 /**
@@ -111,7 +144,7 @@ static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
 static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
 {
 	enum smb_login cut = whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
-	uint32_t at = 1, len, tag;
+	uint32_t at = 1, len, tag, end;
 
 	if (!der_len(p, n, &at, &len) || at >= n)
 		return cut;
@@ -119,19 +152,14 @@ static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
 		return SMB_LOGIN_OTHER;
 	if (!der_len(p, n, &at, &len))
 		return cut;
+	end = len > UINT32_MAX - at ? UINT32_MAX : at + len;
 	while (at < n) {
 		tag = p[at++];
 		if (!der_len(p, n, &at, &len))
 			return cut;
-		if (tag == SPNEGO_RESPONSE_TOKEN) {
-			if (at >= n)
-				return cut;
-			if (p[at++] != DER_OCTET_STRING)
-				return SMB_LOGIN_OTHER;
-			if (!der_len(p, n, &at, &len))
-				return cut;
-			return ntlmssp_auth(p, n, at, whole);
-		}
+		if (tag == SPNEGO_RESPONSE_TOKEN)
+			return token_then(p, n, at, end > at ? end - at : 0,
+					  whole);
 		if (len > n - at)
 			return cut;
 		at += len;

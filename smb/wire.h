@@ -181,8 +181,15 @@ enum smb2_command {
 #define NTLMSSP_AUTH_USER_LEN 36 /* u16 UserNameLen */
 #define NTLMSSP_AUTH_PARSED   (NTLMSSP_AUTH_USER_LEN + 2)
 /* An anonymous client (MS-NLMP 3.2.5.1.2) sends no user name, no NT
- * response, and an LM response of Z(1) or none. */
+ * response, and an LM response of Z(1) or none. The user name is not
+ * looked at: Samba takes a name of NUL characters as empty, and no
+ * credential goes without an NT response. */
 #define NTLMSSP_ANON_LM_MAX 1
+/* What may follow a negTokenResp's responseToken: a mechListMIC ([3], an
+ * OCTET STRING of NTLMSSP's 16-byte signature, with their headers). More
+ * than this can be a second responseToken, of which Samba takes the
+ * last. */
+#define SPNEGO_AFTER_TOKEN_MAX 32
 
 static inline uint16_t get_le16(const uint8_t *p)
 {

@@ -363,10 +363,26 @@ NTLMSSP_NEGOTIATE_SPNEGO = bytes.fromhex(
     "0000000000000028000000060100000000000f")
 
 
-def anonymous_login(port, mech_pad):
+def ntlmssp_authenticate(user=b"", nt=b""):
+    """An NTLMSSP AUTHENTICATE with this user name (UTF-16 bytes) and NT
+    response, no LM response, domain or workstation, and a 16-byte
+    session key."""
+    lens = (0, len(nt), 0, len(user), 0, 16)
+    auth, off = b"NTLMSSP\0" + struct.pack("<I", 3), 72
+    payload = {1: nt, 3: user, 5: b"K" * 16}
+    body = b""
+    for i, ln in enumerate(lens):
+        auth += struct.pack("<HHI", ln, ln, off)
+        body += payload.get(i, b"")
+        off += ln
+    return auth + struct.pack("<I", 0x62008a15) + bytes.fromhex("060100000000000f") + body
+
+
+def anonymous_login(port, mech_pad, tokens=None):
     """Log in anonymously over SMB 3.0 by hand, the AUTHENTICATE's SPNEGO
-    supportedMech padded to `mech_pad` bytes (0: none); return the socket
-    and the final response's Status and SessionFlags."""
+    supportedMech padded to `mech_pad` bytes (0: none), or with `tokens`
+    (AUTHENTICATE messages, each its own responseToken) instead; return
+    the socket and the final response's Status and SessionFlags."""
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(framed(smbgen.smb2_header(smbgen.NEGOTIATE) + struct.pack("<HHHHI", 36, 1, 1, 0, 0) + b"G" * 16
                      + bytes(8) + struct.pack("<HH", 0x300, 0)))
@@ -380,7 +396,8 @@ def anonymous_login(port, mech_pad):
         auth += struct.pack("<HHI", ln, ln, 72)
     auth += struct.pack("<I", 0x62008a15) + bytes.fromhex("060100000000000f") + b"K" * 16
     pad = der(0xa1, der(0x06, b"\x2b" * mech_pad)) if mech_pad else b""
-    s.sendall(session_setup(2, der(0xa1, der(0x30, pad + der(0xa2, der(0x04, auth)))), session))
+    fields = b"".join(der(0xa2, der(0x04, t)) for t in (tokens or [auth]))
+    s.sendall(session_setup(2, der(0xa1, der(0x30, pad + fields)), session))
     r = recv_frame(s)
     return s, struct.unpack("<I", r[8:12])[0], struct.unpack("<H", r[66:68])[0]
 
@@ -401,8 +418,22 @@ def test_hidden_token():
         check(reset_or_closed(s, 2 - (time.monotonic() - t0) + 2),
               f"... and smbsplice ends it at --auth-timeout: no login")
         s.close()
-    check("session setup succeeded" not in px.whole_lines(), f"neither counted as a login:\n{px.log()}")
-    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 2, "... both ended at --auth-timeout")
+    # A user name of NULs, which Samba takes as empty; and a named token
+    # followed by an anonymous one, of which Samba takes the last.
+    hidden = {"a user name of two NULs": [ntlmssp_authenticate(user=b"\0\0")],
+              "a named token, then an anonymous one": [ntlmssp_authenticate(user="x".encode("utf-16-le"),
+                                                                            nt=b"N" * 24),
+                                                       ntlmssp_authenticate()]}
+    for what, tokens in hidden.items():
+        t0 = time.monotonic()
+        s, status, sflags = anonymous_login(px.port, 0, tokens)
+        check(status == 0 and sflags == 0,
+              f"{what}: Samba lets the client in anonymously (status {status:#x}, flags {sflags:#x})")
+        check(reset_or_closed(s, 2 - (time.monotonic() - t0) + 2),
+              f"... and smbsplice ends it at --auth-timeout: no login")
+        s.close()
+    check("session setup succeeded" not in px.whole_lines(), f"none counted as a login:\n{px.log()}")
+    check(metric(scrape(px.stats_port), "smbsplice_auth_timeouts_total") == 4, "... all ended at --auth-timeout")
     px.stop()
     smb.stop()
 

@@ -1108,14 +1108,17 @@ static void ntlmssp_auth_msg(uint16_t lm, uint16_t nt, uint16_t user,
 		bput("\xcc", 1);
 }
 
-/* A DER tag and length, in the long form with @long_len bytes if set. */
+/* A DER tag and length, in the long form with @long_len bytes if set (or
+ * if the length needs it: two bytes). */
 static void der(uint8_t tag, uint32_t len, int long_len)
 {
 	uint8_t b[6];
 	int k = 0;
 
 	b[k++] = tag;
-	if (!long_len && len < 0x80) {
+	if (!long_len && len >= 0x80)
+		long_len = 2;
+	if (!long_len) {
 		b[k++] = (uint8_t)len;
 	} else {
 		b[k++] = DER_LEN_LONG | long_len;
@@ -1131,7 +1134,11 @@ static void spnego_wrap(uint32_t from, const uint8_t *pre, uint32_t pre_len,
 			int long_len)
 {
 	uint8_t tok[sizeof(blob)];
-	uint32_t n = blen - from, hl = long_len ? 2 + long_len : 2;
+	uint32_t n = blen - from, hl;
+
+	if (!long_len && n + pre_len + 8 >= 0x80)
+		long_len = 2; /* DER's short form ends at 127 */
+	hl = long_len ? 2 + long_len : 2;
 	uint32_t seq = pre_len + 2 * hl + n;
 
 	memcpy(tok, blob + from, n);
@@ -1182,14 +1189,16 @@ static void blob_hex(const char *hex)
 }
 
 /* The window's verdicts: raw and in SPNEGO, short and long DER lengths,
- * with fields before the token; a name, an NT response or an LM one
- * longer than Z(1) is a named login; anything else is not NTLMSSP's. */
+ * with fields before the token; an NT response or an LM one longer than
+ * Z(1) is a named login; a user name without either is not (Samba takes
+ * a name of NULs as empty, and no credential goes without a response);
+ * anything else is not NTLMSSP's. */
 static void test_login_blob(void **state)
 {
 	blob_hex(samba_anon_hex);
 	assert_int_equal(judge_blob(), SMB_LOGIN_ANONYMOUS);
-	blob_hex(samba_named_hex);
-	assert_int_equal(judge_blob(), SMB_LOGIN_NAMED);
+	blob_hex(samba_named_hex); /* a name, no response: Samba refuses it */
+	assert_int_equal(judge_blob(), SMB_LOGIN_ANONYMOUS);
 
 	for (int wrap = 0; wrap < 4; wrap++) {
 		static const struct {
@@ -1199,7 +1208,7 @@ static void test_login_blob(void **state)
 			{ 0, 0, 0, SMB_LOGIN_ANONYMOUS },
 			{ 1, 0, 0, SMB_LOGIN_ANONYMOUS },
 			{ 24, 0, 0, SMB_LOGIN_NAMED },
-			{ 0, 0, 8, SMB_LOGIN_NAMED },
+			{ 0, 0, 8, SMB_LOGIN_ANONYMOUS },
 			{ 0, 24, 0, SMB_LOGIN_NAMED },
 			{ 24, 300, 8, SMB_LOGIN_NAMED },
 		};
@@ -1218,6 +1227,49 @@ static void test_login_blob(void **state)
 			assert_int_equal(judge_blob(), c[i].want);
 		}
 	}
+}
+
+/* Two responseTokens in one negTokenResp, a named one first: Samba takes
+ * the last, so what follows a named token beyond a mechListMIC's worth
+ * is a token hidden from the window. A named token with a MIC after it
+ * is named. */
+static void test_login_two_tokens(void **state)
+{
+	static const uint8_t mic[] = { 0xa3, 0x12, 0x04, 0x10, 1,  2, 3,
+				       4,    5,	   6,	 7,    8,  9, 10,
+				       11,   12,   13,	 14,   15, 16 };
+	uint8_t named[256], anon[256];
+	uint32_t nl, al;
+
+	(void)state;
+	blen = 0;
+	ntlmssp_auth_msg(0, 24, 8, 3);
+	nl = blen;
+	memcpy(named, blob, nl);
+	blen = 0;
+	ntlmssp_auth_msg(0, 0, 0, 3);
+	al = blen;
+	memcpy(anon, blob, al);
+
+	blen = 0;
+	der(SPNEGO_NEG_TOKEN_RESP, 2 * 3 + (nl + 6) + (al + 6), 1);
+	der(DER_SEQUENCE, (nl + 6) + (al + 6), 1);
+	der(SPNEGO_RESPONSE_TOKEN, nl + 3, 1);
+	der(DER_OCTET_STRING, nl, 1);
+	bput(named, nl);
+	der(SPNEGO_RESPONSE_TOKEN, al + 3, 1);
+	der(DER_OCTET_STRING, al, 1);
+	bput(anon, al);
+	assert_int_equal(judge_blob(), SMB_LOGIN_HIDDEN);
+
+	blen = 0;
+	der(SPNEGO_NEG_TOKEN_RESP, 3 + (nl + 6) + sizeof(mic), 1);
+	der(DER_SEQUENCE, (nl + 6) + sizeof(mic), 1);
+	der(SPNEGO_RESPONSE_TOKEN, nl + 3, 1);
+	der(DER_OCTET_STRING, nl, 1);
+	bput(named, nl);
+	bput(mic, sizeof(mic));
+	assert_int_equal(judge_blob(), SMB_LOGIN_NAMED);
 }
 
 /* What is not an NTLMSSP AUTHENTICATE is left to the server's flags. */
@@ -1891,6 +1943,7 @@ int main(void)
 		cmocka_unit_test(test_session_setup_unsigned),
 		cmocka_unit_test(test_session_ok_stays),
 		cmocka_unit_test(test_login_blob),
+		cmocka_unit_test(test_login_two_tokens),
 		cmocka_unit_test(test_login_blob_other),
 		cmocka_unit_test(test_login_blob_hidden),
 		cmocka_unit_test(test_login_blob_truncated),
