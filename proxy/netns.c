@@ -24,7 +24,9 @@
  * So a path is resolved once per process: the first netns_open() of a
  * path pins the namespace (a descriptor kept, with its device and inode),
  * and every later one, at a reload, returns the pinned namespace; if the
- * path now names another, it is refused, and the reload with it. The
+ * path now names another, it is refused, and the reload with it, unless
+ * the path is not under /proc and the new namespace is of smbsplice's own
+ * user namespace (root recreated /run/netns/NAME): then the pin moves. The
  * helper inherits the daemon's pins. A path whose process has exited
  * still gives the pinned namespace. A namespace owned by another user
  * namespace than smbsplice's own is refused unless the listener allows
@@ -200,27 +202,55 @@ static int pin_add(const char *path, int fd, char *err, size_t errlen)
 }
 
 /**
+ * repin() - a path root made name another namespace: take that one
+ * @p:		the pin
+ * @now:	the namespace the path names now; the pin takes it over
+ */
+static void repin(struct netns_pin *p, int now)
+{
+	struct stat st;
+
+	if (fstat(now, &st)) {
+		close(now);
+		return;
+	}
+	close(p->fd);
+	p->fd = now;
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+}
+
+/**
  * pinned() - a path opened before: its namespace, if it still names it
  * @p:		the pin
  * @err:	buffer for one line saying what is wrong
  * @errlen:	its size
  *
- * Return: a new descriptor of the pinned namespace, or -1 with @err set.
+ * A path under /proc names a process, whose PID anyone may take once it
+ * is free: it keeps the namespace it first named. Any other path that
+ * now names another namespace of smbsplice's own user namespace (which
+ * only root can make: `ip netns del` and `add` again) gives the new one.
+ *
+ * Return: a new descriptor of the namespace, or -1 with @err set.
  */
-static int pinned(const struct netns_pin *p, char *err, size_t errlen)
+static int pinned(struct netns_pin *p, char *err, size_t errlen)
 {
 	char why[160];
 	int now = open_ns(p->path, why, sizeof(why)), fd;
 	bool moved = now >= 0 && !same_file(now, p->dev, p->ino);
 
-	if (now >= 0)
+	if (moved && strncmp(p->path, "/proc/", 6) && own_userns(now)) {
+		repin(p, now);
+		now = -1;
+	} else if (moved) {
 		close(now);
-	if (moved) {
 		snprintf(
 			err, errlen,
 			"%s now names another network namespace than at start (its process gone, the PID taken?); restart to take it, or name it in /run/netns",
 			p->path);
 		return -1;
+	} else if (now >= 0) {
+		close(now);
 	}
 	fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
@@ -244,7 +274,7 @@ static int pinned(const struct netns_pin *p, char *err, size_t errlen)
  */
 int netns_open(const char *path, bool foreign, char *err, size_t errlen)
 {
-	const struct netns_pin *p = pin_find(path);
+	struct netns_pin *p = pin_find(path);
 	int fd = p ? pinned(p, err, errlen) : open_ns(path, err, errlen);
 
 	if (fd < 0)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* test_netns.c - a namespace path is resolved once per process: a second
  * netns_open() of a path gives the namespace the first one did, even once
- * the process it named has exited, and is refused when the path now names
- * another namespace (as /proc/PID/ns/net does once another process takes
- * the PID); a namespace owned by another user namespace is refused unless
- * foreign ones are allowed. Needs root (unshare): skipped otherwise.
+ * the process it named has exited, and is refused when /proc/PID/ns/net
+ * now names another namespace (as it does once another process takes the
+ * PID) or another path now names one of another user namespace; root's
+ * new namespace at a path outside /proc is taken; a namespace owned by
+ * another user namespace is refused unless foreign ones are allowed. Needs root
+ * (unshare): skipped otherwise.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -29,32 +31,49 @@
 
 static char dir[] = "/tmp/test_netns.XXXXXX";
 
+/* To a holder: move to another network namespace, and say when done. */
+static int move_req[2], move_ack[2];
+
 /**
- * holder() - a child that sits in new namespaces until killed
+ * holder() - a child that sits in new namespaces until killed, and moves
+ *	      to a new network namespace when asked (move())
  * @flags:	CLONE_NEWNET, with CLONE_NEWUSER for a foreign one
  *
  * Return: its pid, once it is in them.
  */
 static pid_t holder(int flags)
 {
-	int p[2];
 	char b;
 	pid_t pid;
 
-	assert_int_equal(pipe(p), 0);
+	assert_int_equal(pipe(move_req), 0);
+	assert_int_equal(pipe(move_ack), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
 		alarm(60); /* bounded, whatever the test does */
-		if (unshare(flags) || write(p[1], "x", 1) != 1)
+		if (unshare(flags) || write(move_ack[1], "x", 1) != 1)
 			_exit(1);
+		while (read(move_req[0], &b, 1) == 1)
+			if (unshare(CLONE_NEWNET) ||
+			    write(move_ack[1], "x", 1) != 1)
+				_exit(1);
 		pause();
 		_exit(0);
 	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &b, 1), 1);
-	close(p[0]);
+	close(move_req[0]);
+	close(move_ack[1]);
+	assert_int_equal(read(move_ack[0], &b, 1), 1);
 	return pid;
+}
+
+/* The last holder() started moves to a new network namespace. */
+static void move(void)
+{
+	char b;
+
+	assert_int_equal(write(move_req[1], "m", 1), 1);
+	assert_int_equal(read(move_ack[0], &b, 1), 1);
 }
 
 /* Kill and reap a holder. */
@@ -62,6 +81,8 @@ static void end(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(move_req[1]);
+	close(move_ack[0]);
 }
 
 /* The inode of a namespace descriptor. */
@@ -83,11 +104,40 @@ static void point(const char *link, pid_t pid)
 	assert_int_equal(symlink(target, link), 0);
 }
 
-static void test_moved_path_refused(void **state)
+/* /proc/PID/ns/net of a process that moved (as a process that takes a
+ * freed PID would be elsewhere): refused. */
+static void test_moved_pid_refused(void **state)
+{
+	char path[64], err[512];
+	pid_t a = holder(CLONE_NEWNET);
+	int fd, again;
+	ino_t first;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)a);
+	fd = netns_open(path, false, err, sizeof(err));
+	assert_true(fd >= 0);
+	first = ino_of(fd);
+	again = netns_open(path, false, err, sizeof(err));
+	assert_true(again >= 0);
+	assert_int_equal(ino_of(again), first);
+	close(again);
+	move(); /* the same path, another namespace */
+	assert_int_equal(netns_open(path, false, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "now names another network namespace"));
+	assert_true(strlen(err) < 200 + strlen(path));
+	close(fd);
+	end(a);
+}
+
+/* A path outside /proc that root points at another namespace of its own
+ * (ip netns del and add): taken; at one of another user namespace:
+ * refused. */
+static void test_moved_link(void **state)
 {
 	char link[64], err[512];
-	pid_t a = holder(CLONE_NEWNET), b = holder(CLONE_NEWNET);
-	int fd, again;
+	pid_t a = holder(CLONE_NEWNET), b, c;
+	int fd;
 	ino_t first;
 
 	(void)state;
@@ -96,18 +146,22 @@ static void test_moved_path_refused(void **state)
 	fd = netns_open(link, false, err, sizeof(err));
 	assert_true(fd >= 0);
 	first = ino_of(fd);
-	again = netns_open(link, false, err, sizeof(err));
-	assert_true(again >= 0);
-	assert_int_equal(ino_of(again), first);
-	close(again);
-	point(link, b); /* the same path, another namespace */
-	assert_int_equal(netns_open(link, false, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "now names another network namespace"));
-	assert_true(strlen(err) < 200 + strlen(link));
-	unlink(link);
 	close(fd);
 	end(a);
+	b = holder(CLONE_NEWNET);
+	point(link, b);
+	fd = netns_open(link, false, err, sizeof(err));
+	if (fd < 0)
+		fail_msg("root's new namespace at the same path: %s", err);
+	assert_true(ino_of(fd) != first);
+	close(fd);
 	end(b);
+	c = holder(CLONE_NEWUSER | CLONE_NEWNET);
+	point(link, c);
+	assert_int_equal(netns_open(link, true, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "now names another network namespace"));
+	unlink(link);
+	end(c);
 }
 
 static void test_exited_keeps_pinned(void **state)
@@ -153,7 +207,8 @@ static void test_foreign_owner(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_moved_path_refused),
+		cmocka_unit_test(test_moved_pid_refused),
+		cmocka_unit_test(test_moved_link),
 		cmocka_unit_test(test_exited_keeps_pinned),
 		cmocka_unit_test(test_foreign_owner),
 	};
