@@ -410,21 +410,39 @@ static int bind_as_group(int fd, const struct sockaddr_un *sun, gid_t gid)
 }
 
 /**
- * node_group_ok() - did the node get the group asked for
+ * node_group_ok() - did the node get the group and mode asked for
  * @path:	the control socket's path
  * @gid:	the group
  *
  * The kernel gives a new node the directory's group instead of ours when
- * the directory is set-group-ID, and a process that may not use @gid
- * keeps its own. Only looked at (lstat, never followed or changed).
+ * the directory is set-group-ID, and a default ACL on the directory
+ * overrides the umask. Only looked at (lstat, never followed or changed).
  *
- * Return: true if the node is a socket of group @gid.
+ * Return: true if the node is a socket of group @gid, mode 0660.
  */
 static bool node_group_ok(const char *path, gid_t gid)
 {
 	struct stat st;
 
-	return !lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_gid == gid;
+	return !lstat(path, &st) && S_ISSOCK(st.st_mode) &&
+	       st.st_gid == gid && (st.st_mode & 07777) == 0660;
+}
+
+/**
+ * give_group_unprivileged() - give the socket to a group, without root
+ * @path:	the control socket's path, just bound (mode 0600)
+ * @gid:	a group of the caller's
+ *
+ * setfsgid() takes only the caller's own real, effective or saved gid
+ * without CAP_SETGID, not a supplementary group. A process without
+ * privilege may follow the path: whatever a link swapped in names, it can
+ * change only files it owns, to groups it is in, which it could anyway.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int give_group_unprivileged(const char *path, gid_t gid)
+{
+	return chown(path, (uid_t)-1, gid) || chmod(path, 0660) ? -1 : 0;
 }
 
 /**
@@ -451,11 +469,17 @@ static int control_bind(const struct options *o)
 	if (fd < 0)
 		goto fail;
 	sun_of(&sun, o->control);
-	if (bind_as_group(fd, &sun, gid))
+	/* Only root's path-based chown() could be led astray. */
+	if (g && geteuid()) {
+		if (bind_as_group(fd, &sun, (gid_t)-1) ||
+		    give_group_unprivileged(o->control, gid))
+			goto fail;
+	} else if (bind_as_group(fd, &sun, gid)) {
 		goto fail;
+	}
 	if (g && !node_group_ok(o->control, gid)) {
-		log_err("control socket %s: it was not made with group %s (a set-group-ID directory gives its own group, and only root or a member may give %s); use a directory without the set-group-ID bit",
-			o->control, o->control_group, o->control_group);
+		log_err("control socket %s: it was not made with group %s and mode 0660 (a set-group-ID directory gives its own group, a default ACL its own mode); use a directory with neither",
+			o->control, o->control_group);
 		unlink(o->control);
 		close(fd);
 		return -1;

@@ -21,6 +21,7 @@ import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
 import stat
@@ -30,7 +31,7 @@ import threading
 import time
 
 from harness import (NO_LOGIN, NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check,
-                     free_port, random_file, run)
+                     free_port, random_file, run, user_copy, wait_for)
 from test_scale import EchoServer
 
 
@@ -387,6 +388,29 @@ def group_at_birth():
                        capture_output=True, text=True, timeout=30)
     check(r.returncode != 0 and "set-group-ID" in r.stderr and not os.path.lexists(path),
           f"a set-group-ID directory giving another group: refused, nothing left ({r.returncode}: {r.stderr.strip()})")
+
+    # Without root, a member of the group (a supplementary one) gives it
+    # the socket: setfsgid() would not take that group.
+    path = sock_path("control")
+    d = os.path.dirname(path)
+    os.chown(d, 65534, 65534)
+    binary = user_copy(SMBSPLICE)
+    users = grp.getgrnam("users").gr_gid
+    p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", f"--groups={users}", binary,
+                          "--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:9", *NOT_SMB,
+                          "--control", path, "--control-group", "users"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("the control socket of a start without root", lambda: os.path.lexists(path) or p.poll() is not None,
+                 timeout=10)
+        st = os.lstat(path) if os.path.lexists(path) else None
+        check(st is not None and stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == users,
+              f"without root, a member of the group: the socket is given to it, mode 0660 "
+              f"({p.poll()}: {oct(stat.S_IMODE(st.st_mode)) if st else '-'}, gid {st.st_gid if st else '-'})")
+    finally:
+        p.terminate()
+        p.communicate(timeout=30)
+        shutil.rmtree(os.path.dirname(binary), ignore_errors=True)
 
 
 def main():
