@@ -424,8 +424,8 @@ static bool node_group_ok(const char *path, gid_t gid)
 {
 	struct stat st;
 
-	return !lstat(path, &st) && S_ISSOCK(st.st_mode) &&
-	       st.st_gid == gid && (st.st_mode & 07777) == 0660;
+	return !lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_gid == gid &&
+	       (st.st_mode & 07777) == 0660;
 }
 
 /**

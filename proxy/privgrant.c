@@ -79,9 +79,9 @@ int allowed_open(struct allowed *a, char *err, size_t errlen)
 
 			if (!*path)
 				continue;
-			a->ns[i][side] = netns_open(
-				path, a->cfg->ls[i].foreign_netns, why,
-				sizeof(why));
+			a->ns[i][side] =
+				netns_open(path, a->cfg->ls[i].foreign_netns,
+					   why, sizeof(why));
 			if (a->ns[i][side] < 0) {
 				snprintf(err, errlen, "listener %s: %s",
 					 a->cfg->ls[i].name, why);
