@@ -361,8 +361,11 @@ def group_at_birth():
     os.chmod(os.path.dirname(path), 0o777)  # anyone may swap names in it
     log = os.path.join(os.path.dirname(path), "strace.log")
     watched = "chown,fchown,lchown,fchownat,chmod,fchmod,fchmodat,bind"
+    env = dict(os.environ)
+    if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot stop threads under ptrace
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"
     px = Proxy("127.0.0.1:9", *NOT_SMB, "--control", path, "--control-group", "nogroup",
-               wrap=("strace", "-f", "-qq", "-o", log, "-e", f"trace={watched}"))
+               wrap=("strace", "-f", "-qq", "-o", log, "-e", f"trace={watched}"), env=env)
     st = os.lstat(path)
     check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == gid,
           f"--control-group: a socket of mode {oct(stat.S_IMODE(st.st_mode))} and gid {st.st_gid}"
