@@ -25,8 +25,9 @@
  * path pins the namespace (a descriptor kept, with its device and inode),
  * and every later one, at a reload, returns the pinned namespace; if the
  * path now names another, it is refused, and the reload with it, unless
- * the path is not under /proc and the new namespace is of smbsplice's own
- * user namespace (root recreated /run/netns/NAME): then the pin moves. The
+ * the path does not lead through /proc and the new namespace is of
+ * smbsplice's own user namespace (root recreated /run/netns/NAME): then
+ * the pin moves. The
  * helper inherits the daemon's pins. A path whose process has exited
  * still gives the pinned namespace. A namespace owned by another user
  * namespace than smbsplice's own is refused unless the listener allows
@@ -221,15 +222,35 @@ static void repin(struct netns_pin *p, int now)
 }
 
 /**
+ * through_proc() - does a path reach its namespace through /proc
+ * @path:	the path
+ *
+ * /proc/PID/ns/net is a link to no path (realpath() fails on it), so a
+ * path that leads there, itself or through links, resolves to nothing;
+ * a namespace file root bound elsewhere (/run/netns/NAME) resolves.
+ *
+ * Return: true if the path cannot be resolved or resolves under /proc.
+ */
+static bool through_proc(const char *path)
+{
+	char *real = realpath(path, NULL);
+	bool proc = !real || !strncmp(real, "/proc/", 6);
+
+	free(real);
+	return proc;
+}
+
+/**
  * pinned() - a path opened before: its namespace, if it still names it
  * @p:		the pin
  * @err:	buffer for one line saying what is wrong
  * @errlen:	its size
  *
- * A path under /proc names a process, whose PID anyone may take once it
- * is free: it keeps the namespace it first named. Any other path that
- * now names another namespace of smbsplice's own user namespace (which
- * only root can make: `ip netns del` and `add` again) gives the new one.
+ * A path through /proc names a process, whose PID anyone may take once it
+ * is free: it keeps the namespace it first named. A namespace file bound
+ * elsewhere that now names another namespace of smbsplice's own user
+ * namespace (which only root can make: `ip netns del` and `add` again)
+ * gives the new one.
  *
  * Return: a new descriptor of the namespace, or -1 with @err set.
  */
@@ -239,7 +260,7 @@ static int pinned(struct netns_pin *p, char *err, size_t errlen)
 	int now = open_ns(p->path, why, sizeof(why)), fd;
 	bool moved = now >= 0 && !same_file(now, p->dev, p->ino);
 
-	if (moved && strncmp(p->path, "/proc/", 6) && own_userns(now)) {
+	if (moved && !through_proc(p->path) && own_userns(now)) {
 		repin(p, now);
 		now = -1;
 	} else if (moved) {

@@ -3,8 +3,9 @@
  * netns_open() of a path gives the namespace the first one did, even once
  * the process it named has exited, and is refused when /proc/PID/ns/net
  * now names another namespace (as it does once another process takes the
- * PID) or another path now names one of another user namespace; root's
- * new namespace at a path outside /proc is taken; a namespace owned by
+ * PID), a link through /proc now names another, or any path now names
+ * one of another user namespace; root's new namespace bound at a file
+ * outside /proc is taken; a namespace owned by
  * another user namespace is refused unless foreign ones are allowed. Needs root
  * (unshare): skipped otherwise.
  */
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -130,38 +132,70 @@ static void test_moved_pid_refused(void **state)
 	end(a);
 }
 
-/* A path outside /proc that root points at another namespace of its own
- * (ip netns del and add): taken; at one of another user namespace:
- * refused. */
-static void test_moved_link(void **state)
+/* A namespace file root bound outside /proc (as ip netns add does) and
+ * bound again to another namespace of its own (ip netns del, add): taken;
+ * to one of another user namespace: refused. */
+static void test_rebound_file(void **state)
 {
-	char link[64], err[512];
+	char file[64], target[64], err[512];
 	pid_t a = holder(CLONE_NEWNET), b, c;
 	int fd;
 	ino_t first;
+
+	(void)state;
+	snprintf(file, sizeof(file), "%s/bound", dir);
+	close(open(file, O_CREAT | O_WRONLY, 0600));
+	snprintf(target, sizeof(target), "/proc/%d/ns/net", (int)a);
+	assert_int_equal(mount(target, file, NULL, MS_BIND, NULL), 0);
+	fd = netns_open(file, false, err, sizeof(err));
+	assert_true(fd >= 0);
+	first = ino_of(fd);
+	close(fd);
+	end(a);
+	/* As ip netns del does: the pin keeps a descriptor of the mount. */
+	assert_int_equal(umount2(file, MNT_DETACH), 0);
+	b = holder(CLONE_NEWNET);
+	snprintf(target, sizeof(target), "/proc/%d/ns/net", (int)b);
+	assert_int_equal(mount(target, file, NULL, MS_BIND, NULL), 0);
+	fd = netns_open(file, false, err, sizeof(err));
+	if (fd < 0)
+		fail_msg("root's new namespace at the same file: %s", err);
+	assert_true(ino_of(fd) != first);
+	close(fd);
+	end(b);
+	assert_int_equal(umount2(file, MNT_DETACH), 0);
+	c = holder(CLONE_NEWUSER | CLONE_NEWNET);
+	snprintf(target, sizeof(target), "/proc/%d/ns/net", (int)c);
+	assert_int_equal(mount(target, file, NULL, MS_BIND, NULL), 0);
+	assert_int_equal(netns_open(file, true, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "now names another network namespace"));
+	end(c);
+	umount2(file, MNT_DETACH);
+	unlink(file);
+}
+
+/* A link that leads through /proc, pointed at another namespace of
+ * smbsplice's own (as whoever may write the link's directory could):
+ * refused, like the PID it names. */
+static void test_link_through_proc(void **state)
+{
+	char link[64], err[512];
+	pid_t a = holder(CLONE_NEWNET), b;
+	int fd;
 
 	(void)state;
 	snprintf(link, sizeof(link), "%s/ns", dir);
 	point(link, a);
 	fd = netns_open(link, false, err, sizeof(err));
 	assert_true(fd >= 0);
-	first = ino_of(fd);
 	close(fd);
 	end(a);
 	b = holder(CLONE_NEWNET);
 	point(link, b);
-	fd = netns_open(link, false, err, sizeof(err));
-	if (fd < 0)
-		fail_msg("root's new namespace at the same path: %s", err);
-	assert_true(ino_of(fd) != first);
-	close(fd);
-	end(b);
-	c = holder(CLONE_NEWUSER | CLONE_NEWNET);
-	point(link, c);
-	assert_int_equal(netns_open(link, true, err, sizeof(err)), -1);
+	assert_int_equal(netns_open(link, false, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "now names another network namespace"));
 	unlink(link);
-	end(c);
+	end(b);
 }
 
 static void test_exited_keeps_pinned(void **state)
@@ -208,7 +242,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_moved_pid_refused),
-		cmocka_unit_test(test_moved_link),
+		cmocka_unit_test(test_rebound_file),
+		cmocka_unit_test(test_link_through_proc),
 		cmocka_unit_test(test_exited_keeps_pinned),
 		cmocka_unit_test(test_foreign_owner),
 	};
