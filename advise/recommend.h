@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "tally.h"
-#include "threshold.h"
+#include "smb/threshold.h"
 
 /* The thresholds the report weighs: powers of two from the daemon's
  * smallest splice (SMB_SPLICE_MIN) to 8 MiB. */

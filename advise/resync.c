@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "resync.h"
-#include "wire.h"
+#include "smb/wire.h"
 
 /* The smallest SMB2 message: a header and a 4-byte body (ECHO). */
 #define MIN_SMB2_FRAME (SMB2_HDR_LEN + 4)

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "framer.h"
+#include "smb/framer.h"
 #include "reassembly.h"
 
 /* Payload sizes by power of two: bin 0 is under 1 KiB, bin i >= 1 holds

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "framer.h"
+#include "smb/framer.h"
 #include "reassembly.h"
 #include "resync.h"
 #include "tally.h"

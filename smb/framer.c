@@ -41,8 +41,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "framer.h"
-#include "login.h"
+#include "smb/framer.h"
+#include "smb/login.h"
 
 /* The log's words for each reason (tests and users match them), indexed
  * by enum smb_opaque_why so that a handover carries a number, not a

@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "counter.h"
-#include "threshold.h"
-#include "wire.h"
+#include "common/counter.h"
+#include "smb/threshold.h"
+#include "smb/wire.h"
 
 /* Bytes of an element's start the framer must see: the 64-byte SMB2
  * header and as much body as the fields it reads (a SESSION_SETUP

@@ -2,7 +2,7 @@
 /* hist.c - the histograms' bucket bounds (see hist.h) */
 #include "config.h"
 
-#include "hist.h"
+#include "smb/hist.h"
 
 const uint64_t hist_bounds_ns[HIST_NBOUNDS] = {
 	10000,	    25000,	50000,	    100000,	 250000,

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "counter.h"
+#include "common/counter.h"
 
 #define HIST_NBOUNDS 19
 

@@ -24,8 +24,8 @@
 
 #include <string.h>
 
-#include "login.h"
-#include "wire.h"
+#include "smb/login.h"
+#include "smb/wire.h"
 
 /**
  * der_len() - read a DER length

@@ -18,8 +18,8 @@
  */
 #include "config.h"
 
-#include "opening.h"
-#include "wire.h"
+#include "smb/opening.h"
+#include "smb/wire.h"
 
 /**
  * judge_netbios() - a complete frame of type NBT_SESSION_REQUEST

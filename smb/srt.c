@@ -21,8 +21,8 @@
 
 #include <string.h>
 
-#include "srt.h"
-#include "wire.h"
+#include "smb/srt.h"
+#include "smb/wire.h"
 
 /* The MessageId of an oplock or lease break the server sends unasked. */
 #define SMB2_UNSOLICITED_ID 0xffffffffffffffffull

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "framer.h"
+#include "smb/framer.h"
 
 /* What a message is to the pairing of requests with responses. */
 enum srt_role {

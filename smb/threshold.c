@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "threshold.h"
+#include "smb/threshold.h"
 
 /**
  * smb_class_name() - the class as a metrics label and log word

@@ -37,10 +37,10 @@
 #include <sys/signalfd.h>
 
 #include "line.h"
-#include "log.h"
+#include "common/log.h"
 #include "loss.h"
-#include "monotime.h"
-#include "netns.h"
+#include "common/monotime.h"
+#include "common/netns.h"
 #include "options.h"
 #include "tun.h"
 

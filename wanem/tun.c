@@ -26,7 +26,7 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 
-#include "netns.h"
+#include "common/netns.h"
 #include "tun.h"
 
 /**

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "framer.h"
-#include "opening.h"
+#include "smb/framer.h"
+#include "smb/opening.h"
 
 static const struct smb_thresholds th = { { 1024, 1024, 4096 } };
 

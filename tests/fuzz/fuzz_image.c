@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "framer.h"
-#include "image.h"
-#include "pump.h"
-#include "timing.h"
-#include "trace.h"
+#include "smb/framer.h"
+#include "handover/image.h"
+#include "io/pump.h"
+#include "observe/timing.h"
+#include "observe/trace.h"
 
 static const struct smb_thresholds th = { { 1024, 1024, 4096 } };
 static const size_t nfds_tried[] = { 0, 16, 65536 };

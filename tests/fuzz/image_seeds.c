@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "conn-t.h"
-#include "image.h"
+#include "conn/conn-t.h"
+#include "handover/image.h"
 
 #define NWORDS 4
 

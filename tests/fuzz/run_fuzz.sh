@@ -12,12 +12,12 @@ image_seconds=${FUZZ_IMAGE_SECONDS:-5}
 out=tests/fuzz
 cc=${FUZZ_CC:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-flags="$flags -I. -I$srcdir/smb -I$srcdir/proxy"
+flags="$flags -I. -I$srcdir -I$srcdir/proxy"
 # What the image harness restores a connection with, and what that needs.
-image_src="proxy/image.c smb/framer.c smb/login.c smb/opening.c smb/threshold.c
-	proxy/timing.c smb/srt.c smb/hist.c proxy/pump.c proxy/bufpool.c
-	proxy/pipepool.c proxy/sock.c proxy/policy.c proxy/privs.c
-	proxy/trace.c proxy/tracefile.c proxy/log.c"
+image_src="proxy/handover/image.c smb/framer.c smb/login.c smb/opening.c smb/threshold.c
+	proxy/observe/timing.c smb/srt.c smb/hist.c proxy/io/pump.c proxy/io/bufpool.c
+	proxy/io/pipepool.c proxy/io/sock.c proxy/io/policy.c proxy/priv/privs.c
+	proxy/observe/trace.c proxy/observe/tracefile.c common/log.c"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
 	echo "SKIP: $cc not found: install the Debian packages clang and libclang-rt-14-dev"
@@ -42,8 +42,8 @@ build fuzz_framer "$srcdir/tests/fuzz/fuzz_framer.c" "$srcdir/smb/framer.c" \
 build fuzz_image "$srcdir/tests/fuzz/fuzz_image.c" \
 	$(for f in $image_src; do echo "$srcdir/$f"; done)
 # The image's seeds are this build's structs: this build's writer makes them.
-"$cc" -g -O1 -I. -I"$srcdir/smb" -I"$srcdir/proxy" "$srcdir/tests/fuzz/image_seeds.c" \
-	"$srcdir/proxy/image.c" -o "$out/image_seeds"
+"$cc" -g -O1 -I. -I"$srcdir" -I"$srcdir/proxy" "$srcdir/tests/fuzz/image_seeds.c" \
+	"$srcdir/proxy/handover/image.c" -o "$out/image_seeds"
 python3 "$srcdir/tests/fuzz/make_seeds.py" "$out/seeds"
 "$out/image_seeds" "$out/image-seeds"
 # libFuzzer exits 77 by default when it finds a crash or a leak, which the

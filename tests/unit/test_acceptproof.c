@@ -17,7 +17,7 @@
 #include <netinet/in.h>
 #include <cmocka.h>
 
-#include "acceptproof.h"
+#include "priv/acceptproof.h"
 
 /* A TCP header from port 50000 to 445 with @flags, at @p. */
 static void tcp_at(uint8_t *p, uint8_t flags)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "alloc.h"
+#include "core/alloc.h"
 
 #define ROUNDS	40
 #define THREADS 2

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bufpool.h"
+#include "io/bufpool.h"
 
 static void test_lend_and_reuse(void **state)
 {

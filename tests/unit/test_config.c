@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "options.h"
+#include "conf/options.h"
 
 static struct config c;
 static char path[64];

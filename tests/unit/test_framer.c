@@ -19,9 +19,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "framer.h"
-#include "login.h"
-#include "opening.h"
+#include "smb/framer.h"
+#include "smb/login.h"
+#include "smb/opening.h"
 
 /* --- building vectors ---------------------------------------------------- */
 

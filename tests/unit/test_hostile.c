@@ -68,13 +68,13 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "exesafe.h"
-#include "launcher.h"
-#include "options.h"
-#include "privgrant.h"
-#include "privhelper.h"
-#include "privs.h"
-#include "sock.h"
+#include "handover/exesafe.h"
+#include "handover/launcher.h"
+#include "conf/options.h"
+#include "priv/privgrant.h"
+#include "priv/privhelper.h"
+#include "priv/privs.h"
+#include "io/sock.h"
 #include "testnet.h"
 
 #ifndef IPPROTO_MPTCP

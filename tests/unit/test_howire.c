@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "howire.h"
+#include "handover/howire.h"
 
 static int sv[2];
 static char err[256];

@@ -34,8 +34,8 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "conn-t.h"
-#include "image.h"
+#include "conn/conn-t.h"
+#include "handover/image.h"
 
 #define NLS	  2 /* listeners, each with a socket in both workers */
 #define NWORKERS  2

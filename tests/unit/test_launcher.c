@@ -40,8 +40,8 @@
 #include <ftw.h>
 #include <cmocka.h>
 
-#include "exesafe.h"
-#include "launcher.h"
+#include "handover/exesafe.h"
+#include "handover/launcher.h"
 
 /* The child: checks its descriptor 3 and environment, says which socket
  * its 3 is, and exits 7 (or 1 and a reason). */

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "netns.h"
+#include "common/netns.h"
 
 static char dir[] = "/tmp/test_netns.XXXXXX";
 

@@ -11,7 +11,7 @@
 #include <netinet/in.h>
 #include <cmocka.h>
 
-#include "options.h"
+#include "conf/options.h"
 
 static void test_sizes(void **state)
 {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "policy.h"
+#include "io/policy.h"
 
 static void test_starts_copying(void **state)
 {

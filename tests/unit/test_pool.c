@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "pipepool.h"
+#include "io/pipepool.h"
 
 static void test_cap_and_reuse(void **state)
 {

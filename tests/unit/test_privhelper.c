@@ -39,9 +39,9 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "netns.h"
-#include "options.h"
-#include "privhelper.h"
+#include "common/netns.h"
+#include "conf/options.h"
+#include "priv/privhelper.h"
 #include "testnet.h"
 
 static struct config cfg;

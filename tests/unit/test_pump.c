@@ -23,8 +23,8 @@
 #include <netinet/tcp.h>
 #include <cmocka.h>
 
-#include "monotime.h"
-#include "pump.h"
+#include "common/monotime.h"
+#include "io/pump.h"
 
 #define SRC 1000
 #define DST 1001

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "hist.h"
-#include "srt.h"
+#include "smb/hist.h"
+#include "smb/srt.h"
 
 static struct srt_table *table(uint32_t cap)
 {

@@ -18,10 +18,10 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "monotime.h"
-#include "srt.h"
-#include "timing.h"
-#include "wire.h"
+#include "common/monotime.h"
+#include "smb/srt.h"
+#include "observe/timing.h"
+#include "smb/wire.h"
 
 static struct totals tot;
 static struct timing_pool pool;

@@ -22,9 +22,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "framer.h"
-#include "trace.h"
-#include "wire.h"
+#include "smb/framer.h"
+#include "observe/trace.h"
+#include "smb/wire.h"
 
 /* --- the capture file, in memory ------------------------------------------ */
 

@@ -33,7 +33,7 @@
 #include <cmocka.h>
 #include <pcap/pcap.h>
 
-#include "tracefile.h"
+#include "observe/tracefile.h"
 
 #define THREADS	   4
 #define PER_THREAD 50000

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* log.c - one line per event on standard error, never blocking a worker
+ *
+ * Theory of operation: the daemon runs under systemd or a terminal, both of
+ * which timestamp and collect standard error, so a line is a level word and
+ * the message. Standard error can be a pipe whose reader stalls (journald
+ * under load, a terminal that is scrolled back); a worker that wrote to it
+ * directly would stall with it, and every connection of that worker too.
+ *
+ * So once log_start() has run, a line is formatted by its thread and
+ * appended to a ring buffer under a mutex, and one writer thread drains the
+ * ring to standard error. A line that does not fit in the ring is dropped
+ * and counted, never waited for; the next line written says how many were
+ * lost. Before log_start() and after log_stop(), lines are written
+ * directly, each with a single write() so lines never interleave.
+ *
+ * Lines that could repeat once per client (log_rate()) are rate limited per
+ * call site and thread: a burst, then silence until the window ends, and a
+ * count of what was suppressed in the next line that gets through. A
+ * caller whose kind of line may never come again takes the count with
+ * log_limit_expired() and says it in a line of its own.
+ *
+ * With --syslog the same lines go to syslog(3), each with its level's
+ * priority, instead of standard error.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#define LINE_MAX_LEN 1024
+#define RING_SIZE    (256u << 10)
+
+int log_verbosity;
+
+/* The word every line starts with; wanem, which shares this file, sets
+ * its own. */
+const char *log_ident = "smbsplice";
+
+static const char *const level_word[] = { "error", "warning", "info", "debug" };
+static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+
+/* Lines go to syslog(3) rather than standard error (--syslog). */
+static bool to_syslog;
+
+/**
+ * struct log_ring - lines waiting for the writer thread
+ * @lock:	guards everything below
+ * @more:	signalled when lines arrive or the writer must stop
+ * @buf:	the bytes, RING_SIZE of them, a ring
+ * @head:	where the next line goes (free-running)
+ * @tail:	where the writer reads next (free-running)
+ * @dropped:	lines dropped because the ring was full, not yet reported
+ * @dropped_total: lines dropped since start
+ * @running:	the writer thread runs
+ * @stopping:	the writer is to drain the ring and end
+ * @thread:	the writer
+ */
+static struct log_ring {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	char buf[RING_SIZE];
+	size_t head, tail;
+	unsigned long dropped;
+	uint64_t dropped_total;
+	bool running, stopping;
+	pthread_t thread;
+} ring = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.more = PTHREAD_COND_INITIALIZER,
+};
+
+/**
+ * write_all() - write bytes to standard error, retrying short writes
+ * @p:	the bytes
+ * @n:	how many
+ */
+static void write_all(const char *p, size_t n)
+{
+	ssize_t k;
+
+	while (n) {
+		k = write(STDERR_FILENO, p, n);
+		if (k <= 0)
+			return; /* nowhere left to report it */
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/**
+ * syslog_lines() - send formatted lines to syslog, each at its level
+ * @p:	lines as format_line() makes them, "smbsplice: LEVEL: message\n"
+ * @n:	their length
+ */
+static void syslog_lines(const char *p, size_t n)
+{
+	const char *end = p + n, *nl, *msg;
+	int prio;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		prio = LOG_INFO;
+		msg = p;
+		for (int l = 0; l < 4; l++) {
+			size_t w = strlen(level_word[l]);
+
+			if ((size_t)(nl - p) > 13 + w &&
+			    !memcmp(p + 11, level_word[l], w) &&
+			    p[11 + w] == ':') {
+				prio = level_prio[l];
+				msg = p + 13 + w;
+				break;
+			}
+		}
+		syslog(prio, "%.*s", (int)(nl - msg), msg);
+	}
+}
+
+/**
+ * out() - write lines where the log goes
+ * @p:	the lines
+ * @n:	their length
+ */
+static void out(const char *p, size_t n)
+{
+	if (to_syslog)
+		syslog_lines(p, n);
+	else
+		write_all(p, n);
+}
+
+/**
+ * log_use_syslog() - send the log to syslog(3) from now on
+ */
+void log_use_syslog(void)
+{
+	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	to_syslog = true;
+}
+
+/**
+ * log_reopen() - reopen the log, for log rotation (SIGUSR1)
+ *
+ * Standard error belongs to whoever started smbsplice, so only the syslog
+ * connection is reopened.
+ */
+void log_reopen(void)
+{
+	if (!to_syslog)
+		return;
+	closelog();
+	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+/**
+ * format_line() - the text of one line, with its newline
+ * @line:	buffer of LINE_MAX_LEN bytes
+ * @lvl:	severity
+ * @fmt:	printf format
+ * @ap:		its arguments
+ * @suffix:	appended before the newline, or NULL
+ *
+ * Return: the line's length.
+ */
+static size_t format_line(char *line, enum log_level lvl, const char *fmt,
+			  va_list ap, const char *suffix)
+{
+	int n, m;
+
+	n = snprintf(line, LINE_MAX_LEN, "%s: %s: ", log_ident, level_word[lvl]);
+	m = vsnprintf(line + n, LINE_MAX_LEN - n - 1, fmt, ap);
+	n += m < 0 ? 0 : m;
+	if (suffix && n < LINE_MAX_LEN - 2)
+		n += snprintf(line + n, LINE_MAX_LEN - n - 1, "%s", suffix);
+	if (n > LINE_MAX_LEN - 2)
+		n = LINE_MAX_LEN - 2;
+	line[n++] = '\n';
+	return (size_t)n;
+}
+
+/**
+ * ring_put() - queue a line for the writer, or drop it if there is no room
+ * @line:	the line
+ * @n:		its length
+ */
+static void ring_put(const char *line, size_t n)
+{
+	size_t at;
+
+	pthread_mutex_lock(&ring.lock);
+	if (RING_SIZE - (ring.head - ring.tail) < n) {
+		ring.dropped++;
+		ring.dropped_total++;
+	} else {
+		for (size_t i = 0; i < n; i += at) {
+			size_t off = (ring.head + i) % RING_SIZE;
+
+			at = RING_SIZE - off < n - i ? RING_SIZE - off : n - i;
+			memcpy(ring.buf + off, line + i, at);
+		}
+		ring.head += n;
+		pthread_cond_signal(&ring.more);
+	}
+	pthread_mutex_unlock(&ring.lock);
+}
+
+/**
+ * emit() - hand a formatted line to the writer, or write it now
+ * @line:	the line
+ * @n:		its length
+ */
+static void emit(const char *line, size_t n)
+{
+	if (__atomic_load_n(&ring.running, __ATOMIC_ACQUIRE))
+		ring_put(line, n);
+	else
+		out(line, n);
+}
+
+/**
+ * log_at() - write one log line
+ * @lvl:	severity; debug lines are dropped unless -v was given
+ * @fmt:	printf format of the message, without a newline
+ */
+void log_at(enum log_level lvl, const char *fmt, ...)
+{
+	char line[LINE_MAX_LEN];
+	va_list ap;
+	size_t n;
+
+	if (lvl == LOG_LVL_DEBUG && log_verbosity < 1)
+		return;
+	va_start(ap, fmt);
+	n = format_line(line, lvl, fmt, ap, NULL);
+	va_end(ap);
+	emit(line, n);
+}
+
+/**
+ * log_limited() - write a line of a kind that is rate limited
+ * @l:		the kind's limit, one per call site and thread
+ * @lvl:	severity
+ * @fmt:	printf format of the message
+ */
+void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
+{
+	char line[LINE_MAX_LEN], note[80] = "";
+	struct timespec now;
+	va_list ap;
+	size_t n;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	if (now.tv_sec - l->window >= LOG_LIMIT_WINDOW) {
+		l->window = now.tv_sec;
+		l->sent = 0;
+	}
+	if (l->sent >= LOG_LIMIT_BURST) {
+		l->dropped++;
+		return;
+	}
+	l->sent++;
+	if (l->dropped)
+		snprintf(note, sizeof(note),
+			 " (and %lu more like it suppressed)", l->dropped);
+	l->dropped = 0;
+	va_start(ap, fmt);
+	n = format_line(line, lvl, fmt, ap, *note ? note : NULL);
+	va_end(ap);
+	emit(line, n);
+}
+
+/**
+ * log_limit_expired() - lines suppressed in a window that is over
+ * @l:	the kind's limit, in the calling thread
+ *
+ * Return: how many lines of the kind were suppressed, if their window has
+ * ended, and 0 otherwise. The count is taken: the next line of the kind
+ * that gets through no longer reports it, so the caller must.
+ */
+unsigned long log_limit_expired(struct log_limit *l)
+{
+	struct timespec now;
+	unsigned long n;
+
+	if (!l->dropped)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	if (now.tv_sec - l->window < LOG_LIMIT_WINDOW)
+		return 0;
+	n = l->dropped;
+	l->dropped = 0;
+	return n;
+}
+
+/**
+ * writer_main() - the writer thread: drain the ring to standard error
+ * @arg:	unused
+ *
+ * Return: NULL, once stopping and the ring is empty.
+ */
+static void *writer_main(void *arg)
+{
+	static char chunk[RING_SIZE];
+	char note[96];
+	size_t n, off;
+	unsigned long dropped;
+
+	(void)arg;
+	pthread_mutex_lock(&ring.lock);
+	for (;;) {
+		while (ring.head == ring.tail && !ring.dropped &&
+		       !ring.stopping)
+			pthread_cond_wait(&ring.more, &ring.lock);
+		if (ring.head == ring.tail && !ring.dropped)
+			break; /* stopping, and nothing left */
+		n = ring.head - ring.tail;
+		off = ring.tail % RING_SIZE;
+		for (size_t i = 0, at; i < n; i += at, off = 0) {
+			at = RING_SIZE - off < n - i ? RING_SIZE - off : n - i;
+			memcpy(chunk + i, ring.buf + off, at);
+		}
+		ring.tail += n;
+		dropped = ring.dropped;
+		ring.dropped = 0;
+		pthread_mutex_unlock(&ring.lock);
+		out(chunk, n);
+		if (dropped) {
+			n = (size_t)snprintf(
+				note, sizeof(note),
+				"smbsplice: warning: %lu log lines dropped: standard error was not read fast enough\n",
+				dropped);
+			out(note, n);
+		}
+		pthread_mutex_lock(&ring.lock);
+	}
+	pthread_mutex_unlock(&ring.lock);
+	return NULL;
+}
+
+/**
+ * log_start() - from now on, write through the writer thread
+ *
+ * The thread is started with every signal blocked, so that signals reach
+ * the main thread alone.
+ *
+ * Return: 0, or -1 if the thread could not be started (lines are then
+ * written directly, as before).
+ */
+int log_start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&ring.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -1;
+	__atomic_store_n(&ring.running, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/**
+ * log_stop() - write out every queued line and end the writer thread
+ *
+ * Call it when no other thread logs any more.
+ */
+void log_stop(void)
+{
+	if (!__atomic_load_n(&ring.running, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ring.lock);
+	ring.stopping = true;
+	pthread_cond_signal(&ring.more);
+	pthread_mutex_unlock(&ring.lock);
+	pthread_join(ring.thread, NULL);
+	__atomic_store_n(&ring.running, false, __ATOMIC_RELEASE);
+}
+
+/**
+ * log_dropped() - lines dropped since start because the ring was full
+ *
+ * Return: the count.
+ */
+uint64_t log_dropped(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&ring.lock);
+	n = ring.dropped_total;
+	pthread_mutex_unlock(&ring.lock);
+	return n;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_CONN_T_H
+#define SMBSPLICE_CONN_T_H
+
+/* The types of a connection, for the rooms that read one: conn.c, which
+ * runs its life, connlog.c, which writes its end line and warnings, and
+ * observe.c, which traces and times it; and the worker's side of them,
+ * struct conn_host, which the worker embeds. Only conn.c changes them. */
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "smb/framer.h"
+#include "core/connlimits.h"
+#include "io/pump.h"
+#include "io/sock.h"
+#include "conn/stall.h"
+#include "observe/counters.h"
+#include "observe/timing.h"
+
+struct buf_pool;
+struct lcfg;
+struct listener;
+struct listen_opts;
+struct lstats;
+struct pipe_pool;
+struct proxy;
+struct timing_pool;
+struct trace_conn;
+
+enum conn_end {
+	END_FIN,      /* both directions forwarded end of file */
+	END_RST,      /* a peer reset its socket; the other was reset too */
+	END_TIMEOUT,  /* handshake, connect or idle timeout */
+	END_ERROR,    /* any other failure */
+	END_SHUTDOWN, /* the daemon is stopping */
+	END_COUNT
+};
+
+/* The stages of a connection; conn_set_state() alone moves it, along
+ * conn.c's conn_state_next[]. */
+enum conn_state {
+	CS_NEW,		 /* accepted, not yet in a stage */
+	CS_PROXY_HEADER, /* --accept-proxy: waiting for the PROXY header */
+	CS_HANDSHAKE,	 /* waiting for the client's first frame (smb mode) */
+	CS_CONNECTING,	 /* the backend connect is in flight, or waits for a
+			  * descriptor */
+	CS_OPEN,	 /* both directions forward */
+	CS_ENDED,	 /* logged and closed, about to be freed */
+	CS_COUNT
+};
+
+/* What has happened to a direction; each bit is set once, never cleared,
+ * through dir_set(). */
+enum dir_flag {
+	DIR_F_DONE = 1u << 0,	      /* end of file was forwarded */
+	DIR_F_OPAQUE = 1u << 1,	      /* the framer gave up; that was logged */
+	DIR_F_MULTICHANNEL = 1u << 2, /* the server's offer of multichannel
+				       * was logged */
+	DIR_F_IFLIST = 1u << 3,	      /* the server's interface list was
+				       * logged */
+};
+
+/**
+ * struct dir - a direction and the two watchers that drive it
+ * @pump:	its bytes and how they move (pump.c)
+ * @rd:		readable watcher on @pump.src
+ * @wr:		writable watcher on @pump.dst
+ * @c:		the connection
+ * @id:		which way it goes
+ * @fr:		the SMB framer, used in smb mode
+ * @flags:	what has happened to it, DIR_F_*
+ * @stall:	its entry in the worker's list of stalled pipes (stall.c)
+ */
+struct dir {
+	struct pump pump;
+	ev_io rd, wr;
+	struct conn *c;
+	enum dir_index id;
+	struct smb_framer fr;
+	unsigned flags;
+	struct stall stall;
+};
+
+/**
+ * struct conn - a client, its backend connection and the two directions
+ * @host:	the worker that owns it, as conn.c sees it
+ * @id:		its number, unique in the process, from 1 (the control
+ *		socket names it so)
+ * @prev:	list link
+ * @next:	list link
+ * @cli:	client socket
+ * @srv:	backend socket, fd -1 until created
+ * @dir:	the two directions, indexed by enum dir_index
+ * @connect_w:	readable watcher on @cli in the handshake, then writable
+ *		watcher on @srv while the connect is in flight
+ * @timer:	the timeout of the current stage (see enum conn_state)
+ * @state:	the stage
+ * @started:	when the client was accepted
+ * @deadline:	when the handshake or the connect times out
+ * @last_active: last time either direction delivered a byte
+ * @l:		the listener it came on (a reference)
+ * @cfg:	the listener's settings it started with (a reference)
+ * @lo:		&cfg->o
+ * @st:		the listener's counters in this worker
+ * @be:		the backend being dialled or forwarded to, an index into
+ *		@lo's backends
+ * @peer:	the client's address and port (the PROXY header's, under
+ *		--accept-proxy), for --send-proxy
+ * @cli_text:	client address, for the log
+ * @source:	client address, as --max-conns-per-source counts it
+ * @unauth:	smb mode, and no session setup has succeeded yet: it counts
+ *		against --max-preauth-per-source and --auth-timeout
+ * @admitted:	@source holds a place under the caps, to give back
+ * @lowat:	in the handshake: the client socket's SO_RCVLOWAT is raised
+ * @peeked:	in the handshake: bytes of the first frame seen so far
+ * @tm:		smb mode: the clocks of its messages in flight
+ * @trace:	its capture, with --trace
+ *
+ * This is all an idle connection costs smbsplice: copy buffers and pipes
+ * are lent only while bytes are in flight.
+ */
+struct conn {
+	struct conn_host *host;
+	uint64_t id;
+	struct conn *prev, *next;
+	struct sock cli, srv;
+	struct dir dir[DIR_COUNT];
+	ev_io connect_w;
+	ev_timer timer;
+	enum conn_state state;
+	ev_tstamp started, deadline, last_active;
+	struct listener *l;
+	struct lcfg *cfg;
+	const struct listen_opts *lo;
+	struct lstats *st;
+	unsigned be;
+	struct sockaddr_storage peer;
+	char cli_text[64];
+	struct source_key source;
+	bool unauth, admitted, lowat;
+	unsigned peeked;
+	struct timing tm;
+	struct trace_conn *trace;
+};
+
+/**
+ * struct conn_host_ops - what a connection tells the thread that owns it
+ * @out_of_fds:	no descriptor was left for a backend socket (@why is
+ *		strerror()): stop accepting for a moment
+ * @ended:	a connection has ended
+ *
+ * So that conn.c calls nothing above it: the worker fills these in.
+ */
+struct conn_host_ops {
+	void (*out_of_fds)(void *ctx, const char *why);
+	void (*ended)(void *ctx);
+};
+
+/**
+ * struct conn_host - a thread's connections and what they draw on
+ * @px:		the process: its caps, its helper, its namespaces
+ * @loop:	the thread's loop
+ * @id:		the thread's number, for logs and metrics
+ * @netns_ino:	the network namespace the thread sits in (its inode)
+ * @pipes:	the thread's splice pipes
+ * @bufs:	its copy buffers
+ * @timing:	its spare blocks for timing messages
+ * @ops:	the thread's side (see struct conn_host_ops)
+ * @ctx:	their argument
+ * @stalls:	directions whose pipe waits for its destination
+ * @conns:	live connections, newest first
+ * @active:	connections open now (a gauge any thread may read)
+ * @accepted:	connections ever opened (a counter any thread may read)
+ *
+ * Owned by conn.c; the worker embeds one and reads it through the
+ * accessors below.
+ */
+struct conn_host {
+	struct proxy *px;
+	struct ev_loop *loop;
+	unsigned id;
+	ino_t netns_ino;
+	struct pipe_pool *pipes;
+	struct buf_pool *bufs;
+	struct timing_pool *timing;
+	const struct conn_host_ops *ops;
+	void *ctx;
+	struct stall_list stalls;
+	struct conn *conns;
+	uint64_t active, accepted;
+};
+
+#endif /* SMBSPLICE_CONN_T_H */

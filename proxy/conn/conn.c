@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* conn.c - the life of one proxied connection
+ *
+ * Theory of operation: a connection is a client socket, a backend socket
+ * and two directions (struct dir, dir.c), DIR_TO_SERVER and DIR_TO_CLIENT.
+ * Its life is a few stages (enum conn_state), changed by conn_set_state()
+ * alone along conn_state_next[] (connstate.c, with conn_end()), each
+ * change logged at debug level:
+ *
+ *   new -> [proxy-header ->] handshake -> connecting -> open -> ended
+ *     `-------------------------------^   ^----'   (failover)
+ *   proxy-header, handshake, connecting -> ended
+ *
+ *   proxy-header: --accept-proxy only: the gateway's PROXY v2 header
+ *               (proxyhdr.c) names the client, who is then judged by
+ *               --allow and the caps instead of the gateway, under
+ *               --handshake-timeout; a bad or missing one is reset.
+ *   handshake:  smb mode only: the backend is not dialled until the
+ *               client's first frame is an SMB opening (handshake.c),
+ *               under --handshake-timeout; while it is incomplete, a
+ *               receive low-water mark keeps the socket quiet. tcp mode
+ *               skips it, since other protocols may have the server speak
+ *               first.
+ *   connecting: the backend connect (dial.c) is in flight, under
+ *               --connect-timeout; the client's bytes wait in the kernel.
+ *               A failed backend fails over to the next, and after the
+ *               last the client is reset. Out of descriptors, the worker
+ *               pauses accepting and the connect is retried.
+ *   open:       both directions forward (dir.c). The timer is the idle
+ *               timeout, rearmed lazily from @last_active, and in smb mode
+ *               --auth-timeout until the server's stream shows a
+ *               successful session setup, after which the connection is
+ *               authenticated for good (--max-preauth-per-source).
+ *   ended:      both directions forwarded end of file (clean), or any
+ *               error, reset or timeout (abortive: SO_LINGER 0 on both
+ *               sockets, so each peer sees a reset). One line tells the
+ *               story (connlog.c); then everything is freed.
+ *
+ * A stream that ends in the middle of an SMB message is no error: its end
+ * of file is forwarded after its last byte, as direct TCP would, and the
+ * other direction goes on to its own end (midframe= in the end line).
+ *
+ * A connection sees the thread it lives in only as a struct conn_host
+ * (connhost.c): the pools it draws on, the stalled-pipe list (stall.c),
+ * and two calls back. Its two descriptors are reserved with
+ * conn_host_reserve() before the accept and given back by
+ * conn_host_unreserve() when it ends (connstate.c).
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "conn/conn.h"
+#include "conn/connclock.h"
+#include "conn/connhost.h"
+#include "conn/connlog.h"
+#include "conn/connproxy.h"
+#include "conn/connstate.h"
+#include "common/counter.h"
+#include "net/dial.h"
+#include "conn/dir.h"
+#include "conn/handshake.h"
+#include "net/listener.h"
+#include "common/log.h"
+#include "conn/observe.h"
+#include "smb/opening.h"
+#include "core/proxy.h"
+#include "pp2/proxyhdr.h"
+#include "io/pump.h"
+#include "io/sock.h"
+
+/* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
+ * incomplete first frame is looked at again. */
+#define FIRST_FRAME_POLL 0.05
+
+static void conn_connect(struct conn *c);
+static void conn_backend_failed(struct conn *c, enum conn_end end,
+				const char *why);
+static void conn_peek_first(struct conn *c);
+static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents);
+
+/**
+ * on_io() - a direction's source is readable or its destination writable
+ * @loop:	the loop
+ * @w:		&dir.rd or &dir.wr, with data pointing at the dir
+ * @revents:	unused
+ *
+ * Only bytes count as activity: a wake-up that moves nothing must not
+ * keep a stuck connection alive.
+ */
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct dir *d = w->data;
+	struct conn *c = d->c;
+	enum pump_status st;
+	bool progress;
+
+	(void)revents;
+	st = dir_step(d, &progress);
+	if (progress)
+		c->last_active = ev_now(loop);
+	if (c->unauth && d->id == DIR_TO_CLIENT)
+		conn_note_auth(c);
+	if (st == PUMP_FIN && c->dir[DIR_TO_SERVER].flags &
+				      c->dir[DIR_TO_CLIENT].flags & DIR_F_DONE)
+		conn_end(c, END_FIN, NULL);
+	else if (st == PUMP_SRC_ERR || st == PUMP_DST_ERR)
+		conn_end(c, conn_end_for_errno(d->pump.err),
+			 strerror(d->pump.err));
+}
+
+/**
+ * on_timer() - the current stage's timeout, or a connect retry is due
+ * @loop:	the loop
+ * @w:		&conn.timer
+ * @revents:	unused
+ */
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = w->data;
+	const struct listen_opts *o = c->lo;
+	char why[96];
+
+	(void)revents;
+	switch (c->state) {
+	case CS_NEW:
+	case CS_ENDED:
+	case CS_COUNT:
+		return; /* no timer runs in these */
+	case CS_PROXY_HEADER:
+	case CS_HANDSHAKE:
+		if (!ev_is_active(&c->connect_w) &&
+		    ev_now(loop) < c->deadline) {
+			on_first_frame(loop, &c->connect_w, 0); /* polled */
+			return;
+		}
+		if (c->state == CS_PROXY_HEADER)
+			counter_add(&c->st->proxy_refused, 1);
+		snprintf(why, sizeof(why),
+			 "%s within %gs (--handshake-timeout)",
+			 c->state == CS_PROXY_HEADER
+				 ? "client sent no complete PROXY header"
+			 : c->peeked ? "client sent no complete first frame"
+				     : "client sent nothing",
+			 o->handshake_timeout);
+		conn_end(c, END_TIMEOUT, why);
+		return;
+	case CS_CONNECTING:
+		if (c->srv.fd < 0 && ev_now(loop) < c->deadline) {
+			conn_connect(c); /* out of descriptors last time */
+			return;
+		}
+		snprintf(why, sizeof(why), "connect timed out after %gs",
+			 o->connect_timeout);
+		conn_backend_failed(c, END_TIMEOUT, why);
+		return;
+	case CS_OPEN:
+		conn_open_timer(c);
+		return;
+	}
+}
+
+/**
+ * conn_dirs_init() - set up both directions, and what observes them
+ * @c:	the connection, whose backend is connected
+ *
+ * Nothing starts: the caller arms the watchers.
+ */
+void conn_dirs_init(struct conn *c)
+{
+	dir_init(&c->dir[DIR_TO_SERVER], c, DIR_TO_SERVER, &c->cli, &c->srv,
+		 on_io);
+	dir_init(&c->dir[DIR_TO_CLIENT], c, DIR_TO_CLIENT, &c->srv, &c->cli,
+		 on_io);
+	/* Whether a login was anonymous is in the request. */
+	smb_framer_pair(&c->dir[DIR_TO_CLIENT].fr, &c->dir[DIR_TO_SERVER].fr);
+	observe_dir(&c->dir[DIR_TO_SERVER]);
+	observe_dir(&c->dir[DIR_TO_CLIENT]);
+}
+
+/**
+ * conn_start_forwarding() - the backend is connected: start both directions
+ * @c:	the connection
+ *
+ * Both sockets have their options already: the client socket inherited
+ * them from the listening socket, the backend socket got them from
+ * dial_backend(). With --send-proxy the backend's stream opens with the
+ * PROXY header, before any byte of the client's.
+ */
+static void conn_start_forwarding(struct conn *c)
+{
+	struct ev_loop *loop = c->host->loop;
+	char why[96];
+
+	if (c->lo->send_proxy &&
+	    proxyhdr_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
+		snprintf(why, sizeof(why), "sending the PROXY header: %s",
+			 strerror(errno));
+		conn_end(c, conn_end_for_errno(errno), why);
+		return;
+	}
+	conn_set_state(c, CS_OPEN);
+	ev_io_stop(loop, &c->connect_w);
+	ev_timer_stop(loop, &c->timer);
+	observe_begin(c);
+	conn_dirs_init(c);
+	c->last_active = ev_now(loop);
+	log_debug("conn %s: backend connected", c->cli_text);
+	conn_arm_open(c);
+	ev_io_start(loop, &c->dir[DIR_TO_SERVER].rd);
+	ev_io_start(loop, &c->dir[DIR_TO_CLIENT].rd);
+}
+
+/**
+ * on_connect() - the backend connect finished, one way or the other
+ * @loop:	the loop
+ * @w:		&conn.connect_w
+ * @revents:	unused
+ */
+static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = w->data;
+	int err = sock_connect_result(c->srv.fd);
+	char why[160];
+
+	(void)loop;
+	(void)revents;
+	if (err) {
+		snprintf(why, sizeof(why), "connect: %s", strerror(err));
+		conn_backend_failed(c, END_ERROR, why);
+		return;
+	}
+	conn_start_forwarding(c);
+}
+
+/**
+ * conn_connect() - start the backend connect, or wait for a descriptor
+ * @c:	the connection, in CS_CONNECTING with no backend socket yet
+ *
+ * Out of descriptors (EMFILE, ENFILE) is not the client's fault and is
+ * usually brief: the worker stops accepting for a moment, as it does when
+ * accept() itself runs out, and the connect is tried again until
+ * --connect-timeout is spent.
+ */
+static void conn_connect(struct conn *c)
+{
+	struct conn_host *h = c->host;
+	struct sockaddr_storage client;
+	struct dial_req req = {
+		.lo = c->lo,
+		.be = c->be,
+		.netns = c->cfg->netns[SIDE_BACKEND],
+		.netns_ino = c->cfg->netns_ino[SIDE_BACKEND],
+		.client = (struct sockaddr *)&client,
+		.client_fd = c->cli.fd,
+		.chan = h->id + 1,
+	};
+	int r, fd;
+
+	source_key_addr(&c->source, c->lo->listen.addr.ss_family, &client);
+	r = dial_from(h->px, h->netns_ino, &req, &fd);
+	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
+		h->ops->out_of_fds(h->ctx, strerror(errno));
+		conn_rearm(c, CONN_CONNECT_RETRY);
+		return;
+	}
+	if (r < 0) {
+		conn_backend_failed(c, END_ERROR, strerror(errno));
+		return;
+	}
+	c->srv.fd = fd;
+	if (r == 0) {
+		conn_start_forwarding(c);
+		return;
+	}
+	ev_io_init(&c->connect_w, on_connect, fd, EV_WRITE);
+	ev_io_start(h->loop, &c->connect_w);
+	conn_rearm(c, c->deadline - ev_now(h->loop));
+}
+
+/**
+ * conn_dial() - start the connect to the current backend
+ * @c:	the connection, leaving the handshake or a failed backend
+ */
+static void conn_dial(struct conn *c)
+{
+	ev_io_stop(c->host->loop, &c->connect_w);
+	conn_set_state(c, CS_CONNECTING);
+	c->deadline = ev_now(c->host->loop) + c->lo->connect_timeout;
+	log_debug("conn %s: connecting to %s", c->cli_text,
+		  c->lo->backend[c->be].text);
+	conn_connect(c);
+}
+
+/**
+ * conn_backend_failed() - the backend being dialled failed: try the next
+ * @c:		the connection, in CS_CONNECTING
+ * @end:	how the connection ends if no backend is left
+ * @why:	what failed
+ *
+ * Backends are tried in the order given, from the first, for every
+ * client: a second server is a failover, not a share of the load. Each
+ * failure is counted against its backend.
+ */
+static void conn_backend_failed(struct conn *c, enum conn_end end,
+				const char *why)
+{
+	const struct listen_opts *lo = c->lo;
+	char text[256];
+
+	counter_add(&c->st->backend_failures[c->be], 1);
+	ev_io_stop(c->host->loop, &c->connect_w);
+	if (c->srv.fd >= 0)
+		close(c->srv.fd);
+	c->srv.fd = -1;
+	if (c->be + 1 < lo->nbackends) {
+		log_rate(LOG_LVL_WARN, "conn %s: backend %s: %s; trying %s",
+			 c->cli_text, lo->backend[c->be].text, why,
+			 lo->backend[c->be + 1].text);
+		c->be++;
+		conn_dial(c);
+		return;
+	}
+	dial_failure_text(lo, why, end == END_TIMEOUT, text, sizeof(text));
+	conn_end(c, end, text);
+}
+
+/**
+ * conn_wait_rest() - the first frame is incomplete: sleep until it is not
+ * @c:		the connection, in CS_HANDSHAKE
+ * @need:	bytes the verdict needs
+ *
+ * A receive low-water mark keeps the socket quiet until @need bytes are
+ * queued (or the client closes); where the socket takes none (MPTCP on
+ * older kernels), it is peeked at every FIRST_FRAME_POLL instead, until
+ * --handshake-timeout.
+ */
+static void conn_wait_rest(struct conn *c, size_t need)
+{
+	struct ev_loop *loop = c->host->loop;
+	ev_tstamp left = c->deadline - ev_now(loop);
+
+	if (ev_is_active(&c->connect_w) &&
+	    !sock_set_rcvlowat(c->cli.fd, (int)need)) {
+		c->lowat = true;
+		return;
+	}
+	ev_io_stop(loop, &c->connect_w);
+	conn_rearm(c, left < FIRST_FRAME_POLL ? left : FIRST_FRAME_POLL);
+}
+
+/**
+ * conn_peek_first() - act on what the client has sent (handshake.c)
+ * @c:	the connection, in CS_HANDSHAKE
+ *
+ * A first frame no SMB server answers is reset before any server is
+ * dialled, and counted.
+ */
+static void conn_peek_first(struct conn *c)
+{
+	struct first_peek p;
+	char text[160];
+
+	switch (handshake_peek(c->cli.fd, c->lo->any_first_frame, &c->peeked,
+			       &p)) {
+	case FF_WAIT:
+		return;
+	case FF_FAILED:
+		conn_end(c, conn_end_for_errno(p.err), strerror(p.err));
+		return;
+	case FF_CLOSED:
+		conn_end(c, END_FIN, p.why);
+		return;
+	case FF_BAD:
+		counter_add(&c->st->bad_openings, 1);
+		snprintf(text, sizeof(text),
+			 "%s; reset before dialling the server", p.why);
+		conn_end(c, END_ERROR, text);
+		return;
+	case FF_DIAL:
+		if (c->lowat)
+			sock_set_rcvlowat(c->cli.fd, 1);
+		conn_dial(c);
+		return;
+	case FF_MORE:
+		conn_wait_rest(c, p.need);
+		return;
+	}
+}
+
+/**
+ * conn_first_frame() - wait for the client's first frame, or dial
+ * @c:	the connection, new or past its PROXY header
+ *
+ * tcp mode dials at once: other protocols may have the server speak
+ * first.
+ */
+static void conn_first_frame(struct conn *c)
+{
+	if (c->lo->mode != MODE_SMB) {
+		conn_dial(c);
+		return;
+	}
+	conn_set_state(c, CS_HANDSHAKE);
+	ev_io_start(c->host->loop, &c->connect_w);
+	conn_rearm(c, c->deadline - ev_now(c->host->loop));
+}
+
+/**
+ * conn_read_proxy_header() - act on the PROXY header (proxyhdr.c)
+ * @c:	the connection, in CS_PROXY_HEADER
+ */
+static void conn_read_proxy_header(struct conn *c)
+{
+	struct proxyhdr_peek p;
+	char text[160];
+
+	switch (proxyhdr_read(c->cli.fd, &c->peeked, &p)) {
+	case PH_WAIT:
+		return;
+	case PH_FAILED:
+		conn_end(c, conn_end_for_errno(p.err), strerror(p.err));
+		return;
+	case PH_CLOSED:
+		conn_end(c, END_FIN, p.why);
+		return;
+	case PH_BAD:
+		counter_add(&c->st->proxy_refused, 1);
+		snprintf(
+			text, sizeof(text),
+			"bad PROXY header (--accept-proxy): %s; reset before dialling the server",
+			p.why);
+		conn_end(c, END_ERROR, text);
+		return;
+	case PH_MORE:
+		conn_wait_rest(c, p.need);
+		return;
+	case PH_OK:
+		break;
+	}
+	if (c->lowat)
+		sock_set_rcvlowat(c->cli.fd, 1);
+	c->lowat = false;
+	if (conn_proxied(c, &p.info))
+		conn_first_frame(c);
+}
+
+/**
+ * on_first_frame() - the client's socket became readable before the dial
+ * @loop:	the loop
+ * @w:		&conn.connect_w, on the client socket
+ * @revents:	unused
+ */
+static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (c->state == CS_PROXY_HEADER)
+		conn_read_proxy_header(c);
+	else
+		conn_peek_first(c);
+}
+
+/**
+ * conn_watchers_init() - set up the watchers of a stage, none started
+ * @c:	the connection, with its sockets and stage
+ *
+ * Unused watchers must be initialised too, for conn_end() to stop them.
+ */
+void conn_watchers_init(struct conn *c)
+{
+	bool dialling = c->state == CS_CONNECTING && c->srv.fd >= 0;
+
+	ev_timer_init(&c->timer, on_timer, 0., 0.);
+	c->timer.data = c;
+	if (dialling)
+		ev_io_init(&c->connect_w, on_connect, c->srv.fd, EV_WRITE);
+	else
+		ev_io_init(&c->connect_w, on_first_frame, c->cli.fd, EV_READ);
+	c->connect_w.data = c;
+	for (unsigned i = 0; i < DIR_COUNT; i++) {
+		ev_io_init(&c->dir[i].rd, on_io, c->cli.fd, EV_READ);
+		ev_io_init(&c->dir[i].wr, on_io, c->cli.fd, EV_WRITE);
+	}
+}
+
+/**
+ * conn_open() - take a new client: wait for its first frame, or dial
+ * @h:		the thread that accepted it
+ * @l:		the listener it came on
+ * @cfg:	the settings it starts with
+ * @cli_fd:	the accepted, non-blocking client socket
+ * @peer:	the client's address
+ * @source:	the same, as admitted by limits_admit(); the connection
+ *		releases it, and the descriptors conn_host_reserve() took,
+ *		when it ends
+ */
+void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+	       int cli_fd, const struct sockaddr *peer,
+	       const struct source_key *source)
+{
+	const struct listen_opts *o = &cfg->o;
+	struct conn *c = calloc(1, sizeof(*c));
+	char text[64];
+
+	if (!c) {
+		sock_addr_text(peer, text, sizeof(text));
+		log_rate(LOG_LVL_ERR, "conn %s rejected: out of memory", text);
+		limits_release(&h->px->limits, source, o->mode == MODE_SMB);
+		conn_host_unreserve(h);
+		sock_set_linger0(cli_fd);
+		close(cli_fd);
+		return;
+	}
+	c->host = h;
+	c->l = l;
+	listener_get(l);
+	c->cfg = cfg;
+	lcfg_get(cfg);
+	c->lo = o;
+	c->st = &l->st[h->id];
+	c->source = *source;
+	c->admitted = true;
+	memcpy(&c->peer, peer,
+	       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					   : sizeof(struct sockaddr_in));
+	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
+	c->cli.fd = cli_fd;
+	c->srv.fd = -1;
+	c->id = conn_host_new_id();
+	c->started = ev_now(h->loop);
+	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
+	conn_watchers_init(c);
+
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	counter_add(&h->active, 1);
+	counter_add(&h->accepted, 1);
+
+	log_debug("conn %s: accepted", c->cli_text);
+	c->deadline = c->started + o->handshake_timeout;
+	if (!o->accept_proxy) {
+		conn_first_frame(c);
+		return;
+	}
+	conn_set_state(c, CS_PROXY_HEADER);
+	ev_io_start(h->loop, &c->connect_w);
+	conn_rearm(c, o->handshake_timeout);
+}
+
+/**
+ * conn_close_all() - end every connection of a thread, for a clean stop
+ * @h:	the thread's host
+ */
+void conn_close_all(struct conn_host *h)
+{
+	while (h->conns)
+		conn_end(h->conns, END_SHUTDOWN, NULL);
+	stall_list_stop(&h->stalls);
+}

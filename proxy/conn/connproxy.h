@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_CONNPROXY_H
+#define SMBSPLICE_CONNPROXY_H
+
+#include <stdbool.h>
+
+#include "conn/conn-t.h"
+#include "pp2/proxyproto.h"
+
+bool conn_proxied(struct conn *c, const struct pp2_info *in);
+
+#endif /* SMBSPLICE_CONNPROXY_H */

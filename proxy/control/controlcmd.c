@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* controlcmd.c - the control socket's commands
+ *
+ * Theory of operation: control.c hands over one request line; this file
+ * splits it into words, runs the command and builds the whole answer,
+ * plain text or, with --json as the last word, one JSON document. What
+ * is read of the workers is a snapshot each of them takes between events
+ * (WCMD_SNAPSHOT, connview.c); what is done to them (kill, drain, resume)
+ * is a command each runs the same way. Both wait in workers_sync(); if a
+ * worker does not answer within its bound, the buffers it was lent are
+ * left to it (never freed under it) and the answer says so.
+ *
+ * `top` ranks connections by bytes per second since the previous `top`
+ * (the baseline kept here, one per process): `smbsplice ctl top` asks
+ * twice, an interval apart. A connection younger than the interval is
+ * rated over its own age.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/controlcmd.h"
+#include "net/listener.h"
+#include "common/log.h"
+#include "control/metrics.h"
+#include "core/proxy.h"
+#include "worker/worker.h"
+
+/* Connections `top` shows unless told otherwise, and at most. */
+#define TOP_DEFAULT 20
+#define TOP_MAX	    1000
+/* Room asked of a worker past the connections it had a moment ago. */
+#define SNAP_SLACK 64
+
+/**
+ * struct top_base - each connection's bytes at the previous `top`
+ * @id:		connection ids, ascending
+ * @bytes:	bytes each way then, two per id (enum dir_index)
+ * @n:		how many
+ * @at:		when (ev_time())
+ */
+static struct top_base {
+	uint64_t *id, *bytes;
+	unsigned n;
+	double at;
+} top_base;
+
+/**
+ * by_id() - qsort() order of records: by id
+ * @a:	a record
+ * @b:	another
+ *
+ * Return: <0, 0 or >0.
+ */
+static int by_id(const void *a, const void *b)
+{
+	const struct conn_rec *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/**
+ * snapshot() - every worker's connections (or the one @only names)
+ * @px:		the process
+ * @only:	0, or an id
+ * @n:		set to the records
+ *
+ * Return: records sorted by id (free() them), or NULL if memory ran out
+ * or a worker did not answer.
+ */
+static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
+{
+	struct connview *v = calloc(px->nworkers, sizeof(*v));
+	struct conn_rec *recs;
+	size_t cap = 0, off = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (unsigned i = 0; i < px->nworkers; i++)
+		cap += only ? 1 : worker_active(&px->workers[i]) + SNAP_SLACK;
+	recs = calloc(cap ? cap : 1, sizeof(*recs));
+	if (!recs) {
+		free(v);
+		return NULL;
+	}
+	for (unsigned i = 0; i < px->nworkers; i++) {
+		v[i].only = only;
+		v[i].recs = recs + off;
+		v[i].cap = only ? 1
+				: (unsigned)worker_active(&px->workers[i]) +
+					   SNAP_SLACK;
+		off += v[i].cap;
+		worker_ask(&px->workers[i], WCMD_SNAPSHOT, NULL, &v[i]);
+	}
+	if (workers_sync(px)) {
+		log_warn(
+			"control socket: a worker did not answer; its snapshot buffer is left to it");
+		return NULL; /* @v and @recs may still be written: not freed */
+	}
+	for (unsigned i = 0; i < px->nworkers; i++) {
+		memmove(recs + *n, v[i].recs, v[i].n * sizeof(*recs));
+		*n += v[i].n;
+	}
+	free(v);
+	qsort(recs, *n, sizeof(*recs), by_id);
+	return recs;
+}
+
+/**
+ * answer_error() - an error, in the answer's form
+ * @out:	the answer
+ * @json:	JSON, not text
+ * @what:	the complaint
+ */
+static void answer_error(struct outbuf *out, bool json, const char *what)
+{
+	if (json) {
+		ob_printf(out, "{\"error\":");
+		ob_json_str(out, what);
+		ob_printf(out, "}\n");
+	} else {
+		ob_printf(out, "error: %s\n", what);
+	}
+}
+
+/**
+ * cmd_conns() - `conns`: every live connection, or `conn ID`: one, in
+ *		 full
+ * @px:		the process
+ * @only:	0 for `conns`, else the id of `conn ID`
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void cmd_conns(struct proxy *px, uint64_t only, bool json,
+		      struct outbuf *out)
+{
+	unsigned n;
+	struct conn_rec *r = snapshot(px, only, &n);
+
+	if (!r) {
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
+		return;
+	}
+	if (only && !n) {
+		answer_error(out, json, "no such connection");
+	} else if (only) {
+		if (json)
+			connview_json(out, &r[0], true);
+		else
+			connview_detail(out, &r[0]);
+		ob_printf(out, json ? "\n" : "");
+	} else if (json) {
+		ob_printf(out, "{\"conns\":[");
+		for (unsigned i = 0; i < n; i++) {
+			ob_printf(out, i ? ",\n" : "\n");
+			connview_json(out, &r[i], false);
+		}
+		ob_printf(out, "]}\n");
+	} else {
+		connview_text_head(out);
+		for (unsigned i = 0; i < n; i++)
+			connview_text(out, &r[i]);
+	}
+	free(r);
+}
+
+/**
+ * listener_conns() - how many of a snapshot's connections came on @name
+ * @r:		the records
+ * @n:		how many
+ * @name:	the listener's name
+ *
+ * Return: the count.
+ */
+static unsigned listener_conns(const struct conn_rec *r, unsigned n,
+			       const char *name)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		k += !strcmp(r[i].listener, name);
+	return k;
+}
+
+/**
+ * listener_json() - one listener as a JSON object
+ * @out:	the answer
+ * @l:		the listener
+ * @r:		its counters
+ * @now:	its connections now
+ */
+static void listener_json(struct outbuf *out, const struct listener *l,
+			  const struct lreport *r, unsigned now)
+{
+	ob_printf(out, "{\"name\":");
+	ob_json_str(out, l->name);
+	ob_printf(out, ",\"listen\":");
+	ob_json_str(out, l->cfg->o.listen.text);
+	ob_printf(out,
+		  ",\"drained\":%s,\"conns\":%u,\"total\":%llu,\"backends\":[",
+		  l->held ? "true" : "false", now,
+		  (unsigned long long)r->accepted);
+	for (unsigned b = 0; b < r->nbackends; b++) {
+		ob_printf(out, "%s{\"address\":", b ? "," : "");
+		ob_json_str(out, r->backends[b]);
+		ob_printf(out, ",\"failures\":%llu}",
+			  (unsigned long long)r->backend_failures[b]);
+	}
+	ob_printf(out, "]}");
+}
+
+/**
+ * cmd_listeners() - `listeners`: each with its address, backends and
+ *		     their failures, connections now and in all
+ * @px:		the process
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
+{
+	unsigned n, k = 0;
+	struct conn_rec *recs = snapshot(px, 0, &n);
+
+	if (!recs) {
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
+		return;
+	}
+	ob_printf(out,
+		  json ? "{\"listeners\":[" : "%-12s %-24s %-8s %6s %10s %s\n",
+		  "NAME", "LISTEN", "STATE", "CONNS", "TOTAL",
+		  "BACKENDS (FAILURES)");
+	for (struct listener *l = px->listeners; l; l = l->next) {
+		struct lreport r = { 0 };
+		unsigned now = listener_conns(recs, n, l->name);
+
+		if (listener_is(l, LISTENER_RETIRED))
+			continue;
+		metrics_report_listener(l, &r);
+		if (json) {
+			ob_printf(out, k++ ? ",\n" : "\n");
+			listener_json(out, l, &r, now);
+			continue;
+		}
+		ob_printf(out, "%-12s %-24s %-8s %6u %10llu", l->name,
+			  l->cfg->o.listen.text, l->held ? "drained" : "open",
+			  now, (unsigned long long)r.accepted);
+		for (unsigned b = 0; b < r.nbackends; b++)
+			ob_printf(out, " %s (%llu)", r.backends[b],
+				  (unsigned long long)r.backend_failures[b]);
+		ob_printf(out, "\n");
+	}
+	if (json)
+		ob_printf(out, "]}\n");
+	free(recs);
+}
+
+/**
+ * cmd_hold() - `drain NAME` / `resume NAME`: stop or start accepting on
+ *		one listener, in every worker, without a reload
+ * @px:		the process
+ * @name:	the listener
+ * @hold:	drain, not resume
+ * @who:	the asker's credentials, for the log
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void cmd_hold(struct proxy *px, const char *name, bool hold,
+		     const char *who, bool json, struct outbuf *out)
+{
+	struct listener *l = listener_named(px, name);
+
+	if (!l || px->state != PX_RUNNING) {
+		answer_error(out, json,
+			     l ? "the process is draining"
+			       : "no such listener");
+		return;
+	}
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_ask(&px->workers[i], hold ? WCMD_HOLD : WCMD_RESUME, l,
+			   NULL);
+	workers_sync(px);
+	listener_hold(l, hold);
+	log_info("listener %s: %s by control socket (%s)%s", name,
+		 hold ? "drained" : "resumed", who,
+		 hold ? ": no new connection until resume" : "");
+	if (json) {
+		ob_printf(out, "{\"listener\":");
+		ob_json_str(out, name);
+		ob_printf(out, ",\"drained\":%s}\n", hold ? "true" : "false");
+	} else {
+		ob_printf(out, "listener %s %s\n", name,
+			  hold ? "drained" : "resumed");
+	}
+}
+
+/**
+ * cmd_kill() - `kill ID`: reset one connection, both peers
+ * @px:		the process
+ * @id:		the connection
+ * @who:	the asker's credentials, for the connection's end line
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
+		     struct outbuf *out)
+{
+	struct conn_kill *k = calloc(1, sizeof(*k));
+
+	if (!k) {
+		answer_error(out, json, "out of memory");
+		return;
+	}
+	k->id = id;
+	snprintf(k->who, sizeof(k->who), "control socket (%s)", who);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_ask(&px->workers[i], WCMD_KILL, NULL, k);
+	if (workers_sync(px)) {
+		answer_error(out, json, "a worker did not answer");
+		return; /* @k may still be read: not freed */
+	}
+	if (!k->found)
+		answer_error(out, json, "no such connection");
+	else if (json)
+		ob_printf(out, "{\"killed\":%llu}\n", (unsigned long long)id);
+	else
+		ob_printf(out, "killed %llu\n", (unsigned long long)id);
+	free(k);
+}
+
+/**
+ * struct top_row - a connection and its rates over the interval
+ * @r:		the connection
+ * @rate:	bytes per second each way (enum dir_index)
+ * @sum:	both ways
+ */
+struct top_row {
+	const struct conn_rec *r;
+	double rate[DIR_COUNT], sum;
+};
+
+/**
+ * by_rate() - qsort() order of top rows: busiest first, then by id
+ * @a:	a row
+ * @b:	another
+ *
+ * Return: <0, 0 or >0.
+ */
+static int by_rate(const void *a, const void *b)
+{
+	const struct top_row *x = a, *y = b;
+
+	if (x->sum != y->sum)
+		return x->sum < y->sum ? 1 : -1;
+	return by_id(x->r, y->r);
+}
+
+/**
+ * rate_rows() - each connection's bytes per second since the baseline,
+ *		 and the baseline moved to now
+ * @recs:	the snapshot, by id
+ * @n:		how many
+ * @now:	ev_time()
+ * @dt:		set to the interval
+ *
+ * Return: rows (free() them), or NULL if memory ran out.
+ */
+static struct top_row *rate_rows(const struct conn_rec *recs, unsigned n,
+				 double now, double *dt)
+{
+	struct top_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	uint64_t *id = malloc((n ? n : 1) * sizeof(*id));
+	uint64_t *bytes = malloc((n ? n : 1) * 2 * sizeof(*bytes));
+	unsigned j = 0;
+
+	if (!rows || !id || !bytes) {
+		free(rows);
+		free(id);
+		free(bytes);
+		return NULL;
+	}
+	*dt = top_base.at ? now - top_base.at : 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct conn_rec *r = &recs[i];
+		double span;
+		bool seen;
+
+		while (j < top_base.n && top_base.id[j] < r->id)
+			j++;
+		seen = j < top_base.n && top_base.id[j] == r->id;
+		span = seen ? *dt : r->age;
+		rows[i].r = r;
+		for (int d = 0; d < DIR_COUNT; d++) {
+			uint64_t b = r->spliced[d] + r->copied[d];
+			uint64_t was = seen ? top_base.bytes[2 * j + d] : 0;
+
+			rows[i].rate[d] = span > 0 ? (b - was) / span : 0;
+			rows[i].sum += rows[i].rate[d];
+			id[i] = r->id;
+			bytes[2 * i + d] = b;
+		}
+	}
+	free(top_base.id);
+	free(top_base.bytes);
+	top_base = (struct top_base){ id, bytes, n, now };
+	return rows;
+}
+
+/**
+ * top_print() - the rows of `top`, busiest first
+ * @out:	the answer
+ * @rows:	the rows, sorted
+ * @n:		how many to print
+ * @all:	connections in all
+ * @dt:		the interval
+ * @json:	JSON, not text
+ */
+static void top_print(struct outbuf *out, const struct top_row *rows,
+		      unsigned n, unsigned all, double dt, bool json)
+{
+	if (json)
+		ob_printf(out,
+			  "{\"interval\":%.3f,\"conns_total\":%u,\"top\":[", dt,
+			  all);
+	else
+		ob_printf(
+			out,
+			"smbsplice top: %u connections, rates over %.1fs\n%-6s %-22s %-10s %-10s %12s %12s %4s %s\n",
+			all, dt, "ID", "CLIENT", "LISTENER", "STATE", "UP_B/S",
+			"DOWN_B/S", "REQS", "OLDEST");
+	for (unsigned i = 0; i < n; i++) {
+		const struct conn_rec *r = rows[i].r;
+
+		if (json) {
+			ob_printf(
+				out,
+				"%s{\"up_rate\":%.0f,\"down_rate\":%.0f,\"conn\":",
+				i ? ",\n" : "\n", rows[i].rate[DIR_TO_SERVER],
+				rows[i].rate[DIR_TO_CLIENT]);
+			connview_json(out, r, false);
+			ob_printf(out, "}");
+			continue;
+		}
+		ob_printf(out, "%-6llu %-22s %-10s %-10s %12.0f %12.0f %4u ",
+			  (unsigned long long)r->id, r->cli, r->listener,
+			  r->state, rows[i].rate[DIR_TO_SERVER],
+			  rows[i].rate[DIR_TO_CLIENT], r->outstanding);
+		if (r->oldest_cmd)
+			ob_printf(out, "%s %.3fs\n", r->oldest_cmd,
+				  r->oldest_age);
+		else
+			ob_printf(out, "-\n");
+	}
+	if (json)
+		ob_printf(out, "]}\n");
+}
+
+/**
+ * cmd_top() - `top [N]`: the N busiest connections by bytes per second
+ *	       since the previous `top`
+ * @px:		the process
+ * @max:	N
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void cmd_top(struct proxy *px, unsigned max, bool json,
+		    struct outbuf *out)
+{
+	unsigned n;
+	struct conn_rec *recs = snapshot(px, 0, &n);
+	struct top_row *rows = NULL;
+	double dt;
+
+	if (recs)
+		rows = rate_rows(recs, n, ev_time(), &dt);
+	if (!rows) {
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
+		free(recs);
+		return;
+	}
+	qsort(rows, n, sizeof(*rows), by_rate);
+	top_print(out, rows, n < max ? n : max, n, dt, json);
+	free(rows);
+	free(recs);
+}
+
+/**
+ * parse_id() - a connection id or a count, as a command's argument
+ * @s:		the word, or NULL
+ * @v:		set to its value
+ *
+ * Return: true if it is a positive decimal number.
+ */
+static bool parse_id(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !*end && !errno && *v;
+}
+
+static const char control_help[] =
+	"commands (add --json for JSON):\n"
+	"  conns             every live connection\n"
+	"  conn ID           one connection in full\n"
+	"  listeners         listeners, backends and their failures\n"
+	"  drain LISTENER    stop accepting on a listener\n"
+	"  resume LISTENER   accept on it again\n"
+	"  kill ID           reset one connection\n"
+	"  top [N]           the N busiest since the previous top\n";
+
+/**
+ * control_run() - run one request line
+ * @px:		the process
+ * @line:	the line, without its newline (split in place)
+ * @who:	the asker's credentials
+ * @out:	the answer
+ */
+void control_run(struct proxy *px, char *line, const char *who,
+		 struct outbuf *out)
+{
+	char *w[4] = { 0 }, *save = NULL, *t;
+	unsigned n = 0;
+	bool json = false;
+	uint64_t v;
+
+	for (t = strtok_r(line, " \t\r", &save); t;
+	     t = strtok_r(NULL, " \t\r", &save)) {
+		if (!strcmp(t, "--json"))
+			json = true;
+		else if (n < 4)
+			w[n++] = t;
+	}
+	if (!n || !strcmp(w[0], "help"))
+		ob_printf(out, "%s", control_help);
+	else if (!strcmp(w[0], "conns") && n == 1)
+		cmd_conns(px, 0, json, out);
+	else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v))
+		cmd_conns(px, v, json, out);
+	else if (!strcmp(w[0], "listeners") && n == 1)
+		cmd_listeners(px, json, out);
+	else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) && n == 2)
+		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);
+	else if (!strcmp(w[0], "kill") && n == 2 && parse_id(w[1], &v))
+		cmd_kill(px, v, who, json, out);
+	else if (!strcmp(w[0], "top") && n <= 2 &&
+		 (n == 1 || parse_id(w[1], &v)))
+		cmd_top(px,
+			n == 1	      ? TOP_DEFAULT
+			: v > TOP_MAX ? TOP_MAX
+				      : v,
+			json, out);
+	else
+		answer_error(out, json,
+			     "unknown command or bad argument; try help");
+}

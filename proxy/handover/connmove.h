@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_CONNMOVE_H
+#define SMBSPLICE_CONNMOVE_H
+
+#include <stddef.h>
+
+#include "conn/conn-t.h"
+#include "handover/image.h"
+
+void conn_host_pause(struct conn_host *h);
+void conn_host_resume(struct conn_host *h);
+void conn_host_save(const struct conn_host *h, struct image_writer *w);
+void conn_host_abandon(struct conn_host *h);
+int conn_adopt(struct conn_host *h, struct listener *l,
+	       const struct img_conn_view *v, struct image_in *in, char *err,
+	       size_t errlen);
+
+#endif /* SMBSPLICE_CONNMOVE_H */

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* sock.c - small socket helpers, one job each
+ *
+ * Theory of operation: everything here is a thin wrapper over one or two
+ * system calls, so that the connection and pump code reads as policy rather
+ * than as setsockopt() plumbing. Every socket smbsplice opens is
+ * non-blocking and close-on-exec from the start.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "io/sock.h"
+
+/**
+ * sock_set_nodelay() - turn Nagle off
+ * @fd:	a TCP socket
+ *
+ * Nagle would hold a message's short tail until the previous segment is
+ * acknowledged: with delayed ACKs that is a 40 ms stall. smbsplice decides
+ * itself when to hold bytes back (MORE, TCP_CORK) and when to push.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/**
+ * sock_set_oobinline() - deliver TCP urgent data in line with the rest
+ * @fd:	a TCP socket
+ *
+ * A proxy must forward every byte in order. Without this, recv() skips
+ * the urgent byte and splice() stops at it; with it, the byte is read in
+ * its place (it reaches the other side as ordinary data).
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_oobinline(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+}
+
+/**
+ * sock_set_save_syn() - keep, or not, each accepted client's SYN
+ * @fd:		a listening TCP socket
+ * @on:		keep it
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_save_syn(int fd, bool on)
+{
+	int v = on;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_SAVE_SYN, &v, sizeof(v));
+}
+
+/**
+ * sock_set_linger0() - make the next close() send RST instead of FIN
+ * @fd:	a TCP socket
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_linger0(int fd)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+}
+
+/**
+ * sock_uncork() - push bytes that an earlier MORE write left waiting
+ * @s:	the socket and its cork flag
+ *
+ * Clearing TCP_CORK pushes every pending segment even when TCP_CORK itself
+ * was never set, which is what MSG_MORE and SPLICE_F_MORE leave behind.
+ * Without this push the kernel sends the tail only when its 200 ms
+ * probe timer fires. The flag keeps the call to the times it is needed.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_uncork(struct sock *s)
+{
+	int zero = 0;
+
+	if (!s->corked)
+		return 0;
+	s->corked = false;
+	return setsockopt(s->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+}
+
+/* Deeper than any kernel allows: listen() clamps it to net.core.somaxconn,
+ * so an administrator who raises that sysctl gets the deeper queue. */
+#define LISTEN_BACKLOG 65535
+
+/**
+ * sock_listen_hold() - stop a listening socket taking connections, or
+ *			start it again
+ * @fd:		the socket, bound and listening (or held)
+ * @hold:	true to stop, false to start
+ *
+ * Held, the socket is no longer in the kernel's listening table (a
+ * client is refused as if nothing listened, and SO_REUSEPORT hands new
+ * connections to the group's other sockets) but keeps its address, so
+ * listen() takes it back without a bind() that another process could
+ * race. Connections already queued are reset by the kernel: those are
+ * the ones a closing listener would reset too.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_listen_hold(int fd, bool hold)
+{
+	return hold ? shutdown(fd, SHUT_RD) : listen(fd, LISTEN_BACKLOG);
+}
+
+/**
+ * sock_stream() - a new non-blocking, close-on-exec stream socket
+ * @family:	AF_INET or AF_INET6
+ * @mptcp:	Multipath TCP instead of TCP (a peer without it falls back)
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_stream(int family, bool mptcp)
+{
+	return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		      mptcp ? IPPROTO_MPTCP : 0);
+}
+
+/**
+ * sock_listen() - open a non-blocking listening socket
+ * @sa:		address to bind
+ * @len:	its length
+ * @reuseport:	share the address with other sockets of this user
+ *		(SO_REUSEPORT): one per worker, and a new smbsplice
+ *		starting while an old one drains
+ * @mptcp:	listen for Multipath TCP (and plain TCP) clients
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
+		bool mptcp)
+{
+	int fd, one = 1, err;
+
+	fd = sock_stream(sa->sa_family, mptcp);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len) || listen(fd, LISTEN_BACKLOG))
+		goto fail;
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/**
+ * sock_bind_any_port() - bind to an address, the port chosen at connect
+ * @fd:		a socket not yet connected
+ * @sa:		the address; its port is ignored
+ * @len:	its length
+ *
+ * IP_BIND_ADDRESS_NO_PORT defers the port to connect(), which may then
+ * reuse a port towards other destinations: bind() alone would reserve a
+ * port per connection and run out of them.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage a;
+	int one = 1;
+
+	memcpy(&a, sa, len);
+	if (a.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&a)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&a)->sin_port = 0;
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, (struct sockaddr *)&a, len);
+}
+
+/**
+ * sock_set_transparent() - let a socket use an address that is not local
+ * @fd:		a socket not yet bound
+ * @family:	its family
+ *
+ * Needs CAP_NET_ADMIN.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_transparent(int fd, int family)
+{
+	int one = 1;
+
+	if (family == AF_INET6)
+		return setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one,
+				  sizeof(one));
+	return setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one));
+}
+
+/**
+ * sock_set_keepalive() - probe a silent peer, and give up on a dead one
+ * @fd:	a TCP socket
+ * @k:	the settings; idle 0 leaves keepalive off
+ *
+ * TCP_USER_TIMEOUT is set to the time the probes take, so that a peer
+ * that vanished while bytes were in flight is given up on as soon as one
+ * that vanished while the line was quiet.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_keepalive(int fd, const struct keepalive *k)
+{
+	unsigned timeout = (k->idle + k->intvl * k->cnt) * 1000u;
+	int one = 1, idle = (int)k->idle, intvl = (int)k->intvl,
+	    cnt = (int)k->cnt;
+
+	if (!k->idle)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+		return -1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout,
+			  sizeof(timeout));
+}
+
+/**
+ * sock_set_congestion() - choose a congestion control algorithm
+ * @fd:		a TCP socket
+ * @alg:	its name ("bbr"), or "" for the system's default
+ *
+ * Return: 0, or -1 with errno set (ENOENT: no such algorithm; EPERM: not
+ * in net.ipv4.tcp_allowed_congestion_control, and no CAP_NET_ADMIN).
+ */
+int sock_set_congestion(int fd, const char *alg)
+{
+	if (!*alg)
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, alg, strlen(alg));
+}
+
+/**
+ * sock_set_buffers() - fix a socket's send and receive buffers
+ * @fd:		a TCP socket
+ * @bytes:	the size of each, or 0 to leave the kernel's autotuning
+ *
+ * A fixed size turns autotuning off for the socket. The FORCE options
+ * pass net.core.wmem_max and rmem_max when the process may (CAP_NET_ADMIN);
+ * otherwise the kernel caps the size there, silently.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int sock_set_buffers(int fd, unsigned bytes)
+{
+	int v = (int)bytes;
+
+	if (!bytes)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)))
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) &&
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)))
+		return -1;
+	return 0;
+}
+
+/**
+ * sock_connect_start() - begin a non-blocking connect
+ * @fd:		a non-blocking socket
+ * @sa:		address to connect to
+ * @len:	its length
+ *
+ * Return: 0 if connected already, 1 if in progress (wait for writable, then
+ * sock_connect_result()), -1 with errno set on failure.
+ */
+int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	if (!connect(fd, sa, len))
+		return 0;
+	return errno == EINPROGRESS ? 1 : -1;
+}
+
+/**
+ * sock_connect_result() - the outcome of a connect that became writable
+ * @fd:	the socket
+ *
+ * Return: 0 if connected, else the errno of the failure.
+ */
+int sock_connect_result(int fd)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return errno;
+	return err;
+}
+
+/**
+ * sock_addr_text() - format an address as HOST:PORT or [HOST]:PORT
+ * @sa:		the address
+ * @out:	buffer
+ * @outlen:	its size
+ */
+void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(out, outlen, "[%s]:%u", host, ntohs(a->sin6_port));
+	} else if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(out, outlen, "%s:%u", host, ntohs(a->sin_port));
+	} else {
+		snprintf(out, outlen, "?");
+	}
+}
+
+/**
+ * sock_set_rcvlowat() - be woken only once @n bytes are queued
+ * @fd:	a TCP socket
+ * @n:	bytes; 1 is the default
+ *
+ * A client that sent part of its first frame keeps its socket readable;
+ * a low-water mark lets the wait for the rest cost no wake-ups. A peer's
+ * FIN or reset still wakes the socket.
+ *
+ * Return: 0, or -1 with errno set (MPTCP sockets of older kernels).
+ */
+int sock_set_rcvlowat(int fd, int n)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &n, sizeof(n));
+}
+
+/**
+ * sock_peer_shut() - has the peer closed its side, or the socket failed
+ * @fd:	a socket
+ *
+ * Return: true once the peer's FIN came (POLLRDHUP), or on an error or
+ * hang-up; false otherwise, without waiting.
+ */
+bool sock_peer_shut(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 &&
+	       p.revents & (POLLRDHUP | POLLERR | POLLHUP);
+}
+
+/**
+ * sock_bound_to() - is a socket bound to this very address
+ * @fd:		the socket
+ * @sa:		the address
+ * @len:	its length
+ *
+ * For a socket another process handed over, before it takes the place
+ * of one bound to @sa.
+ *
+ * Return: true if getsockname() gives @sa, byte for byte.
+ */
+bool sock_bound_to(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage a;
+	socklen_t alen = sizeof(a);
+
+	return !getsockname(fd, (struct sockaddr *)&a, &alen) && alen == len &&
+	       !memcmp(&a, sa, len);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_SOCK_H
+#define SMBSPLICE_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "conf/parse.h"
+
+/**
+ * struct sock - one TCP socket of a connection and its cork state
+ * @fd:		the socket
+ * @corked:	bytes were written with MORE (MSG_MORE, SPLICE_F_MORE) and may
+ *		sit in the kernel waiting for more; sock_uncork() must push
+ *		them before the forwarder goes idle on this socket. Set by
+ *		every write that carried MORE, cleared by every write without
+ *		it and by sock_uncork().
+ */
+struct sock {
+	int fd;
+	bool corked;
+};
+
+int sock_set_nodelay(int fd);
+int sock_set_oobinline(int fd);
+int sock_set_save_syn(int fd, bool on);
+int sock_set_linger0(int fd);
+int sock_listen_hold(int fd, bool hold);
+int sock_uncork(struct sock *s);
+int sock_set_rcvlowat(int fd, int n);
+bool sock_peer_shut(int fd);
+int sock_stream(int family, bool mptcp);
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
+		bool mptcp);
+int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len);
+int sock_set_transparent(int fd, int family);
+int sock_set_keepalive(int fd, const struct keepalive *k);
+int sock_set_congestion(int fd, const char *alg);
+int sock_set_buffers(int fd, unsigned bytes);
+int sock_connect_start(int fd, const struct sockaddr *sa, socklen_t len);
+int sock_connect_result(int fd);
+bool sock_bound_to(int fd, const struct sockaddr *sa, socklen_t len);
+void sock_addr_text(const struct sockaddr *sa, char *out, size_t outlen);
+
+#endif /* SMBSPLICE_SOCK_H */

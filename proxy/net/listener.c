@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* listener.c - the process's listeners: their sockets and their settings
+ *
+ * Theory of operation: a listener is one named section of the
+ * configuration ("main" on the command line). The main thread makes it:
+ * one listening socket per worker, bound to the same address with
+ * SO_REUSEPORT inside the listen namespace (or, under socket activation,
+ * the inherited socket, shared by every worker), each socket then handed
+ * to its worker (accept.c), which alone accepts on it. After --user, the
+ * privileged helper makes them (privhelper.c), as root.
+ *
+ * A listener's settings are an lcfg: immutable, reference counted, held
+ * by the listener while current and by every connection that started
+ * under it. A reload that changes a listener's thresholds, say, gives it
+ * a new lcfg; connections already open keep the old one to their end.
+ * Only a change of what the socket is (address, namespace, MPTCP) makes
+ * a new listener, and the old one is retired: its workers close their
+ * sockets, its connections run on, and the main thread frees it once the
+ * last of them has ended (listener_reap()). Counters are per name and per
+ * worker: a listener that replaces one of its name counts on into the
+ * same ones, as do the old one's last connections, so /metrics shows one
+ * series per name that never goes back. The same worker writes a set
+ * whichever listener the connection came from, so they stay single-writer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "net/dial.h"
+#include "handover/image.h"
+#include "net/listener.h"
+#include "common/log.h"
+#include "common/netns.h"
+#include "priv/privhelper.h"
+#include "core/proxy.h"
+#include "io/sock.h"
+
+/**
+ * lcfg_new() - settings for connections, with their namespaces opened
+ * @o:		the listener's options
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: the settings, holding one reference, or NULL with @err set.
+ */
+struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
+{
+	static const char *const opt_name[SIDE_COUNT] = { "listen-netns",
+							  "backend-netns" };
+	struct lcfg *c = calloc(1, sizeof(*c));
+	struct stat st;
+	char why[400];
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->o = *o;
+	c->refs = 1;
+	for (int side = 0; side < SIDE_COUNT; side++) {
+		c->netns[side] = -1;
+		if (!o->netns[side][0])
+			continue;
+		c->netns[side] = netns_open(o->netns[side], o->foreign_netns,
+					    why, sizeof(why));
+		if (c->netns[side] < 0) {
+			snprintf(err, errlen, "listener %s: --%s %s", o->name,
+				 opt_name[side], why);
+			lcfg_put(c);
+			return NULL;
+		}
+		if (!fstat(c->netns[side], &st))
+			c->netns_ino[side] = st.st_ino;
+	}
+	return c;
+}
+
+/**
+ * lcfg_get() - take a reference
+ * @c:	the settings
+ */
+void lcfg_get(struct lcfg *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+/**
+ * lcfg_put() - drop a reference; the last one frees the settings
+ * @c:	the settings
+ */
+void lcfg_put(struct lcfg *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (int side = 0; side < SIDE_COUNT; side++)
+		if (c->netns[side] >= 0)
+			close(c->netns[side]);
+	free(c);
+}
+
+/**
+ * listener_get() - take a reference
+ * @l:	the listener
+ */
+void listener_get(struct listener *l)
+{
+	__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+}
+
+/**
+ * listener_put() - drop a reference
+ * @l:	the listener
+ *
+ * Never frees: workers drop their references from their own threads, and
+ * the main thread may be reading the listener's counters for a scrape. The
+ * main thread frees it in listener_reap().
+ */
+void listener_put(struct listener *l)
+{
+	__atomic_sub_fetch(&l->refs, 1, __ATOMIC_RELEASE);
+}
+
+/**
+ * listener_same_socket() - do two settings listen on the same socket
+ * @a:	the settings in use
+ * @b:	the new ones
+ *
+ * Return: true if the address, the namespace and MPTCP are the same, so
+ * that a reload can keep the socket and change only the settings.
+ */
+bool listener_same_socket(const struct lcfg *a, const struct lcfg *b)
+{
+	const struct endpoint *x = &a->o.listen, *y = &b->o.listen;
+
+	return x->len == y->len && !memcmp(&x->addr, &y->addr, x->len) &&
+	       a->netns_ino[SIDE_CLIENT] == b->netns_ino[SIDE_CLIENT] &&
+	       a->o.mptcp[SIDE_CLIENT] == b->o.mptcp[SIDE_CLIENT];
+}
+
+/**
+ * take_inherited() - claim a socket passed by socket activation
+ * @px:		the process, with its inherited sockets
+ * @cfg:	the listener's settings; with no listen address, the first
+ *		unclaimed socket is taken and its address filled in
+ *
+ * Return: the socket, or -1 if none matches.
+ */
+static int take_inherited(struct proxy *px, struct lcfg *cfg)
+{
+	struct endpoint *ep = &cfg->o.listen;
+	struct sockaddr_storage a;
+	socklen_t len;
+	int fd;
+
+	for (unsigned i = 0; i < px->ninherited; i++) {
+		fd = px->inherited[i];
+		if (fd < 0)
+			continue;
+		len = sizeof(a);
+		if (getsockname(fd, (struct sockaddr *)&a, &len))
+			continue;
+		if (ep->len && (len != ep->len || memcmp(&a, &ep->addr, len)))
+			continue;
+		if (!ep->len) {
+			memcpy(&ep->addr, &a, len);
+			ep->len = len;
+			sock_addr_text((struct sockaddr *)&a, ep->text,
+				       sizeof(ep->text));
+		}
+		px->inherited[i] = -1;
+		return fd;
+	}
+	return -1;
+}
+
+/**
+ * handed_match() - is this socket of the image the one for a listener
+ * @in:		the image
+ * @r:		its listener record
+ * @l:		the listener, with @fds of the workers that have one set
+ * @ep:		its listen address; none under socket activation
+ * @by_name:	match by name (and address), or by address alone
+ *
+ * Return: true if it is a listening socket, of this listener, for a
+ * worker that has none yet.
+ */
+static bool handed_match(const struct image_in *in,
+			 const struct img_listener *r, const struct listener *l,
+			 const struct endpoint *ep, bool by_name)
+{
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	int fd = in->fds[r->fd], on = 0;
+	socklen_t olen = sizeof(on);
+
+	if (fd < 0 || r->worker >= l->nworkers || l->fds[r->worker] >= 0 ||
+	    (by_name && strcmp(r->name, l->name)) || (!by_name && !ep->len) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) || !on ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		return false;
+	return !ep->len || (len == ep->len && !memcmp(&a, &ep->addr, len));
+}
+
+/**
+ * take_handed() - claim the sockets a handover brought for a listener
+ * @px:		the process, with the image it received (if any)
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ *
+ * Matched by name and address, or, for a listener renamed, by address
+ * alone: its sockets must not be bound again beside the old ones, which
+ * would be closed with clients in their queue. A listener whose address
+ * changed binds anew; the old sockets left over refuse the handover
+ * (takeover.c).
+ *
+ * Return: true if it got its sockets (every worker one).
+ */
+static bool take_handed(struct proxy *px, struct listener *l,
+			const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	struct image_in *in = &px->hin;
+	unsigned got = 0;
+
+	for (int pass = 0; pass < 2 && !got; pass++)
+		for (unsigned i = 0; in->sock >= 0 && i < in->img.nls; i++) {
+			const struct img_listener *r = &in->img.ls[i];
+
+			if (!handed_match(in, r, l, ep, pass == 0))
+				continue;
+			l->fds[r->worker] = image_in_take_fd(in, r->fd);
+			got++;
+		}
+	/* A worker that had none (out of memory at a reload) shares one. */
+	for (unsigned i = 0; got && i < l->nworkers; i++)
+		for (unsigned j = 0; l->fds[i] < 0 && j < l->nworkers; j++)
+			if (l->fds[j] >= 0)
+				l->fds[i] =
+					fcntl(l->fds[j], F_DUPFD_CLOEXEC, 0);
+	return got > 0;
+}
+
+/**
+ * helper_sockets() - one listening socket per worker, from the helper
+ * @px:		the process, with its privileged helper
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ *
+ * After --user, so that the sockets are root's like those bound at start:
+ * SO_REUSEPORT admits to a group only sockets of the same owner, and no
+ * process of the daemon's user can then take a share of the clients.
+ *
+ * Return: 0, or an errno.
+ */
+static int helper_sockets(struct proxy *px, struct listener *l,
+			  const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+
+	for (unsigned i = 0; i < l->nworkers; i++) {
+		l->fds[i] = privhelper_listen(
+			&px->helper, 0, cfg->o.netns[SIDE_CLIENT],
+			(const struct sockaddr *)&ep->addr, ep->len,
+			cfg->o.mptcp[SIDE_CLIENT]);
+		if (l->fds[i] < 0)
+			return errno;
+	}
+	return 0;
+}
+
+/**
+ * open_sockets() - one listening socket per worker, in the listen
+ *		    namespace
+ * @px:		the process
+ * @l:		the listener, with @fds all -1
+ * @cfg:	its settings
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int open_sockets(struct proxy *px, struct listener *l,
+			const struct lcfg *cfg, char *err, size_t errlen)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	int ns = cfg->netns[SIDE_CLIENT], e = 0;
+
+	if (px->helper.fds) {
+		e = helper_sockets(px, l, cfg);
+		ns = cfg->o.netns[SIDE_CLIENT][0] ? 0 : -1; /* for the line */
+		goto out;
+	}
+	if (ns >= 0 && netns_enter(ns)) {
+		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
+			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
+		return -1;
+	}
+	for (unsigned i = 0; i < l->nworkers && !e; i++) {
+		l->fds[i] =
+			sock_listen((const struct sockaddr *)&ep->addr, ep->len,
+				    true, cfg->o.mptcp[SIDE_CLIENT]);
+		if (l->fds[i] < 0)
+			e = errno;
+	}
+	if (ns >= 0)
+		netns_enter(netns_home());
+out:
+	if (e) {
+		snprintf(
+			err, errlen,
+			"listener %s: cannot listen on %s%s%s: %s%s%s", l->name,
+			ep->text, ns >= 0 ? " in " : "",
+			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e),
+			e == EACCES
+				? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
+			: e == EADDRINUSE
+				? " (another program, or another user's smbsplice, listens there)"
+				: "",
+			privhelper_hint(e));
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * listener_new() - make a listener and its sockets
+ * @px:		the process
+ * @cfg:	its settings; the listener takes over the caller's reference
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: the listener, holding the process's reference, or NULL with @err
+ * set (and @cfg's reference dropped).
+ */
+struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
+			      size_t errlen)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+	int fd;
+
+	if (!l || !(l->fds = malloc(px->nworkers * sizeof(int))) ||
+	    !(l->counters = calloc(1, sizeof(*l->counters) +
+					      px->nworkers * sizeof(*l->st)))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	l->counters->users = 1;
+	l->st = l->counters->w;
+	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
+	l->nworkers = px->nworkers;
+	l->refs = 1;
+	l->cfg = cfg;
+	for (unsigned i = 0; i < l->nworkers; i++)
+		l->fds[i] = -1;
+	if (take_handed(px, l, cfg)) {
+		/* Bound already, by the process that handed over. */
+		listener_mark(l, LISTENER_HANDED);
+	} else if ((fd = take_inherited(px, cfg)) >= 0) {
+		/* One socket from systemd: every worker accepts on it. */
+		listener_mark(l, LISTENER_INHERITED);
+		l->fds[0] = fd;
+		for (unsigned i = 1; i < l->nworkers; i++)
+			l->fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	} else if (!cfg->o.listen.len) {
+		snprintf(
+			err, errlen,
+			"listener %s: no listen address, and no socket from systemd is left for it; give it one (listen = ADDR:PORT)",
+			l->name);
+		goto fail;
+	} else if (open_sockets(px, l, cfg, err, errlen)) {
+		goto fail;
+	}
+	/* Accepted sockets inherit these, so every client has them from its
+	 * first byte, before the backend is even dialled. A handed socket is
+	 * still the old process's until it says GO: takeover.c has the
+	 * workers set them then (accept_set_cfg()). */
+	for (unsigned i = 0; i < l->nworkers; i++)
+		if (!listener_is(l, LISTENER_HANDED) &&
+		    dial_client_side(l->fds[i], &cfg->o, err, errlen))
+			goto fail;
+	return l;
+fail:
+	if (l) {
+		l->cfg = NULL;
+		listener_free(l);
+	}
+	lcfg_put(cfg);
+	return NULL;
+}
+
+/**
+ * listener_set_cfg() - new settings for a listener that keeps its sockets
+ * @l:		the listener
+ * @cfg:	the settings; the listener takes over the caller's reference
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * The client side's socket options are set again on the listening
+ * sockets this thread still holds; those a worker has taken, the worker
+ * sets when it is handed the settings (accept_set_cfg()).
+ *
+ * Return: 0, or -1 with @err set (the old settings stay).
+ */
+int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
+		     size_t errlen)
+{
+	for (unsigned i = 0; i < l->nworkers; i++)
+		if (l->fds[i] >= 0 &&
+		    dial_client_side(l->fds[i], &cfg->o, err, errlen)) {
+			lcfg_put(cfg);
+			return -1;
+		}
+	lcfg_put(l->cfg);
+	l->cfg = cfg;
+	return 0;
+}
+
+/**
+ * drop_counters() - stop counting into a listener's counters
+ * @l:	the listener
+ */
+static void drop_counters(struct listener *l)
+{
+	if (l->counters && !--l->counters->users)
+		free(l->counters);
+	l->counters = NULL;
+	l->st = NULL;
+}
+
+/**
+ * listener_share_counters() - a new listener counts on where @old did
+ * @l:		the new listener, whose sockets no worker has yet
+ * @old:	the listener of the same name it replaces
+ */
+void listener_share_counters(struct listener *l, struct listener *old)
+{
+	drop_counters(l);
+	l->counters = old->counters;
+	l->counters->users++;
+	l->st = l->counters->w;
+	listener_mark(old, LISTENER_PASSED_ON);
+}
+
+/**
+ * listener_free() - free a listener no one refers to any more
+ * @l:	the listener; sockets still in @fds (never handed to a worker)
+ *	are closed
+ */
+void listener_free(struct listener *l)
+{
+	if (l->fds)
+		for (unsigned i = 0; i < l->nworkers; i++)
+			if (l->fds[i] >= 0)
+				close(l->fds[i]);
+	if (l->cfg)
+		lcfg_put(l->cfg);
+	free(l->fds);
+	drop_counters(l);
+	free(l);
+}
+
+/**
+ * listener_mark() - record what happened to a listener
+ * @l:		the listener
+ * @flag:	one LISTENER_*, never cleared
+ */
+void listener_mark(struct listener *l, enum listener_flag flag)
+{
+	if (!(l->flags & flag))
+		log_debug("listener %s: %s", l->name,
+			  flag == LISTENER_INHERITED   ? "inherited"
+			  : flag == LISTENER_PASSED_ON ? "passed on"
+			  : flag == LISTENER_HANDED    ? "handed over"
+						       : "retired");
+	l->flags |= flag;
+}
+
+/**
+ * listener_hold() - record that its workers were told to stop accepting
+ *		     on it (drain) or to start again (resume)
+ * @l:		the listener
+ * @held:	drained, not resumed
+ */
+void listener_hold(struct listener *l, bool held)
+{
+	l->held = held;
+}
+
+/**
+ * listener_reap() - free the retired listeners whose last connection ended
+ * @px:	the process
+ */
+void listener_reap(struct proxy *px)
+{
+	struct listener **link = &px->listeners, *l;
+
+	while ((l = *link)) {
+		if (listener_is(l, LISTENER_RETIRED) &&
+		    !__atomic_load_n(&l->refs, __ATOMIC_ACQUIRE)) {
+			*link = l->next;
+			listener_free(l);
+		} else {
+			link = &l->next;
+		}
+	}
+}
+
+/**
+ * listener_restore_counters() - go on counting where a handover left off
+ * @l:		the listener
+ * @worker:	whose set
+ * @words:	the counters, a struct lstats as uint64_t words (unaligned)
+ *
+ * Only at start, before the workers run: nothing else writes them yet.
+ */
+void listener_restore_counters(struct listener *l, unsigned worker,
+			       const void *words)
+{
+	if (worker < l->nworkers)
+		memcpy(&l->st[worker], words, sizeof(l->st[worker]));
+}
+
+/**
+ * listener_named() - the running listener of a name
+ * @px:		the process
+ * @name:	the name
+ *
+ * Return: the listener, or NULL (none, or only retired ones).
+ */
+struct listener *listener_named(struct proxy *px, const char *name)
+{
+	for (struct listener *l = px->listeners; l; l = l->next)
+		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
+			return l;
+	return NULL;
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* proxyhdr.c - a PROXY protocol v2 header on a connection's sockets
+ *
+ * Theory of operation: on a listener with --accept-proxy the stream
+ * opens with a header (proxyproto.c parses it) naming the client a
+ * gateway speaks for. It is only peeked at, at most PROXYHDR_MAX bytes,
+ * until it is whole; then exactly its length is read, so the first byte
+ * left in the kernel is the client's own (and in smb mode the first-frame
+ * check, handshake.c, starts there). A header never whole, or not a
+ * header, is never read at all: conn.c resets it, and no byte of it
+ * reaches a backend.
+ *
+ * With --send-proxy a backend connection opens with a header made here,
+ * before any of the client's bytes: the client's address and the one it
+ * connected to.
+ *
+ * This file reads and writes sockets and gives a verdict; conn.c acts on
+ * it, under --handshake-timeout, as it does for the first frame.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "pp2/proxyhdr.h"
+#include "io/sock.h"
+
+/**
+ * need_of() - how many bytes a header that is not whole needs
+ * @buf:	what has come of it
+ * @n:		how much, fewer than the header's length
+ *
+ * Return: the fixed part's length until it has come, then the whole
+ * header's, from its length field (bytes 14 and 15, big-endian).
+ */
+static size_t need_of(const uint8_t *buf, size_t n)
+{
+	if (n < PP2_FIXED_LEN)
+		return PP2_FIXED_LEN;
+	return PP2_FIXED_LEN + ((size_t)buf[14] << 8 | buf[15]);
+}
+
+/**
+ * proxyhdr_read() - read the PROXY header, if it is whole
+ * @fd:		the client's socket
+ * @peeked:	bytes seen at the last look, updated
+ * @out:	the verdict's detail
+ *
+ * Return: the verdict.
+ */
+enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
+				    struct proxyhdr_peek *out)
+{
+	uint8_t buf[PROXYHDR_MAX];
+	enum pp2_result r;
+	ssize_t n;
+	bool stale;
+
+	out->why = NULL;
+	n = recv(fd, buf, sizeof(buf), MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return PH_WAIT;
+	if (n < 0) {
+		out->err = errno;
+		return PH_FAILED;
+	}
+	if (n == 0) {
+		out->why = "client closed before sending its PROXY header";
+		return PH_CLOSED;
+	}
+	r = pp2_parse(buf, (size_t)n, sizeof(buf), &out->info, &out->why);
+	if (r == PP2_ERROR)
+		return PH_BAD;
+	if (r == PP2_NEED_MORE) {
+		/* Woken with nothing new: the peer closed, or a spurious
+		 * wake. */
+		stale = (size_t)n <= *peeked;
+		*peeked = (unsigned)n;
+		out->need = need_of(buf, (size_t)n);
+		if (stale && sock_peer_shut(fd)) {
+			out->why =
+				"client closed in the middle of its PROXY header";
+			return PH_CLOSED;
+		}
+		return PH_MORE;
+	}
+	/* Peeked whole, so this reads it all. */
+	n = recv(fd, buf, out->info.len, 0);
+	if (n != (ssize_t)out->info.len) {
+		out->err = n < 0 ? errno : EIO;
+		return PH_FAILED;
+	}
+	*peeked = 0;
+	return PH_OK;
+}
+
+/**
+ * proxyhdr_send() - open a backend connection with a PROXY header
+ * @srv_fd:	the backend socket, just connected
+ * @cli_fd:	the client's socket, whose own address is the destination
+ * @client:	the client's address (the header's, under --accept-proxy)
+ *
+ * The socket's send buffer is empty, so a header of a few dozen bytes
+ * goes whole; a short write is nevertheless an error, never a header cut
+ * short that the backend would take for the start of the stream.
+ *
+ * Return: 0, or -1 with errno.
+ */
+int proxyhdr_send(int srv_fd, int cli_fd, const struct sockaddr *client)
+{
+	uint8_t hdr[PP2_BUILD_MAX];
+	struct sockaddr_storage dst;
+	socklen_t dlen = sizeof(dst);
+	ssize_t n;
+	int len;
+
+	if (getsockname(cli_fd, (struct sockaddr *)&dst, &dlen))
+		return -1;
+	len = pp2_build(hdr, sizeof(hdr), client, (struct sockaddr *)&dst);
+	if (len < 0)
+		return -1;
+	do
+		n = send(srv_fd, hdr, (size_t)len, MSG_NOSIGNAL | MSG_MORE);
+	while (n < 0 && errno == EINTR);
+	if (n == len)
+		return 0;
+	if (n >= 0)
+		errno = EAGAIN; /* short: the header cannot be finished */
+	return -1;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_PRIVGRANT_H
+#define SMBSPLICE_PRIVGRANT_H
+
+/* The privileged helper's wire (requests and replies) and what it grants
+ * them from: the daemon's side (privhelper.c) and the helper's checks
+ * (privgrant.c) share these. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "conf/options.h"
+
+enum ph_op { PH_BACKEND = 1, PH_LISTEN, PH_RELOAD, PH_COMMIT, PH_ABORT };
+
+/* The configurations requests are granted from (struct allowed). */
+enum { SET_CANDIDATE, SET_RUNNING, SET_PREVIOUS, NSETS };
+
+/**
+ * struct ph_req - one request
+ * @seq:	its number, echoed in the reply
+ * @op:		enum ph_op
+ * @family:	PH_BACKEND: the socket's address family
+ * @mptcp:	IPPROTO_MPTCP rather than TCP
+ * @transparent: PH_BACKEND: IP_TRANSPARENT, bound to the address of the
+ *		client socket that comes with the request
+ * @listener:	PH_BACKEND: the name of the listener asking (names are
+ *		unique in a configuration, where indexes shift between the
+ *		sets); only that listener is checked
+ * @netns:	the namespace's path as configured; "" for the process's own
+ * @addr:	PH_LISTEN: the address to listen on
+ * @addrlen:	its length
+ */
+struct ph_req {
+	uint32_t seq, op;
+	int32_t family;
+	uint8_t mptcp, transparent;
+	char listener[OPT_NAME_LEN];
+	char netns[OPT_PATH_LEN];
+	struct sockaddr_storage addr;
+	uint32_t addrlen;
+};
+
+/**
+ * struct ph_rep - one reply
+ * @seq:	the request's number
+ * @err:	0 if a descriptor comes with it (PH_RELOAD: none), or an errno
+ * @msg:	PH_RELOAD: why the configuration was refused
+ */
+struct ph_rep {
+	uint32_t seq;
+	int32_t err;
+	char msg[256];
+};
+
+/**
+ * struct allowed - one configuration the helper grants requests from
+ * @cfg:	as the helper read it
+ * @ns:		the namespaces it names, opened by the helper, per listener
+ *		and side; -1 for the process's own
+ * @expires:	SET_PREVIOUS: mono_ns() past which it is dropped; 0 never
+ */
+struct allowed {
+	struct config *cfg;
+	int ns[CONFIG_MAX_LISTENERS][SIDE_COUNT];
+	uint64_t expires;
+};
+
+/**
+ * struct grant - what allowed_find() found a request allowed by
+ * @lo:		the listener
+ * @ns:		the namespace to serve it in (netns_home() for "")
+ * @peer:	a transparent PH_BACKEND: the client's address, to bind to
+ * @peerlen:	its length
+ */
+struct grant {
+	const struct listen_opts *lo;
+	int ns;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+};
+
+void allowed_free(struct allowed *a);
+int allowed_open(struct allowed *a, char *err, size_t errlen);
+int allowed_find(struct allowed set[NSETS], const struct ph_req *r,
+		 int client, struct grant *g);
+int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
+		   bool inherited, char *msg, size_t msglen);
+int allowed_commit(struct allowed set[NSETS]);
+int allowed_abort(struct allowed set[NSETS]);
+
+#endif /* SMBSPLICE_PRIVGRANT_H */

@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* worker.c - one event loop thread
+ *
+ * Theory of operation: with --workers N the process runs N workers, each a
+ * thread with a libev loop, a listening socket of its own per listener
+ * (SO_REUSEPORT: the kernel spreads new connections over them), its own
+ * pipe and buffer pools and its own connections. A connection lives and
+ * dies in the worker that accepted it, so the data path takes no lock and
+ * shares no cache line with another thread. What is process-wide is small
+ * and read-mostly: the caps (connlimits.c), the --max-pipes budget (one atomic
+ * counter), listeners' settings (immutable, reference counted), and
+ * counters that only the worker writes and the main thread reads.
+ *
+ * Threads rather than processes, because one process keeps one /metrics
+ * endpoint, one set of caps, one log, one set of signals and one
+ * configuration to reload, with no shared memory to set up; the data path
+ * is share-nothing either way.
+ *
+ * The main thread reaches a worker only through a queue of commands under
+ * a mutex and an ev_async: add a listener's socket, give a listener new
+ * settings, remove one, drain (stop accepting, and say when the last
+ * connection has ended), stop (end every connection now).
+ *
+ * Lifecycle: worker_init() (main thread: loop, pools), worker_start()
+ * (the thread enters the backend namespace if all listeners share one,
+ * or under --user is born in it, and runs the loop), commands,
+ * worker_join() after WCMD_STOP, worker_destroy(). Every few seconds the
+ * worker trims its pools, so the pipes and buffers of a burst are given
+ * back once the burst is over.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "net/accept.h"
+#include "core/alloc.h"
+#include "conn/conn.h"
+#include "handover/connmove.h"
+#include "conn/connsetup.h"
+#include "conn/connlog.h"
+#include "conn/connview.h"
+#include "common/counter.h"
+#include "net/listener.h"
+#include "common/log.h"
+#include "common/netns.h"
+#include "core/proxy.h"
+#include "worker/worker.h"
+
+/* How often the pools give back what sat unused since the last time. */
+#define TRIM_EVERY 5.0
+
+/* Seconds workers_sync() waits for the workers at most. */
+#define SYNC_TIMEOUT 2
+
+/* Free copy buffers a worker keeps for the next burst, in bytes. */
+#define BUF_KEEP_BYTES (2u << 20)
+
+static const char *const worker_state_name[] = {
+	[WS_RUNNING] = "running",
+	[WS_NO_NETNS] = "no_netns",
+	[WS_DRAINING] = "drain", /* not "draining": scripts wait for that word */
+	[WS_IDLE] = "idle",
+};
+
+_Static_assert(sizeof(worker_state_name) / sizeof(worker_state_name[0]) ==
+		       WS_COUNT,
+	       "a name per worker state");
+
+/**
+ * worker_set_state() - move a worker to its next stage, from its thread
+ * @w:		the worker
+ * @next:	the stage
+ */
+static void worker_set_state(struct worker *w, enum worker_state next)
+{
+	log_debug("worker %u: %s -> %s", w->id, worker_state_name[w->state],
+		  worker_state_name[next]);
+	__atomic_store_n(&w->state, next, __ATOMIC_RELEASE);
+}
+
+/**
+ * worker_is_idle() - has a draining worker no connection left
+ * @w:	the worker, from any thread
+ *
+ * Return: true once it has said so.
+ */
+bool worker_is_idle(const struct worker *w)
+{
+	return __atomic_load_n(&w->state, __ATOMIC_ACQUIRE) == WS_IDLE;
+}
+
+/**
+ * worker_conn_ended() - a connection of this worker has ended
+ * @ctx:	the worker
+ *
+ * While draining, the last one tells the main thread.
+ */
+static void worker_conn_ended(void *ctx)
+{
+	struct worker *w = ctx;
+
+	if (w->state != WS_DRAINING || !conn_host_empty(&w->host))
+		return;
+	worker_set_state(w, WS_IDLE);
+	ev_async_send(w->px->loop, &w->px->drained_w);
+}
+
+/**
+ * worker_out_of_fds() - a connection found no descriptor for its backend
+ * @ctx:	the worker
+ * @why:	strerror() of socket()'s errno
+ */
+static void worker_out_of_fds(void *ctx, const char *why)
+{
+	struct worker *w = ctx;
+
+	accept_pause_all(&w->acc, why);
+}
+
+/* What a worker's connections tell it. */
+static const struct conn_host_ops worker_conn_ops = {
+	.out_of_fds = worker_out_of_fds,
+	.ended = worker_conn_ended,
+};
+
+/**
+ * worker_hold() - stop or start accepting on one listener (the control
+ *		   socket's drain and resume)
+ * @w:		the worker
+ * @l:		the listener
+ * @hold:	true to stop
+ */
+static void worker_hold(struct worker *w, struct listener *l, bool hold)
+{
+	struct wlistener *wl = accept_find(&w->acc, l);
+
+	if (wl && accept_hold(wl, hold))
+		log_warn("worker %u cannot %s listener %s: %s", w->id,
+			 hold ? "drain" : "resume", l->name, strerror(errno));
+}
+
+/**
+ * run_cmd() - carry out one command from the main thread
+ * @w:	the worker
+ * @c:	the command, freed by the caller
+ *
+ * Return: true if the loop must end (WCMD_STOP).
+ */
+static bool run_cmd(struct worker *w, struct worker_cmd *c)
+{
+	struct wlistener *wl;
+
+	switch (c->kind) {
+	case WCMD_ADD:
+		if (w->state != WS_RUNNING) {
+			close(c->fd);
+			listener_put(c->l);
+		} else {
+			accept_add(&w->acc, c->l, c->fd);
+		}
+		return false;
+	case WCMD_UPDATE:
+		wl = accept_find(&w->acc, c->l);
+		if (wl)
+			accept_set_cfg(wl, c->cfg);
+		else
+			lcfg_put(c->cfg);
+		return false;
+	case WCMD_REMOVE:
+		wl = accept_find(&w->acc, c->l);
+		if (wl)
+			accept_remove(wl, true);
+		return false;
+	case WCMD_DRAIN:
+		if (w->state != WS_DRAINING && w->state != WS_IDLE)
+			worker_set_state(w, WS_DRAINING);
+		accept_remove_all(&w->acc, true);
+		worker_conn_ended(w);
+		return false;
+	case WCMD_STOP:
+		accept_remove_all(&w->acc, false);
+		conn_close_all(&w->host);
+		return true;
+	case WCMD_SNAPSHOT:
+		connview_fill(&w->host, c->arg);
+		return false;
+	case WCMD_KILL:
+		connview_kill(&w->host, c->arg);
+		return false;
+	case WCMD_HOLD:
+	case WCMD_RESUME:
+		worker_hold(w, c->l, c->kind == WCMD_HOLD);
+		return false;
+	case WCMD_PAUSE:
+		accept_pause(&w->acc);
+		conn_host_pause(&w->host);
+		return false;
+	case WCMD_SAVE:
+		accept_save(&w->acc, c->arg);
+		conn_host_save(&w->host, c->arg);
+		return false;
+	case WCMD_UNPAUSE:
+		accept_resume(&w->acc);
+		conn_host_resume(&w->host);
+		return false;
+	case WCMD_ABANDON:
+		accept_remove_all(&w->acc, false);
+		conn_host_abandon(&w->host);
+		return false;
+	case WCMD_SYNC:
+		pthread_mutex_lock(&w->px->sync_lock);
+		w->px->synced++;
+		pthread_cond_signal(&w->px->sync_cond);
+		pthread_mutex_unlock(&w->px->sync_lock);
+		return false;
+	}
+	return false;
+}
+
+/**
+ * on_wake() - the main thread has queued commands for this worker
+ * @loop:	the worker's loop
+ * @a:		&worker.wake
+ * @revents:	unused
+ */
+static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
+{
+	struct worker *w = a->data;
+	struct worker_cmd *c;
+	bool stop = false;
+
+	(void)revents;
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		c = w->cmds;
+		if (c)
+			w->cmds = c->next;
+		pthread_mutex_unlock(&w->lock);
+		if (!c)
+			break;
+		stop |= run_cmd(w, c);
+		free(c);
+	}
+	if (!stop)
+		return;
+	ev_timer_stop(loop, &w->trim);
+	ev_async_stop(loop, &w->wake);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/**
+ * worker_send() - queue a command for a worker and wake it
+ * @w:		the worker
+ * @kind:	what
+ * @l:		the listener, for ADD, UPDATE and REMOVE (for ADD, a
+ *		reference taken for the worker)
+ * @cfg:	the settings, for UPDATE (a reference taken for the worker)
+ * @fd:		the socket, for ADD
+ *
+ * Return: 0, or -1 if memory ran out (nothing was queued).
+ */
+/**
+ * queue_cmd() - add a command to a worker's queue and wake it
+ * @w:	the worker
+ * @c:	the command, which the worker frees
+ */
+static void queue_cmd(struct worker *w, struct worker_cmd *c)
+{
+	struct worker_cmd **link;
+
+	pthread_mutex_lock(&w->lock);
+	for (link = &w->cmds; *link; link = &(*link)->next)
+		;
+	*link = c;
+	pthread_mutex_unlock(&w->lock);
+	ev_async_send(w->loop, &w->wake);
+}
+
+int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+		struct lcfg *cfg, int fd)
+{
+	struct worker_cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -1;
+	*c = (struct worker_cmd){ kind, l, cfg, fd, NULL, NULL };
+	queue_cmd(w, c);
+	return 0;
+}
+
+/**
+ * worker_ask() - queue a question for a worker (SNAPSHOT, KILL, HOLD,
+ *		  RESUME) and wake it
+ * @w:		the worker
+ * @kind:	what
+ * @l:		the listener, for HOLD and RESUME (no reference is taken:
+ *		the main thread holds one until workers_sync() returns)
+ * @arg:	what the worker fills or reads, for SNAPSHOT and KILL
+ *
+ * Return: 0, or -1 if memory ran out (nothing was queued).
+ */
+int worker_ask(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
+	       void *arg)
+{
+	struct worker_cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -1;
+	*c = (struct worker_cmd){ kind, l, NULL, -1, arg, NULL };
+	queue_cmd(w, c);
+	return 0;
+}
+
+/**
+ * workers_sync() - wait until every worker has run the commands sent so far
+ * @px:	the process
+ *
+ * So that a line saying a listener is closed is true when it is logged,
+ * and a client that connects after it is refused. Workers run their
+ * commands within one loop iteration, and no callback of theirs blocks,
+ * so the wait is short; it gives up after SYNC_TIMEOUT all the same,
+ * rather than hold the main thread (and /metrics) hostage.
+ *
+ * Return: 0, or -1 if it gave up: a worker may still be running what
+ * was sent.
+ */
+int workers_sync(struct proxy *px)
+{
+	unsigned long target;
+	struct timespec until;
+	unsigned sent = 0;
+	int r = 0;
+
+	if (!px->workers)
+		return 0; /* still starting: no worker runs yet */
+	pthread_mutex_lock(&px->sync_lock);
+	target = px->synced;
+	pthread_mutex_unlock(&px->sync_lock);
+	for (unsigned i = 0; i < px->nworkers; i++)
+		sent += !worker_send(&px->workers[i], WCMD_SYNC, NULL, NULL,
+				     -1);
+	target += sent;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SYNC_TIMEOUT;
+	pthread_mutex_lock(&px->sync_lock);
+	while (px->synced < target && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&px->sync_cond, &px->sync_lock,
+					   &until);
+	pthread_mutex_unlock(&px->sync_lock);
+	if (r == ETIMEDOUT) {
+		log_warn("workers did not answer within %ds; going on",
+			 SYNC_TIMEOUT);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * on_trim() - give back the pipes, buffers and timing blocks that sat
+ *	       unused, and say how many end lines were suppressed
+ * @loop:	the worker's loop
+ * @t:		&worker.trim
+ * @revents:	unused
+ */
+static void on_trim(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct worker *w = t->data;
+
+	(void)loop;
+	(void)revents;
+	pipepool_trim(&w->pipes);
+	timing_pool_trim(&w->timing);
+	if (bufpool_trim(&w->bufs))
+		alloc_release_free_memory();
+	connlog_quiet();
+}
+
+/**
+ * worker_init() - prepare a worker, from the main thread
+ * @w:		the worker, zeroed
+ * @px:		the process
+ * @id:		its number
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int worker_init(struct worker *w, struct proxy *px, unsigned id)
+{
+	const struct options *o = px->opt;
+	struct stat st;
+
+	w->px = px;
+	w->id = id;
+	w->loop = ev_loop_new(EVBACKEND_EPOLL);
+	if (!w->loop) {
+		log_err("cannot create the event loop of worker %u (epoll): %s",
+			id, strerror(errno));
+		return -1;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pipepool_init(&w->pipes, &px->pipe_budget, o->pipe_size);
+	bufpool_init(&w->bufs, o->buf_size, BUF_KEEP_BYTES);
+	bufpool_bound_large(&w->bufs, &px->unpipe);
+	/* Started now, before the thread runs, so that a command sent at
+	 * once is not lost. */
+	ev_async_init(&w->wake, on_wake);
+	w->wake.data = w;
+	ev_async_start(w->loop, &w->wake);
+	ev_timer_init(&w->trim, on_trim, TRIM_EVERY, TRIM_EVERY);
+	w->trim.data = w;
+	if (!fstat(netns_home(), &st))
+		w->netns_ino = st.st_ino;
+	conn_host_init(&w->host, px, w->loop, id, &w->pipes, &w->bufs,
+		       &w->timing, &worker_conn_ops, w);
+	conn_host_sits_in(&w->host, w->netns_ino);
+	accept_init(&w->acc, px, w->loop, id, &w->host);
+	return 0;
+}
+
+/**
+ * worker_main() - the worker thread
+ * @arg:	the worker
+ *
+ * Return: NULL, once the loop was told to stop.
+ */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct proxy *px = w->px;
+	struct stat st;
+
+	/* For good, when every listener dials into one namespace: then no
+	 * connection needs a setns(), nor the privilege to make one. Under
+	 * --user the thread was born there (become_user() in main.c). */
+	if (px->worker_netns >= 0) {
+		if (!px->helper.fds && netns_enter(px->worker_netns)) {
+			log_err("worker %u cannot enter the backend namespace: %s; it serves no one",
+				w->id, strerror(errno));
+			worker_set_state(w, WS_NO_NETNS);
+		} else if (!fstat(px->worker_netns, &st)) {
+			w->netns_ino = st.st_ino;
+			conn_host_sits_in(&w->host, w->netns_ino);
+		}
+	}
+	ev_timer_start(w->loop, &w->trim);
+	ev_run(w->loop, 0);
+	return NULL;
+}
+
+/**
+ * worker_start() - run the worker's loop in a thread of its own
+ * @w:	the worker, after worker_init()
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int worker_start(struct worker *w)
+{
+	int err = pthread_create(&w->thread, NULL, worker_main, w);
+
+	if (err) {
+		log_err("cannot start worker %u: %s", w->id, strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * worker_join() - wait for a worker told WCMD_STOP to end
+ * @w:	the worker
+ */
+void worker_join(struct worker *w)
+{
+	pthread_join(w->thread, NULL);
+}
+
+/**
+ * worker_destroy() - free what a worker owns, once its thread has ended
+ * @w:	the worker (or one that failed worker_init() part way)
+ */
+void worker_destroy(struct worker *w)
+{
+	struct worker_cmd *c;
+
+	while ((c = w->cmds)) { /* sent after the stop: undo their refs */
+		w->cmds = c->next;
+		if (c->kind == WCMD_ADD) {
+			close(c->fd);
+			listener_put(c->l);
+		} else if (c->kind == WCMD_UPDATE) {
+			lcfg_put(c->cfg);
+		}
+		free(c);
+	}
+	pipepool_destroy(&w->pipes);
+	bufpool_destroy(&w->bufs);
+	w->timing.used = false;
+	timing_pool_trim(&w->timing);
+	if (w->loop) {
+		ev_loop_destroy(w->loop);
+		pthread_mutex_destroy(&w->lock);
+	}
+	w->loop = NULL;
+}
+
+/**
+ * worker_report() - add a worker's gauges to a scrape's sums
+ * @w:		the worker, running in its own thread
+ * @g:		the gauges' sum; pipes_open is process-wide and left alone
+ * @accepted:	set to the connections this worker accepted
+ */
+void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted)
+{
+	*accepted = conn_host_accepted(&w->host);
+	g->total += *accepted;
+	g->active += conn_host_active(&w->host);
+	g->pipes_lent += counter_read(&w->pipes.lent);
+	g->pipes_denied += counter_read(&w->pipes.denied);
+	g->pipes_small += counter_read(&w->pipes.small);
+	g->pipe_stalls += conn_host_pipe_stalls(&w->host);
+	g->bufs_lent += counter_read(&w->bufs.lent);
+	g->bufs_free += counter_read(&w->bufs.nfree);
+	g->buf_bytes_lent += counter_read(&w->bufs.lent_bytes);
+}
+
+/**
+ * worker_active() - connections open in a worker, from any thread
+ * @w:	the worker
+ *
+ * Return: the gauge.
+ */
+uint64_t worker_active(const struct worker *w)
+{
+	return conn_host_active(&w->host);
+}
+
+/**
+ * worker_accepted() - connections a worker ever accepted, from any thread
+ * @w:	the worker
+ *
+ * Return: the counter.
+ */
+uint64_t worker_accepted(const struct worker *w)
+{
+	return conn_host_accepted(&w->host);
+}
+
+/**
+ * workers_active() - connections open in the whole process
+ * @px:	the process
+ *
+ * Return: the count.
+ */
+unsigned long workers_active(const struct proxy *px)
+{
+	unsigned long n = 0;
+
+	for (unsigned i = 0; i < px->nworkers; i++)
+		n += worker_active(&px->workers[i]);
+	return n;
+}
