@@ -44,7 +44,6 @@
 #include "control/control.h"
 #include "control/controlcmd.h"
 #include "conn/connview.h"
-#include "handover/image.h"
 #include "common/log.h"
 #include "core/proxy.h"
 
@@ -514,23 +513,30 @@ static bool control_same(int fd, const char *path)
 
 /**
  * control_start() - open --control, if it is set
- * @px:	the process, before the workers start and before --user
+ * @px:		the process, before the workers start and before --user
+ * @handed:	the socket a handover brought (-1 if none), taken if it is
+ *		still bound to --control's path, closed if not
  *
  * Return: 0, or -1 after logging why.
  */
-int control_start(struct proxy *px)
+int control_start(struct proxy *px, int handed)
 {
 	const struct options *o = px->opt;
 
-	if (!*o->control)
+	if (!*o->control) {
+		if (handed >= 0)
+			close(handed);
 		return 0;
+	}
 	if (strlen(o->control) >= sizeof(ctl.path)) {
+		if (handed >= 0)
+			close(handed);
 		log_err("control socket %s: the path is longer than %zu bytes",
 			o->control, sizeof(ctl.path) - 1);
 		return -1;
 	}
 	/* After a handover, the old process's socket, at the same path. */
-	ctl.fd = image_in_take_fd(&px->hin, px->hin.img.proc.control_fd);
+	ctl.fd = handed;
 	if (ctl.fd >= 0 && !control_same(ctl.fd, o->control)) {
 		close(ctl.fd); /* --control changed: bind it anew */
 		ctl.fd = -1;

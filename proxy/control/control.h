@@ -9,7 +9,7 @@ struct proxy;
 /* Where `smbsplice ctl` looks when no --control is given. */
 #define CONTROL_DEFAULT_PATH "/run/smbsplice/control"
 
-int control_start(struct proxy *px);
+int control_start(struct proxy *px, int handed);
 void control_stop(struct proxy *px);
 int control_socket(void);
 void control_forget(struct proxy *px);

@@ -37,7 +37,6 @@
 #include "observe/counters.h"
 #include "net/listener.h"
 #include "common/log.h"
-#include "handover/image.h"
 #include "control/metrics.h"
 #include "control/promtext.h"
 #include "observe/tracefile.h"
@@ -83,6 +82,9 @@ struct scrape {
  * scrape_end() - close and free a scrape
  * @s:	the scrape
  */
+/* The endpoint's state; only the main thread touches it. */
+static struct metrics mx = METRICS_INIT;
+
 static void scrape_end(struct scrape *s)
 {
 	struct proxy *px = s->px;
@@ -94,14 +96,14 @@ static void scrape_end(struct scrape *s)
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		px->metrics.scrapes = s->next;
+		mx.scrapes = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	free(s);
 	/* Below the cap again: take the next one from the backlog. */
-	if (px->metrics.nscrapes-- == METRICS_MAX_SCRAPES && px->metrics.fd >= 0 &&
-	    !ev_is_active(&px->metrics.pause))
-		ev_io_start(px->loop, &px->metrics.w);
+	if (mx.nscrapes-- == METRICS_MAX_SCRAPES && mx.fd >= 0 &&
+	    !ev_is_active(&mx.pause))
+		ev_io_start(px->loop, &mx.w);
 }
 
 /**
@@ -199,17 +201,17 @@ static const char *metrics_page(struct proxy *px, size_t *len)
 	size_t n;
 	char *page;
 
-	if (!px->metrics.page || now - px->metrics.page_at >= METRICS_CACHE) {
+	if (!mx.page || now - mx.page_at >= METRICS_CACHE) {
 		page = render_metrics(px, &n);
 		if (!page)
 			return NULL;
-		free(px->metrics.page);
-		px->metrics.page = page;
-		px->metrics.page_len = n;
-		px->metrics.page_at = now;
+		free(mx.page);
+		mx.page = page;
+		mx.page_len = n;
+		mx.page_at = now;
 	}
-	*len = px->metrics.page_len;
-	return px->metrics.page;
+	*len = mx.page_len;
+	return mx.page;
 }
 
 /**
@@ -393,7 +395,7 @@ static bool make_room(struct proxy *px, const struct source_key *src)
 	unsigned n = 0;
 
 	/* The list is newest first, and holds METRICS_MAX_SCRAPES at most. */
-	for (struct scrape *s = px->metrics.scrapes; s; s = s->next) {
+	for (struct scrape *s = mx.scrapes; s; s = s->next) {
 		if (memcmp(&s->src, src, sizeof(*src)))
 			continue;
 		n++;
@@ -424,13 +426,13 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 	int fd;
 
 	(void)revents;
-	fd = accept4(px->metrics.fd, (struct sockaddr *)&peer, &plen,
+	fd = accept4(mx.fd, (struct sockaddr *)&peer, &plen,
 		     SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		/* The connection stays queued and the socket readable:
 		 * retrying at once would spin. */
 		if (accept_out_of_resources(errno))
-			accept_backoff(loop, &px->metrics.pause);
+			accept_backoff(loop, &mx.pause);
 		return;
 	}
 	if (!stats_allowed(px->opt, (struct sockaddr *)&peer)) {
@@ -451,47 +453,52 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 	s->timer.data = s;
 	ev_io_start(loop, &s->io);
 	ev_timer_start(loop, &s->timer);
-	s->next = px->metrics.scrapes;
-	if (px->metrics.scrapes)
-		px->metrics.scrapes->prev = s;
-	px->metrics.scrapes = s;
-	if (++px->metrics.nscrapes == METRICS_MAX_SCRAPES)
+	s->next = mx.scrapes;
+	if (mx.scrapes)
+		mx.scrapes->prev = s;
+	mx.scrapes = s;
+	if (++mx.nscrapes == METRICS_MAX_SCRAPES)
 		ev_io_stop(loop, w);
 }
 
 /**
  * metrics_start() - listen on --stats, if given
- * @px:	the process
+ * @px:		the process
+ * @handed:	the listening socket a handover brought (-1 if none), taken
+ *		if it is still bound to --stats' address, closed if not
  *
  * Return: 0, or -1 after logging why.
  */
-int metrics_start(struct proxy *px)
+int metrics_start(struct proxy *px, int handed)
 {
 	const struct endpoint *ep = &px->opt->stats;
 
-	px->metrics.fd = -1;
-	if (!ep->len)
+	mx.fd = -1;
+	if (!ep->len) {
+		if (handed >= 0)
+			close(handed);
 		return 0;
-	/* After a handover, the old process's socket: the address stays. */
-	px->metrics.fd = image_in_take_fd(&px->hin, px->hin.img.proc.metrics_fd);
-	if (px->metrics.fd >= 0 &&
-	    !sock_bound_to(px->metrics.fd, (const struct sockaddr *)&ep->addr,
-			   ep->len)) {
-		close(px->metrics.fd); /* --stats changed: bind it anew */
-		px->metrics.fd = -1;
 	}
-	if (px->metrics.fd < 0)
-		px->metrics.fd = sock_listen((const struct sockaddr *)&ep->addr,
-					     ep->len, false, false);
-	if (px->metrics.fd < 0) {
+	/* After a handover, the old process's socket: the address stays. */
+	mx.fd = handed;
+	if (mx.fd >= 0 &&
+	    !sock_bound_to(mx.fd, (const struct sockaddr *)&ep->addr,
+			   ep->len)) {
+		close(mx.fd); /* --stats changed: bind it anew */
+		mx.fd = -1;
+	}
+	if (mx.fd < 0)
+		mx.fd = sock_listen((const struct sockaddr *)&ep->addr, ep->len,
+				    false, false);
+	if (mx.fd < 0) {
 		log_err("cannot listen for --stats on %s: %s", ep->text,
 			strerror(errno));
 		return -1;
 	}
-	ev_io_init(&px->metrics.w, on_metrics_accept, px->metrics.fd, EV_READ);
-	px->metrics.w.data = px;
-	accept_pause_init(&px->metrics.pause, &px->metrics.w);
-	ev_io_start(px->loop, &px->metrics.w);
+	ev_io_init(&mx.w, on_metrics_accept, mx.fd, EV_READ);
+	mx.w.data = px;
+	accept_pause_init(&mx.pause, &mx.w);
+	ev_io_start(px->loop, &mx.w);
 	return 0;
 }
 
@@ -501,16 +508,16 @@ int metrics_start(struct proxy *px)
  */
 void metrics_stop(struct proxy *px)
 {
-	if (px->metrics.fd < 0)
+	if (mx.fd < 0)
 		return;
-	ev_io_stop(px->loop, &px->metrics.w);
-	ev_timer_stop(px->loop, &px->metrics.pause);
-	close(px->metrics.fd);
-	px->metrics.fd = -1;
-	while (px->metrics.scrapes)
-		scrape_end(px->metrics.scrapes);
-	free(px->metrics.page);
-	px->metrics.page = NULL;
+	ev_io_stop(px->loop, &mx.w);
+	ev_timer_stop(px->loop, &mx.pause);
+	close(mx.fd);
+	mx.fd = -1;
+	while (mx.scrapes)
+		scrape_end(mx.scrapes);
+	free(mx.page);
+	mx.page = NULL;
 }
 
 /**
@@ -521,5 +528,5 @@ void metrics_stop(struct proxy *px)
  */
 int metrics_socket(const struct proxy *px)
 {
-	return px->metrics.fd;
+	return mx.fd;
 }

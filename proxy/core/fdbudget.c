@@ -15,9 +15,7 @@
 #include <sys/resource.h>
 
 #include "core/fdbudget.h"
-#include "handover/image.h"
 #include "common/log.h"
-#include "control/metrics.h"
 #include "core/proxy.h"
 
 /* Descriptors kept back, beyond those open at start and the scrapes, for
@@ -69,22 +67,26 @@ static long count_open_fds(void)
 }
 
 /**
- * init_limits() - size the descriptor budget from what is open now
- * @px:	the process, with its listeners, loops and metrics socket open
+ * fdbudget_init() - size the descriptor budget from what is open now
+ * @px:		the process, with its listeners, loops and metrics socket
+ *		open
+ * @handed:	descriptors a handover brought that no listener took yet
+ *		(handover_fds_held())
+ * @scrapes:	how many scrapes of --stats may be open at once, 0
+ *		without it
  *
- * What the process holds now, plus concurrent scrapes (with --stats) and a
- * few for logs and files, is kept back; connections and pipes share the
- * rest.
+ * What the process holds now, plus concurrent scrapes and a few for logs
+ * and files, is kept back; connections and pipes share the rest.
  *
  * Return: 0, or -1 after logging why.
  */
-int init_limits(struct proxy *px)
+int fdbudget_init(struct proxy *px, size_t handed, unsigned scrapes)
 {
 	const struct options *o = px->opt;
 	/* A handover's descriptors not yet taken are the connections' and
 	 * pipes': they draw on the budget as they are adopted. */
-	long reserved = count_open_fds() - (long)image_in_held(&px->hin) +
-			(o->stats.len ? METRICS_MAX_SCRAPES : 0) + FD_SLACK;
+	long reserved =
+		count_open_fds() - (long)handed + (long)scrapes + FD_SLACK;
 	struct rlimit rl;
 	long room;
 

@@ -2,8 +2,10 @@
 #ifndef SMBSPLICE_FDBUDGET_H
 #define SMBSPLICE_FDBUDGET_H
 
+#include <stddef.h>
+
 struct proxy;
 
-int init_limits(struct proxy *px);
+int fdbudget_init(struct proxy *px, size_t handed, unsigned scrapes);
 
 #endif /* SMBSPLICE_FDBUDGET_H */

@@ -7,11 +7,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "core/connlimits.h"
-#include "handover/handover-t.h"
-#include "handover/image.h"
-#include "control/metrics-t.h"
 #include "conf/options.h"
+#include "core/connlimits.h"
 #include "io/pipepool.h"
 #include "priv/privhelper.h"
 
@@ -71,10 +68,9 @@ enum proxy_state {
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then
  * @state:		its stage
- * @metrics:		the --stats endpoint's state, metrics.c's alone
- * @hout:		handing this process over (handover.c)
- * @hin:		what the process this one took over from sent
- *			(takeover.c)
+ * @take_handed:	the seam through which a listener takes the sockets a
+ *			handover brought (handover_listener_fds(): net/
+ *			ranks below handover/); NULL in tests
  *
  * The main thread forwards nothing. It watches signals, reloads, drains,
  * serves /metrics by reading the workers' counters, and reaches the
@@ -107,9 +103,8 @@ struct proxy {
 	ev_timer drain_timer;
 	ev_timer reaper;
 	enum proxy_state state;
-	struct metrics metrics;
-	struct handover_out hout;
-	struct image_in hin;
+	unsigned (*take_handed)(const char *name, const struct endpoint *ep,
+				int *fds, unsigned nworkers);
 };
 
 #endif /* SMBSPLICE_PROXY_H */

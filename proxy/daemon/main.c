@@ -633,7 +633,8 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	choose_worker_netns(px);
-	if (metrics_start(px) || control_start(px) ||
+	if (metrics_start(px, handover_fd(false)) ||
+	    control_start(px, handover_fd(true)) ||
 	    handover_init(px, stop_now) || become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
@@ -646,6 +647,7 @@ static int start(struct proxy *px, struct options *opt)
 	if (px->cfg->ls[0].splice) {
 		opt->max_pipes = pipepool_fit_kernel(
 			&opt->pipe_size, opt->max_pipes,
+			privs_have(CAP_SYS_RESOURCE),
 			!px->helper.fds && privs_have(CAP_SYS_ADMIN), err,
 			sizeof(err));
 		if (*err)
@@ -656,8 +658,10 @@ static int start(struct proxy *px, struct options *opt)
 	if (init_workers(px))
 		return -1;
 	listeners_hand_out(px);
-	if (init_limits(px) || log_start() || tracefile_start() ||
-	    handover_adopt(px) || run_workers(px))
+	if (fdbudget_init(px, handover_fds_held(),
+			  px->opt->stats.len ? METRICS_MAX_SCRAPES : 0) ||
+	    log_start() || tracefile_start() || handover_adopt(px) ||
+	    run_workers(px))
 		return -1;
 	return 0;
 }
@@ -687,8 +691,9 @@ static int exit_early(struct proxy *px, int status)
  */
 static int start_failed(struct proxy *px)
 {
-	if (px->hin.sock >= 0)
-		handover_refuse(px, "it could not start (see the lines before)");
+	if (handover_taking())
+		handover_refuse(px,
+				"it could not start (see the lines before)");
 	metrics_stop(px);
 	control_stop(px);
 	destroy_all(px);
@@ -707,12 +712,10 @@ static int start_failed(struct proxy *px)
  */
 int main(int argc, char **argv)
 {
-	struct proxy px = { .metrics = METRICS_INIT,
-			    .worker_netns = -1,
+	struct proxy px = { .worker_netns = -1,
 			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
 			    .sync_cond = PTHREAD_COND_INITIALIZER,
-			    .hout = { .sock = -1 },
-			    .hin = { .sock = -1 } };
+			    .take_handed = handover_listener_fds };
 	struct options opt;
 	uint64_t total;
 	char err[512];

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "net/accept.h"
 #include "conn/connclock.h"
 #include "conn/connhost.h"
 #include "handover/connmove.h"
@@ -309,4 +310,21 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 oom:
 	snprintf(err, errlen, "out of memory rebuilding the connections");
 	return -1;
+}
+
+/**
+ * conn_host_save_listeners() - write a worker's listening sockets into an
+ *				image
+ * @a:	the worker's acceptor, paused
+ * @w:	the image
+ */
+void conn_host_save_listeners(const struct acceptor *a, struct image_writer *w)
+{
+	for (const struct wlistener *wl = a->list; wl; wl = wl->next) {
+		struct img_listener r = { .worker = a->id,
+					  .fd = imgw_fd(w, wl->fd) };
+
+		snprintf(r.name, sizeof(r.name), "%s", wl->l->name);
+		imgw_put(w, IMG_LISTENER, &r, sizeof(r), NULL, NULL, 0);
+	}
 }

@@ -4,12 +4,15 @@
 
 #include <stddef.h>
 
+struct acceptor;
+
 #include "conn/conn-t.h"
 #include "handover/image.h"
 
 void conn_host_pause(struct conn_host *h);
 void conn_host_resume(struct conn_host *h);
 void conn_host_save(const struct conn_host *h, struct image_writer *w);
+void conn_host_save_listeners(const struct acceptor *a, struct image_writer *w);
 void conn_host_abandon(struct conn_host *h);
 int conn_adopt(struct conn_host *h, struct listener *l,
 	       const struct img_conn_view *v, struct image_in *in, char *err,

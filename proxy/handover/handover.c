@@ -63,6 +63,9 @@
 #include "observe/tracefile.h"
 #include "worker/worker.h"
 
+/* Handing over, if this process is; only the main thread touches it. */
+static struct handover_out hout = { .sock = -1 };
+
 /* How long NEW may take to start and say HELLO: a sanitizer build on a
  * loaded machine takes seconds. Each later step has HO_STEP_TIMEOUT_MS. */
 #define HELLO_TIMEOUT 60.0
@@ -96,7 +99,7 @@ static void warn_unsafe_exe(const char *exe)
  */
 int handover_init(struct proxy *px, void (*done)(struct proxy *px))
 {
-	struct handover_out *ho = &px->hout;
+	struct handover_out *ho = &hout;
 
 	ho->ln = LAUNCHER_NONE;
 	ho->sock = -1;
@@ -130,7 +133,7 @@ int handover_init(struct proxy *px, void (*done)(struct proxy *px))
  */
 static void end_child(struct proxy *px, char *why, size_t len)
 {
-	struct handover_out *ho = &px->hout;
+	struct handover_out *ho = &hout;
 	int status = 0, r = 0;
 
 	close(ho->sock);
@@ -182,8 +185,8 @@ static void fail(struct proxy *px, bool paused, const char *why)
 {
 	char how[64];
 
-	ev_io_stop(px->loop, &px->hout.w);
-	ev_timer_stop(px->loop, &px->hout.timer);
+	ev_io_stop(px->loop, &hout.w);
+	ev_timer_stop(px->loop, &hout.timer);
 	if (paused) {
 		trace_again(px);
 		for (unsigned i = 0; i < px->nworkers; i++)
@@ -296,7 +299,7 @@ static int write_image(struct proxy *px, struct image_writer *w,
  */
 static void hand_over(struct proxy *px)
 {
-	struct handover_out *ho = &px->hout;
+	struct handover_out *ho = &hout;
 	struct steps st = { .t0 = mono_ns() };
 	struct image_writer w;
 	uint32_t taken = 0;
@@ -365,7 +368,7 @@ static void on_hello(struct ev_loop *loop, ev_io *iow, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (ho_recv_msg(px->hout.sock, &type, body, sizeof(body), &len, 0)) {
+	if (ho_recv_msg(hout.sock, &type, body, sizeof(body), &len, 0)) {
 		fail(px, false,
 		     errno == ECONNRESET
 			     ? "the new process ended before it took over"
@@ -412,9 +415,9 @@ static const char *refusal(const struct proxy *px)
 {
 	if (px->state != PX_RUNNING)
 		return "the process is stopping";
-	if (px->hout.sock >= 0)
+	if (hout.sock >= 0)
 		return "a handover is already under way";
-	if (!px->hout.exe[0])
+	if (!hout.exe[0])
 		return "the path of this binary is unknown";
 	for (const struct listener *l = px->listeners; l; l = l->next)
 		if (l->held && !listener_is(l, LISTENER_RETIRED))
@@ -428,7 +431,7 @@ static const char *refusal(const struct proxy *px)
  */
 void handover_start(struct proxy *px)
 {
-	struct handover_out *ho = &px->hout;
+	struct handover_out *ho = &hout;
 	const char *no = refusal(px);
 	char err[PATH_MAX + 64];
 	int sv[2];
@@ -472,10 +475,10 @@ void handover_stop(struct proxy *px)
 {
 	char how[64];
 
-	if (px->hout.sock >= 0) {
-		ev_io_stop(px->loop, &px->hout.w);
-		ev_timer_stop(px->loop, &px->hout.timer);
+	if (hout.sock >= 0) {
+		ev_io_stop(px->loop, &hout.w);
+		ev_timer_stop(px->loop, &hout.timer);
 		end_child(px, how, sizeof(how));
 	}
-	launcher_stop(&px->hout.ln);
+	launcher_stop(&hout.ln);
 }

@@ -10,8 +10,10 @@
  *     process is paused, and every step counts against the pause;
  *   - checks the image whole (image.c) before anything uses it;
  *   - starts as usual, but its listeners, its --stats and its --control
- *     sockets are the old process's, not bound again
- *     (image_in_take_fd(), from listener.c, metrics.c, control.c);
+ *     sockets are the old process's, not bound again: the listeners
+ *     take theirs through struct proxy's @take_handed
+ *     (handover_listener_fds()), main.c hands --stats and --control
+ *     theirs (handover_fd()); nothing outside handover/ sees the image;
  *   - rebuilds every connection in the worker of its number, carries the
  *     counters over and numbers new connections on, says TAKEN, and waits
  *     for GO (handover_adopt()); only then does it start a watcher.
@@ -44,6 +46,9 @@
 #include "core/proxy.h"
 #include "worker/worker.h"
 
+/* What the old process sent; only the main thread touches it. */
+static struct image_in hin = { .sock = -1 };
+
 /**
  * handover_refuse() - the take-over failed: tell the old process, leave
  * @px:		the process
@@ -52,7 +57,7 @@
 void handover_refuse(struct proxy *px, const char *why)
 {
 	log_err("handover: cannot take over from the old process: %s", why);
-	ho_send_fail(px->hin.sock, why, HO_STEP_TIMEOUT_MS);
+	ho_send_fail(hin.sock, why, HO_STEP_TIMEOUT_MS);
 	log_stop();
 	_exit(1);
 }
@@ -82,7 +87,7 @@ bool handover_incoming(void)
  */
 int handover_receive(struct proxy *px)
 {
-	struct image_in *hi = &px->hin;
+	struct image_in *hi = &hin;
 	const char *env = getenv(HO_ENV);
 	uint32_t hello[2] = { IMG_VERSION, (uint32_t)getpid() };
 	char err[320];
@@ -125,6 +130,105 @@ int handover_receive(struct proxy *px)
 }
 
 /**
+ * handed_match() - is a socket from the image one for this listener?
+ * @r:		its listener record
+ * @name:	the listener's name
+ * @ep:		its listen address; none under socket activation
+ * @fds:	its sockets so far, one per worker, -1 where none yet
+ * @nworkers:	how many workers
+ * @by_name:	match by name (and address), or by address alone
+ *
+ * Return: true if it is a listening socket, of this listener, for a
+ * worker that has none yet.
+ */
+static bool handed_match(const struct img_listener *r, const char *name,
+			 const struct endpoint *ep, const int *fds,
+			 unsigned nworkers, bool by_name)
+{
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	int fd = hin.fds[r->fd], on = 0;
+	socklen_t olen = sizeof(on);
+
+	if (fd < 0 || r->worker >= nworkers || fds[r->worker] >= 0 ||
+	    (by_name && strcmp(r->name, name)) || (!by_name && !ep->len) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) || !on ||
+	    getsockname(fd, (struct sockaddr *)&a, &len))
+		return false;
+	return !ep->len || (len == ep->len && !memcmp(&a, &ep->addr, len));
+}
+
+/**
+ * handover_listener_fds() - claim the sockets a handover brought for a
+ *			     listener
+ * @name:	the listener's name
+ * @ep:		its listen address; none under socket activation
+ * @fds:	its sockets, one per worker, all -1; set where one is found
+ * @nworkers:	how many workers
+ *
+ * Matched by name and address, or, for a listener renamed, by address
+ * alone: its sockets must not be bound again beside the old ones, which
+ * would be closed with clients in their queue. A listener whose address
+ * changed binds anew; the old sockets left over refuse the handover
+ * (listeners_all_taken()). The listener opens through this as
+ * struct proxy's @take_handed, a seam: net/ ranks below handover/.
+ *
+ * Return: how many sockets it got.
+ */
+unsigned handover_listener_fds(const char *name, const struct endpoint *ep,
+			       int *fds, unsigned nworkers)
+{
+	unsigned got = 0;
+
+	for (int pass = 0; pass < 2 && !got; pass++)
+		for (unsigned i = 0; hin.sock >= 0 && i < hin.img.nls; i++) {
+			const struct img_listener *r = &hin.img.ls[i];
+
+			if (!handed_match(r, name, ep, fds, nworkers,
+					  pass == 0))
+				continue;
+			fds[r->worker] = image_in_take_fd(&hin, r->fd);
+			got++;
+		}
+	return got;
+}
+
+/**
+ * handover_fd() - take the control or metrics socket the image brought
+ * @control:	the control socket's, or else /metrics'
+ *
+ * Return: the socket, or -1 if none came.
+ */
+int handover_fd(bool control)
+{
+	if (hin.sock < 0)
+		return -1;
+	return image_in_take_fd(&hin, control ? hin.img.proc.control_fd
+					      : hin.img.proc.metrics_fd);
+}
+
+/**
+ * handover_fds_held() - descriptors the image brought and no one took yet
+ *
+ * Return: how many; the process's descriptor budget does not count them,
+ * as the listeners will take or close them.
+ */
+size_t handover_fds_held(void)
+{
+	return image_in_held(&hin);
+}
+
+/**
+ * handover_taking() - is this process taking over from another?
+ *
+ * Return: true from handover_receive() until handover_adopt() is done.
+ */
+bool handover_taking(void)
+{
+	return hin.sock >= 0;
+}
+
+/**
  * adopt_counters() - go on counting where the old process was
  * @px:		the process
  * @err:	one line saying what is wrong
@@ -134,7 +238,7 @@ int handover_receive(struct proxy *px)
  */
 static int adopt_counters(struct proxy *px, char *err, size_t errlen)
 {
-	const struct image *img = &px->hin.img;
+	const struct image *img = &hin.img;
 	struct listener *l;
 
 	if (img->proc.lstats_words !=
@@ -164,7 +268,7 @@ static int adopt_counters(struct proxy *px, char *err, size_t errlen)
  */
 static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 {
-	const struct image *img = &px->hin.img;
+	const struct image *img = &hin.img;
 
 	for (unsigned i = 0; i < img->nconns; i++) {
 		const struct img_conn_view *v = &img->conns[i];
@@ -177,8 +281,8 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 				(unsigned long long)v->c.id, v->c.listener);
 			return -1;
 		}
-		if (conn_adopt(&px->workers[v->c.worker].host, l, v, &px->hin,
-			       err, errlen))
+		if (conn_adopt(&px->workers[v->c.worker].host, l, v, &hin, err,
+			       errlen))
 			return -1;
 	}
 	return 0;
@@ -198,7 +302,7 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
  */
 static int listeners_all_taken(struct proxy *px, char *err, size_t errlen)
 {
-	const struct image_in *hi = &px->hin;
+	const struct image_in *hi = &hin;
 
 	for (unsigned i = 0; i < hi->img.nls; i++)
 		if (hi->fds[hi->img.ls[i].fd] >= 0) {
@@ -244,7 +348,7 @@ static void client_side_again(struct proxy *px)
  */
 int handover_adopt(struct proxy *px)
 {
-	struct image_in *hi = &px->hin;
+	struct image_in *hi = &hin;
 	uint32_t n, type, len;
 	unsigned nls = 0;
 	char err[320];

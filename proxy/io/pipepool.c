@@ -12,13 +12,13 @@
  * in it with one atomic add before it creates a pipe, and gives the slot
  * back when it closes one.
  *
- * Lifecycle of a slot: created by pipepool_get() when the free list is empty and
- * the budget allows; lent; then either pipepool_put() (empty, back on the free
- * list) or pipepool_drop() (closed: it may still hold bytes of a connection that
- * was reset, and those must never reach another connection). pipepool_trim(),
- * called every few seconds, closes the free pipes that were not lent once
- * during the whole interval, so an idle pool shrinks back to nothing
- * instead of keeping its peak number of descriptors open for good.
+ * Lifecycle of a slot: created by pipepool_get() when the free list is empty
+ * and the budget allows; lent; then either pipepool_put() (empty, back on the
+ * free list) or pipepool_drop() (closed: it may still hold bytes of a
+ * connection that was reset, and those must never reach another connection).
+ * pipepool_trim(), called every few seconds, closes the free pipes that were
+ * not lent once during the whole interval, so an idle pool shrinks back to
+ * nothing instead of keeping its peak number of descriptors open for good.
  *
  * When the budget is spent (--max-pipes, or the descriptors that
  * connections leave), or the kernel refuses a new pipe (EMFILE, ENFILE),
@@ -51,7 +51,6 @@
 #include "common/counter.h"
 #include "common/log.h"
 #include "io/pipepool.h"
-#include "priv/privs.h"
 
 /* After a pipe came out smaller than asked, how long to copy instead. */
 #define SMALL_PIPE_BACKOFF 1
@@ -304,10 +303,12 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
 }
 
 /**
- * pipepool_fit_kernel() - size the pools to what the kernel lets this process have
+ * pipepool_fit_kernel() - size the pools to what the kernel lets this process
+ *have
  * @size:	--pipe-size; lowered to /proc/sys/fs/pipe-max-size without
  *		CAP_SYS_RESOURCE
  * @max:	--max-pipes
+ * @resource:	this process holds CAP_SYS_RESOURCE
  * @admin:	the workers, which make the pipes, keep CAP_SYS_ADMIN
  * @note:	buffer for one line saying what was changed and why, left
  *		empty when nothing was
@@ -317,19 +318,20 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
  * without it and CAP_SYS_ADMIN a user's pipes may hold at most
  * pipe-user-pages-soft pages in all before new ones come out tiny.
  * Capabilities are per thread, and the workers may give one up that the
- * main thread, which asks here, still holds: hence @admin.
+ * main thread, which asks here, still holds: hence @admin. The caller
+ * asks (privs_have()), as io/ ranks below priv/.
  *
  * Return: --max-pipes, lowered to what the soft limit allows.
  */
-unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
-			 size_t len)
+unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool resource,
+			     bool admin, char *note, size_t len)
 {
 	unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
 	unsigned long max_size, soft, fit;
 	int n = 0;
 
 	*note = '\0';
-	if (!privs_have(CAP_SYS_RESOURCE) &&
+	if (!resource &&
 	    !read_proc_ulong("/proc/sys/fs/pipe-max-size", &max_size) &&
 	    *size > max_size) {
 		n = snprintf(
@@ -338,7 +340,7 @@ unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
 			*size, max_size, max_size);
 		*size = max_size;
 	}
-	if (privs_have(CAP_SYS_RESOURCE) || admin ||
+	if (resource || admin ||
 	    read_proc_ulong("/proc/sys/fs/pipe-user-pages-soft", &soft) ||
 	    !soft)
 		return max;
@@ -373,11 +375,14 @@ struct pipe_slot *pipepool_adopt(struct pipe_pool *p, int rd, int wr)
 	struct stat a, b;
 
 	/* Two ends of one pipe, or the image lied. */
-	if (cap <= 0 || fstat(rd, &a) || fstat(wr, &b) || !S_ISFIFO(a.st_mode) ||
-	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+	if (cap <= 0 || fstat(rd, &a) || fstat(wr, &b) ||
+	    !S_ISFIFO(a.st_mode) || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev)
 		errno = EINVAL;
 	else if ((s = malloc(sizeof(*s))))
-		*s = (struct pipe_slot){ .rd = rd, .wr = wr, .cap = (size_t)cap };
+		*s = (struct pipe_slot){ .rd = rd,
+					 .wr = wr,
+					 .cap = (size_t)cap };
 	if (!s) {
 		close(rd);
 		close(wr);

@@ -58,7 +58,8 @@ struct pipe_pool {
 	int64_t retry_at;
 };
 
-void pipepool_init(struct pipe_pool *p, struct pipe_budget *budget, size_t size);
+void pipepool_init(struct pipe_pool *p, struct pipe_budget *budget,
+		   size_t size);
 struct pipe_slot *pipepool_get(struct pipe_pool *p);
 void pipepool_put(struct pipe_pool *p, struct pipe_slot *s);
 void pipepool_drop(struct pipe_pool *p, struct pipe_slot *s);
@@ -66,7 +67,7 @@ unsigned pipepool_trim(struct pipe_pool *p);
 void pipepool_destroy(struct pipe_pool *p);
 struct pipe_slot *pipepool_adopt(struct pipe_pool *p, int rd, int wr);
 unsigned pipepool_budget_open(const struct pipe_budget *b);
-unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool admin, char *note,
-			 size_t len);
+unsigned pipepool_fit_kernel(size_t *size, unsigned max, bool resource,
+			     bool admin, char *note, size_t len);
 
 #endif /* SMBSPLICE_PIPEPOOL_H */

@@ -40,10 +40,8 @@
 
 #include "net/accept.h"
 #include "net/admit.h"
-#include "conn/conn.h"
 #include "common/counter.h"
 #include "net/dial.h"
-#include "handover/image.h"
 #include "core/connlimits.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -197,7 +195,7 @@ static void take_client(struct wlistener *wl, int fd,
 
 	if (lo->accept_proxy &&
 	    !admit_in(lo->proxy_from, lo->nproxy_from, peer)) {
-		conn_host_unreserve(acc->host);
+		acc->ops->unreserve(acc->host);
 		counter_add(&st->proxy_refused, 1);
 		turn_away(
 			fd, peer, wl->l->name,
@@ -207,14 +205,14 @@ static void take_client(struct wlistener *wl, int fd,
 	a = admit_client(acc->px, lo, peer, !lo->accept_proxy, &key, why,
 			 sizeof(why));
 	if (a != ADMIT_OK) {
-		conn_host_unreserve(acc->host);
+		acc->ops->unreserve(acc->host);
 		counter_add(a == ADMIT_DENIED ? &st->denied : &st->refused[a],
 			    1);
 		turn_away(fd, peer, wl->l->name, why);
 		return;
 	}
 	counter_add(&st->accepted, 1);
-	conn_open(acc->host, wl->l, wl->cfg, fd, peer, &key);
+	acc->ops->open(acc->host, wl->l, wl->cfg, fd, peer, &key);
 }
 
 /**
@@ -233,7 +231,7 @@ static bool accept_batch(struct wlistener *wl, int max)
 	int fd;
 
 	for (int i = 0; i < max; i++) {
-		if (!conn_host_reserve(a->host)) {
+		if (!a->ops->reserve(a->host)) {
 			snprintf(why, sizeof(why),
 				 "budget of %ld spent by connections and pipes",
 				 a->px->limits.fds.limit);
@@ -247,7 +245,7 @@ static bool accept_batch(struct wlistener *wl, int max)
 			take_client(wl, fd, (struct sockaddr *)&peer);
 			continue;
 		}
-		conn_host_unreserve(a->host);
+		a->ops->unreserve(a->host);
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (accept_out_of_resources(errno))
@@ -385,12 +383,14 @@ struct wlistener *accept_find(struct acceptor *a, const struct listener *l)
  * @loop:	the worker's loop
  * @id:		the worker's number
  * @host:	where accepted clients become connections
+ * @ops:	how they become connections there
  */
 void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
-		 unsigned id, struct conn_host *host)
+		 unsigned id, struct conn_host *host,
+		 const struct accept_ops *ops)
 {
 	*a = (struct acceptor){
-		.px = px, .loop = loop, .id = id, .host = host
+		.px = px, .loop = loop, .id = id, .host = host, .ops = ops
 	};
 }
 
@@ -419,20 +419,4 @@ void accept_resume(struct acceptor *a)
 	for (struct wlistener *wl = a->list; wl; wl = wl->next)
 		if (!wl->held)
 			ev_io_start(a->loop, &wl->io);
-}
-
-/**
- * accept_save() - write the worker's listening sockets into an image
- * @a:	the worker's acceptor, paused
- * @w:	the image
- */
-void accept_save(const struct acceptor *a, struct image_writer *w)
-{
-	for (const struct wlistener *wl = a->list; wl; wl = wl->next) {
-		struct img_listener r = { .worker = a->id,
-					  .fd = imgw_fd(w, wl->fd) };
-
-		snprintf(r.name, sizeof(r.name), "%s", wl->l->name);
-		imgw_put(w, IMG_LISTENER, &r, sizeof(r), NULL, NULL, 0);
-	}
 }

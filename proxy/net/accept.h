@@ -6,11 +6,35 @@
 #include <stdbool.h>
 
 struct conn_host;
-struct image_writer;
 struct lcfg;
 struct listener;
 struct proxy;
+struct sockaddr;
+struct source_key;
 struct wlistener;
+
+/**
+ * struct accept_ops - where accepted clients go: the seam between taking
+ *		       a transport's clients and serving them
+ * @reserve:	take from the budget the descriptors a connection needs;
+ *		false if it is spent (accepting pauses)
+ * @unreserve:	give them back: the client was turned away, or no client
+ *		came
+ * @open:	make an admitted client's socket a connection, which owns it
+ *
+ * Today a connection's ends are TCP sockets and conn/ serves them
+ * (worker.c binds these to conn_host_reserve(), conn_host_unreserve()
+ * and conn_open()): net/ ranks below conn/ and cannot call it. A QUIC
+ * transport enters here: it hands each stream it accepts to the same
+ * three calls.
+ */
+struct accept_ops {
+	bool (*reserve)(struct conn_host *h);
+	void (*unreserve)(struct conn_host *h);
+	void (*open)(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+		     int fd, const struct sockaddr *peer,
+		     const struct source_key *key);
+};
 
 /**
  * struct acceptor - what one worker accepts on
@@ -18,6 +42,7 @@ struct wlistener;
  * @loop:	the worker's loop
  * @id:		the worker's number
  * @host:	where accepted clients become connections
+ * @ops:	how they become connections there
  * @list:	the worker's listeners
  * @warned:	when the last pause for descriptors was logged
  *
@@ -28,6 +53,7 @@ struct acceptor {
 	struct ev_loop *loop;
 	unsigned id;
 	struct conn_host *host;
+	const struct accept_ops *ops;
 	struct wlistener *list;
 	ev_tstamp warned;
 };
@@ -57,7 +83,8 @@ struct wlistener {
 };
 
 void accept_init(struct acceptor *a, struct proxy *px, struct ev_loop *loop,
-		 unsigned id, struct conn_host *host);
+		 unsigned id, struct conn_host *host,
+		 const struct accept_ops *ops);
 struct wlistener *accept_add(struct acceptor *a, struct listener *l, int fd);
 struct wlistener *accept_find(struct acceptor *a, const struct listener *l);
 void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg);
@@ -70,6 +97,5 @@ void accept_pause_init(ev_timer *t, ev_io *w);
 void accept_backoff(struct ev_loop *loop, ev_timer *t);
 void accept_pause(struct acceptor *a);
 void accept_resume(struct acceptor *a);
-void accept_save(const struct acceptor *a, struct image_writer *w);
 
 #endif /* SMBSPLICE_ACCEPT_H */

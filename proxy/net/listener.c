@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 
 #include "net/dial.h"
-#include "handover/image.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "common/netns.h"
@@ -180,64 +179,23 @@ static int take_inherited(struct proxy *px, struct lcfg *cfg)
 }
 
 /**
- * handed_match() - is this socket of the image the one for a listener
- * @in:		the image
- * @r:		its listener record
- * @l:		the listener, with @fds of the workers that have one set
- * @ep:		its listen address; none under socket activation
- * @by_name:	match by name (and address), or by address alone
- *
- * Return: true if it is a listening socket, of this listener, for a
- * worker that has none yet.
- */
-static bool handed_match(const struct image_in *in,
-			 const struct img_listener *r, const struct listener *l,
-			 const struct endpoint *ep, bool by_name)
-{
-	struct sockaddr_storage a;
-	socklen_t len = sizeof(a);
-	int fd = in->fds[r->fd], on = 0;
-	socklen_t olen = sizeof(on);
-
-	if (fd < 0 || r->worker >= l->nworkers || l->fds[r->worker] >= 0 ||
-	    (by_name && strcmp(r->name, l->name)) || (!by_name && !ep->len) ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) || !on ||
-	    getsockname(fd, (struct sockaddr *)&a, &len))
-		return false;
-	return !ep->len || (len == ep->len && !memcmp(&a, &ep->addr, len));
-}
-
-/**
  * take_handed() - claim the sockets a handover brought for a listener
- * @px:		the process, with the image it received (if any)
+ * @px:		the process, with its seam to the handover (@take_handed)
  * @l:		the listener, with @fds all -1
- * @cfg:	its settings
+ * @ep:		its listen address; none under socket activation
  *
- * Matched by name and address, or, for a listener renamed, by address
- * alone: its sockets must not be bound again beside the old ones, which
- * would be closed with clients in their queue. A listener whose address
- * changed binds anew; the old sockets left over refuse the handover
- * (takeover.c).
+ * The handover matches its sockets to the listener; a worker that had
+ * none (out of memory at a reload) shares one.
  *
  * Return: true if it got its sockets (every worker one).
  */
 static bool take_handed(struct proxy *px, struct listener *l,
-			const struct lcfg *cfg)
+			const struct endpoint *ep)
 {
-	const struct endpoint *ep = &cfg->o.listen;
-	struct image_in *in = &px->hin;
-	unsigned got = 0;
+	unsigned got = px->take_handed ? px->take_handed(l->name, ep, l->fds,
+							 l->nworkers)
+				       : 0;
 
-	for (int pass = 0; pass < 2 && !got; pass++)
-		for (unsigned i = 0; in->sock >= 0 && i < in->img.nls; i++) {
-			const struct img_listener *r = &in->img.ls[i];
-
-			if (!handed_match(in, r, l, ep, pass == 0))
-				continue;
-			l->fds[r->worker] = image_in_take_fd(in, r->fd);
-			got++;
-		}
-	/* A worker that had none (out of memory at a reload) shares one. */
 	for (unsigned i = 0; got && i < l->nworkers; i++)
 		for (unsigned j = 0; l->fds[i] < 0 && j < l->nworkers; j++)
 			if (l->fds[j] >= 0)
@@ -358,7 +316,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	l->cfg = cfg;
 	for (unsigned i = 0; i < l->nworkers; i++)
 		l->fds[i] = -1;
-	if (take_handed(px, l, cfg)) {
+	if (take_handed(px, l, &cfg->o.listen)) {
 		/* Bound already, by the process that handed over. */
 		listener_mark(l, LISTENER_HANDED);
 	} else if ((fd = take_inherited(px, cfg)) >= 0) {

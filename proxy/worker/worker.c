@@ -63,7 +63,8 @@
 static const char *const worker_state_name[] = {
 	[WS_RUNNING] = "running",
 	[WS_NO_NETNS] = "no_netns",
-	[WS_DRAINING] = "drain", /* not "draining": scripts wait for that word */
+	[WS_DRAINING] =
+		"drain", /* not "draining": scripts wait for that word */
 	[WS_IDLE] = "idle",
 };
 
@@ -121,6 +122,13 @@ static void worker_out_of_fds(void *ctx, const char *why)
 
 	accept_pause_all(&w->acc, why);
 }
+
+/* Where its acceptor's clients become connections. */
+static const struct accept_ops worker_accept_ops = {
+	.reserve = conn_host_reserve,
+	.unreserve = conn_host_unreserve,
+	.open = conn_open,
+};
 
 /* What a worker's connections tell it. */
 static const struct conn_host_ops worker_conn_ops = {
@@ -201,7 +209,7 @@ static bool run_cmd(struct worker *w, struct worker_cmd *c)
 		conn_host_pause(&w->host);
 		return false;
 	case WCMD_SAVE:
-		accept_save(&w->acc, c->arg);
+		conn_host_save_listeners(&w->acc, c->arg);
 		conn_host_save(&w->host, c->arg);
 		return false;
 	case WCMD_UNPAUSE:
@@ -417,7 +425,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 	conn_host_init(&w->host, px, w->loop, id, &w->pipes, &w->bufs,
 		       &w->timing, &worker_conn_ops, w);
 	conn_host_sits_in(&w->host, w->netns_ino);
-	accept_init(&w->acc, px, w->loop, id, &w->host);
+	accept_init(&w->acc, px, w->loop, id, &w->host, &worker_accept_ops);
 	return 0;
 }
 
