@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "options.h"
+#include "wan_options.h"
 
 /**
  * struct pkt - a packet held in the line

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "options.h"
+#include "wan_options.h"
 
 /**
  * struct rng - xoshiro256** state

@@ -41,7 +41,7 @@
 #include "loss.h"
 #include "common/monotime.h"
 #include "common/netns.h"
-#include "options.h"
+#include "wan_options.h"
 #include "tun.h"
 
 #define BATCH	    64

@@ -23,7 +23,7 @@
 
 #include "line.h"
 #include "loss.h"
-#include "options.h"
+#include "wan_options.h"
 
 #define MS 1000000ull
 #define US 1000ull

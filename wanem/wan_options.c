@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "wan_options.h"
 
 #define MS_MAX	      3600000.0 /* an hour: anything longer is a typo */
 #define RATE_MAX      1e6	/* Mbit/s: a terabit */
