@@ -85,29 +85,7 @@ struct conn_kill {
 	bool found;
 };
 
-/**
- * struct outbuf - an answer being built
- * @p:		the bytes, malloc()ed
- * @len:	how many
- * @cap:	room in @p
- * @max:	the most it may grow to
- * @full:	memory or @max ran out: the answer is cut
- */
-struct outbuf {
-	char *p;
-	size_t len, cap, max;
-	bool full;
-};
-
 void connview_fill(const struct conn_host *h, struct connview *v);
 bool connview_kill(struct conn_host *h, struct conn_kill *k);
-
-void ob_printf(struct outbuf *ob, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void ob_json_str(struct outbuf *ob, const char *s);
-void connview_text_head(struct outbuf *ob);
-void connview_text(struct outbuf *ob, const struct conn_rec *r);
-void connview_json(struct outbuf *ob, const struct conn_rec *r, bool full);
-void connview_detail(struct outbuf *ob, const struct conn_rec *r);
 
 #endif /* SMBSPLICE_CONNVIEW_H */

@@ -182,7 +182,7 @@ static void client_answer(struct ctl_client *c)
 		c->out.len = 0;
 		c->out.full = false;
 		c->out.max += 256; /* room for the line that says why */
-		ob_printf(
+		outbuf_printf(
 			&c->out,
 			"error: the answer passed %u MiB and was dropped; ask for one connection (conn ID) or fewer (top N)\n",
 			CONTROL_ANSWER_MAX >> 20);
@@ -226,8 +226,8 @@ static void on_client_read(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	if (!nl) {
 		c->out.max = CONTROL_ANSWER_MAX;
-		ob_printf(&c->out, "error: request longer than %d bytes\n",
-			  CTL_LINE_MAX - 1);
+		outbuf_printf(&c->out, "error: request longer than %d bytes\n",
+			      CTL_LINE_MAX - 1);
 		c->line[0] = '\0';
 	} else {
 		*nl = '\0';

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/connrec.h"
 #include "control/controlcmd.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -119,11 +120,11 @@ static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
 static void answer_error(struct outbuf *out, bool json, const char *what)
 {
 	if (json) {
-		ob_printf(out, "{\"error\":");
-		ob_json_str(out, what);
-		ob_printf(out, "}\n");
+		outbuf_printf(out, "{\"error\":");
+		outbuf_json_str(out, what);
+		outbuf_printf(out, "}\n");
 	} else {
-		ob_printf(out, "error: %s\n", what);
+		outbuf_printf(out, "error: %s\n", what);
 	}
 }
 
@@ -150,21 +151,21 @@ static void cmd_conns(struct proxy *px, uint64_t only, bool json,
 		answer_error(out, json, "no such connection");
 	} else if (only) {
 		if (json)
-			connview_json(out, &r[0], true);
+			connrec_json(out, &r[0], true);
 		else
-			connview_detail(out, &r[0]);
-		ob_printf(out, json ? "\n" : "");
+			connrec_detail(out, &r[0]);
+		outbuf_printf(out, json ? "\n" : "");
 	} else if (json) {
-		ob_printf(out, "{\"conns\":[");
+		outbuf_printf(out, "{\"conns\":[");
 		for (unsigned i = 0; i < n; i++) {
-			ob_printf(out, i ? ",\n" : "\n");
-			connview_json(out, &r[i], false);
+			outbuf_printf(out, i ? ",\n" : "\n");
+			connrec_json(out, &r[i], false);
 		}
-		ob_printf(out, "]}\n");
+		outbuf_printf(out, "]}\n");
 	} else {
-		connview_text_head(out);
+		connrec_text_head(out);
 		for (unsigned i = 0; i < n; i++)
-			connview_text(out, &r[i]);
+			connrec_text(out, &r[i]);
 	}
 	free(r);
 }
@@ -197,21 +198,22 @@ static unsigned listener_conns(const struct conn_rec *r, unsigned n,
 static void listener_json(struct outbuf *out, const struct listener *l,
 			  const struct lreport *r, unsigned now)
 {
-	ob_printf(out, "{\"name\":");
-	ob_json_str(out, l->name);
-	ob_printf(out, ",\"listen\":");
-	ob_json_str(out, l->cfg->o.listen.text);
-	ob_printf(out,
-		  ",\"drained\":%s,\"conns\":%u,\"total\":%llu,\"backends\":[",
-		  l->held ? "true" : "false", now,
-		  (unsigned long long)r->accepted);
+	outbuf_printf(out, "{\"name\":");
+	outbuf_json_str(out, l->name);
+	outbuf_printf(out, ",\"listen\":");
+	outbuf_json_str(out, l->cfg->o.listen.text);
+	outbuf_printf(
+		out,
+		",\"drained\":%s,\"conns\":%u,\"total\":%llu,\"backends\":[",
+		l->held ? "true" : "false", now,
+		(unsigned long long)r->accepted);
 	for (unsigned b = 0; b < r->nbackends; b++) {
-		ob_printf(out, "%s{\"address\":", b ? "," : "");
-		ob_json_str(out, r->backends[b]);
-		ob_printf(out, ",\"failures\":%llu}",
-			  (unsigned long long)r->backend_failures[b]);
+		outbuf_printf(out, "%s{\"address\":", b ? "," : "");
+		outbuf_json_str(out, r->backends[b]);
+		outbuf_printf(out, ",\"failures\":%llu}",
+			      (unsigned long long)r->backend_failures[b]);
 	}
-	ob_printf(out, "]}");
+	outbuf_printf(out, "]}");
 }
 
 /**
@@ -231,10 +233,11 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 			     "out of memory, or a worker did not answer");
 		return;
 	}
-	ob_printf(out,
-		  json ? "{\"listeners\":[" : "%-12s %-24s %-8s %6s %10s %s\n",
-		  "NAME", "LISTEN", "STATE", "CONNS", "TOTAL",
-		  "BACKENDS (FAILURES)");
+	outbuf_printf(out,
+		      json ? "{\"listeners\":["
+			   : "%-12s %-24s %-8s %6s %10s %s\n",
+		      "NAME", "LISTEN", "STATE", "CONNS", "TOTAL",
+		      "BACKENDS (FAILURES)");
 	for (struct listener *l = px->listeners; l; l = l->next) {
 		struct lreport r = { 0 };
 		unsigned now = listener_conns(recs, n, l->name);
@@ -243,20 +246,22 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 			continue;
 		metrics_report_listener(l, &r);
 		if (json) {
-			ob_printf(out, k++ ? ",\n" : "\n");
+			outbuf_printf(out, k++ ? ",\n" : "\n");
 			listener_json(out, l, &r, now);
 			continue;
 		}
-		ob_printf(out, "%-12s %-24s %-8s %6u %10llu", l->name,
-			  l->cfg->o.listen.text, l->held ? "drained" : "open",
-			  now, (unsigned long long)r.accepted);
+		outbuf_printf(out, "%-12s %-24s %-8s %6u %10llu", l->name,
+			      l->cfg->o.listen.text,
+			      l->held ? "drained" : "open", now,
+			      (unsigned long long)r.accepted);
 		for (unsigned b = 0; b < r.nbackends; b++)
-			ob_printf(out, " %s (%llu)", r.backends[b],
-				  (unsigned long long)r.backend_failures[b]);
-		ob_printf(out, "\n");
+			outbuf_printf(
+				out, " %s (%llu)", r.backends[b],
+				(unsigned long long)r.backend_failures[b]);
+		outbuf_printf(out, "\n");
 	}
 	if (json)
-		ob_printf(out, "]}\n");
+		outbuf_printf(out, "]}\n");
 	free(recs);
 }
 
@@ -290,12 +295,13 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 		 hold ? "drained" : "resumed", who,
 		 hold ? ": no new connection until resume" : "");
 	if (json) {
-		ob_printf(out, "{\"listener\":");
-		ob_json_str(out, name);
-		ob_printf(out, ",\"drained\":%s}\n", hold ? "true" : "false");
+		outbuf_printf(out, "{\"listener\":");
+		outbuf_json_str(out, name);
+		outbuf_printf(out, ",\"drained\":%s}\n",
+			      hold ? "true" : "false");
 	} else {
-		ob_printf(out, "listener %s %s\n", name,
-			  hold ? "drained" : "resumed");
+		outbuf_printf(out, "listener %s %s\n", name,
+			      hold ? "drained" : "resumed");
 	}
 }
 
@@ -327,9 +333,10 @@ static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
 	if (!k->found)
 		answer_error(out, json, "no such connection");
 	else if (json)
-		ob_printf(out, "{\"killed\":%llu}\n", (unsigned long long)id);
+		outbuf_printf(out, "{\"killed\":%llu}\n",
+			      (unsigned long long)id);
 	else
-		ob_printf(out, "killed %llu\n", (unsigned long long)id);
+		outbuf_printf(out, "killed %llu\n", (unsigned long long)id);
 	free(k);
 }
 
@@ -424,11 +431,11 @@ static void top_print(struct outbuf *out, const struct top_row *rows,
 		      unsigned n, unsigned all, double dt, bool json)
 {
 	if (json)
-		ob_printf(out,
-			  "{\"interval\":%.3f,\"conns_total\":%u,\"top\":[", dt,
-			  all);
+		outbuf_printf(out,
+			      "{\"interval\":%.3f,\"conns_total\":%u,\"top\":[",
+			      dt, all);
 	else
-		ob_printf(
+		outbuf_printf(
 			out,
 			"smbsplice top: %u connections, rates over %.1fs\n%-6s %-22s %-10s %-10s %12s %12s %4s %s\n",
 			all, dt, "ID", "CLIENT", "LISTENER", "STATE", "UP_B/S",
@@ -437,27 +444,28 @@ static void top_print(struct outbuf *out, const struct top_row *rows,
 		const struct conn_rec *r = rows[i].r;
 
 		if (json) {
-			ob_printf(
+			outbuf_printf(
 				out,
 				"%s{\"up_rate\":%.0f,\"down_rate\":%.0f,\"conn\":",
 				i ? ",\n" : "\n", rows[i].rate[DIR_TO_SERVER],
 				rows[i].rate[DIR_TO_CLIENT]);
-			connview_json(out, r, false);
-			ob_printf(out, "}");
+			connrec_json(out, r, false);
+			outbuf_printf(out, "}");
 			continue;
 		}
-		ob_printf(out, "%-6llu %-22s %-10s %-10s %12.0f %12.0f %4u ",
-			  (unsigned long long)r->id, r->cli, r->listener,
-			  r->state, rows[i].rate[DIR_TO_SERVER],
-			  rows[i].rate[DIR_TO_CLIENT], r->outstanding);
+		outbuf_printf(out,
+			      "%-6llu %-22s %-10s %-10s %12.0f %12.0f %4u ",
+			      (unsigned long long)r->id, r->cli, r->listener,
+			      r->state, rows[i].rate[DIR_TO_SERVER],
+			      rows[i].rate[DIR_TO_CLIENT], r->outstanding);
 		if (r->oldest_cmd)
-			ob_printf(out, "%s %.3fs\n", r->oldest_cmd,
-				  r->oldest_age);
+			outbuf_printf(out, "%s %.3fs\n", r->oldest_cmd,
+				      r->oldest_age);
 		else
-			ob_printf(out, "-\n");
+			outbuf_printf(out, "-\n");
 	}
 	if (json)
-		ob_printf(out, "]}\n");
+		outbuf_printf(out, "]}\n");
 }
 
 /**
@@ -541,7 +549,7 @@ void control_run(struct proxy *px, char *line, const char *who,
 			w[n++] = t;
 	}
 	if (!n || !strcmp(w[0], "help"))
-		ob_printf(out, "%s", control_help);
+		outbuf_printf(out, "%s", control_help);
 	else if (!strcmp(w[0], "conns") && n == 1)
 		cmd_conns(px, 0, json, out);
 	else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v))

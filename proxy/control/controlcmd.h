@@ -5,7 +5,7 @@
 /* controlcmd.h - the control socket's commands, from a request line to
  * an answer */
 
-#include "conn/connview.h"
+#include "control/outbuf.h"
 
 struct proxy;
 
