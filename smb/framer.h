@@ -63,7 +63,7 @@ struct smb_anon_ledger {
  *
  * Shared by every framer of one direction in one thread and added to with
  * counter_add(), so that a connection carries none of it and any thread
- * may read it. Nothing but uint64_t counters: totals_add()
+ * may read it. Nothing but uint64_t counters: counters_add_totals()
  * (proxy/counters.c) adds it up as part of struct totals and relies on
  * that.
  */

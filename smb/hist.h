@@ -27,7 +27,7 @@ extern const uint64_t hist_bounds_ns[HIST_NBOUNDS];
  *		bound
  * @sum_ns:	their sum, in nanoseconds
  *
- * Only uint64_t counters: hist_add() and totals_add() rely on that.
+ * Only uint64_t counters: hist_add() and counters_add_totals() rely on that.
  */
 struct hist {
 	uint64_t bucket[HIST_NBOUNDS + 1];

@@ -177,7 +177,7 @@ static void client_answer(struct ctl_client *c)
 	c->answering = true;
 	c->out.max = CONTROL_ANSWER_MAX;
 	if (!c->out.len) /* else it says the line was too long */
-		control_run(c->px, c->line, c->who, &c->out);
+		controlcmd_run(c->px, c->line, c->who, &c->out);
 	if (c->out.full) {
 		c->out.len = 0;
 		c->out.full = false;

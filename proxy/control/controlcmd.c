@@ -527,14 +527,14 @@ static const char control_help[] =
 	"  top [N]           the N busiest since the previous top\n";
 
 /**
- * control_run() - run one request line
+ * controlcmd_run() - run one request line
  * @px:		the process
  * @line:	the line, without its newline (split in place)
  * @who:	the asker's credentials
  * @out:	the answer
  */
-void control_run(struct proxy *px, char *line, const char *who,
-		 struct outbuf *out)
+void controlcmd_run(struct proxy *px, char *line, const char *who,
+		    struct outbuf *out)
 {
 	char *w[4] = { 0 }, *save = NULL, *t;
 	unsigned n = 0;

@@ -13,7 +13,7 @@ struct proxy;
  * 100,000 connections fits. */
 #define CONTROL_ANSWER_MAX (64u << 20)
 
-void control_run(struct proxy *px, char *line, const char *who,
-		 struct outbuf *out);
+void controlcmd_run(struct proxy *px, char *line, const char *who,
+		    struct outbuf *out);
 
 #endif /* SMBSPLICE_CONTROLCMD_H */

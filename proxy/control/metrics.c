@@ -123,7 +123,7 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 	for (unsigned w = 0; w < l->nworkers; w++) {
 		const struct lstats *st = &l->st[w];
 
-		totals_add(&r->tot, &st->tot);
+		counters_add_totals(&r->tot, &st->tot);
 		r->accepted += counter_read(&st->accepted);
 		r->denied += counter_read(&st->denied);
 		r->refused_conns += counter_read(&st->refused[ADMIT_MAX_CONNS]);

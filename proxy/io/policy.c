@@ -14,14 +14,14 @@
 #include "io/policy.h"
 
 /**
- * flow_after_read() - learn from the read just made
+ * policy_after_read() - learn from the read just made
  * @p:		the direction's policy
  * @k:		pump that made the read
  * @got:	bytes it returned (more than zero)
  * @asked:	bytes it asked for
  */
-void flow_after_read(struct flow_policy *p, enum pump_kind k, size_t got,
-		     size_t asked)
+void policy_after_read(struct flow_policy *p, enum pump_kind k, size_t got,
+		       size_t asked)
 {
 	if (k == PUMP_COPY)
 		p->splicing = got == asked;

@@ -57,7 +57,7 @@ static inline bool flow_more_due(size_t got, size_t asked)
 	return got == asked;
 }
 
-void flow_after_read(struct flow_policy *p, enum pump_kind k, size_t got,
-		     size_t asked);
+void policy_after_read(struct flow_policy *p, enum pump_kind k, size_t got,
+		       size_t asked);
 
 #endif /* SMBSPLICE_POLICY_H */

@@ -169,7 +169,7 @@ static void note_read(struct pump *h, enum pump_kind k, size_t got,
 		/* The framer just gave up: the flow policy takes over. */
 	}
 	h->more = flow_more_due(got, asked);
-	flow_after_read(&h->policy, k, got, asked);
+	policy_after_read(&h->policy, k, got, asked);
 out:
 	if (h->tap)
 		h->tap(h->tap_ctx, p, got, true);
@@ -626,8 +626,7 @@ int pump_restore(struct pump *h, const struct pump_saved *s, const void *bytes,
 			goto bad;
 	if ((s->in_pipe && s->pending) || (!!s->in_pipe != !!pipe) ||
 	    (s->dst_shut && (s->in_pipe || s->pending || !s->src_eof)) ||
-	    (pipe && s->in_pipe > pipe->cap) ||
-	    s->pending > OPT_MAX_PIPE_SIZE)
+	    (pipe && s->in_pipe > pipe->cap) || s->pending > OPT_MAX_PIPE_SIZE)
 		goto bad;
 	/* The pipe holds exactly the bytes the image says, or they would be
 	 * lost or repeated. */

@@ -5,7 +5,7 @@
  * writes. Each worker counts what its connections move into its own
  * struct totals, at once, with counter_add(): a plain add, made safe to
  * read from another thread (counter.h). A scrape sums the workers' totals
- * with totals_add() and hands the sums to promtext.c to write out; it
+ * with counters_add_totals() and hands the sums to promtext.c to write out; it
  * never walks the connections, and forwarding costs nothing extra for it.
  */
 #include "config.h"
@@ -16,11 +16,11 @@
 #include "observe/counters.h"
 
 /**
- * totals_add() - add a worker's counters to a sum
+ * counters_add_totals() - add a worker's counters to a sum
  * @sum:	the sum, owned by the caller
  * @t:		the worker's counters, which it may be adding to right now
  */
-void totals_add(struct totals *sum, const struct totals *t)
+void counters_add_totals(struct totals *sum, const struct totals *t)
 {
 	_Static_assert(sizeof(*t) % sizeof(uint64_t) == 0,
 		       "struct totals holds only uint64_t counters");

@@ -5,9 +5,9 @@
 /* counters.h - what workers count, and the sums a scrape makes of it
  *
  * Theory of operation: a worker adds to its own struct totals, per
- * listener; metrics.c sums them with totals_add() into a struct lreport
- * per listener, reads the process's struct gauges, and promtext.c writes
- * both out. Only types and the sum live here: no rendering, no I/O.
+ * listener; metrics.c sums them with counters_add_totals() into a struct
+ * lreport per listener, reads the process's struct gauges, and promtext.c
+ * writes both out. Only types and the sum live here: no rendering, no I/O.
  */
 
 #include <stdint.h>
@@ -40,7 +40,7 @@ struct dir_totals {
  *			connection
  *
  * Only uint64_t counters, each written by one thread alone (counter.h):
- * totals_add() relies on both.
+ * counters_add_totals() relies on both.
  */
 struct totals {
 	struct dir_totals dir[DIR_COUNT];
@@ -107,6 +107,6 @@ struct gauges {
 	uint64_t draining;
 };
 
-void totals_add(struct totals *sum, const struct totals *t);
+void counters_add_totals(struct totals *sum, const struct totals *t);
 
 #endif /* SMBSPLICE_COUNTERS_H */

@@ -21,9 +21,9 @@ static void test_full_copy_read_switches_to_splice(void **state)
 {
 	struct flow_policy p = { .splice_ok = true };
 
-	flow_after_read(&p, PUMP_COPY, 1000, 16384);
+	policy_after_read(&p, PUMP_COPY, 1000, 16384);
 	assert_int_equal(flow_pump(&p), PUMP_COPY);
-	flow_after_read(&p, PUMP_COPY, 16384, 16384);
+	policy_after_read(&p, PUMP_COPY, 16384, 16384);
 	assert_int_equal(flow_pump(&p), PUMP_SPLICE);
 }
 
@@ -31,9 +31,9 @@ static void test_small_splice_read_switches_back(void **state)
 {
 	struct flow_policy p = { .splice_ok = true, .splicing = true };
 
-	flow_after_read(&p, PUMP_SPLICE, FLOW_SPLICE_MIN, 65536);
+	policy_after_read(&p, PUMP_SPLICE, FLOW_SPLICE_MIN, 65536);
 	assert_int_equal(flow_pump(&p), PUMP_SPLICE);
-	flow_after_read(&p, PUMP_SPLICE, FLOW_SPLICE_MIN - 1, 65536);
+	policy_after_read(&p, PUMP_SPLICE, FLOW_SPLICE_MIN - 1, 65536);
 	assert_int_equal(flow_pump(&p), PUMP_COPY);
 }
 
@@ -41,7 +41,7 @@ static void test_splice_disabled(void **state)
 {
 	struct flow_policy p = { .splice_ok = false };
 
-	flow_after_read(&p, PUMP_COPY, 16384, 16384);
+	policy_after_read(&p, PUMP_COPY, 16384, 16384);
 	assert_int_equal(flow_pump(&p), PUMP_COPY);
 }
 
