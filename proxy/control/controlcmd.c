@@ -5,10 +5,12 @@
  * splits it into words, runs the command and builds the whole answer,
  * plain text or, with --json as the last word, one JSON document. What
  * is read of the workers is a snapshot each of them takes between events
- * (WCMD_SNAPSHOT, connview.c); what is done to them (kill, drain, resume)
- * is a command each runs the same way. Both wait in workers_sync(); if a
- * worker does not answer within its bound, the buffers it was lent are
- * left to it (never freed under it) and the answer says so.
+ * (wcmd_snapshot, connview.c); what is done to them (kill, drain, resume)
+ * is a command each runs the same way (wcmd_kill, wcmd_hold, wcmd_resume).
+ * These commands are defined here, the only file that sends them. Both
+ * wait in workers_sync(); if a worker does not answer within its bound,
+ * the buffers it was lent are left to it (never freed under it) and the
+ * answer says so.
  *
  * `top` ranks connections by bytes per second since the previous `top`
  * (the baseline kept here, one per process): `smbsplice ctl top` asks
@@ -24,6 +26,7 @@
 
 #include "control/connrec.h"
 #include "control/controlcmd.h"
+#include "net/accept.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "control/metrics.h"
@@ -35,6 +38,70 @@
 #define TOP_MAX	    1000
 /* Room asked of a worker past the connections it had a moment ago. */
 #define SNAP_SLACK 64
+
+/**
+ * snapshot_run() - wcmd_snapshot: copy a worker's connections
+ * @w:	the worker
+ * @c:	@arg, the struct connview to fill, lent by the main thread
+ */
+static void snapshot_run(struct worker *w, struct worker_cmd *c)
+{
+	connview_fill(&w->host, c->arg);
+}
+
+static const struct worker_cmd_ops wcmd_snapshot = { .run = snapshot_run };
+
+/**
+ * kill_run() - wcmd_kill: reset a connection, if this worker has it
+ * @w:	the worker
+ * @c:	@arg, the struct conn_kill naming it, lent by the main thread
+ */
+static void kill_run(struct worker *w, struct worker_cmd *c)
+{
+	connview_kill(&w->host, c->arg);
+}
+
+static const struct worker_cmd_ops wcmd_kill = { .run = kill_run };
+
+/**
+ * hold_listener() - stop or start accepting on one listener, in a worker
+ * @w:		the worker
+ * @l:		the listener
+ * @hold:	true to stop
+ */
+static void hold_listener(struct worker *w, struct listener *l, bool hold)
+{
+	struct wlistener *wl = accept_find(&w->acc, l);
+
+	if (wl && accept_hold(wl, hold))
+		log_warn("worker %u cannot %s listener %s: %s", w->id,
+			 hold ? "drain" : "resume", l->name, strerror(errno));
+}
+
+/**
+ * hold_run() - wcmd_hold: stop accepting on a listener until wcmd_resume
+ * @w:	the worker
+ * @c:	@l, which the main thread holds a reference to until it has
+ *	waited for this command
+ */
+static void hold_run(struct worker *w, struct worker_cmd *c)
+{
+	hold_listener(w, c->l, true);
+}
+
+static const struct worker_cmd_ops wcmd_hold = { .run = hold_run };
+
+/**
+ * resume_run() - wcmd_resume: accept on a listener again
+ * @w:	the worker
+ * @c:	@l, as for wcmd_hold
+ */
+static void resume_run(struct worker *w, struct worker_cmd *c)
+{
+	hold_listener(w, c->l, false);
+}
+
+static const struct worker_cmd_ops wcmd_resume = { .run = resume_run };
 
 /**
  * struct top_base - each connection's bytes at the previous `top`
@@ -95,7 +162,10 @@ static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
 				: (unsigned)worker_active(&px->workers[i]) +
 					   SNAP_SLACK;
 		off += v[i].cap;
-		worker_ask(&px->workers[i], WCMD_SNAPSHOT, NULL, &v[i]);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_snapshot,
+						 .arg = &v[i] },
+			   WCMD_NOWAIT);
 	}
 	if (workers_sync(px)) {
 		log_warn(
@@ -287,8 +357,11 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 		return;
 	}
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_ask(&px->workers[i], hold ? WCMD_HOLD : WCMD_RESUME, l,
-			   NULL);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = hold ? &wcmd_hold
+							     : &wcmd_resume,
+						 .l = l },
+			   WCMD_NOWAIT);
 	workers_sync(px);
 	listener_hold(l, hold);
 	log_info("listener %s: %s by control socket (%s)%s", name,
@@ -325,7 +398,9 @@ static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
 	k->id = id;
 	snprintf(k->who, sizeof(k->who), "control socket (%s)", who);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_ask(&px->workers[i], WCMD_KILL, NULL, k);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_kill, .arg = k },
+			   WCMD_NOWAIT);
 	if (workers_sync(px)) {
 		answer_error(out, json, "a worker did not answer");
 		return; /* @k may still be read: not freed */

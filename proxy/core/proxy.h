@@ -57,8 +57,9 @@ enum proxy_state {
  *			a process that may have been: a listener may leave
  *			its listen address out (options_parse()'s inherited)
  * @sync_lock:		guards @synced
- * @sync_cond:		signalled when a worker has run a WCMD_SYNC
- * @synced:		WCMD_SYNCs run, by all workers, ever
+ * @sync_cond:		signalled when a worker has run workers_sync()'s
+ *			command
+ * @synced:		workers_sync()'s commands run, by all workers, ever
  * @sigint_w:		SIGINT: stop now
  * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
  * @sighup_w:		SIGHUP: reload the config file

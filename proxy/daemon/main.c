@@ -126,7 +126,9 @@ static void stop_now(struct proxy *px)
 	ev_timer_stop(px->loop, &px->drain_timer);
 	handover_stop(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_STOP, NULL, NULL, -1);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_stop },
+			   WCMD_NOWAIT);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_join(&px->workers[i]);
 	metrics_stop(px);
@@ -210,7 +212,9 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	notify_stopping(open);
 	listeners_retire_all(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_DRAIN, NULL, NULL, -1);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_drain },
+			   WCMD_NOWAIT);
 	workers_sync(px);
 	open = workers_active(px);
 	if (px->opt->drain_timeout > 0)
@@ -529,7 +533,9 @@ static int run_workers(struct proxy *px)
 	if (!r)
 		return 0;
 	for (unsigned j = 0; j + 1 < i; j++) {
-		worker_send(&px->workers[j], WCMD_STOP, NULL, NULL, -1);
+		worker_run(&px->workers[j],
+			   &(struct worker_cmd){ .ops = &wcmd_stop },
+			   WCMD_NOWAIT);
 		worker_join(&px->workers[j]);
 	}
 	return -1;

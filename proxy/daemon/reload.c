@@ -222,7 +222,9 @@ static void retire(struct proxy *px, struct listener *l)
 {
 	listener_mark(l, LISTENER_RETIRED);
 	for (unsigned w = 0; w < px->nworkers; w++)
-		worker_send(&px->workers[w], WCMD_REMOVE, l, NULL, -1);
+		worker_run(&px->workers[w],
+			   &(struct worker_cmd){ .ops = &wcmd_remove, .l = l },
+			   WCMD_NOWAIT);
 	listener_put(l); /* the process's reference */
 }
 
@@ -242,8 +244,11 @@ static void hand_out(struct proxy *px, struct listener *l)
 		if (l->fds[w] < 0)
 			continue;
 		listener_get(l);
-		if (worker_send(&px->workers[w], WCMD_ADD, l, NULL,
-				l->fds[w])) {
+		if (worker_run(&px->workers[w],
+			       &(struct worker_cmd){ .ops = &wcmd_add,
+						     .l = l,
+						     .fd = l->fds[w] },
+			       WCMD_NOWAIT)) {
 			listener_put(l);
 			continue; /* out of memory: closed with @l */
 		}
@@ -284,8 +289,12 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
 
 			for (unsigned w = 0; w < px->nworkers; w++) {
 				lcfg_get(p->cfg);
-				worker_send(&px->workers[w], WCMD_UPDATE,
-					    p->old, p->cfg, -1);
+				worker_run(&px->workers[w],
+					   &(struct worker_cmd){
+						   .ops = &wcmd_update,
+						   .l = p->old,
+						   .cfg = p->cfg },
+					   WCMD_NOWAIT);
 			}
 			if (listener_set_cfg(p->old, p->cfg, err, sizeof(err)))
 				log_warn("%s", err);

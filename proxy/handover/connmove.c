@@ -27,6 +27,11 @@
  * socket before the old process has stopped for good; conn_resume() then
  * starts it. A record is checked whole before the connection is linked;
  * one that fails refuses the handover, and the old process goes on.
+ *
+ * In the old process each step is a command of the worker's queue
+ * (wcmd_pause, wcmd_save, wcmd_abandon, wcmd_unpause, at the end of the
+ * first half of this file), which the worker's thread runs between two
+ * events, for its listening sockets (accept.c) and its connections alike.
  */
 #include "config.h"
 
@@ -47,6 +52,7 @@
 #include "conn/observe.h"
 #include "io/pipepool.h"
 #include "core/proxy.h"
+#include "worker/worker.h"
 
 /**
  * conn_resume() - run a connection again after a pause, or an adoption
@@ -196,6 +202,66 @@ void conn_host_abandon(struct conn_host *h)
 		conn_free(c);
 	}
 }
+
+/**
+ * pause_run() - wcmd_pause: stop accepting and forwarding
+ * @w:	the worker
+ * @c:	nothing of it is read
+ */
+static void pause_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	accept_pause(&w->acc);
+	conn_host_pause(&w->host);
+}
+
+const struct worker_cmd_ops wcmd_pause = { .run = pause_run };
+
+/**
+ * save_run() - wcmd_save: write the listening sockets and connections
+ *		into the image
+ * @w:	the worker, paused
+ * @c:	@arg, the struct image_writer, which no other thread writes
+ *	until the main thread has waited for this command
+ */
+static void save_run(struct worker *w, struct worker_cmd *c)
+{
+	conn_host_save_listeners(&w->acc, c->arg);
+	conn_host_save(&w->host, c->arg);
+}
+
+const struct worker_cmd_ops wcmd_save = { .run = save_run };
+
+/**
+ * unpause_run() - wcmd_unpause: the handover failed: forward and accept
+ *		   again
+ * @w:	the worker, paused
+ * @c:	nothing of it is read
+ */
+static void unpause_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	accept_resume(&w->acc);
+	conn_host_resume(&w->host);
+}
+
+const struct worker_cmd_ops wcmd_unpause = { .run = unpause_run };
+
+/**
+ * abandon_run() - wcmd_abandon: the handover is done: forget every
+ *		   listening socket and connection, closing this process's
+ *		   copies
+ * @w:	the worker, paused and saved
+ * @c:	nothing of it is read
+ */
+static void abandon_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	accept_remove_all(&w->acc, false);
+	conn_host_abandon(&w->host);
+}
+
+const struct worker_cmd_ops wcmd_abandon = { .run = abandon_run };
 
 /**
  * adopt_open() - rebuild an open connection's two directions

@@ -12,16 +12,16 @@
  *      forwarding while NEW reads its configuration.
  *   2. NEW, seeing SMBSPLICE_HANDOVER_FD, says HELLO before it binds
  *      anything, and waits for the image.
- *   3. OLD pauses every worker between events (WCMD_PAUSE: no watcher
+ *   3. OLD pauses every worker between events (wcmd_pause: no watcher
  *      runs, clients queue in the kernel), has each write its listening
- *      sockets and connections into the image (WCMD_SAVE, connmove.c),
+ *      sockets and connections into the image (wcmd_save, connmove.c),
  *      adds its counters, and sends the image with every descriptor
  *      (howire.c).
  *   4. NEW checks the image (image.c), takes the listening sockets in
  *      place of binding, starts, rebuilds every connection without
  *      starting a watcher, and says TAKEN.
  *   5. OLD tells systemd that NEW is the main process, says GO, forgets
- *      everything (WCMD_ABANDON: its copies of the descriptors are closed,
+ *      everything (wcmd_abandon: its copies of the descriptors are closed,
  *      which sends nothing to any peer) and exits 0.
  *   6. NEW, on GO, starts its watchers: forwarding resumes where it
  *      stopped.
@@ -29,7 +29,7 @@
  * Until OLD says GO no process but OLD has read or written a socket, so
  * any failure before it (NEW missing, not starting, refusing the
  * configuration or the image, dying, taking too long) costs nothing:
- * OLD unpauses its workers (WCMD_UNPAUSE) and forwards on, with one line
+ * OLD unpauses its workers (wcmd_unpause) and forwards on, with one line
  * saying why. NEW, without GO, leaves with _exit() and touches nothing.
  * After GO, the connections are NEW's alone; if NEW dies then, they die
  * with it, as they would have with OLD.
@@ -190,8 +190,9 @@ static void fail(struct proxy *px, bool paused, const char *why)
 	if (paused) {
 		trace_again(px);
 		for (unsigned i = 0; i < px->nworkers; i++)
-			worker_send(&px->workers[i], WCMD_UNPAUSE, NULL, NULL,
-				    -1);
+			worker_run(&px->workers[i],
+				   &(struct worker_cmd){ .ops = &wcmd_unpause },
+				   WCMD_NOWAIT);
 		workers_sync(px);
 	}
 	end_child(px, how, sizeof(how));
@@ -274,7 +275,9 @@ static int write_image(struct proxy *px, struct image_writer *w,
 		       struct steps *st)
 {
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_PAUSE, NULL, NULL, -1);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_pause },
+			   WCMD_NOWAIT);
 	workers_sync(px);
 	st->paused = mono_ns();
 	/* Every record of this process in the file before the next one
@@ -283,10 +286,10 @@ static int write_image(struct proxy *px, struct image_writer *w,
 	imgw_init(w);
 	imgw_reserve(w, workers_active(px));
 	save_counters(px, w);
-	for (unsigned i = 0; i < px->nworkers; i++) {
-		worker_ask(&px->workers[i], WCMD_SAVE, NULL, w);
-		workers_sync(px);
-	}
+	for (unsigned i = 0; i < px->nworkers; i++)
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_save, .arg = w },
+			   WCMD_WAIT);
 	st->written = mono_ns();
 	st->bytes = w->len;
 	st->nfds = w->nfds;
@@ -340,7 +343,9 @@ static void hand_over(struct proxy *px)
 	ev_io_stop(px->loop, &ho->w);
 	ev_timer_stop(px->loop, &ho->timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_send(&px->workers[i], WCMD_ABANDON, NULL, NULL, -1);
+		worker_run(&px->workers[i],
+			   &(struct worker_cmd){ .ops = &wcmd_abandon },
+			   WCMD_NOWAIT);
 	workers_sync(px);
 	control_forget(px);
 	/* The pause is what the clients saw: it ended at GO, when the new

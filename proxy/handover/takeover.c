@@ -331,8 +331,12 @@ static void client_side_again(struct proxy *px)
 			continue;
 		for (unsigned i = 0; i < px->nworkers; i++) {
 			lcfg_get(l->cfg);
-			if (worker_send(&px->workers[i], WCMD_UPDATE, l, l->cfg,
-					-1))
+			if (worker_run(
+				    &px->workers[i],
+				    &(struct worker_cmd){ .ops = &wcmd_update,
+							  .l = l,
+							  .cfg = l->cfg },
+				    WCMD_NOWAIT))
 				lcfg_put(l->cfg);
 		}
 	}

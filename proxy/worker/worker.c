@@ -17,14 +17,21 @@
  * is share-nothing either way.
  *
  * The main thread reaches a worker only through a queue of commands under
- * a mutex and an ev_async: add a listener's socket, give a listener new
- * settings, remove one, drain (stop accepting, and say when the last
- * connection has ended), stop (end every connection now).
+ * a mutex and an ev_async. A command carries the function the worker's
+ * thread runs (struct worker_cmd_ops) and its arguments, so that this
+ * file knows only its own kinds: add a listener's socket, give a listener
+ * new settings, remove one, drain (stop accepting, and say when the last
+ * connection has ended), stop (end every connection now). The handover's
+ * (pause, save, unpause, abandon) are connmove.c's, the control socket's
+ * (snapshot, kill, hold, resume) controlcmd.c's. worker_run() queues one,
+ * and can wait until it ran; workers_sync() waits until every worker has
+ * run everything sent so far. Each worker runs its commands in the order
+ * they were sent.
  *
  * Lifecycle: worker_init() (main thread: loop, pools), worker_start()
  * (the thread enters the backend namespace if all listeners share one,
  * or under --user is born in it, and runs the loop), commands,
- * worker_join() after WCMD_STOP, worker_destroy(). Every few seconds the
+ * worker_join() after wcmd_stop, worker_destroy(). Every few seconds the
  * worker trims its pools, so the pipes and buffers of a burst are given
  * back once the burst is over.
  */
@@ -40,10 +47,8 @@
 #include "net/accept.h"
 #include "core/alloc.h"
 #include "conn/conn.h"
-#include "handover/connmove.h"
 #include "conn/connsetup.h"
 #include "conn/connlog.h"
-#include "conn/connview.h"
 #include "common/counter.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -137,98 +142,137 @@ static const struct conn_host_ops worker_conn_ops = {
 };
 
 /**
- * worker_hold() - stop or start accepting on one listener (the control
- *		   socket's drain and resume)
- * @w:		the worker
- * @l:		the listener
- * @hold:	true to stop
+ * add_drop() - give back what a wcmd_add carries: the socket, and the
+ *		reference to the listener
+ * @c:	the command
  */
-static void worker_hold(struct worker *w, struct listener *l, bool hold)
+static void add_drop(struct worker_cmd *c)
 {
-	struct wlistener *wl = accept_find(&w->acc, l);
-
-	if (wl && accept_hold(wl, hold))
-		log_warn("worker %u cannot %s listener %s: %s", w->id,
-			 hold ? "drain" : "resume", l->name, strerror(errno));
+	close(c->fd);
+	listener_put(c->l);
 }
 
 /**
- * run_cmd() - carry out one command from the main thread
+ * add_run() - wcmd_add: accept on a listener's socket
  * @w:	the worker
- * @c:	the command, freed by the caller
+ * @c:	@l and @fd, both the worker's
  *
- * Return: true if the loop must end (WCMD_STOP).
+ * A worker that will never accept (draining, or outside the backend
+ * namespace) closes the socket at once.
  */
-static bool run_cmd(struct worker *w, struct worker_cmd *c)
+static void add_run(struct worker *w, struct worker_cmd *c)
 {
-	struct wlistener *wl;
-
-	switch (c->kind) {
-	case WCMD_ADD:
-		if (w->state != WS_RUNNING) {
-			close(c->fd);
-			listener_put(c->l);
-		} else {
-			accept_add(&w->acc, c->l, c->fd);
-		}
-		return false;
-	case WCMD_UPDATE:
-		wl = accept_find(&w->acc, c->l);
-		if (wl)
-			accept_set_cfg(wl, c->cfg);
-		else
-			lcfg_put(c->cfg);
-		return false;
-	case WCMD_REMOVE:
-		wl = accept_find(&w->acc, c->l);
-		if (wl)
-			accept_remove(wl, true);
-		return false;
-	case WCMD_DRAIN:
-		if (w->state != WS_DRAINING && w->state != WS_IDLE)
-			worker_set_state(w, WS_DRAINING);
-		accept_remove_all(&w->acc, true);
-		worker_conn_ended(w);
-		return false;
-	case WCMD_STOP:
-		accept_remove_all(&w->acc, false);
-		conn_close_all(&w->host);
-		return true;
-	case WCMD_SNAPSHOT:
-		connview_fill(&w->host, c->arg);
-		return false;
-	case WCMD_KILL:
-		connview_kill(&w->host, c->arg);
-		return false;
-	case WCMD_HOLD:
-	case WCMD_RESUME:
-		worker_hold(w, c->l, c->kind == WCMD_HOLD);
-		return false;
-	case WCMD_PAUSE:
-		accept_pause(&w->acc);
-		conn_host_pause(&w->host);
-		return false;
-	case WCMD_SAVE:
-		conn_host_save_listeners(&w->acc, c->arg);
-		conn_host_save(&w->host, c->arg);
-		return false;
-	case WCMD_UNPAUSE:
-		accept_resume(&w->acc);
-		conn_host_resume(&w->host);
-		return false;
-	case WCMD_ABANDON:
-		accept_remove_all(&w->acc, false);
-		conn_host_abandon(&w->host);
-		return false;
-	case WCMD_SYNC:
-		pthread_mutex_lock(&w->px->sync_lock);
-		w->px->synced++;
-		pthread_cond_signal(&w->px->sync_cond);
-		pthread_mutex_unlock(&w->px->sync_lock);
-		return false;
-	}
-	return false;
+	if (w->state != WS_RUNNING)
+		add_drop(c);
+	else
+		accept_add(&w->acc, c->l, c->fd);
 }
+
+const struct worker_cmd_ops wcmd_add = {
+	.run = add_run,
+	.drop = add_drop,
+};
+
+/**
+ * update_drop() - give back what a wcmd_update carries: its settings
+ * @c:	the command
+ */
+static void update_drop(struct worker_cmd *c)
+{
+	lcfg_put(c->cfg);
+}
+
+/**
+ * update_run() - wcmd_update: new connections on a listener start with
+ *		  new settings
+ * @w:	the worker
+ * @c:	@l, and @cfg, a reference the worker takes over
+ */
+static void update_run(struct worker *w, struct worker_cmd *c)
+{
+	struct wlistener *wl = accept_find(&w->acc, c->l);
+
+	if (wl)
+		accept_set_cfg(wl, c->cfg);
+	else
+		update_drop(c);
+}
+
+const struct worker_cmd_ops wcmd_update = {
+	.run = update_run,
+	.drop = update_drop,
+};
+
+/**
+ * remove_run() - wcmd_remove: stop accepting on a listener: accept what
+ *		  is queued, close
+ * @w:	the worker
+ * @c:	@l
+ */
+static void remove_run(struct worker *w, struct worker_cmd *c)
+{
+	struct wlistener *wl = accept_find(&w->acc, c->l);
+
+	if (wl)
+		accept_remove(wl, true);
+}
+
+const struct worker_cmd_ops wcmd_remove = { .run = remove_run };
+
+/**
+ * drain_run() - wcmd_drain: stop accepting everywhere; say when no
+ *		 connection is left
+ * @w:	the worker
+ * @c:	nothing of it is read
+ */
+static void drain_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	if (w->state != WS_DRAINING && w->state != WS_IDLE)
+		worker_set_state(w, WS_DRAINING);
+	accept_remove_all(&w->acc, true);
+	worker_conn_ended(w);
+}
+
+const struct worker_cmd_ops wcmd_drain = { .run = drain_run };
+
+/**
+ * stop_run() - wcmd_stop: end every connection and leave the loop
+ * @w:	the worker
+ * @c:	nothing of it is read
+ *
+ * The loop ends once on_wake() has found the queue empty: commands queued
+ * behind this one until then still run, as in any batch; later ones never
+ * run, and worker_destroy() gives back what they carry.
+ */
+static void stop_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	accept_remove_all(&w->acc, false);
+	conn_close_all(&w->host);
+	ev_timer_stop(w->loop, &w->trim);
+	ev_async_stop(w->loop, &w->wake);
+	ev_break(w->loop, EVBREAK_ALL);
+}
+
+const struct worker_cmd_ops wcmd_stop = { .run = stop_run };
+
+/**
+ * sync_run() - workers_sync()'s command: tell the main thread that every
+ *		command sent before it has run
+ * @w:	the worker
+ * @c:	nothing of it is read
+ */
+static void sync_run(struct worker *w, struct worker_cmd *c)
+{
+	(void)c;
+	pthread_mutex_lock(&w->px->sync_lock);
+	w->px->synced++;
+	pthread_cond_signal(&w->px->sync_cond);
+	pthread_mutex_unlock(&w->px->sync_lock);
+}
+
+static const struct worker_cmd_ops wcmd_sync = { .run = sync_run };
 
 /**
  * on_wake() - the main thread has queued commands for this worker
@@ -240,8 +284,8 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 {
 	struct worker *w = a->data;
 	struct worker_cmd *c;
-	bool stop = false;
 
+	(void)loop;
 	(void)revents;
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
@@ -251,27 +295,11 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 		pthread_mutex_unlock(&w->lock);
 		if (!c)
 			break;
-		stop |= run_cmd(w, c);
+		c->ops->run(w, c);
 		free(c);
 	}
-	if (!stop)
-		return;
-	ev_timer_stop(loop, &w->trim);
-	ev_async_stop(loop, &w->wake);
-	ev_break(loop, EVBREAK_ALL);
 }
 
-/**
- * worker_send() - queue a command for a worker and wake it
- * @w:		the worker
- * @kind:	what
- * @l:		the listener, for ADD, UPDATE and REMOVE (for ADD, a
- *		reference taken for the worker)
- * @cfg:	the settings, for UPDATE (a reference taken for the worker)
- * @fd:		the socket, for ADD
- *
- * Return: 0, or -1 if memory ran out (nothing was queued).
- */
 /**
  * queue_cmd() - add a command to a worker's queue and wake it
  * @w:	the worker
@@ -289,39 +317,35 @@ static void queue_cmd(struct worker *w, struct worker_cmd *c)
 	ev_async_send(w->loop, &w->wake);
 }
 
-int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
-		struct lcfg *cfg, int fd)
-{
-	struct worker_cmd *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return -1;
-	*c = (struct worker_cmd){ kind, l, cfg, fd, NULL, NULL };
-	queue_cmd(w, c);
-	return 0;
-}
-
 /**
- * worker_ask() - queue a question for a worker (SNAPSHOT, KILL, HOLD,
- *		  RESUME) and wake it
+ * worker_run() - queue a command for a worker, wake it, and maybe wait
+ *		  until it ran
  * @w:		the worker
- * @kind:	what
- * @l:		the listener, for HOLD and RESUME (no reference is taken:
- *		the main thread holds one until workers_sync() returns)
- * @arg:	what the worker fills or reads, for SNAPSHOT and KILL
+ * @c:		the command, copied: a compound literal will do
+ * @wait:	WCMD_WAIT to return only once the worker has run it, by way
+ *		of workers_sync() (so every worker has run what it was sent,
+ *		and the same bound holds)
  *
- * Return: 0, or -1 if memory ran out (nothing was queued).
+ * Return: 0; -1 if memory ran out (nothing was queued: what @c carries
+ * is still the caller's; WCMD_WAIT still waits for what was sent
+ * before); 1, with WCMD_WAIT, if a worker did not answer in time (it may
+ * yet run @c: what @c->arg points to must be left to it).
  */
-int worker_ask(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
-	       void *arg)
+int worker_run(struct worker *w, const struct worker_cmd *c,
+	       enum wcmd_wait wait)
 {
-	struct worker_cmd *c = calloc(1, sizeof(*c));
+	struct worker_cmd *q = malloc(sizeof(*q));
+	int r = -1;
 
-	if (!c)
-		return -1;
-	*c = (struct worker_cmd){ kind, l, NULL, -1, arg, NULL };
-	queue_cmd(w, c);
-	return 0;
+	if (q) {
+		*q = *c;
+		q->next = NULL;
+		queue_cmd(w, q);
+		r = 0;
+	}
+	if (wait == WCMD_WAIT && workers_sync(w->px) && !r)
+		r = 1;
+	return r;
 }
 
 /**
@@ -350,8 +374,9 @@ int workers_sync(struct proxy *px)
 	target = px->synced;
 	pthread_mutex_unlock(&px->sync_lock);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		sent += !worker_send(&px->workers[i], WCMD_SYNC, NULL, NULL,
-				     -1);
+		sent += !worker_run(&px->workers[i],
+				    &(struct worker_cmd){ .ops = &wcmd_sync },
+				    WCMD_NOWAIT);
 	target += sent;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SYNC_TIMEOUT;
@@ -477,7 +502,7 @@ int worker_start(struct worker *w)
 }
 
 /**
- * worker_join() - wait for a worker told WCMD_STOP to end
+ * worker_join() - wait for a worker told wcmd_stop to end
  * @w:	the worker
  */
 void worker_join(struct worker *w)
@@ -493,14 +518,11 @@ void worker_destroy(struct worker *w)
 {
 	struct worker_cmd *c;
 
-	while ((c = w->cmds)) { /* sent after the stop: undo their refs */
+	/* Sent after the stop: give back what they carry. */
+	while ((c = w->cmds)) {
 		w->cmds = c->next;
-		if (c->kind == WCMD_ADD) {
-			close(c->fd);
-			listener_put(c->l);
-		} else if (c->kind == WCMD_UPDATE) {
-			lcfg_put(c->cfg);
-		}
+		if (c->ops->drop)
+			c->ops->drop(c);
 		free(c);
 	}
 	pipepool_destroy(&w->pipes);

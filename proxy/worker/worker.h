@@ -20,29 +20,9 @@ struct lcfg;
 struct listener;
 struct proxy;
 
-enum worker_cmd_kind {
-	WCMD_ADD,    /* accept on @l's socket @fd */
-	WCMD_UPDATE, /* new connections on @l start with @cfg */
-	WCMD_REMOVE, /* stop accepting on @l: accept what is queued, close */
-	WCMD_DRAIN,  /* stop accepting everywhere; say when no connection is
-		      * left */
-	WCMD_STOP,   /* end every connection and leave the loop */
-	WCMD_SYNC,   /* tell the main thread every command before is done */
-	WCMD_SNAPSHOT, /* copy the connections into @arg, a struct connview */
-	WCMD_KILL,     /* reset the connection @arg (struct conn_kill) names */
-	WCMD_HOLD,     /* stop accepting on @l until WCMD_RESUME */
-	WCMD_RESUME,   /* accept on @l again */
-	WCMD_PAUSE,    /* a handover: stop accepting and forwarding */
-	WCMD_SAVE,     /* write the listening sockets and connections into
-			* @arg, a struct image_writer (paused) */
-	WCMD_UNPAUSE,  /* the handover failed: forward and accept again */
-	WCMD_ABANDON,  /* the handover is done: forget every listening socket
-			* and connection, closing this process's copies */
-};
-
 /* A worker's stage; worker_set_state() alone moves it:
  *   running -> no_netns (it could not enter the backend namespace)
- *   running, no_netns -> draining (WCMD_DRAIN) -> idle (none left) */
+ *   running, no_netns -> draining (wcmd_drain) -> idle (none left) */
 enum worker_state {
 	WS_RUNNING,  /* accepts and serves */
 	WS_NO_NETNS, /* could not enter the backend namespace: refuses every
@@ -52,25 +32,69 @@ enum worker_state {
 	WS_COUNT
 };
 
+struct worker_cmd;
+
+/**
+ * struct worker_cmd_ops - what one kind of command does
+ * @run:	carry it out, on the worker's thread, between two events; the
+ *		command is freed after
+ * @drop:	give back what the command carries (a socket, a reference)
+ *		when the worker ended before it ran; NULL if it carries
+ *		nothing of its own
+ *
+ * The module a kind belongs to defines it, so that the worker runs every
+ * kind without knowing any: the listeners' in worker.c (below), the
+ * handover's in connmove.c, the control socket's in controlcmd.c.
+ */
+struct worker_cmd_ops {
+	void (*run)(struct worker *w, struct worker_cmd *c);
+	void (*drop)(struct worker_cmd *c);
+};
+
 /**
  * struct worker_cmd - one thing the main thread asks of a worker
- * @kind:	what
- * @l:		the listener, for ADD, UPDATE and REMOVE
- * @cfg:	the new settings, for UPDATE (a reference the worker takes
- *		over)
- * @fd:		the socket, for ADD
- * @arg:	what SNAPSHOT fills and KILL names, owned by the main thread,
- *		which reads it after workers_sync()
+ * @ops:	what kind
+ * @l:		a listener
+ * @cfg:	settings
+ * @fd:		a socket
+ * @arg:	anything else; owned by the main thread, which reads it only
+ *		once the worker has run the command (WCMD_WAIT, or
+ *		workers_sync())
  * @next:	the queue
+ *
+ * Built with designated initialisers, naming only what the kind takes;
+ * its ops' comment says what each field is for and who owns it.
  */
 struct worker_cmd {
-	enum worker_cmd_kind kind;
+	const struct worker_cmd_ops *ops;
 	struct listener *l;
 	struct lcfg *cfg;
 	int fd;
 	void *arg;
 	struct worker_cmd *next;
 };
+
+/* Whether worker_run() returns at once, or once the worker ran it. */
+enum wcmd_wait {
+	WCMD_NOWAIT,
+	WCMD_WAIT,
+};
+
+/*
+ * The listeners' commands (worker.c):
+ *   wcmd_add:    accept on @l's socket @fd; both are the worker's (@l a
+ *                reference the sender took for it)
+ *   wcmd_update: new connections on @l start with @cfg, a reference the
+ *                worker takes over
+ *   wcmd_remove: stop accepting on @l: accept what is queued, close
+ *   wcmd_drain:  stop accepting everywhere; say when no connection is left
+ *   wcmd_stop:   end every connection and leave the loop
+ */
+extern const struct worker_cmd_ops wcmd_add;
+extern const struct worker_cmd_ops wcmd_update;
+extern const struct worker_cmd_ops wcmd_remove;
+extern const struct worker_cmd_ops wcmd_drain;
+extern const struct worker_cmd_ops wcmd_stop;
 
 /**
  * struct worker - one event loop thread and everything it owns
@@ -115,10 +139,8 @@ struct worker {
 
 int worker_init(struct worker *w, struct proxy *px, unsigned id);
 int worker_start(struct worker *w);
-int worker_send(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
-		struct lcfg *cfg, int fd);
-int worker_ask(struct worker *w, enum worker_cmd_kind kind, struct listener *l,
-	       void *arg);
+int worker_run(struct worker *w, const struct worker_cmd *c,
+	       enum wcmd_wait wait);
 void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
