@@ -86,6 +86,29 @@ struct dir {
 };
 
 /**
+ * struct dir_saved - what a live handover carries of a direction
+ * @pump:	its bytes and flags
+ * @fr:		its framer (smb mode)
+ * @flags:	DIR_F_* bits
+ * @pipe_rd:	descriptor index of the read end of the pipe holding
+ *		@pump.in_pipe bytes, or -1
+ * @pipe_wr:	its write end, or -1
+ * @pad:	zero
+ *
+ * Defined here, by the direction's own layer, so that dir.c saves and
+ * restores a direction without knowing the image; the handover's
+ * connection record (handover/image.h) embeds it. It is part of the
+ * image's format: a change bumps IMG_VERSION there.
+ */
+struct dir_saved {
+	struct pump_saved pump;
+	struct smb_framer_saved fr;
+	uint32_t flags;
+	int32_t pipe_rd, pipe_wr;
+	uint32_t pad;
+};
+
+/**
  * struct conn - a client, its backend connection and the two directions
  * @host:	the worker that owns it, as conn.c sees it
  * @id:		its number, unique in the process, from 1 (the control

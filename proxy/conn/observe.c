@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "handover/image.h"
 #include "net/listener.h"
 #include "conn/observe.h"
 #include "conf/options.h"
@@ -137,7 +136,7 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
 	*tm_len = *tr_len = 0;
 	if (timing_busy(&c->tm)) {
 		timing_save(&c->tm, tm);
-		*tm_len = (uint32_t)image_timing_len(tm->nreq);
+		*tm_len = (uint32_t)timing_saved_len(tm->nreq);
 	}
 	if (c->trace) {
 		trace_conn_save(c->trace, tr);
@@ -150,7 +149,7 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
  *		     was
  * @c:		the connection, open, before conn_dirs_init()
  * @tm:		its outstanding requests (unaligned), or NULL
- * @tm_len:	their bytes, as image_timing_len()
+ * @tm_len:	their bytes, as timing_saved_len()
  * @tr:		its capture's state (unaligned), or NULL
  *
  * Without --trace here the capture stops; with it, and none before, this
@@ -158,8 +157,7 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
  *
  * Return: 0, or -1 (a state the checks refuse, or memory).
  */
-int observe_adopt(struct conn *c, const void *tm, size_t tm_len,
-		  const void *tr)
+int observe_adopt(struct conn *c, const void *tm, size_t tm_len, const void *tr)
 {
 	struct timing_saved *ts;
 	struct trace_conn_saved trs;

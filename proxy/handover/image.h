@@ -8,6 +8,7 @@
 
 #include "smb/framer.h"
 #include "conf/options.h"
+#include "conn/conn-t.h"
 #include "io/pump.h"
 #include "observe/timing.h"
 #include "observe/trace.h"
@@ -76,24 +77,6 @@ struct img_lstats {
 };
 
 /**
- * struct img_dir - one direction of a connection
- * @pump:	its bytes and flags
- * @fr:		its framer (smb mode)
- * @flags:	DIR_F_* bits
- * @pipe_rd:	descriptor index of the read end of the pipe holding
- *		@pump.in_pipe bytes, or -1
- * @pipe_wr:	its write end, or -1
- * @pad:	zero
- */
-struct img_dir {
-	struct pump_saved pump;
-	struct smb_framer_saved fr;
-	uint32_t flags;
-	int32_t pipe_rd, pipe_wr;
-	uint32_t pad;
-};
-
-/**
  * struct img_conn - a connection; after it come its tails: direction 0's
  *		     pending bytes, direction 1's, @timing_len bytes of a
  *		     struct timing_saved, @trace_len of a struct
@@ -122,7 +105,7 @@ struct img_dir {
  * @lowat:	its client socket's SO_RCVLOWAT is raised
  * @smb:	its listener was in smb mode
  * @pad:	zero
- * @timing_len:	0, or image_timing_len() of its requests: the part of a
+ * @timing_len:	0, or timing_saved_len() of its requests: the part of a
  *		struct timing_saved that holds anything
  * @trace_len:	0, or sizeof(struct trace_conn_saved)
  * @dir:	its directions, when open
@@ -138,7 +121,7 @@ struct img_conn {
 	uint8_t source[16];
 	uint8_t cli_corked, srv_corked, unauth, admitted, lowat, smb, pad[2];
 	uint32_t timing_len, trace_len;
-	struct img_dir dir[2];
+	struct dir_saved dir[2];
 };
 
 /**
@@ -236,7 +219,6 @@ struct image_in {
 	struct image img;
 };
 
-size_t image_timing_len(uint32_t nreq);
 int image_in_take_fd(struct image_in *in, int32_t index);
 size_t image_in_held(const struct image_in *in);
 int image_decode(const uint8_t *p, size_t len, size_t nfds, struct image *img,

@@ -151,9 +151,9 @@ static void make_conns(void)
 	o->dir[1].pipe_rd = fd_index();
 	o->dir[1].pipe_wr = fd_index();
 	o->dir[1].fr.reads = 12;
-	o->timing_len = (uint32_t)image_timing_len(NREQ);
+	o->timing_len = (uint32_t)timing_saved_len(NREQ);
 	o->trace_len = sizeof(struct trace_conn_saved);
-	pt.timing[4] = calloc(1, image_timing_len(TIMING_MAX_REQUESTS + 1));
+	pt.timing[4] = calloc(1, timing_saved_len(TIMING_MAX_REQUESTS + 1));
 	assert_non_null(pt.timing[4]);
 	struct timing_saved tm = { .nreq = NREQ, .frame_t0 = { 5, 6 } };
 
@@ -328,7 +328,7 @@ static void test_round_trip(void **state)
 				 p + len);
 		assert_memory_equal(v->bytes[0], pt.pend[i][0], PEND0);
 		assert_memory_equal(v->timing, pt.timing[i],
-				    image_timing_len(NREQ));
+				    timing_saved_len(NREQ));
 		assert_memory_equal(v->trace, &pt.trace[i],
 				    sizeof(pt.trace[i]));
 	}
@@ -708,19 +708,19 @@ static void test_conn_tails(void **state)
 	struct timing_saved *tm = calloc(1, sizeof(*tm));
 
 	assert_non_null(tm);
-	memcpy(tm, pt.timing[4], image_timing_len(NREQ));
+	memcpy(tm, pt.timing[4], timing_saved_len(NREQ));
 	tm->nreq = NREQ + 1;
-	memcpy(pt.timing[4], tm, image_timing_len(NREQ));
+	memcpy(pt.timing[4], tm, timing_saved_len(NREQ));
 	assert_refused("latency table of the wrong size");
 	tm->nreq = NREQ - 1;
-	memcpy(pt.timing[4], tm, image_timing_len(NREQ));
+	memcpy(pt.timing[4], tm, timing_saved_len(NREQ));
 	assert_refused("latency table of the wrong size");
 	/* Over TIMING_MAX_REQUESTS, its length matching its count. */
 	uint32_t over = TIMING_MAX_REQUESTS + 1;
 
 	memcpy(pt.timing[4] + offsetof(struct timing_saved, nreq), &over,
 	       sizeof(over));
-	c->timing_len = (uint32_t)image_timing_len(over);
+	c->timing_len = (uint32_t)timing_saved_len(over);
 	assert_refused("latency table of the wrong size");
 	/* Shorter than the table's head. */
 	c->timing_len = offsetof(struct timing_saved, nreq) + 2;
@@ -736,7 +736,7 @@ static void test_conn_tails(void **state)
 	/* A full table is fine too. */
 	tm->nreq = TIMING_MAX_REQUESTS;
 	memcpy(pt.timing[4], tm, offsetof(struct timing_saved, req));
-	c->timing_len = (uint32_t)image_timing_len(TIMING_MAX_REQUESTS);
+	c->timing_len = (uint32_t)timing_saved_len(TIMING_MAX_REQUESTS);
 	p = image_of(&len);
 	assert_int_equal(decode_bytes(p, len, pt.nfds), 0);
 	free(p);
