@@ -538,8 +538,8 @@ static int dec_conn(struct decoder *d, const uint8_t *p, size_t len)
 	memcpy(c, p, sizeof(*c));
 	if (!str_ok(c->listener, sizeof(c->listener)) ||
 	    !str_ok(c->cli_text, sizeof(c->cli_text)) ||
-	    !flags_ok(&c->cli_corked, 6) || c->worker >= img->proc.nworkers ||
-	    c->be >= OPT_MAX_BACKENDS)
+	    !flags_ok(c->flags, sizeof(c->flags)) ||
+	    c->worker >= img->proc.nworkers || c->be >= OPT_MAX_BACKENDS)
 		return bad(d, "connection record with a bad field");
 	if (!isfinite(c->started) || !isfinite(c->deadline) ||
 	    !isfinite(c->last_active) || !peer_ok(c->peer))

@@ -545,6 +545,11 @@ static void test_conn_fields(void **state)
 {
 	struct img_conn *c = &pt.c[4], keep = *c;
 
+	/* The array is the flags, all of them: six, each a byte. */
+	assert_int_equal(sizeof(c->flags), 6);
+	assert_ptr_equal(&c->flags[0], &c->cli_corked);
+	assert_ptr_equal(&c->flags[5], &c->smb);
+
 	c->worker = NWORKERS;
 	assert_refused("connection record with a bad field");
 	*c = keep;
@@ -557,9 +562,9 @@ static void test_conn_fields(void **state)
 	memset(c->cli_text, 'z', sizeof(c->cli_text));
 	assert_refused("connection record with a bad field");
 	/* Each flag in turn. */
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned k = 0; k < sizeof(c->flags); k++) {
 		*c = keep;
-		(&c->cli_corked)[k] = 2;
+		c->flags[k] = 2;
 		assert_refused("connection record with a bad field");
 	}
 	/* Times that are not numbers, an address accept() never gives. */
