@@ -86,6 +86,29 @@ struct dir {
 };
 
 /**
+ * struct dir_saved - what a live handover carries of a direction
+ * @pump:	its bytes and flags
+ * @fr:		its framer (smb mode)
+ * @flags:	DIR_F_* bits
+ * @pipe_rd:	descriptor index of the read end of the pipe holding
+ *		@pump.in_pipe bytes, or -1
+ * @pipe_wr:	its write end, or -1
+ * @pad:	zero
+ *
+ * Defined here, by the direction's own layer, so that dir.c saves and
+ * restores a direction without knowing the image; the handover's
+ * connection record (handover/image.h) embeds it. It is part of the
+ * image's format: a change bumps IMG_VERSION there.
+ */
+struct dir_saved {
+	struct pump_saved pump;
+	struct smb_framer_saved fr;
+	uint32_t flags;
+	int32_t pipe_rd, pipe_wr;
+	uint32_t pad;
+};
+
+/**
  * struct conn - a client, its backend connection and the two directions
  * @host:	the worker that owns it, as conn.c sees it
  * @id:		its number, unique in the process, from 1 (the control
@@ -146,6 +169,71 @@ struct conn {
 	struct timing tm;
 	struct trace_conn *trace;
 };
+
+/*
+ * CONN_CARRIED(X) - every member of struct conn, once, and what a live
+ * handover does with it. handover/image.h lays out the connection's
+ * record, struct img_conn, from this table; handover/connmove.c writes
+ * and rebuilds a connection from it; tests/integ/test_carried.py fails
+ * when a member of struct conn is missing here. A row is X(member, how,
+ * ...), how being one of:
+ *
+ *   COPY, part, type	the record's field of the member's name, copied
+ *   BYTES, type, n	the record's type member[n]: the member's bytes
+ *   SOCK,		a socket: member_fd, its descriptor's index among
+ *			those sent beside the image, and member_corked
+ *   PAIR, part, type, field, dims, fn
+ *			the record's "type field dims", written by
+ *			carry_save_fn() and read back by carry_adopt_fn()
+ *   OPEN, (as PAIR)	the same, read back only into an open connection,
+ *			once it is linked (its directions need its observers)
+ *   REBUILT, why	not carried: the adopting process makes it anew
+ *
+ * part is where in the record the field goes (IMG_PART_*, image.h): the
+ * record groups its fields by width, so that it has no hidden padding.
+ * The record is the image's format: within a part, rows keep the record's
+ * order, and a row that adds or moves a field bumps IMG_VERSION. The
+ * adopt runs the rows top to bottom: host first, what the state's log
+ * line names before the state, the source and its flags before the caps
+ * take @admitted back.
+ */
+#define CONN_CARRIED(X)                                                        \
+	X(host, PAIR, U32, uint32_t, worker, , worker)                         \
+	X(id, COPY, U64, uint64_t)                                             \
+	X(prev, REBUILT, "a link of the adopting worker's list")               \
+	X(next, REBUILT, "a link of the adopting worker's list")               \
+	X(cli, SOCK, )                                                         \
+	X(srv, SOCK, )                                                         \
+	X(connect_w, REBUILT, "a watcher of this loop: conn_watchers_init()")  \
+	X(timer, REBUILT, "a watcher of this loop: conn_watchers_init()")      \
+	X(started, COPY, TIME, double)                                         \
+	X(deadline, COPY, TIME, double)                                        \
+	X(last_active, COPY, TIME, double)                                     \
+	X(l, PAIR, NAME, char, listener, [OPT_NAME_LEN], listener)             \
+	X(cfg, REBUILT, "the listener's settings here, with @l")               \
+	X(st, REBUILT, "the listener's counters in this worker, with @l")      \
+	X(peer, BYTES, uint8_t, 128)                                           \
+	X(cli_text, BYTES, char, 64)                                           \
+	X(source, BYTES, uint8_t, 16)                                          \
+	X(state, PAIR, U32, uint32_t, state, , state)                          \
+	X(be, COPY, U32, uint32_t)                                             \
+	X(peeked, COPY, U32, uint32_t)                                         \
+	X(unauth, COPY, FLAG, uint8_t)                                         \
+	X(admitted, PAIR, FLAG, uint8_t, admitted, , admitted)                 \
+	X(lowat, COPY, FLAG, uint8_t)                                          \
+	X(lo, PAIR, FLAG, uint8_t, smb, , mode)                                \
+	X(tm, OPEN, LEN, uint32_t, timing_len, , timing)                       \
+	X(trace, OPEN, LEN, uint32_t, trace_len, , trace)                      \
+	X(dir, OPEN, DIR, struct dir_saved, dir, [DIR_COUNT], dirs)
+
+/* A row that names no member of struct conn does not compile. A member
+ * with no row leaves the rows' sizes short of the struct's by more than
+ * its padding (9 bytes on x86-64), if it is a pointer or larger: what the
+ * compiler can check cheaply; tests/integ/test_carried.py checks every
+ * member by name. */
+#define CONN_MEMBER_SIZE(m, ...) +sizeof(((struct conn *)0)->m)
+_Static_assert(sizeof(struct conn) - (0 CONN_CARRIED(CONN_MEMBER_SIZE)) < 16,
+	       "a member of struct conn is missing from CONN_CARRIED");
 
 /**
  * struct conn_host_ops - what a connection tells the thread that owns it

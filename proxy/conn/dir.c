@@ -145,7 +145,7 @@ void dir_stop(struct dir *d, struct conn_host *h)
 }
 
 /* The DIR_F_* bits a direction can have. */
-#define DIR_F_ALL \
+#define DIR_F_ALL                                                              \
 	(DIR_F_DONE | DIR_F_OPAQUE | DIR_F_MULTICHANNEL | DIR_F_IFLIST)
 
 /**
@@ -155,7 +155,7 @@ void dir_stop(struct dir *d, struct conn_host *h)
  * @bytes:	set to its copy buffer's pending bytes, or NULL
  * @pipe:	set to the pipe holding its spliced bytes, or NULL
  */
-void dir_save(const struct dir *d, struct img_dir *r, const void **bytes,
+void dir_save(const struct dir *d, struct dir_saved *r, const void **bytes,
 	      const struct pipe_slot **pipe)
 {
 	pump_save(&d->pump, &r->pump, bytes, pipe);
@@ -175,7 +175,7 @@ void dir_save(const struct dir *d, struct img_dir *r, const void **bytes,
  * Return: 0, or -1 with errno (EINVAL: a state the record's checks
  * refuse; ENOMEM).
  */
-int dir_restore(struct dir *d, const struct img_dir *r, const void *bytes,
+int dir_restore(struct dir *d, const struct dir_saved *r, const void *bytes,
 		struct pipe_slot *pipe)
 {
 	if ((r->flags & ~DIR_F_ALL) ||

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "handover/image.h"
 #include "net/listener.h"
 #include "conn/observe.h"
 #include "conf/options.h"
@@ -119,26 +118,35 @@ void observe_end(struct conn *c, bool clean)
 }
 
 /**
- * observe_save() - what a handover carries of a connection's observers
+ * observe_save_timing() - what a handover carries of a connection's clocks
  * @c:		the connection, paused
  * @tm:		filled with its outstanding requests
  * @tm_len:	set to the bytes of @tm that hold anything, or 0 if there
  *		is nothing to carry
- * @tr:		filled with its capture's state
- * @tr_len:	set to sizeof(*@tr), or 0 without a capture
  */
-void observe_save(const struct conn *c, struct timing_saved *tm,
-		  uint32_t *tm_len, struct trace_conn_saved *tr,
-		  uint32_t *tr_len)
+void observe_save_timing(const struct conn *c, struct timing_saved *tm,
+			 uint32_t *tm_len)
 {
 	/* A connection with nothing in flight, the most of them, carries
 	 * nothing: clearing a 33 KiB table for each of 9,000 would be most of
 	 * the pause. */
-	*tm_len = *tr_len = 0;
+	*tm_len = 0;
 	if (timing_busy(&c->tm)) {
 		timing_save(&c->tm, tm);
-		*tm_len = (uint32_t)image_timing_len(tm->nreq);
+		*tm_len = (uint32_t)timing_saved_len(tm->nreq);
 	}
+}
+
+/**
+ * observe_save_trace() - what a handover carries of a connection's capture
+ * @c:		the connection, paused
+ * @tr:		filled with its capture's state
+ * @tr_len:	set to sizeof(*@tr), or 0 without a capture
+ */
+void observe_save_trace(const struct conn *c, struct trace_conn_saved *tr,
+			uint32_t *tr_len)
+{
+	*tr_len = 0;
 	if (c->trace) {
 		trace_conn_save(c->trace, tr);
 		*tr_len = sizeof(*tr);
@@ -146,11 +154,35 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
 }
 
 /**
- * observe_adopt() - a connection a handover brought in is observed as it
- *		     was
+ * observe_adopt_timing() - a connection a handover brought in is timed as
+ *			    it was
  * @c:		the connection, open, before conn_dirs_init()
  * @tm:		its outstanding requests (unaligned), or NULL
- * @tm_len:	their bytes, as image_timing_len()
+ * @tm_len:	their bytes, as timing_saved_len()
+ *
+ * Return: 0, or -1 (a state the checks refuse, or memory).
+ */
+int observe_adopt_timing(struct conn *c, const void *tm, size_t tm_len)
+{
+	struct timing_saved *ts;
+	int r;
+
+	timing_init(&c->tm, c->host->timing, &c->st->tot);
+	if (!tm)
+		return 0;
+	/* Up to 24 KiB: not for the stack of a thread. */
+	if (!(ts = calloc(1, sizeof(*ts))))
+		return -1;
+	memcpy(ts, tm, tm_len);
+	r = timing_restore(&c->tm, ts);
+	free(ts);
+	return r ? -1 : 0;
+}
+
+/**
+ * observe_adopt_trace() - a connection a handover brought in is captured
+ *			   as it was
+ * @c:		the connection, open, before conn_dirs_init()
  * @tr:		its capture's state (unaligned), or NULL
  *
  * Without --trace here the capture stops; with it, and none before, this
@@ -158,30 +190,14 @@ void observe_save(const struct conn *c, struct timing_saved *tm,
  *
  * Return: 0, or -1 (a state the checks refuse, or memory).
  */
-int observe_adopt(struct conn *c, const void *tm, size_t tm_len,
-		  const void *tr)
+int observe_adopt_trace(struct conn *c, const void *tr)
 {
-	struct timing_saved *ts;
 	struct trace_conn_saved trs;
-	int r = 0;
 
-	timing_init(&c->tm, c->host->timing, &c->st->tot);
-	if (tm) {
-		/* Up to 24 KiB: not for the stack of a thread. */
-		if (!(ts = calloc(1, sizeof(*ts))))
-			return -1;
-		memcpy(ts, tm, tm_len);
-		r = timing_restore(&c->tm, ts);
-		free(ts);
-		if (r)
-			return -1;
-	}
-	if (tr && tracefile_enabled()) {
-		memcpy(&trs, tr, sizeof(trs));
-		if (trace_conn_restore(&c->trace, &trs))
-			return -1;
-	}
-	return 0;
+	if (!tr || !tracefile_enabled())
+		return 0;
+	memcpy(&trs, tr, sizeof(trs));
+	return trace_conn_restore(&c->trace, &trs) ? -1 : 0;
 }
 
 /**

@@ -12,11 +12,12 @@
 void observe_begin(struct conn *c);
 void observe_dir(struct dir *d);
 void observe_end(struct conn *c, bool clean);
-void observe_save(const struct conn *c, struct timing_saved *tm,
-		  uint32_t *tm_len, struct trace_conn_saved *tr,
-		  uint32_t *tr_len);
-int observe_adopt(struct conn *c, const void *tm, size_t tm_len,
-		  const void *tr);
+void observe_save_timing(const struct conn *c, struct timing_saved *tm,
+			 uint32_t *tm_len);
+void observe_save_trace(const struct conn *c, struct trace_conn_saved *tr,
+			uint32_t *tr_len);
+int observe_adopt_timing(struct conn *c, const void *tm, size_t tm_len);
+int observe_adopt_trace(struct conn *c, const void *tr);
 void observe_forget(struct conn *c);
 
 #endif /* SMBSPLICE_OBSERVE_H */

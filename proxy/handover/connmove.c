@@ -22,6 +22,11 @@
  *   resume:   every watcher starts again from the connection's state
  *             (conn_resume()), as if nothing had happened.
  *
+ * What a connection carries, and how, is one table, CONN_CARRIED
+ * (conn/conn-t.h): conn_save() and the adopt are its rows expanded, each
+ * a copy or one of the carry_* pairs below, and the image's record is laid
+ * out from it; a member it marks REBUILT is made anew here.
+ *
  * In the next process conn_adopt() rebuilds each record into a live
  * connection, without starting any watcher: nothing is read from a
  * socket before the old process has stopped for good; conn_resume() then
@@ -123,57 +128,309 @@ void conn_host_resume(struct conn_host *h)
 }
 
 /**
+ * struct carry_out - a connection's record being written
+ * @w:		the image
+ * @r:		the record
+ * @tails:	what follows it: each direction's pending bytes, its latency
+ *		table, its capture's state
+ * @lens:	their lengths; 0 for none
+ * @tm:		the latency table, for @tails[2]
+ * @tr:		the capture's state, for @tails[3]
+ */
+struct carry_out {
+	struct image_writer *w;
+	struct img_conn r;
+	const void *tails[4];
+	size_t lens[4];
+	struct timing_saved tm;
+	struct trace_conn_saved tr;
+};
+
+/**
+ * struct carry_in - what a connection is rebuilt from
+ * @h:		the worker's host it joins
+ * @l:		its listener here, of the record's name
+ * @v:		its record
+ * @in:		the image received, whose descriptors it takes
+ */
+struct carry_in {
+	struct conn_host *h;
+	struct listener *l;
+	const struct img_conn_view *v;
+	struct image_in *in;
+};
+
+/* The pairs CONN_CARRIED names for the members that are not copied as
+ * they are. A save fills its field of the record; an adopt sets its
+ * member, or refuses (-1 with errno). */
+
+/**
+ * carry_save_worker() - the record names the worker by its number
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_worker(const struct conn *c, struct carry_out *o)
+{
+	o->r.worker = c->host->id;
+}
+
+/**
+ * carry_adopt_worker() - the connection joins the worker the record names
+ * @c:	the connection
+ * @a:	its record and the host the caller chose by @worker
+ *
+ * Return: 0.
+ */
+static int carry_adopt_worker(struct conn *c, const struct carry_in *a)
+{
+	c->host = a->h;
+	return 0;
+}
+
+/**
+ * carry_save_listener() - the record names the listener
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_listener(const struct conn *c, struct carry_out *o)
+{
+	snprintf(o->r.listener, sizeof(o->r.listener), "%s", c->l->name);
+}
+
+/**
+ * carry_adopt_listener() - the connection holds the listener of its name
+ *			    here, its current settings and its counters
+ * @c:	the connection, its host set
+ * @a:	its record and that listener
+ *
+ * Return: 0.
+ */
+static int carry_adopt_listener(struct conn *c, const struct carry_in *a)
+{
+	c->l = a->l;
+	listener_get(c->l);
+	c->cfg = c->l->cfg;
+	lcfg_get(c->cfg);
+	c->st = &c->l->st[c->host->id];
+	return 0;
+}
+
+/**
+ * carry_save_state() - the record holds the stage
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_state(const struct conn *c, struct carry_out *o)
+{
+	o->r.state = c->state;
+}
+
+/**
+ * carry_adopt_state() - the connection enters its stage, as the debug log
+ *			 shows every change of one
+ * @c:	the connection, its client's text set
+ * @a:	its record, whose stage the decoder checked
+ *
+ * Return: 0.
+ */
+static int carry_adopt_state(struct conn *c, const struct carry_in *a)
+{
+	conn_set_state(c, (enum conn_state)a->v->c.state);
+	return 0;
+}
+
+/**
+ * carry_save_admitted() - the record says whether it holds a place
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_admitted(const struct conn *c, struct carry_out *o)
+{
+	o->r.admitted = c->admitted;
+}
+
+/**
+ * carry_adopt_admitted() - the caps here count the place it held
+ * @c:	the connection, its source and @unauth set
+ * @a:	its record
+ *
+ * Return: 0, or -1 (ENOMEM).
+ */
+static int carry_adopt_admitted(struct conn *c, const struct carry_in *a)
+{
+	if (a->v->c.admitted &&
+	    limits_adopt(&c->host->px->limits, &c->source, c->unauth)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	c->admitted = a->v->c.admitted;
+	return 0;
+}
+
+/**
+ * carry_save_mode() - the record says whether its listener was in smb mode
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_mode(const struct conn *c, struct carry_out *o)
+{
+	o->r.smb = c->lo->mode == MODE_SMB;
+}
+
+/**
+ * carry_adopt_mode() - the connection goes on under its listener's current
+ *			settings
+ * @c:	the connection, its listener's settings held
+ * @a:	its record, whose mode conn_adopt() found the listener's
+ *
+ * Return: 0.
+ */
+static int carry_adopt_mode(struct conn *c, const struct carry_in *a)
+{
+	c->lo = &c->cfg->o;
+	return 0;
+}
+
+/**
+ * carry_save_timing() - an open connection's latency table follows the
+ *			 record
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_timing(const struct conn *c, struct carry_out *o)
+{
+	if (c->state == CS_OPEN)
+		observe_save_timing(c, &o->tm, &o->r.timing_len);
+	o->tails[2] = &o->tm;
+	o->lens[2] = o->r.timing_len;
+}
+
+/**
+ * carry_adopt_timing() - an open connection times its messages as it did
+ * @c:	the connection, linked, its directions not yet set up
+ * @a:	its record
+ *
+ * Return: 0, or -1 with errno.
+ */
+static int carry_adopt_timing(struct conn *c, const struct carry_in *a)
+{
+	return observe_adopt_timing(c, a->v->timing, a->v->c.timing_len);
+}
+
+/**
+ * carry_save_trace() - an open connection's capture follows the record
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_trace(const struct conn *c, struct carry_out *o)
+{
+	if (c->state == CS_OPEN)
+		observe_save_trace(c, &o->tr, &o->r.trace_len);
+	o->tails[3] = &o->tr;
+	o->lens[3] = o->r.trace_len;
+}
+
+/**
+ * carry_adopt_trace() - an open connection is captured as it was
+ * @c:	the connection, linked, its directions not yet set up
+ * @a:	its record
+ *
+ * Return: 0, or -1 with errno.
+ */
+static int carry_adopt_trace(struct conn *c, const struct carry_in *a)
+{
+	return observe_adopt_trace(c, a->v->trace);
+}
+
+/**
+ * carry_save_dirs() - an open connection's directions go in the record,
+ *		       their pending bytes after it, their pipes beside it
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_dirs(const struct conn *c, struct carry_out *o)
+{
+	for (unsigned i = 0; i < DIR_COUNT; i++) {
+		struct dir_saved *r = &o->r.dir[i];
+		const struct pipe_slot *pipe = NULL;
+
+		r->pipe_rd = r->pipe_wr = -1;
+		if (c->state != CS_OPEN)
+			continue;
+		dir_save(&c->dir[i], r, &o->tails[i], &pipe);
+		o->lens[i] = r->pump.pending;
+		if (pipe) {
+			r->pipe_rd = imgw_fd(o->w, pipe->rd);
+			r->pipe_wr = imgw_fd(o->w, pipe->wr);
+		}
+	}
+}
+
+/**
+ * carry_adopt_dirs() - an open connection's directions go on where they
+ *			were
+ * @c:	the connection, linked and observed
+ * @a:	its record; the pipes' descriptors are taken from the image
+ *
+ * Return: 0, or -1 with errno.
+ */
+static int carry_adopt_dirs(struct conn *c, const struct carry_in *a)
+{
+	const struct img_conn *r = &a->v->c;
+
+	conn_dirs_init(c);
+	for (unsigned i = 0; i < DIR_COUNT; i++) {
+		struct pipe_slot *pipe = NULL;
+		int32_t rd = r->dir[i].pipe_rd, wr = r->dir[i].pipe_wr;
+
+		if (rd >= 0) {
+			pipe = pipepool_adopt(c->host->pipes,
+					      image_in_take_fd(a->in, rd),
+					      image_in_take_fd(a->in, wr));
+			if (!pipe)
+				return -1;
+		}
+		if (dir_restore(&c->dir[i], &r->dir[i], a->v->bytes[i], pipe))
+			return -1;
+	}
+	return 0;
+}
+
+/* CONN_CARRIED's rows as the save: a copy, or the row's pair. */
+#define SAVE_COPY(m, part, type) o->r.m = c->m;
+#define SAVE_BYTES(m, type, n)                                                 \
+	_Static_assert(sizeof(c->m) == n, #m " fills its field");              \
+	memcpy(o->r.m, &c->m, n);
+#define SAVE_SOCK(m, ...)                                                      \
+	o->r.m##_fd = imgw_fd(o->w, c->m.fd);                                  \
+	o->r.m##_corked = c->m.corked;
+#define SAVE_PAIR(m, part, type, field, dims, fn) carry_save_##fn(c, o);
+#define SAVE_OPEN				  SAVE_PAIR
+#define SAVE_REBUILT(m, why)
+#define SAVE_ROW(m, how, ...) SAVE_##how(m, __VA_ARGS__)
+
+/**
  * conn_save() - write a connection into the image
  * @c:	the connection, paused
  * @w:	the image
+ *
+ * Every row of CONN_CARRIED, top to bottom: the sockets' descriptors are
+ * indexed before the pipes', as the image has always had them.
  */
 static void conn_save(const struct conn *c, struct image_writer *w)
 {
-	struct img_conn r = { .id = c->id,
-			      .worker = c->host->id,
-			      .state = c->state,
-			      .be = c->be,
-			      .peeked = c->peeked,
-			      .cli_fd = imgw_fd(w, c->cli.fd),
-			      .srv_fd = imgw_fd(w, c->srv.fd),
-			      .started = c->started,
-			      .deadline = c->deadline,
-			      .last_active = c->last_active,
-			      .cli_corked = c->cli.corked,
-			      .srv_corked = c->srv.corked,
-			      .unauth = c->unauth,
-			      .admitted = c->admitted,
-			      .lowat = c->lowat,
-			      .smb = c->lo->mode == MODE_SMB };
-	const void *tails[4] = { NULL, NULL, NULL, NULL };
-	size_t lens[4] = { 0, 0, 0, 0 };
-	struct timing_saved tm;
-	struct trace_conn_saved tr;
+	/* Not cleared whole: @tm is 33 KiB, and clearing it for each of
+	 * 9,000 connections would be most of the pause. What is not written
+	 * is not read: a tail's length is 0 unless its save filled it. */
+	struct carry_out co, *o = &co;
 
-	snprintf(r.listener, sizeof(r.listener), "%s", c->l->name);
-	memcpy(r.peer, &c->peer, sizeof(r.peer));
-	memcpy(r.cli_text, c->cli_text, sizeof(r.cli_text));
-	memcpy(r.source, c->source.a, sizeof(r.source));
-	for (unsigned i = 0; i < DIR_COUNT; i++) {
-		const struct pipe_slot *pipe = NULL;
+	o->w = w;
+	o->r = (struct img_conn){ 0 };
+	memset(o->tails, 0, sizeof(o->tails));
+	memset(o->lens, 0, sizeof(o->lens));
 
-		r.dir[i].pipe_rd = r.dir[i].pipe_wr = -1;
-		if (c->state != CS_OPEN)
-			continue;
-		dir_save(&c->dir[i], &r.dir[i], &tails[i], &pipe);
-		lens[i] = r.dir[i].pump.pending;
-		if (pipe) {
-			r.dir[i].pipe_rd = imgw_fd(w, pipe->rd);
-			r.dir[i].pipe_wr = imgw_fd(w, pipe->wr);
-		}
-	}
-	if (c->state == CS_OPEN)
-		observe_save(c, &tm, &r.timing_len, &tr, &r.trace_len);
-	tails[2] = &tm;
-	lens[2] = r.timing_len;
-	tails[3] = &tr;
-	lens[3] = r.trace_len;
-	imgw_put(w, IMG_CONN, &r, sizeof(r), tails, lens, 4);
+	CONN_CARRIED(SAVE_ROW)
+	imgw_put(w, IMG_CONN, &o->r, sizeof(o->r), o->tails, o->lens, 4);
 }
 
 /**
@@ -202,6 +459,30 @@ void conn_host_abandon(struct conn_host *h)
 		conn_free(c);
 	}
 }
+
+/* CONN_CARRIED's rows as the adopt of a connection's fields: a copy, or
+ * the row's pair; an OPEN row waits for adopt_open(). */
+#define ADOPT_COPY(m, part, type) c->m = r->m;
+#define ADOPT_BYTES(m, type, n)	  memcpy(&c->m, r->m, n);
+#define ADOPT_SOCK(m, ...)                                                     \
+	c->m = (struct sock){ image_in_take_fd(a->in, r->m##_fd),              \
+			      r->m##_corked };
+#define ADOPT_PAIR(m, part, type, field, dims, fn)                             \
+	if (carry_adopt_##fn(c, a))                                            \
+		return -1;
+#define ADOPT_OPEN(...)
+#define ADOPT_REBUILT(m, why)
+#define ADOPT_ROW(m, how, ...) ADOPT_##how(m, __VA_ARGS__)
+
+/* And as the adopt of an open connection's: the OPEN rows alone. */
+#define OPEN_COPY(...)
+#define OPEN_BYTES(...)
+#define OPEN_SOCK(...)
+#define OPEN_PAIR(...)
+#define OPEN_OPEN(m, part, type, field, dims, fn)                              \
+	ADOPT_PAIR(m, part, type, field, dims, fn)
+#define OPEN_REBUILT(m, why)
+#define OPEN_ROW(m, how, ...) OPEN_##how(m, __VA_ARGS__)
 
 /**
  * pause_run() - wcmd_pause: stop accepting and forwarding
@@ -264,35 +545,34 @@ static void abandon_run(struct worker *w, struct worker_cmd *c)
 const struct worker_cmd_ops wcmd_abandon = { .run = abandon_run };
 
 /**
- * adopt_open() - rebuild an open connection's two directions
- * @c:		the connection, its sockets set
- * @v:		its record
- * @in:		the image received; its descriptors taken here
+ * adopt_fields() - rebuild a connection's fields from its record
+ * @c:	the connection, zeroed
+ * @a:	its record; the sockets' descriptors are taken from the image
+ *
+ * Every row of CONN_CARRIED but the OPEN ones, top to bottom.
  *
  * Return: 0, or -1 with errno.
  */
-static int adopt_open(struct conn *c, const struct img_conn_view *v,
-		      struct image_in *in)
+static int adopt_fields(struct conn *c, const struct carry_in *a)
 {
-	const struct img_conn *r = &v->c;
+	const struct img_conn *r = &a->v->c;
 
-	if (observe_adopt(c, v->timing, r->timing_len, v->trace))
-		return -1;
-	conn_dirs_init(c);
-	for (unsigned i = 0; i < DIR_COUNT; i++) {
-		struct pipe_slot *pipe = NULL;
-		int32_t rd = r->dir[i].pipe_rd, wr = r->dir[i].pipe_wr;
+	CONN_CARRIED(ADOPT_ROW)
+	return 0;
+}
 
-		if (rd >= 0) {
-			pipe = pipepool_adopt(c->host->pipes,
-					      image_in_take_fd(in, rd),
-					      image_in_take_fd(in, wr));
-			if (!pipe)
-				return -1;
-		}
-		if (dir_restore(&c->dir[i], &r->dir[i], v->bytes[i], pipe))
-			return -1;
-	}
+/**
+ * adopt_open() - rebuild an open connection's observers and directions
+ * @c:	the connection, linked
+ * @a:	its record; the pipes' descriptors are taken from the image
+ *
+ * The OPEN rows of CONN_CARRIED, top to bottom.
+ *
+ * Return: 0, or -1 with errno.
+ */
+static int adopt_open(struct conn *c, const struct carry_in *a)
+{
+	CONN_CARRIED(OPEN_ROW)
 	return 0;
 }
 
@@ -320,6 +600,7 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 {
 	const struct img_conn *r = &v->c;
 	const struct listen_opts *o = &l->cfg->o;
+	const struct carry_in a = { .h = h, .l = l, .v = v, .in = in };
 	struct conn *c;
 
 	if (r->smb != (o->mode == MODE_SMB) || r->be >= o->nbackends) {
@@ -329,42 +610,16 @@ int conn_adopt(struct conn_host *h, struct listener *l,
 			l->name, r->be + 1);
 		return -1;
 	}
-	if (!(c = calloc(1, sizeof(*c))))
+	if (!(c = calloc(1, sizeof(*c))) || adopt_fields(c, &a))
 		goto oom;
-	c->host = h;
-	c->l = l;
-	listener_get(l);
-	c->cfg = l->cfg;
-	lcfg_get(c->cfg);
-	c->lo = o;
-	c->st = &l->st[h->id];
-	c->id = r->id;
-	c->be = r->be;
-	memcpy(&c->peer, r->peer, sizeof(c->peer));
-	memcpy(c->cli_text, r->cli_text, sizeof(c->cli_text));
-	memcpy(c->source.a, r->source, sizeof(c->source.a));
-	c->unauth = r->unauth;
-	c->lowat = r->lowat;
-	c->peeked = r->peeked;
-	c->cli =
-		(struct sock){ image_in_take_fd(in, r->cli_fd), r->cli_corked };
-	c->srv =
-		(struct sock){ image_in_take_fd(in, r->srv_fd), r->srv_corked };
-	c->started = r->started;
-	c->deadline = r->deadline;
-	c->last_active = r->last_active;
-	conn_set_state(c, (enum conn_state)r->state);
 	conn_watchers_init(c);
-	if (r->admitted && limits_adopt(&h->px->limits, &c->source, c->unauth))
-		goto oom;
-	c->admitted = r->admitted;
 	conn_host_reserve_force(h);
 	c->next = h->conns;
 	if (h->conns)
 		h->conns->prev = c;
 	h->conns = c;
 	counter_add(&h->active, 1);
-	if (c->state == CS_OPEN && adopt_open(c, v, in)) {
+	if (c->state == CS_OPEN && adopt_open(c, &a)) {
 		snprintf(err, errlen, "connection %llu (%s): %s",
 			 (unsigned long long)c->id, c->cli_text,
 			 errno == ENOMEM

@@ -74,7 +74,7 @@ static uint32_t image_layout(void)
 	const size_t sizes[] = {
 		sizeof(struct img_process),	 sizeof(struct img_listener),
 		sizeof(struct img_lstats),	 sizeof(struct img_conn),
-		sizeof(struct img_dir),		 sizeof(struct pump_saved),
+		sizeof(struct dir_saved),	 sizeof(struct pump_saved),
 		sizeof(struct smb_framer_saved), sizeof(struct timing_saved),
 		sizeof(struct trace_conn_saved),
 	};
@@ -141,7 +141,8 @@ void imgw_reserve(struct image_writer *w, size_t conns)
 
 	reserve(w, conns * (sizeof(struct img_rec) + sizeof(struct img_conn)) +
 			   (64u << 10));
-	if (w->oom || fds <= w->fdcap || !(p = realloc(w->fds, fds * sizeof(*p))))
+	if (w->oom || fds <= w->fdcap ||
+	    !(p = realloc(w->fds, fds * sizeof(*p))))
 		return; /* imgw_fd() grows it as it goes */
 	w->fds = p;
 	w->fdcap = fds;
@@ -467,7 +468,7 @@ static int dec_lstats(struct decoder *d, const uint8_t *p, size_t len)
  *
  * Return: 0, or -1.
  */
-static int dec_dir(struct decoder *d, const struct img_dir *dr)
+static int dec_dir(struct decoder *d, const struct dir_saved *dr)
 {
 	bool piped = dr->pipe_rd != -1 || dr->pipe_wr != -1;
 
@@ -478,21 +479,6 @@ static int dec_dir(struct decoder *d, const struct img_dir *dr)
 	if (dr->pump.pending > OPT_MAX_PIPE_SIZE)
 		return bad(d, "a direction holds more bytes than any buffer");
 	return 0;
-}
-
-/**
- * image_timing_len() - the bytes of a struct timing_saved an image holds
- * @nreq:	its requests
- *
- * Only the requests there are: a table of 1,024 for every connection with
- * one CHANGE_NOTIFY waiting would make the image hundreds of megabytes.
- *
- * Return: the length.
- */
-size_t image_timing_len(uint32_t nreq)
-{
-	return offsetof(struct timing_saved, req) +
-	       nreq * sizeof(((struct timing_saved *)0)->req[0]);
 }
 
 /**
@@ -509,7 +495,7 @@ static bool timing_len_ok(const uint8_t *p, size_t len)
 	if (len < offsetof(struct timing_saved, req))
 		return false;
 	memcpy(&nreq, p + offsetof(struct timing_saved, nreq), sizeof(nreq));
-	return nreq <= TIMING_MAX_REQUESTS && len == image_timing_len(nreq);
+	return nreq <= TIMING_MAX_REQUESTS && len == timing_saved_len(nreq);
 }
 
 /**
@@ -552,8 +538,8 @@ static int dec_conn(struct decoder *d, const uint8_t *p, size_t len)
 	memcpy(c, p, sizeof(*c));
 	if (!str_ok(c->listener, sizeof(c->listener)) ||
 	    !str_ok(c->cli_text, sizeof(c->cli_text)) ||
-	    !flags_ok(&c->cli_corked, 6) || c->worker >= img->proc.nworkers ||
-	    c->be >= OPT_MAX_BACKENDS)
+	    !flags_ok(c->flags, sizeof(c->flags)) ||
+	    c->worker >= img->proc.nworkers || c->be >= OPT_MAX_BACKENDS)
 		return bad(d, "connection record with a bad field");
 	if (!isfinite(c->started) || !isfinite(c->deadline) ||
 	    !isfinite(c->last_active) || !peer_ok(c->peer))

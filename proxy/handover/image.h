@@ -8,6 +8,7 @@
 
 #include "smb/framer.h"
 #include "conf/options.h"
+#include "conn/conn-t.h"
 #include "io/pump.h"
 #include "observe/timing.h"
 #include "observe/trace.h"
@@ -75,23 +76,59 @@ struct img_lstats {
 	uint32_t worker, pad;
 };
 
-/**
- * struct img_dir - one direction of a connection
- * @pump:	its bytes and flags
- * @fr:		its framer (smb mode)
- * @flags:	DIR_F_* bits
- * @pipe_rd:	descriptor index of the read end of the pipe holding
- *		@pump.in_pipe bytes, or -1
- * @pipe_wr:	its write end, or -1
- * @pad:	zero
- */
-struct img_dir {
-	struct pump_saved pump;
-	struct smb_framer_saved fr;
-	uint32_t flags;
-	int32_t pipe_rd, pipe_wr;
-	uint32_t pad;
-};
+/* The record's fields come from CONN_CARRIED (conn/conn-t.h), one part
+ * of it at a time, in the record's order: IMG_PART_<part> keeps a row's
+ * fields that go in <part>, and drops the rest. A field goes in a part when
+ * IMG_SAME_<part>_<its part> is defined (the preprocessor compares names
+ * no other way). */
+#define IMG_SECOND_(a, b, ...) b
+#define IMG_SECOND(...)	       IMG_SECOND_(__VA_ARGS__)
+#define IMG_CAT_(a, b)	       a##b
+#define IMG_CAT(a, b)	       IMG_CAT_(a, b)
+#define IMG_KEEP_0(x)
+#define IMG_KEEP_1(x) x
+#define IMG_IF_SAME(a, b, x)                                                   \
+	IMG_CAT(IMG_KEEP_, IMG_SECOND(IMG_SAME_##a##_##b, 0, ~))(x)
+#define IMG_SAME_U64_U64     ~, 1
+#define IMG_SAME_NAME_NAME   ~, 1
+#define IMG_SAME_U32_U32     ~, 1
+#define IMG_SAME_FD_FD	     ~, 1
+#define IMG_SAME_TIME_TIME   ~, 1
+#define IMG_SAME_BYTES_BYTES ~, 1
+#define IMG_SAME_FLAG_FLAG   ~, 1
+#define IMG_SAME_LEN_LEN     ~, 1
+#define IMG_SAME_DIR_DIR     ~, 1
+
+/* A row's fields in part P, each through E(type, name, dims). */
+#define IMG_ROW_COPY(E, P, m, part, type) IMG_IF_SAME(P, part, E(type, m, ))
+#define IMG_ROW_BYTES(E, P, m, type, n)	  IMG_IF_SAME(P, BYTES, E(type, m, [n]))
+#define IMG_ROW_SOCK(E, P, m, ...)                                             \
+	IMG_IF_SAME(P, FD, E(int32_t, m##_fd, ))                               \
+	IMG_IF_SAME(P, FLAG, E(uint8_t, m##_corked, ))
+#define IMG_ROW_PAIR(E, P, m, part, type, field, dims, fn)                     \
+	IMG_IF_SAME(P, part, E(type, field, dims))
+#define IMG_ROW_OPEN IMG_ROW_PAIR
+#define IMG_ROW_REBUILT(E, P, m, why)
+
+#define IMG_FIELD(type, name, dims) type name dims;
+#define IMG_ONE(type, name, dims)   +1
+#define IMG_PART_U64(m, how, ...)   IMG_ROW_##how(IMG_FIELD, U64, m, __VA_ARGS__)
+#define IMG_PART_NAME(m, how, ...)                                             \
+	IMG_ROW_##how(IMG_FIELD, NAME, m, __VA_ARGS__)
+#define IMG_PART_U32(m, how, ...) IMG_ROW_##how(IMG_FIELD, U32, m, __VA_ARGS__)
+#define IMG_PART_FD(m, how, ...)  IMG_ROW_##how(IMG_FIELD, FD, m, __VA_ARGS__)
+#define IMG_PART_TIME(m, how, ...)                                             \
+	IMG_ROW_##how(IMG_FIELD, TIME, m, __VA_ARGS__)
+#define IMG_PART_BYTES(m, how, ...)                                            \
+	IMG_ROW_##how(IMG_FIELD, BYTES, m, __VA_ARGS__)
+#define IMG_PART_FLAG(m, how, ...)                                             \
+	IMG_ROW_##how(IMG_FIELD, FLAG, m, __VA_ARGS__)
+#define IMG_PART_LEN(m, how, ...)   IMG_ROW_##how(IMG_FIELD, LEN, m, __VA_ARGS__)
+#define IMG_PART_DIR(m, how, ...)   IMG_ROW_##how(IMG_FIELD, DIR, m, __VA_ARGS__)
+#define IMG_COUNT_FLAG(m, how, ...) IMG_ROW_##how(IMG_ONE, FLAG, m, __VA_ARGS__)
+
+/* The record's flags, each 0 or 1, which the decoder checks as one array. */
+#define IMG_NFLAGS (0 CONN_CARRIED(IMG_COUNT_FLAG))
 
 /**
  * struct img_conn - a connection; after it come its tails: direction 0's
@@ -121,24 +158,33 @@ struct img_dir {
  * @admitted:	it holds a place under the caps
  * @lowat:	its client socket's SO_RCVLOWAT is raised
  * @smb:	its listener was in smb mode
+ * @flags:	the flags above, as an array
  * @pad:	zero
- * @timing_len:	0, or image_timing_len() of its requests: the part of a
+ * @timing_len:	0, or timing_saved_len() of its requests: the part of a
  *		struct timing_saved that holds anything
  * @trace_len:	0, or sizeof(struct trace_conn_saved)
  * @dir:	its directions, when open
+ *
+ * Every field but @pad comes from a row of CONN_CARRIED, in this order.
  */
 struct img_conn {
-	uint64_t id;
-	char listener[OPT_NAME_LEN];
-	uint32_t worker, state, be, peeked;
-	int32_t cli_fd, srv_fd;
-	double started, deadline, last_active;
-	uint8_t peer[128];
-	char cli_text[64];
-	uint8_t source[16];
-	uint8_t cli_corked, srv_corked, unauth, admitted, lowat, smb, pad[2];
-	uint32_t timing_len, trace_len;
-	struct img_dir dir[2];
+	/* clang-format off */
+	CONN_CARRIED(IMG_PART_U64)
+	CONN_CARRIED(IMG_PART_NAME)
+	CONN_CARRIED(IMG_PART_U32)
+	CONN_CARRIED(IMG_PART_FD)
+	CONN_CARRIED(IMG_PART_TIME)
+	CONN_CARRIED(IMG_PART_BYTES)
+	union {
+		struct {
+			CONN_CARRIED(IMG_PART_FLAG)
+		};
+		uint8_t flags[IMG_NFLAGS];
+	};
+	uint8_t pad[2];
+	CONN_CARRIED(IMG_PART_LEN)
+	CONN_CARRIED(IMG_PART_DIR)
+	/* clang-format on */
 };
 
 /**
@@ -236,7 +282,6 @@ struct image_in {
 	struct image img;
 };
 
-size_t image_timing_len(uint32_t nreq);
 int image_in_take_fd(struct image_in *in, int32_t index);
 size_t image_in_held(const struct image_in *in);
 int image_decode(const uint8_t *p, size_t len, size_t nfds, struct image *img,

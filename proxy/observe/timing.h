@@ -3,6 +3,7 @@
 #define SMBSPLICE_TIMING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "smb/framer.h"
@@ -65,6 +66,24 @@ struct timing_saved {
 	uint8_t hidden;
 	struct timing_saved_request req[TIMING_MAX_REQUESTS];
 };
+
+/**
+ * timing_saved_len() - the bytes of a struct timing_saved that hold
+ *			anything
+ * @nreq:	its requests
+ *
+ * Only the requests there are: a handover that carried a table of 1,024
+ * for every connection with one CHANGE_NOTIFY waiting would be hundreds
+ * of megabytes. Inline, so that a reader of saved bytes (the handover
+ * image's decoder, its seed writer) needs no more of timing.c than this.
+ *
+ * Return: the length.
+ */
+static inline size_t timing_saved_len(uint32_t nreq)
+{
+	return offsetof(struct timing_saved, req) +
+	       nreq * sizeof(((struct timing_saved *)0)->req[0]);
+}
 
 /**
  * struct timing_pool - a worker's spare timing blocks

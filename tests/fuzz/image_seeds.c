@@ -112,7 +112,7 @@ static void put_conn(struct seed *s, uint32_t state, size_t pending, int pipe,
 								   1 };
 			memset(&tr, 0, sizeof(tr));
 			snprintf(tr.what, sizeof(tr.what), "conn 7");
-			c.timing_len = (uint32_t)image_timing_len(tm.nreq);
+			c.timing_len = (uint32_t)timing_saved_len(tm.nreq);
 			c.trace_len = sizeof(tr);
 			tl[2] = c.timing_len;
 			tl[3] = c.trace_len;

@@ -151,9 +151,9 @@ static void make_conns(void)
 	o->dir[1].pipe_rd = fd_index();
 	o->dir[1].pipe_wr = fd_index();
 	o->dir[1].fr.reads = 12;
-	o->timing_len = (uint32_t)image_timing_len(NREQ);
+	o->timing_len = (uint32_t)timing_saved_len(NREQ);
 	o->trace_len = sizeof(struct trace_conn_saved);
-	pt.timing[4] = calloc(1, image_timing_len(TIMING_MAX_REQUESTS + 1));
+	pt.timing[4] = calloc(1, timing_saved_len(TIMING_MAX_REQUESTS + 1));
 	assert_non_null(pt.timing[4]);
 	struct timing_saved tm = { .nreq = NREQ, .frame_t0 = { 5, 6 } };
 
@@ -328,7 +328,7 @@ static void test_round_trip(void **state)
 				 p + len);
 		assert_memory_equal(v->bytes[0], pt.pend[i][0], PEND0);
 		assert_memory_equal(v->timing, pt.timing[i],
-				    image_timing_len(NREQ));
+				    timing_saved_len(NREQ));
 		assert_memory_equal(v->trace, &pt.trace[i],
 				    sizeof(pt.trace[i]));
 	}
@@ -545,6 +545,11 @@ static void test_conn_fields(void **state)
 {
 	struct img_conn *c = &pt.c[4], keep = *c;
 
+	/* The array is the flags, all of them: six, each a byte. */
+	assert_int_equal(sizeof(c->flags), 6);
+	assert_ptr_equal(&c->flags[0], &c->cli_corked);
+	assert_ptr_equal(&c->flags[5], &c->smb);
+
 	c->worker = NWORKERS;
 	assert_refused("connection record with a bad field");
 	*c = keep;
@@ -557,9 +562,9 @@ static void test_conn_fields(void **state)
 	memset(c->cli_text, 'z', sizeof(c->cli_text));
 	assert_refused("connection record with a bad field");
 	/* Each flag in turn. */
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned k = 0; k < sizeof(c->flags); k++) {
 		*c = keep;
-		(&c->cli_corked)[k] = 2;
+		c->flags[k] = 2;
 		assert_refused("connection record with a bad field");
 	}
 	/* Times that are not numbers, an address accept() never gives. */
@@ -708,19 +713,19 @@ static void test_conn_tails(void **state)
 	struct timing_saved *tm = calloc(1, sizeof(*tm));
 
 	assert_non_null(tm);
-	memcpy(tm, pt.timing[4], image_timing_len(NREQ));
+	memcpy(tm, pt.timing[4], timing_saved_len(NREQ));
 	tm->nreq = NREQ + 1;
-	memcpy(pt.timing[4], tm, image_timing_len(NREQ));
+	memcpy(pt.timing[4], tm, timing_saved_len(NREQ));
 	assert_refused("latency table of the wrong size");
 	tm->nreq = NREQ - 1;
-	memcpy(pt.timing[4], tm, image_timing_len(NREQ));
+	memcpy(pt.timing[4], tm, timing_saved_len(NREQ));
 	assert_refused("latency table of the wrong size");
 	/* Over TIMING_MAX_REQUESTS, its length matching its count. */
 	uint32_t over = TIMING_MAX_REQUESTS + 1;
 
 	memcpy(pt.timing[4] + offsetof(struct timing_saved, nreq), &over,
 	       sizeof(over));
-	c->timing_len = (uint32_t)image_timing_len(over);
+	c->timing_len = (uint32_t)timing_saved_len(over);
 	assert_refused("latency table of the wrong size");
 	/* Shorter than the table's head. */
 	c->timing_len = offsetof(struct timing_saved, nreq) + 2;
@@ -736,7 +741,7 @@ static void test_conn_tails(void **state)
 	/* A full table is fine too. */
 	tm->nreq = TIMING_MAX_REQUESTS;
 	memcpy(pt.timing[4], tm, offsetof(struct timing_saved, req));
-	c->timing_len = (uint32_t)image_timing_len(TIMING_MAX_REQUESTS);
+	c->timing_len = (uint32_t)timing_saved_len(TIMING_MAX_REQUESTS);
 	p = image_of(&len);
 	assert_int_equal(decode_bytes(p, len, pt.nfds), 0);
 	free(p);
