@@ -8,9 +8,12 @@
  * directly would stall with it, and every connection of that worker too.
  *
  * So once log_start() has run, a line is formatted by its thread and
- * appended to a ring buffer under a mutex, and one writer thread drains the
- * ring to standard error. A line that does not fit in the ring is dropped
- * and counted, never waited for; the next line written says how many were
+ * appended to a ring (common/ring.c, shared with the --trace writer), and
+ * its writer thread drains the ring to standard error, every line queued
+ * at the time in one write(). The writer takes lines as soon as they come:
+ * a person watching the log waits for no batch. A line that does not fit
+ * in the ring is dropped and counted, never waited for; once the lines
+ * queued before it are out, a line of the writer's says how many were
  * lost. Before log_start() and after log_stop(), lines are written
  * directly, each with a single write() so lines never interleave.
  *
@@ -25,8 +28,7 @@
  */
 #include "config.h"
 
-#include <pthread.h>
-#include <signal.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,9 +38,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/ring.h"
 
 #define LINE_MAX_LEN 1024
-#define RING_SIZE    (256u << 10)
+/* Bytes of queued lines, each with the ring's 4-byte length: some two
+ * thousand lines. */
+#define RING_SIZE (256u << 10)
 
 int log_verbosity;
 
@@ -52,32 +57,11 @@ static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 /* Lines go to syslog(3) rather than standard error (--syslog). */
 static bool to_syslog;
 
-/**
- * struct log_ring - lines waiting for the writer thread
- * @lock:	guards everything below
- * @more:	signalled when lines arrive or the writer must stop
- * @buf:	the bytes, RING_SIZE of them, a ring
- * @head:	where the next line goes (free-running)
- * @tail:	where the writer reads next (free-running)
- * @dropped:	lines dropped because the ring was full, not yet reported
- * @dropped_total: lines dropped since start
- * @running:	the writer thread runs
- * @stopping:	the writer is to drain the ring and end
- * @thread:	the writer
- */
-static struct log_ring {
-	pthread_mutex_t lock;
-	pthread_cond_t more;
-	char buf[RING_SIZE];
-	size_t head, tail;
-	unsigned long dropped;
-	uint64_t dropped_total;
-	bool running, stopping;
-	pthread_t thread;
-} ring = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.more = PTHREAD_COND_INITIALIZER,
-};
+/* Lines waiting for the writer thread (common/ring.c), and the writer's
+ * copy of them: every line queued is written with one write(). The ring
+ * is static so that logging needs no allocation, ever. */
+static struct ring ring = RING_INITIALIZER;
+static char ring_buf[RING_SIZE], ring_batch[RING_SIZE];
 
 /**
  * write_all() - write bytes to standard error, retrying short writes
@@ -179,7 +163,8 @@ static size_t format_line(char *line, enum log_level lvl, const char *fmt,
 {
 	int n, m;
 
-	n = snprintf(line, LINE_MAX_LEN, "%s: %s: ", log_ident, level_word[lvl]);
+	n = snprintf(line, LINE_MAX_LEN, "%s: %s: ", log_ident,
+		     level_word[lvl]);
 	m = vsnprintf(line + n, LINE_MAX_LEN - n - 1, fmt, ap);
 	n += m < 0 ? 0 : m;
 	if (suffix && n < LINE_MAX_LEN - 2)
@@ -191,41 +176,15 @@ static size_t format_line(char *line, enum log_level lvl, const char *fmt,
 }
 
 /**
- * ring_put() - queue a line for the writer, or drop it if there is no room
- * @line:	the line
- * @n:		its length
- */
-static void ring_put(const char *line, size_t n)
-{
-	size_t at;
-
-	pthread_mutex_lock(&ring.lock);
-	if (RING_SIZE - (ring.head - ring.tail) < n) {
-		ring.dropped++;
-		ring.dropped_total++;
-	} else {
-		for (size_t i = 0; i < n; i += at) {
-			size_t off = (ring.head + i) % RING_SIZE;
-
-			at = RING_SIZE - off < n - i ? RING_SIZE - off : n - i;
-			memcpy(ring.buf + off, line + i, at);
-		}
-		ring.head += n;
-		pthread_cond_signal(&ring.more);
-	}
-	pthread_mutex_unlock(&ring.lock);
-}
-
-/**
  * emit() - hand a formatted line to the writer, or write it now
  * @line:	the line
  * @n:		its length
  */
 static void emit(const char *line, size_t n)
 {
-	if (__atomic_load_n(&ring.running, __ATOMIC_ACQUIRE))
-		ring_put(line, n);
-	else
+	/* A full ring drops the line (counted, and said by the writer);
+	 * only a ring that is not running has it written here. */
+	if (ring_put(&ring, line, n) == -EPIPE)
 		out(line, n);
 }
 
@@ -305,48 +264,26 @@ unsigned long log_limit_expired(struct log_limit *l)
 }
 
 /**
- * writer_main() - the writer thread: drain the ring to standard error
+ * ring_sink() - the writer thread's part: write queued lines out
  * @arg:	unused
- *
- * Return: NULL, once stopping and the ring is empty.
+ * @p:		whole lines, in the order they were logged
+ * @n:		their length
+ * @dropped:	lines dropped since the last note, all logged after @p's
  */
-static void *writer_main(void *arg)
+static void ring_sink(void *arg, const void *p, size_t n, unsigned long dropped)
 {
-	static char chunk[RING_SIZE];
 	char note[96];
-	size_t n, off;
-	unsigned long dropped;
+	size_t k;
 
-	(void)arg;
-	pthread_mutex_lock(&ring.lock);
-	for (;;) {
-		while (ring.head == ring.tail && !ring.dropped &&
-		       !ring.stopping)
-			pthread_cond_wait(&ring.more, &ring.lock);
-		if (ring.head == ring.tail && !ring.dropped)
-			break; /* stopping, and nothing left */
-		n = ring.head - ring.tail;
-		off = ring.tail % RING_SIZE;
-		for (size_t i = 0, at; i < n; i += at, off = 0) {
-			at = RING_SIZE - off < n - i ? RING_SIZE - off : n - i;
-			memcpy(chunk + i, ring.buf + off, at);
-		}
-		ring.tail += n;
-		dropped = ring.dropped;
-		ring.dropped = 0;
-		pthread_mutex_unlock(&ring.lock);
-		out(chunk, n);
-		if (dropped) {
-			n = (size_t)snprintf(
-				note, sizeof(note),
-				"smbsplice: warning: %lu log lines dropped: standard error was not read fast enough\n",
-				dropped);
-			out(note, n);
-		}
-		pthread_mutex_lock(&ring.lock);
+	if (n)
+		out(p, n);
+	if (dropped) {
+		k = (size_t)snprintf(
+			note, sizeof(note),
+			"smbsplice: warning: %lu log lines dropped: standard error was not read fast enough\n",
+			dropped);
+		out(note, k);
 	}
-	pthread_mutex_unlock(&ring.lock);
-	return NULL;
 }
 
 /**
@@ -360,16 +297,20 @@ static void *writer_main(void *arg)
  */
 int log_start(void)
 {
-	sigset_t all, old;
-	int err;
+	const struct ring_cfg cfg = {
+		.buf = ring_buf,
+		.size = sizeof(ring_buf),
+		.batch = ring_batch,
+		.batch_size = sizeof(ring_batch),
+		.sink = ring_sink,
+	};
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&ring.thread, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
+	if (ring_open(&ring, &cfg))
 		return -1;
-	__atomic_store_n(&ring.running, true, __ATOMIC_RELEASE);
+	if (ring_start(&ring)) {
+		ring_stop(&ring);
+		return -1;
+	}
 	return 0;
 }
 
@@ -380,14 +321,7 @@ int log_start(void)
  */
 void log_stop(void)
 {
-	if (!__atomic_load_n(&ring.running, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&ring.lock);
-	ring.stopping = true;
-	pthread_cond_signal(&ring.more);
-	pthread_mutex_unlock(&ring.lock);
-	pthread_join(ring.thread, NULL);
-	__atomic_store_n(&ring.running, false, __ATOMIC_RELEASE);
+	ring_stop(&ring);
 }
 
 /**
@@ -397,10 +331,5 @@ void log_stop(void)
  */
 uint64_t log_dropped(void)
 {
-	uint64_t n;
-
-	pthread_mutex_lock(&ring.lock);
-	n = ring.dropped_total;
-	pthread_mutex_unlock(&ring.lock);
-	return n;
+	return ring_dropped(&ring);
 }

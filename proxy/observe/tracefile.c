@@ -3,8 +3,8 @@
  *
  * Theory of operation: workers make small records (a synthesized IP and
  * TCP header and a frame's first bytes, trace.c) and must never wait for
- * a disk. So a record is copied into a ring under a mutex held for the
- * copy alone, and a writer thread of its own takes records out and
+ * a disk. So a record is copied into a ring (common/ring.c, shared with
+ * the log's writer), and the ring's writer thread takes records out and
  * writes them to a pcap file of raw IP (LINKTYPE_RAW). A record that
  * does not fit in the ring is dropped and counted, never waited for. The
  * ring's records are laid out as the pcap format's are (struct rec_hdr),
@@ -13,16 +13,11 @@
  * as below.
  *
  * The writer wakes once per batch, not per record, since a wake-up is a
- * futex() call on each side and a record is only a few hundred bytes: a
- * worker signals only when the ring was empty (the writer may be asleep
- * on it) or has just passed a quarter full (the writer may be gathering),
- * and a writer woken from an empty ring lets records gather for GATHER_MS
- * before it takes them out, up to BATCH_BYTES per hold of the lock. A
- * writer with a backlog takes the next batch at once. No wake-up can be
- * lost: the writer tests the ring under the lock before each wait, the
- * sleep on an empty ring ends with the first record's signal, and the
- * gathering sleep is bounded by GATHER_MS whatever happens. On stop the
- * writer takes every record left; workers queue no more once @stop is set.
+ * futex() call on each side and a record is only a few hundred bytes
+ * (ring.c says how): woken from an empty ring, it lets records gather for
+ * GATHER_MS before it takes them out, up to BATCH_BYTES per hold of the
+ * ring's lock. On stop the writer takes every record left; workers queue
+ * no more once the ring is stopping.
  *
  * The writer counts the file's length itself rather than asking stdio (an
  * ftell() per record is an lseek() per record). It flushes the file about
@@ -53,8 +48,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +57,11 @@
 #include <pcap/pcap.h>
 
 #include "common/log.h"
+#include "common/ring.h"
 #include "observe/tracefile.h"
 
-/* Bytes of records the ring holds: a second of a busy gateway's headers. */
+/* Bytes of records the ring holds (each with the ring's 4-byte length): a
+ * second of a busy gateway's headers. */
 #define RING_BYTES (4u << 20)
 /* Older files kept when rotating: FILE.1 to FILE.9. */
 #define KEEP_FILES 9
@@ -77,9 +72,9 @@
  * meanwhile for want of a writer, since a worker that takes it past a
  * quarter full ends the gathering at once. */
 #define GATHER_MS 20
-/* Bytes of records the writer takes out of the ring per hold of the lock:
+/* Bytes of records the writer takes out of the ring per hold of its lock:
  * a copy of a few microseconds, so that a worker queueing a record waits
- * no longer than that for the lock. */
+ * no longer than that for the lock. The longest record the ring takes. */
 #define BATCH_BYTES (64u << 10)
 /* On disk, each record is a pcap record header and the bytes. */
 #define PCAP_REC_HDR 16u
@@ -116,16 +111,9 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
 
 /**
  * struct trace_file - the process's capture file and its writer
- * @lock:	guards the ring, @stop and @reopen
- * @more:	signalled when the first record comes into an empty ring, when
- *		the ring passes a quarter full, and when the writer must stop
- *		or reopen; waits on it are timed on CLOCK_MONOTONIC
- * @ring:	records, @RING_BYTES long
- * @head:	where the next record goes
- * @tail:	where the writer reads next
- * @used:	bytes in the ring
- * @stop:	the writer must drain and exit
- * @reopen:	the writer must reopen the file
+ * @ring:	records waiting for the writer, and the writer
+ * @buf:	@ring's bytes, @RING_BYTES of them, while --trace is on
+ * @batch:	the writer's copy of the records it writes next
  * @written:	records written (counter any thread reads)
  * @dropped:	records dropped, the ring being full (likewise)
  * @file:	the open file, NULL when it could not be reopened
@@ -139,15 +127,14 @@ _Static_assert(BATCH_BYTES - sizeof(struct rec_hdr) <= FILE_SNAPLEN,
  * @max:	--trace-max bytes, 0 for no rotation
  * @rotate_broken: FILE could not be renamed; no rotation is tried, and
  *		no record written past @max, until the next reopen
- * @thread:	the writer
- * @running:	@thread was started
+ *
+ * All but @ring, @buf and the counters are the writer's alone once it
+ * runs: the ring's hooks, below, are called on its thread.
  */
 static struct trace_file {
-	pthread_mutex_t lock;
-	pthread_cond_t more;
-	uint8_t *ring;
-	size_t head, tail, used;
-	bool stop, reopen;
+	struct ring ring;
+	uint8_t *buf;
+	uint8_t batch[BATCH_BYTES];
 	uint64_t written, dropped;
 	FILE *file;
 	uint64_t size;
@@ -158,11 +145,7 @@ static struct trace_file {
 	int dirfd;
 	uint64_t max;
 	bool rotate_broken;
-	pthread_t thread;
-	bool running;
-} tf = { .lock = PTHREAD_MUTEX_INITIALIZER,
-	 .more = PTHREAD_COND_INITIALIZER,
-	 .dirfd = -1 };
+} tf = { .ring = RING_INITIALIZER, .dirfd = -1 };
 
 /**
  * tracefile_enabled() - is --trace on
@@ -171,7 +154,7 @@ static struct trace_file {
  */
 bool tracefile_enabled(void)
 {
-	return tf.ring != NULL;
+	return tf.buf != NULL;
 }
 
 /**
@@ -372,6 +355,11 @@ static int open_dir(char *err, size_t errlen)
 	return 0;
 }
 
+static void write_batch(void *arg, const void *p, size_t n,
+			unsigned long dropped);
+static void flush_idle(void *arg);
+static void reopen(void *arg);
+
 /**
  * tracefile_open() - open the capture file, at start
  * @path:	FILE
@@ -379,35 +367,44 @@ static int open_dir(char *err, size_t errlen)
  * @err:	buffer for one line saying why it cannot be
  * @errlen:	its size
  *
+ * Records are queued from now on, and written once tracefile_start() has
+ * started the writer.
+ *
  * Return: 0, or -1 with @err set.
  */
 int tracefile_open(const char *path, uint64_t max, char *err, size_t errlen)
 {
-	pthread_condattr_t ca;
+	struct ring_cfg cfg = {
+		.size = RING_BYTES,
+		.batch = tf.batch,
+		.batch_size = sizeof(tf.batch),
+		/* So that top -H and perf name it. */
+		.thread_name = "trace-writer",
+		.gather_ms = GATHER_MS,
+		.idle_ms = 1000, /* a second idle: flush */
+		.sink = write_batch,
+		.idle = flush_idle,
+		.reopen = reopen,
+	};
 
-	/* The writer's timed waits on the monotonic clock: a step of the
-	 * wall clock must not stretch a GATHER_MS wait into minutes. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&tf.more, &ca);
-	pthread_condattr_destroy(&ca);
 	snprintf(tf.path, sizeof(tf.path), "%s", path);
 	tf.max = max;
 	if (open_dir(err, errlen))
 		return -1;
-	tf.ring = malloc(RING_BYTES);
-	if (!tf.ring) {
+	cfg.buf = malloc(RING_BYTES);
+	if (!cfg.buf) {
 		snprintf(err, errlen, "--trace: out of memory");
-		return -1;
+	} else if (!open_file(err, errlen)) {
+		/* Cannot fail: tracefile_close() left the ring closed,
+		 * and cfg is sound. */
+		ring_open(&tf.ring, &cfg);
+		tf.buf = cfg.buf;
+		return 0;
 	}
-	if (open_file(err, errlen)) {
-		free(tf.ring);
-		tf.ring = NULL;
-		close(tf.dirfd);
-		tf.dirfd = -1;
-		return -1;
-	}
-	return 0;
+	free(cfg.buf);
+	close(tf.dirfd);
+	tf.dirfd = -1;
+	return -1;
 }
 
 /**
@@ -428,49 +425,14 @@ void tracefile_put(const struct timespec *ts, const void *data, uint32_t caplen,
 {
 	struct rec_hdr h = { (uint32_t)ts->tv_sec,
 			     (uint32_t)(ts->tv_nsec / 1000), caplen, len };
-	size_t need = sizeof(h) + caplen, first, was;
-	const uint8_t *parts[2] = { (const uint8_t *)&h, data };
-	size_t lens[2] = { sizeof(h), caplen };
+	const struct iovec parts[2] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)data, .iov_len = caplen },
+	};
 
-	pthread_mutex_lock(&tf.lock);
-	if (!tf.ring || tf.stop || RING_BYTES - tf.used < need ||
-	    need > BATCH_BYTES) {
-		pthread_mutex_unlock(&tf.lock);
+	/* Refused when closed, full or too long alike: counted here. */
+	if (ring_putv(&tf.ring, parts, 2))
 		__atomic_add_fetch(&tf.dropped, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	for (int i = 0; i < 2; i++) {
-		first = RING_BYTES - tf.head < lens[i] ? RING_BYTES - tf.head
-						       : lens[i];
-		memcpy(tf.ring + tf.head, parts[i], first);
-		memcpy(tf.ring, parts[i] + first, lens[i] - first);
-		tf.head = (tf.head + lens[i]) % RING_BYTES;
-	}
-	was = tf.used;
-	tf.used += need;
-	/* The writer sleeps only on an empty ring, or while it lets a batch
-	 * gather: wake it for the first record and when the batch is
-	 * large, not for each record (a futex call each). */
-	if (!was || (was < RING_BYTES / 4 && tf.used >= RING_BYTES / 4))
-		pthread_cond_signal(&tf.more);
-	pthread_mutex_unlock(&tf.lock);
-}
-
-/**
- * ring_take() - copy bytes out of the ring
- * @to:		where
- * @n:		how many; the ring holds them
- *
- * Called with the lock held.
- */
-static void ring_take(void *to, size_t n)
-{
-	size_t first = RING_BYTES - tf.tail < n ? RING_BYTES - tf.tail : n;
-
-	memcpy(to, tf.ring + tf.tail, first);
-	memcpy((uint8_t *)to + first, tf.ring, n - first);
-	tf.tail = (tf.tail + n) % RING_BYTES;
-	tf.used -= n;
 }
 
 /**
@@ -541,34 +503,23 @@ static void write_one(const uint8_t *rec, uint32_t caplen)
 
 /**
  * reopen() - close FILE and open it again (it may have been moved away)
+ * @arg:	unused
+ *
+ * The ring's reopen hook: called on the writer's thread after
+ * tracefile_reopen(), before it writes the records it took with the
+ * request.
  */
-static void reopen(void)
+static void reopen(void *arg)
 {
 	char err[512];
 
+	(void)arg;
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
 	tf.rotate_broken = false; /* tried again at the next --trace-max */
 	if (open_file(err, sizeof(err)))
 		log_err("%s; records are dropped until a reopen succeeds", err);
-}
-
-/**
- * deadline() - a time this far ahead on the condition variable's clock
- * @ms:	milliseconds
- *
- * Return: the time, on CLOCK_MONOTONIC (tracefile_open()).
- */
-static struct timespec deadline(long ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_nsec += ms % 1000 * 1000000;
-	t.tv_sec += ms / 1000 + t.tv_nsec / 1000000000;
-	t.tv_nsec %= 1000000000;
-	return t;
 }
 
 /**
@@ -588,109 +539,48 @@ static time_t coarse_secs(void)
 }
 
 /**
- * take_batch() - take whole records out of the ring
- * @to:		where, BATCH_BYTES long
+ * flush_idle() - flush the file after a second without records
+ * @arg:	unused
  *
- * Called with the lock held. Takes records while the next one fits in
- * @to; no record with its header is longer than BATCH_BYTES
- * (tracefile_put()), so a ring that holds records always gives at least
- * one.
- *
- * Return: bytes taken.
+ * The ring's idle hook, on the writer's thread.
  */
-static size_t take_batch(uint8_t *to)
+static void flush_idle(void *arg)
 {
-	struct rec_hdr h;
-	size_t n = 0, first;
-
-	while (tf.used) {
-		/* Peek at the header: take the record only if it fits. */
-		first = RING_BYTES - tf.tail < sizeof(h) ? RING_BYTES - tf.tail
-							 : sizeof(h);
-		memcpy(&h, tf.ring + tf.tail, first);
-		memcpy((uint8_t *)&h + first, tf.ring, sizeof(h) - first);
-		if (n + sizeof(h) + h.caplen > BATCH_BYTES)
-			break;
-		ring_take(to + n, sizeof(h) + h.caplen);
-		n += sizeof(h) + h.caplen;
-	}
-	return n;
+	(void)arg;
+	if (!tf.file)
+		return;
+	fflush(tf.file);
+	tf.flushed = coarse_secs();
 }
 
 /**
  * write_batch() - hand a batch of records to stdio
- * @p:	the records, as take_batch() left them
- * @n:	their bytes
+ * @arg:	unused
+ * @p:		whole records, as tracefile_put() queued them
+ * @n:		their bytes
+ * @dropped:	records the ring refused; tracefile_put() counted them
+ *
+ * The ring's sink, on the writer's thread.
  */
-static void write_batch(const uint8_t *p, size_t n)
+static void write_batch(void *arg, const void *p, size_t n,
+			unsigned long dropped)
 {
+	const uint8_t *rec = p;
 	struct rec_hdr h;
 
-	for (size_t off = 0; off < n; off += sizeof(h) + h.caplen) {
-		memcpy(&h, p + off, sizeof(h));
-		write_one(p + off, h.caplen);
-	}
-}
-
-/**
- * writer_main() - the writer thread
- * @arg:	unused
- *
- * Return: NULL, once told to stop and the ring is empty.
- */
-static void *writer_main(void *arg)
-{
-	static uint8_t batch[BATCH_BYTES];
-	struct timespec until;
-	bool reopen_now, slept;
-	size_t n;
-
 	(void)arg;
-	/* So that top -H and perf name it. */
-	pthread_setname_np(pthread_self(), "trace-writer");
-	pthread_mutex_lock(&tf.lock);
-	for (;;) {
-		slept = false;
-		while (!tf.used && !tf.stop && !tf.reopen) {
-			slept = true;
-			until = deadline(1000);
-			if (pthread_cond_timedwait(&tf.more, &tf.lock,
-						   &until) == ETIMEDOUT &&
-			    tf.file) {
-				pthread_mutex_unlock(&tf.lock);
-				fflush(tf.file);
-				tf.flushed = coarse_secs();
-				pthread_mutex_lock(&tf.lock);
-			}
-		}
-		/* Woken by a first record: let the batch gather. The workers
-		 * signal again only if it passes a quarter of the ring; with
-		 * a backlog (!slept) there is nothing to wait for. */
-		if (slept && tf.used < RING_BYTES / 4 && !tf.stop &&
-		    !tf.reopen) {
-			until = deadline(GATHER_MS);
-			pthread_cond_timedwait(&tf.more, &tf.lock, &until);
-		}
-		reopen_now = tf.reopen;
-		tf.reopen = false;
-		if (!tf.used && tf.stop)
-			break;
-		n = take_batch(batch);
-		pthread_mutex_unlock(&tf.lock);
-		if (reopen_now)
-			reopen();
-		write_batch(batch, n);
-		/* A writer that never runs dry never times out: flush here
-		 * too, once per second of the coarse clock, so the file is
-		 * about a second behind at most. */
-		if (n && tf.file && coarse_secs() != tf.flushed) {
-			fflush(tf.file);
-			tf.flushed = coarse_secs();
-		}
-		pthread_mutex_lock(&tf.lock);
+	(void)dropped;
+	for (size_t off = 0; off < n; off += sizeof(h) + h.caplen) {
+		memcpy(&h, rec + off, sizeof(h));
+		write_one(rec + off, h.caplen);
 	}
-	pthread_mutex_unlock(&tf.lock);
-	return NULL;
+	/* A writer that never runs dry never goes idle: flush here too,
+	 * once per second of the coarse clock, so the file is about a
+	 * second behind at most. */
+	if (n && tf.file && coarse_secs() != tf.flushed) {
+		fflush(tf.file);
+		tf.flushed = coarse_secs();
+	}
 }
 
 /**
@@ -700,22 +590,16 @@ static void *writer_main(void *arg)
  */
 int tracefile_start(void)
 {
-	sigset_t all, old;
 	int err;
 
 	if (!tracefile_enabled())
 		return 0;
-	/* Signals are the main thread's business. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&tf.thread, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = ring_start(&tf.ring);
 	if (err) {
 		log_err("--trace: cannot start its writer thread: %s",
-			strerror(err));
+			strerror(-err));
 		return -1;
 	}
-	tf.running = true;
 	return 0;
 }
 
@@ -724,12 +608,8 @@ int tracefile_start(void)
  */
 void tracefile_reopen(void)
 {
-	if (!tracefile_enabled())
-		return;
-	pthread_mutex_lock(&tf.lock);
-	tf.reopen = true;
-	pthread_cond_signal(&tf.more);
-	pthread_mutex_unlock(&tf.lock);
+	if (tracefile_enabled())
+		ring_reopen(&tf.ring);
 }
 
 /**
@@ -747,38 +627,28 @@ void tracefile_counts(uint64_t *written, uint64_t *dropped)
  * tracefile_close() - write what is queued, close the file, stop the writer
  *
  * Every record tracefile_put() accepted is in the file when this returns:
- * the writer drains the ring before it exits, and records put after
- * @stop are refused and counted as dropped.
+ * the writer drains the ring before it exits, and records put once the
+ * ring is stopping are refused and counted as dropped.
  */
 void tracefile_close(void)
 {
-	uint8_t *ring = tf.ring;
+	uint8_t *buf = tf.buf;
 
 	if (!tracefile_enabled())
 		return;
-	if (tf.running) {
-		pthread_mutex_lock(&tf.lock);
-		tf.stop = true;
-		pthread_cond_signal(&tf.more);
-		pthread_mutex_unlock(&tf.lock);
-		pthread_join(tf.thread, NULL);
-		tf.running = false;
-	}
+	/* Closed, the ring refuses records under its lock: a late
+	 * tracefile_put() drops its record, and the buffer may go. The
+	 * ring may be opened again (the unit test does). */
+	ring_stop(&tf.ring);
 	if (tf.file)
 		fclose(tf.file);
 	tf.file = NULL;
 	close(tf.dirfd);
 	tf.dirfd = -1;
-	/* As before tracefile_open(), so that it may be called again (the
-	 * unit test does): a late tracefile_put() finds no ring, under the
-	 * lock, and drops its record. The counters are kept for a last
+	/* As before tracefile_open(); the counters are kept for a last
 	 * scrape. */
-	pthread_mutex_lock(&tf.lock);
-	tf.ring = NULL;
-	tf.head = tf.tail = tf.used = 0;
-	tf.stop = tf.reopen = false;
-	pthread_mutex_unlock(&tf.lock);
-	free(ring);
+	tf.buf = NULL;
+	free(buf);
 	tf.size = 0;
 	tf.flushed = 0;
 	tf.rotate_broken = false;
