@@ -4,8 +4,8 @@
  * Theory of operation: a connection is a client socket, a backend socket
  * and two directions (struct dir, dir.c), DIR_TO_SERVER and DIR_TO_CLIENT.
  * Its life is a few stages (enum conn_state), changed by conn_set_state()
- * alone along conn_state_next[] (connstate.c, with conn_end()), each
- * change logged at debug level:
+ * alone along conn_state_next[], the whole life of a connection in one
+ * table, each change logged at debug level with both stages' names:
  *
  *   new -> [proxy-header ->] handshake -> connecting -> open -> ended
  *     `-------------------------------^   ^----'   (failover)
@@ -31,6 +31,9 @@
  *               --auth-timeout until the server's stream shows a
  *               successful session setup, after which the connection is
  *               authenticated for good (--max-preauth-per-source).
+ *               Traffic moves only @last_active: the timer, when it fires
+ *               early, is set again for what is left (conn_arm_open()),
+ *               so the hot path never touches it.
  *   ended:      both directions forwarded end of file (clean), or any
  *               error, reset or timeout (abortive: SO_LINGER 0 on both
  *               sockets, so each peer sees a reset). One line tells the
@@ -44,36 +47,42 @@
  * (connhost.c): the pools it draws on, the stalled-pipe list (stall.c),
  * and two calls back. Its two descriptors are reserved with
  * conn_host_reserve() before the accept and given back by
- * conn_host_unreserve() when it ends (connstate.c).
+ * conn_host_unreserve() when it ends. conn_end() is the one way into
+ * "ended": it writes the end line (connlog.c), closes both sockets
+ * (resetting both peers unless both directions ended cleanly), gives back
+ * everything the connection held and tells its thread. The worker sets
+ * its host up once (conn_host_init()); the host's stalled-pipe list is
+ * given the one thing it may do to a direction, move its pipe's bytes
+ * into a buffer, which ends the connection if the pipe cannot be read.
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
+#include "common/counter.h"
+#include "common/log.h"
 #include "conn/conn.h"
-#include "conn/connclock.h"
 #include "conn/connhost.h"
 #include "conn/connlog.h"
 #include "conn/connproxy.h"
-#include "conn/connstate.h"
-#include "common/counter.h"
-#include "net/dial.h"
 #include "conn/dir.h"
 #include "conn/handshake.h"
-#include "net/listener.h"
-#include "common/log.h"
 #include "conn/observe.h"
-#include "smb/opening.h"
+#include "conn/stall.h"
 #include "core/proxy.h"
-#include "pp2/proxyhdr.h"
 #include "io/pump.h"
 #include "io/sock.h"
+#include "net/dial.h"
+#include "net/listener.h"
+#include "pp2/proxyhdr.h"
+#include "smb/opening.h"
 
 /* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
  * incomplete first frame is looked at again. */
@@ -567,4 +576,272 @@ void conn_close_all(struct conn_host *h)
 	while (h->conns)
 		conn_end(h->conns, END_SHUTDOWN, NULL);
 	stall_list_stop(&h->stalls);
+}
+
+static const char *const conn_state_name[] = {
+	[CS_NEW] = "new",
+	[CS_PROXY_HEADER] = "proxy-header",
+	[CS_HANDSHAKE] = "handshake",
+	[CS_CONNECTING] = "connecting",
+	[CS_OPEN] = "open",
+	[CS_ENDED] = "ended",
+};
+
+_Static_assert(sizeof(conn_state_name) / sizeof(conn_state_name[0]) == CS_COUNT,
+	       "a name per connection state");
+
+/**
+ * conn_state_text() - a stage's name, as the debug log and the control
+ *		       socket print it
+ * @s:	the stage
+ *
+ * Return: a static string.
+ */
+const char *conn_state_text(enum conn_state s)
+{
+	return s < CS_COUNT ? conn_state_name[s] : "?";
+}
+
+/* The stages a connection may go to from each: the whole life of one. */
+static const unsigned conn_state_next[CS_COUNT] = {
+	/* A handover (connmove.c) brings connections in at any stage. */
+	[CS_NEW] = 1u << CS_PROXY_HEADER | 1u << CS_HANDSHAKE |
+		   1u << CS_CONNECTING | 1u << CS_OPEN,
+	[CS_PROXY_HEADER] =
+		1u << CS_HANDSHAKE | 1u << CS_CONNECTING | 1u << CS_ENDED,
+	[CS_HANDSHAKE] = 1u << CS_CONNECTING | 1u << CS_ENDED,
+	[CS_CONNECTING] = 1u << CS_CONNECTING | 1u << CS_OPEN | 1u << CS_ENDED,
+	[CS_OPEN] = 1u << CS_ENDED,
+};
+
+/**
+ * conn_set_state() - move a connection to its next stage
+ * @c:		the connection
+ * @next:	the stage, one conn_state_next[] allows from the current
+ *
+ * The one place the stage changes, so that a debug log shows every
+ * connection's whole life; dialling the next backend stays connecting.
+ */
+void conn_set_state(struct conn *c, enum conn_state next)
+{
+	assert(conn_state_next[c->state] & 1u << next);
+	if (c->state != next)
+		log_debug("conn %s: %s -> %s", c->cli_text,
+			  conn_state_name[c->state], conn_state_name[next]);
+	c->state = next;
+}
+
+/**
+ * conn_end() - log, close both sockets and free the connection
+ * @c:		the connection
+ * @end:	how it ended; anything but END_FIN resets both peers, so
+ *		that no peer takes a stream cut short for a complete one
+ * @why:	detail for the log, or NULL
+ */
+void conn_end(struct conn *c, enum conn_end end, const char *why)
+{
+	struct conn_host *h = c->host;
+
+	connlog_end(c, end, why);
+	conn_set_state(c, CS_ENDED);
+	for (unsigned i = 0; i < DIR_COUNT; i++)
+		dir_stop(&c->dir[i], h);
+	ev_io_stop(h->loop, &c->connect_w);
+	ev_timer_stop(h->loop, &c->timer);
+	for (unsigned i = 0; i < DIR_COUNT; i++)
+		pump_release(&c->dir[i].pump);
+	observe_end(c, end == END_FIN);
+	if (end != END_FIN) {
+		sock_set_linger0(c->cli.fd);
+		if (c->srv.fd >= 0)
+			sock_set_linger0(c->srv.fd);
+	}
+	conn_free(c);
+	h->ops->ended(h->ctx);
+}
+
+/**
+ * conn_free() - close a connection's sockets, give back all it holds, free
+ *		 it
+ * @c:	the connection, its watchers stopped, its pumps and observers
+ *	released
+ *
+ * The close is a plain one: whatever conn_end() decided (a reset, a FIN)
+ * is done, and a handed-over connection's sockets are the next process's.
+ */
+void conn_free(struct conn *c)
+{
+	struct conn_host *h = c->host;
+
+	close(c->cli.fd);
+	if (c->srv.fd >= 0)
+		close(c->srv.fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	counter_sub(&h->active, 1);
+	if (c->admitted)
+		limits_release(&h->px->limits, &c->source, c->unauth);
+	conn_host_unreserve(h);
+	lcfg_put(c->cfg);
+	listener_put(c->l);
+	free(c);
+}
+
+/**
+ * conn_end_for_errno() - how a failed read or write ends the connection
+ * @err:	the errno
+ *
+ * Return: END_RST when a peer reset, END_ERROR otherwise.
+ */
+enum conn_end conn_end_for_errno(int err)
+{
+	/* ENOTCONN: the shutdown() forwarding a FIN found the socket reset. */
+	return err == ECONNRESET || err == EPIPE || err == ENOTCONN ? END_RST
+								    : END_ERROR;
+}
+
+/**
+ * conn_rearm() - run the connection's timer @after seconds from now
+ * @c:		the connection
+ * @after:	seconds
+ */
+void conn_rearm(struct conn *c, ev_tstamp after)
+{
+	ev_timer_stop(c->host->loop, &c->timer);
+	ev_timer_set(&c->timer, after, 0.);
+	ev_timer_start(c->host->loop, &c->timer);
+}
+
+/**
+ * conn_note_auth() - see whether the server has let the client in
+ * @c:	the connection, in smb mode and not authenticated yet
+ *
+ * Once the server's stream has carried a successful session setup
+ * response (not a guest or null one: the framer tells), the connection is
+ * authenticated for good: it leaves --max-preauth-per-source and
+ * --auth-timeout. A server stream the framer gave up on cannot show one;
+ * it is let be only under --first-frame any, where the backend may speak
+ * another protocol. With the first frame checked, the backend is an SMB
+ * server, and a stream it cannot parse may be one a client provoked: it
+ * authenticates nobody.
+ */
+void conn_note_auth(struct conn *c)
+{
+	const struct smb_framer *f = &c->dir[DIR_TO_CLIENT].fr;
+
+	if (!f->facts.session_ok &&
+	    !(c->lo->any_first_frame && smb_framer_opaque(f)))
+		return;
+	c->unauth = false;
+	limits_authenticated(&c->host->px->limits, &c->source);
+	log_debug("conn %s: %s", c->cli_text,
+		  f->facts.session_ok
+			  ? "session setup succeeded"
+			  : "server's stream not parsed: no --auth-timeout");
+}
+
+/**
+ * conn_arm_open() - set an open connection's timer for its next deadline
+ * @c:	the connection, in CS_OPEN
+ *
+ * The idle timeout, if any, or --auth-timeout while the client has not
+ * authenticated, whichever comes first; with neither the timer stays off.
+ */
+void conn_arm_open(struct conn *c)
+{
+	const struct listen_opts *o = c->lo;
+	ev_tstamp now = ev_now(c->host->loop), at = 0;
+
+	if (o->idle_timeout > 0)
+		at = c->last_active + o->idle_timeout;
+	if (c->unauth && o->auth_timeout > 0 &&
+	    (!at || c->started + o->auth_timeout < at))
+		at = c->started + o->auth_timeout;
+	if (!at) {
+		ev_timer_stop(c->host->loop, &c->timer);
+		return;
+	}
+	conn_rearm(c, at > now ? at - now : 0.);
+}
+
+/**
+ * conn_open_timer() - an open connection's timer fired
+ * @c:	the connection, in CS_OPEN
+ *
+ * The idle timeout is checked lazily: traffic only moves @last_active, and
+ * the timer, when it fires early, is set again for the time that is left.
+ * An authentication that came meanwhile is seen the same way: the timer
+ * then only serves the idle timeout.
+ */
+void conn_open_timer(struct conn *c)
+{
+	const struct listen_opts *o = c->lo;
+	ev_tstamp now = ev_now(c->host->loop), left;
+	char why[96];
+
+	if (c->unauth && o->auth_timeout > 0 &&
+	    now >= c->started + o->auth_timeout) {
+		counter_add(&c->st->auth_timeouts, 1);
+		snprintf(
+			why, sizeof(why),
+			"no session setup completed within %gs (--auth-timeout)",
+			o->auth_timeout);
+		conn_end(c, END_TIMEOUT, why);
+		return;
+	}
+	left = c->last_active + o->idle_timeout - now;
+	if (o->idle_timeout > 0 && left <= 0) {
+		snprintf(why, sizeof(why), "idle for %gs", o->idle_timeout);
+		conn_end(c, END_TIMEOUT, why);
+		return;
+	}
+	conn_arm_open(c);
+}
+
+/**
+ * dir_unpipe() - move a stalled direction's pipe into a buffer
+ * @s:	&dir.stall, handed over by stall.c
+ *
+ * Return: as pump_unpipe(); on failure the connection has ended.
+ */
+static int dir_unpipe(struct stall *s)
+{
+	struct dir *d = (struct dir *)((char *)s - offsetof(struct dir, stall));
+	int r = pump_unpipe(&d->pump);
+
+	if (r < 0)
+		conn_end(d->c, END_ERROR, strerror(d->pump.err));
+	return r;
+}
+
+/**
+ * conn_host_init() - set up a thread's side of its connections
+ * @h:		the host, in the thread's struct
+ * @px:		the process
+ * @loop:	the thread's loop
+ * @id:		the thread's number
+ * @pipes:	its splice pipes
+ * @bufs:	its copy buffers
+ * @timing:	its spare timing blocks
+ * @ops:	its calls back (see struct conn_host_ops)
+ * @ctx:	their argument
+ */
+void conn_host_init(struct conn_host *h, struct proxy *px, struct ev_loop *loop,
+		    unsigned id, struct pipe_pool *pipes, struct buf_pool *bufs,
+		    struct timing_pool *timing, const struct conn_host_ops *ops,
+		    void *ctx)
+{
+	*h = (struct conn_host){ .px = px,
+				 .loop = loop,
+				 .id = id,
+				 .pipes = pipes,
+				 .bufs = bufs,
+				 .timing = timing,
+				 .ops = ops,
+				 .ctx = ctx };
+	stall_list_init(&h->stalls, loop, dir_unpipe);
 }

@@ -18,8 +18,8 @@
 #include <netinet/in.h>
 
 #include "net/admit.h"
+#include "conn/conn.h"
 #include "conn/connproxy.h"
-#include "conn/connstate.h"
 #include "common/counter.h"
 #include "net/listener.h"
 #include "common/log.h"

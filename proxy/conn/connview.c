@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "conn/conn.h"
-#include "conn/connstate.h"
 #include "conn/connview.h"
 #include "common/monotime.h"
 

@@ -47,10 +47,9 @@
 #include <unistd.h>
 
 #include "net/accept.h"
-#include "conn/connclock.h"
+#include "conn/conn.h"
 #include "conn/connhost.h"
 #include "handover/connmove.h"
-#include "conn/connstate.h"
 #include "common/counter.h"
 #include "conn/dir.h"
 #include "net/listener.h"

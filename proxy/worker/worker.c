@@ -47,7 +47,6 @@
 #include "net/accept.h"
 #include "core/alloc.h"
 #include "conn/conn.h"
-#include "conn/connsetup.h"
 #include "conn/connlog.h"
 #include "common/counter.h"
 #include "net/listener.h"

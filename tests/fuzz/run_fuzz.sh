@@ -17,7 +17,7 @@ flags="$flags -I. -I$srcdir -I$srcdir/proxy"
 image_src="proxy/handover/image.c smb/framer.c smb/login.c smb/opening.c smb/threshold.c
 	proxy/observe/timing.c smb/srt.c smb/hist.c proxy/io/pump.c proxy/io/bufpool.c
 	proxy/io/pipepool.c proxy/io/sock.c proxy/io/policy.c proxy/priv/privs.c
-	proxy/observe/trace.c proxy/observe/tracefile.c common/log.c"
+	proxy/observe/trace.c proxy/observe/tracefile.c common/log.c common/ring.c"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
 	echo "SKIP: $cc not found: install the Debian packages clang and libclang-rt-14-dev"
