@@ -6,7 +6,7 @@
  * (magic, format number, a layout check), then records, each a type, a
  * length and a struct of fixed-width fields, some followed by tails of
  * bytes. Descriptors do not go in the image; they travel beside it
- * (SCM_RIGHTS, howire.c) and records name them by index.
+ * (fdpass, howire.c) and records name them by index.
  *
  * Both ends are builds of smbsplice on one machine, so the structs are
  * written as they are in memory; the format number and the layout check
@@ -141,7 +141,8 @@ void imgw_reserve(struct image_writer *w, size_t conns)
 
 	reserve(w, conns * (sizeof(struct img_rec) + sizeof(struct img_conn)) +
 			   (64u << 10));
-	if (w->oom || fds <= w->fdcap || !(p = realloc(w->fds, fds * sizeof(*p))))
+	if (w->oom || fds <= w->fdcap ||
+	    !(p = realloc(w->fds, fds * sizeof(*p))))
 		return; /* imgw_fd() grows it as it goes */
 	w->fds = p;
 	w->fdcap = fds;
