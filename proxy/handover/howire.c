@@ -21,20 +21,21 @@
  * descriptors sent could not all be received (RLIMIT_NOFILE).
  *
  * The image: ho_send_image() sends the descriptors in HO_FDS batches of
- * up to HO_FDS_BATCH (SCM_RIGHTS, the batch's count in the body) and the
- * image in HO_IMAGE_CHUNK pieces of up to HO_CHUNK bytes, alternating one
- * batch and one chunk while both last (so that a receiver short of
- * descriptors fails early, and the descriptors in flight stay bounded by
- * the socket's queue: net.unix.max_dgram_qlen datagrams), then HO_DONE
- * {u64 length, u32 descriptors}. ho_recv_image() takes batches and
- * chunks in any interleaving, keeps descriptors in the order sent, and
- * checks everything against HO_IMAGE_MAX, HO_NFDS_MAX and HO_DONE's
- * counts; an HO_FAIL from the sender ends it with the sender's text. Any
- * refusal closes every descriptor received so far and frees everything,
- * with one line saying why. The kernel truncates an SCM_RIGHTS that would
- * take the receiver over RLIMIT_NOFILE (MSG_CTRUNC, having installed what
- * fit): that is said as such, with what to raise. Both ends are one host:
- * integers go in its byte order.
+ * up to HO_FDS_BATCH (passed with fdpass, the batch's count in the body)
+ * and the image in HO_IMAGE_CHUNK pieces of up to HO_CHUNK bytes,
+ * alternating one batch and one chunk while both last (so that a
+ * receiver short of descriptors fails early, and the descriptors in
+ * flight stay bounded by the socket's queue: net.unix.max_dgram_qlen
+ * datagrams), then HO_DONE {u64 length, u32 descriptors}.
+ * ho_recv_image() takes batches and chunks in any interleaving, keeps
+ * descriptors in the order sent, and checks everything against
+ * HO_IMAGE_MAX, HO_NFDS_MAX and HO_DONE's counts; an HO_FAIL from the
+ * sender ends it with the sender's text. Any refusal closes every
+ * descriptor received so far and frees everything, with one line saying
+ * why. The kernel cannot install descriptors that would take the
+ * receiver over RLIMIT_NOFILE (MSG_CTRUNC; fdpass closes what it did
+ * install and says EMFILE): that is said as such, with what to raise.
+ * Both ends are one host: integers go in its byte order.
  */
 #include "config.h"
 
@@ -49,12 +50,12 @@
 #include <sys/socket.h>
 
 #include "handover/howire.h"
+#include "common/fdpass.h"
 #include "common/monotime.h"
 
-/* The kernel's bound on descriptors per SCM_RIGHTS (SCM_MAX_FD): a
- * control buffer this big is never truncated for want of room, so a
- * MSG_CTRUNC means the receiver ran out of descriptors. */
-#define HO_SCM_MAX 253
+/* Descriptors per message: the kernel's bound, so that a MSG_CTRUNC
+ * (EMFILE from fdpass) means the receiver ran out of descriptors. */
+#define HO_SCM_MAX FDPASS_MAX
 
 /* The HO_DONE body, packed: 12 bytes, no padding. */
 #define HO_DONE_LEN (sizeof(uint64_t) + sizeof(uint32_t))
@@ -121,7 +122,7 @@ static int gone_errno(int err)
  * @type:	its type
  * @body:	its body
  * @len:	the body's length, at most HO_CHUNK
- * @fds:	descriptors to send along (SCM_RIGHTS), or NULL
+ * @fds:	descriptors to send along (fdpass), or NULL
  * @nfds:	how many, at most HO_SCM_MAX
  * @deadline:	from deadline_of()
  *
@@ -130,37 +131,17 @@ static int gone_errno(int err)
 static int send_raw(int sock, uint32_t type, const void *body, uint32_t len,
 		    const int *fds, size_t nfds, uint64_t deadline)
 {
-	union {
-		char buf[CMSG_SPACE(HO_SCM_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	struct ho_msg_head h = { type, len };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	ssize_t n;
 
 	if (len > HO_CHUNK || nfds > HO_SCM_MAX) {
 		errno = EMSGSIZE;
 		return -1;
 	}
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(u.buf, 0, sizeof(u.buf));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
 	for (;;) {
-		n = sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n >= 0)
+		if (!fdpass_sendv(sock, iov, len ? 2 : 1, fds, (unsigned)nfds,
+				  MSG_DONTWAIT))
 			return 0; /* SEQPACKET: all of it, or nothing */
-		if (errno == EINTR)
-			continue;
 		if (errno == ETOOMANYREFS) {
 			/* Our user's descriptors in flight are over its
 			 * RLIMIT_NOFILE: the receiver draining them is
@@ -211,25 +192,20 @@ static void close_fds(const int *fds, size_t n)
 static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
 		    int *fds, size_t *nfds, uint64_t deadline)
 {
-	union {
-		char buf[CMSG_SPACE(HO_SCM_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	struct iovec iov[2] = { { h, sizeof(*h) }, { body, cap } };
-	struct msghdr m;
+	unsigned got;
 	ssize_t n;
 
 	*nfds = 0;
 	for (;;) {
-		m = (struct msghdr){ .msg_iov = iov,
-				     .msg_iovlen = cap ? 2 : 1,
-				     .msg_control = u.buf,
-				     .msg_controllen = sizeof(u.buf) };
-		n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		n = fdpass_recvv(sock, iov, cap ? 2 : 1, fds, HO_SCM_MAX, &got,
+				 MSG_DONTWAIT);
 		if (n >= 0)
 			break;
-		if (errno == EINTR)
-			continue;
+		/* fdpass closed what came: EMFILE (RLIMIT_NOFILE) and
+		 * EMSGSIZE (MSG_TRUNC) are this file's errnos too. */
+		if (errno == EMFILE || errno == EMSGSIZE)
+			return -1;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
 			errno = gone_errno(errno);
 			return -1;
@@ -237,32 +213,17 @@ static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
 		if (wait_for(sock, POLLIN, deadline))
 			return -1;
 	}
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		size_t k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		/* Cannot be, the buffer holds 253: a bound all the same. */
-		if (*nfds + k > HO_SCM_MAX)
-			k = HO_SCM_MAX - *nfds;
-		memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
-		*nfds += k;
-	}
-	if (n == 0 && !*nfds) {
+	if (n == 0 && !got) {
 		errno = ECONNRESET; /* EOF: every message has a head */
 		return -1;
 	}
-	errno = m.msg_flags & MSG_CTRUNC  ? EMFILE
-		: m.msg_flags & MSG_TRUNC ? EMSGSIZE
-		: (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)
-			? EPROTO
-			: 0;
-	if (!errno)
-		return 0;
-	close_fds(fds, *nfds);
-	*nfds = 0;
-	return -1;
+	if ((size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
+		close_fds(fds, got);
+		errno = EPROTO;
+		return -1;
+	}
+	*nfds = got;
+	return 0;
 }
 
 /**

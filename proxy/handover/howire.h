@@ -9,7 +9,7 @@
 enum ho_type {
 	HO_HELLO = 1,	/* u32 image version NEW reads, u32 pid */
 	HO_IMAGE_CHUNK, /* up to HO_CHUNK image bytes */
-	HO_FDS,		/* u32 count, and count descriptors (SCM_RIGHTS) */
+	HO_FDS,		/* u32 count, and count descriptors (fdpass) */
 	HO_DONE,	/* u64 image length, u32 total descriptors */
 	HO_TAKEN,	/* u32 connections */
 	HO_FAIL,	/* text, at most HO_TEXT_MAX bytes, no NUL needed */

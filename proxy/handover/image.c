@@ -6,7 +6,7 @@
  * (magic, format number, a layout check), then records, each a type, a
  * length and a struct of fixed-width fields, some followed by tails of
  * bytes. Descriptors do not go in the image; they travel beside it
- * (SCM_RIGHTS, howire.c) and records name them by index.
+ * (fdpass, howire.c) and records name them by index.
  *
  * Both ends are builds of smbsplice on one machine, so the structs are
  * written as they are in memory; the format number and the layout check

@@ -54,6 +54,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "common/fdpass.h"
 #include "handover/exesafe.h"
 #include "handover/howire.h"
 #include "handover/launcher.h"
@@ -62,6 +63,11 @@ extern char **environ;
 
 /* How long the daemon waits for the launcher's reply to LN_LAUNCH. */
 #define LN_REPLY_MS 5000
+
+/* Descriptors a message may bring and still be read: one is all either
+ * side sends, and a few more are taken (and closed) so that a reply with
+ * a stray one is still a reply. */
+#define LN_FDS_MAX 4
 
 /* The handover socket's number in the new process, and its variable. */
 #define LN_FD  3
@@ -265,77 +271,36 @@ static pid_t spawn_exec(const char *exe, char *const argv[], int fd)
  */
 static int ln_send(int sock, const struct ln_msg *m, int fd, int flags)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)m, sizeof(*m) };
-	struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
-
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(u.buf, 0, sizeof(u.buf));
-		h.msg_control = u.buf;
-		h.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	do
-		n = sendmsg(sock, &h, flags | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(*m) ? 0 : -1;
+	return fdpass_send(sock, m, sizeof(*m), &fd, fd >= 0, flags);
 }
 
 /**
  * ln_recv() - one message, and the descriptors that came with it
  * @sock:	the socket
  * @m:		where it goes
- * @fds:	room for 4 descriptors (O_CLOEXEC)
+ * @fds:	room for LN_FDS_MAX descriptors (O_CLOEXEC)
  * @nfds:	set to how many came
  * @flags:	MSG_DONTWAIT, or 0
  *
  * Return: 1 for a whole message, 0 on hang-up, -1 with errno set (EPROTO
- * for a datagram of another size; its descriptors are still returned).
+ * for a datagram of another size, with more than LN_FDS_MAX descriptors,
+ * or whose descriptors could not all be received; the descriptors of one
+ * of another size are still returned).
  */
-static int ln_recv(int sock, struct ln_msg *m, int *fds, int *nfds, int flags)
+static int ln_recv(int sock, struct ln_msg *m, int *fds, unsigned *nfds,
+		   int flags)
 {
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr h = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
+	ssize_t n =
+		fdpass_recv(sock, m, sizeof(*m), fds, LN_FDS_MAX, nfds, flags);
 
-	*nfds = 0;
-	do
-		n = recvmsg(sock, &h, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	if (n < 0 &&
+	    (errno == EMSGSIZE || errno == ETOOMANYREFS || errno == EMFILE))
+		errno = EPROTO; /* malformed, all alike: refused */
 	if (n < 0)
 		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
-		int k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (*nfds + k > 4)
-			k = 4 - *nfds;
-		memcpy(fds + *nfds, CMSG_DATA(c), (size_t)k * sizeof(int));
-		*nfds += k;
-	}
 	if (n == 0 && !*nfds)
 		return 0;
-	if (n != (ssize_t)sizeof(*m) ||
-	    (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+	if (n != (ssize_t)sizeof(*m)) {
 		errno = EPROTO;
 		return -1;
 	}
@@ -442,7 +407,8 @@ static void launcher_answer(int sock, const char *exe, char *const argv[],
 			    pid_t *child)
 {
 	struct ln_msg m, rep = { .op = LN_REFUSED };
-	int fds[4], nfds, r;
+	int fds[LN_FDS_MAX], r;
+	unsigned nfds;
 
 	r = ln_recv(sock, &m, fds, &nfds, MSG_DONTWAIT);
 	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EPROTO))
@@ -457,7 +423,7 @@ static void launcher_answer(int sock, const char *exe, char *const argv[],
 		rep.err = check_socket(fds[0]);
 	if (!rep.err)
 		launch_checked(exe, argv, fds[0], &rep, child);
-	for (int i = 0; i < nfds; i++)
+	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
 	ln_send(sock, &rep, -1, 0);
 }
@@ -566,7 +532,8 @@ int launcher_start(struct launcher *ln, const char *exe, char *const argv[])
 static int wait_reply(struct launcher *ln, struct ln_msg *rep)
 {
 	struct pollfd p = { ln->fd, POLLIN, 0 };
-	int fds[4], nfds, r;
+	int fds[LN_FDS_MAX], r;
+	unsigned nfds;
 
 	for (;;) {
 		r = poll(&p, 1, LN_REPLY_MS);
@@ -577,7 +544,7 @@ static int wait_reply(struct launcher *ln, struct ln_msg *rep)
 		if (r <= 0)
 			return -1;
 		r = ln_recv(ln->fd, rep, fds, &nfds, MSG_DONTWAIT);
-		for (int i = 0; i < nfds; i++)
+		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]); /* it sends none */
 		if (r == 0) {
 			errno = ECONNRESET;
@@ -663,7 +630,8 @@ pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
 int launcher_reap(struct launcher *ln, pid_t pid, int *status)
 {
 	struct ln_msg m;
-	int fds[4], nfds, r;
+	int fds[LN_FDS_MAX], r;
+	unsigned nfds;
 	pid_t got;
 
 	if (ln->fd < 0) {
@@ -674,7 +642,7 @@ int launcher_reap(struct launcher *ln, pid_t pid, int *status)
 	}
 	for (;;) {
 		r = ln_recv(ln->fd, &m, fds, &nfds, MSG_DONTWAIT);
-		for (int i = 0; i < nfds; i++)
+		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (r == 0) {
 			errno = ECONNRESET;

@@ -46,7 +46,7 @@
  * main thread, and each worker), so that requests need no lock and the
  * helper, single-threaded, serves them in turn with poll(). Requests and
  * replies are fixed-size structs; a reply carries the descriptor
- * (SCM_RIGHTS) or an errno, and the request's number, so that a reply
+ * (fdpass) or an errno, and the request's number, so that a reply
  * that came after the asker gave up (SO_RCVTIMEO) is recognised and
  * dropped. The helper never blocks on the daemon: it sends with
  * MSG_DONTWAIT, and a daemon that does not read loses its reply.
@@ -82,6 +82,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "common/fdpass.h"
 #include "common/log.h"
 #include "common/netns.h"
 #include "priv/privgrant.h"
@@ -205,57 +206,35 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
  * @flags:	MSG_DONTWAIT, or 0
  * @got:	set to the descriptor that came with it, or -1
  *
- * More descriptors than one, or a truncated message, are closed and
- * refused: neither side ever sends them.
+ * More descriptors than one, or a message of another size, are closed
+ * and refused: neither side ever sends them.
  *
  * Return: the message's length, 0 on hang-up, -1 with errno set
- * (EBADMSG for a message refused; EMFILE for a whole message whose
- * descriptor could not be received, the receiver being out of them).
+ * (EBADMSG for a message refused; EMFILE for a message whose descriptor
+ * could not be received, the receiver being out of them).
  */
 static ssize_t recv_one(int fd, void *buf, size_t len, int flags, int *got)
 {
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { buf, len };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	bool bad = false;
+	unsigned nfds;
 	ssize_t n;
 
 	*got = -1;
-	n = recvmsg(fd, &m, flags | MSG_CMSG_CLOEXEC);
-	if (n <= 0)
+	/* A short message that also lost its descriptor fails as EMFILE,
+	 * and its sequence number is answered: let what it did not fill
+	 * be zeros, not what the stack held. */
+	memset(buf, 0, len);
+	n = fdpass_recv(fd, buf, len, got, 1, &nfds, flags);
+	if (n < 0 && (errno == EMSGSIZE || errno == ETOOMANYREFS))
+		errno = EBADMSG;
+	if (n < 0 || (n > 0 && (size_t)n == len))
 		return n;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		int nfds, fds[2];
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
-		for (int i = 0; i < nfds; i++) {
-			if (*got < 0 && !bad)
-				*got = fds[i];
-			else
-				close(fds[i]);
-			bad |= i > 0;
-		}
-	}
-	bad |= (m.msg_flags & MSG_TRUNC) || (size_t)n != len;
-	if (bad || (m.msg_flags & MSG_CTRUNC)) {
-		if (*got >= 0)
-			close(*got);
-		*got = -1;
-		/* The message is whole, but the receiver had no descriptor
-		 * left for what came with it. */
-		errno = bad ? EBADMSG : EMFILE;
-		return -1;
-	}
-	return n;
+	if (*got >= 0)
+		close(*got);
+	*got = -1;
+	if (!n)
+		return 0; /* an empty message is a hang-up to recvmsg() */
+	errno = EBADMSG;
+	return -1;
 }
 
 /**
@@ -270,25 +249,7 @@ static ssize_t recv_one(int fd, void *buf, size_t len, int flags, int *got)
  */
 static int send_one(int sock, const void *buf, size_t len, int fd, int flags)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &m, flags | MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+	return fdpass_send(sock, buf, len, &fd, fd >= 0, flags);
 }
 
 /**

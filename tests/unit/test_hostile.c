@@ -68,6 +68,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "common/fdpass.h"
 #include "handover/exesafe.h"
 #include "handover/launcher.h"
 #include "conf/options.h"
@@ -461,32 +462,14 @@ static void assert_listener(int fd, const struct listen_opts *lo, ino_t ns)
  * @sock:	the channel (or the launcher's socket)
  * @buf:	the frame
  * @len:	its length (any: 0, short, long)
- * @fds:	descriptors to send with it (SCM_RIGHTS), or NULL
+ * @fds:	descriptors to send with it, or NULL
  * @nfds:	how many (at most 64)
  */
 static void send_raw(int sock, const void *buf, size_t len, const int *fds,
 		     int nfds)
 {
-	union {
-		char buf[CMSG_SPACE(64 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
 	assert_true(nfds >= 0 && nfds <= 64);
-	if (nfds) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != (ssize_t)len)
+	if (fdpass_send(sock, buf, len, fds, (unsigned)nfds, 0))
 		fail_msg("sendmsg: %s", strerror(errno));
 }
 
@@ -498,38 +481,24 @@ static void send_raw(int sock, const void *buf, size_t len, const int *fds,
  * @fd:		set to the descriptor that came, or -1
  *
  * A peer that does not answer in time, hangs up, or sends more than one
- * descriptor fails the test.
+ * descriptor or a frame over @len fails the test.
  *
  * Return: the frame's length.
  */
 static ssize_t recv_raw(int sock, void *buf, size_t len, int *fd)
 {
-	union {
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { buf, len };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
 	struct pollfd p = { sock, POLLIN, 0 };
+	unsigned nfds;
 	ssize_t n;
 
 	*fd = -1;
 	if (poll(&p, 1, REPLY_MS) != 1)
 		fail_msg("no answer within %d ms", REPLY_MS);
-	n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		fail_msg("the peer hung up (%zd: %s)", n, strerror(errno));
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-		assert_int_equal(c->cmsg_type, SCM_RIGHTS);
-		assert_true(k == 1 && *fd < 0);
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
-	}
-	assert_false(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+	n = fdpass_recv(sock, buf, len, fd, 1, &nfds, MSG_DONTWAIT);
+	if (n < 0)
+		fail_msg("a bad frame (%s)", strerror(errno));
+	if (n == 0 && !nfds)
+		fail_msg("the peer hung up");
 	return n;
 }
 

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "common/fdpass.h"
 #include "handover/howire.h"
 
 static int sv[2];
@@ -67,25 +68,10 @@ static void unpair(void)
 static void raw_send(int sock, uint32_t type, const void *body, uint32_t len,
 		     const int *fds, size_t nfds)
 {
-	char cbuf[CMSG_SPACE(253 * sizeof(int))];
 	struct ho_msg_head h = { type, len };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	memset(cbuf, 0, sizeof(cbuf));
-	if (nfds) {
-		struct cmsghdr *c;
-
-		m.msg_control = cbuf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	assert_int_equal(sendmsg(sock, &m, MSG_NOSIGNAL),
-			 (ssize_t)(sizeof(h) + len));
+	assert_int_equal(fdpass_sendv(sock, iov, 2, fds, (unsigned)nfds, 0), 0);
 }
 
 static void send_done(int sock, uint64_t len, uint32_t nfds)
@@ -252,24 +238,14 @@ static int same[HO_FDS_BATCH];
  * receiver hangs up. */
 static void *fds_thread(void *arg)
 {
-	char cbuf[CMSG_SPACE(HO_FDS_BATCH * sizeof(int))];
 	uint32_t k = HO_FDS_BATCH;
 	struct ho_msg_head h = { HO_FDS, sizeof(k) };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { &k, sizeof(k) } };
-	struct msghdr m = { .msg_iov = iov,
-			    .msg_iovlen = 2,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 
 	(void)arg;
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(same));
-	memcpy(CMSG_DATA(c), same, sizeof(same));
 	for (unsigned sent = 0; sent < HO_NFDS_MAX + 2 * HO_FDS_BATCH;
 	     sent += k)
-		if (sendmsg(sv[0], &m, MSG_NOSIGNAL) < 0)
+		if (fdpass_sendv(sv[0], iov, 2, same, HO_FDS_BATCH, 0))
 			break;
 	return NULL;
 }

@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "common/fdpass.h"
 #include "common/netns.h"
 #include "conf/options.h"
 #include "priv/privhelper.h"
@@ -171,14 +172,10 @@ static void refused(const char *listener, int fd)
  * port, made in a namespace of its own by a child and sent back here. */
 static int foreign_client(void)
 {
-	char buf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 0;
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = buf,
-			    .msg_controllen = sizeof(buf) };
 	int sv[2], l, c, s, fd, status;
+	unsigned nfds;
 	pid_t pid;
+	char b = 0;
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
 	pid = fork();
@@ -187,15 +184,11 @@ static int foreign_client(void)
 		if (unshare(CLONE_NEWNET) || system("ip link set lo up"))
 			_exit(1);
 		tcp_pair(listen_at, &l, &c, &s);
-		CMSG_FIRSTHDR(&m)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&m)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&m)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&m)), &s, sizeof(int));
-		_exit(sendmsg(sv[1], &m, 0) == 1 ? 0 : 1);
+		_exit(fdpass_send(sv[1], &b, 1, &s, 1, 0) ? 1 : 0);
 	}
 	close(sv[1]);
-	assert_int_equal(recvmsg(sv[0], &m, 0), 1);
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	assert_int_equal(fdpass_recv(sv[0], &b, 1, &fd, 1, &nfds, 0), 1);
+	assert_int_equal(nfds, 1);
 	close(sv[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(status, 0);
