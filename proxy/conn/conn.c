@@ -60,7 +60,7 @@
 #include "conn/connclock.h"
 #include "conn/connhost.h"
 #include "conn/connlog.h"
-#include "conn/connproxy.h"
+#include "conn/conn_pp2.h"
 #include "conn/connstate.h"
 #include "common/counter.h"
 #include "net/dial.h"
@@ -71,7 +71,7 @@
 #include "conn/observe.h"
 #include "smb/opening.h"
 #include "core/proxy.h"
-#include "pp2/proxyhdr.h"
+#include "pp2/pp2_sock.h"
 #include "io/pump.h"
 #include "io/sock.h"
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 /* The longest PROXY header taken, TLVs included: HAProxy's and the cloud
  * load balancers' are a few hundred bytes; a longer one is refused, so a

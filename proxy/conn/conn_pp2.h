@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 #include "conn/conn-t.h"
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 bool conn_proxied(struct conn *c, const struct pp2_info *in);
 

@@ -28,7 +28,7 @@
  * allocation. TLVs are skipped: smbsplice uses none of them (cloud load
  * balancers and HAProxy send some), and a CRC32C TLV is not verified.
  */
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 #include <errno.h>
 #include <netinet/in.h>

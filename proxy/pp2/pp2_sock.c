@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "pp2/proxyhdr.h"
+#include "pp2/pp2_sock.h"
 #include "io/sock.h"
 
 /**

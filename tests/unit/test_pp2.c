@@ -20,7 +20,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 /* HAProxy 2.6.12: `server s1 127.0.0.1:18811 send-proxy-v2`, a client
  * 127.0.0.1:50574 to the frontend 127.0.0.1:18801. */

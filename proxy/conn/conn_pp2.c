@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 
 #include "net/admit.h"
-#include "conn/connproxy.h"
+#include "conn/conn_pp2.h"
 #include "conn/connstate.h"
 #include "common/counter.h"
 #include "net/listener.h"
