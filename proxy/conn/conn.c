@@ -12,7 +12,7 @@
  *   proxy-header, handshake, connecting -> ended
  *
  *   proxy-header: --accept-proxy only: the gateway's PROXY v2 header
- *               (proxyhdr.c) names the client, who is then judged by
+ *               (pp2_sock.c) names the client, who is then judged by
  *               --allow and the caps instead of the gateway, under
  *               --handshake-timeout; a bad or missing one is reset.
  *   handshake:  smb mode only: the backend is not dialled until the
@@ -413,7 +413,7 @@ static void conn_first_frame(struct conn *c)
 }
 
 /**
- * conn_read_proxy_header() - act on the PROXY header (proxyhdr.c)
+ * conn_read_proxy_header() - act on the PROXY header (pp2_sock.c)
  * @c:	the connection, in CS_PROXY_HEADER
  */
 static void conn_read_proxy_header(struct conn *c)

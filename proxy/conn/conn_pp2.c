@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* connproxy.c - the client a PROXY header names becomes the client
+/* conn_pp2.c - the client a PROXY header names becomes the client
  *
  * Theory of operation: under --accept-proxy the socket's peer is a
  * gateway (accept.c heard it only because it is in --proxy-from, and held
  * it to the caps under its own address). Once its header is read
- * (proxyhdr.c), the client it names takes the gateway's place in
+ * (pp2_sock.c), the client it names takes the gateway's place in
  * everything that judges or records a client: --allow and the caps
  * (admit.c), the log's address, and the address --transparent dials from
  * and --send-proxy passes on. A LOCAL header keeps the gateway. With

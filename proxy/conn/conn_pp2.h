@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_CONNPROXY_H
-#define SMBSPLICE_CONNPROXY_H
+#ifndef SMBSPLICE_CONN_PP2_H
+#define SMBSPLICE_CONN_PP2_H
 
 #include <stdbool.h>
 
@@ -9,4 +9,4 @@
 
 bool conn_proxied(struct conn *c, const struct pp2_info *in);
 
-#endif /* SMBSPLICE_CONNPROXY_H */
+#endif /* SMBSPLICE_CONN_PP2_H */

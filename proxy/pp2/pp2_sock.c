@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* proxyhdr.c - a PROXY protocol v2 header on a connection's sockets
+/* pp2_sock.c - a PROXY protocol v2 header on a connection's sockets
  *
  * Theory of operation: on a listener with --accept-proxy the stream
- * opens with a header (proxyproto.c parses it) naming the client a
+ * opens with a header (pp2.c parses it) naming the client a
  * gateway speaks for. It is only peeked at, at most PROXYHDR_MAX bytes,
  * until it is whole; then exactly its length is read, so the first byte
  * left in the kernel is the client's own (and in smb mode the first-frame

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_PROXYHDR_H
-#define SMBSPLICE_PROXYHDR_H
+#ifndef SMBSPLICE_PP2_SOCK_H
+#define SMBSPLICE_PP2_SOCK_H
 
 #include <stddef.h>
 #include <sys/socket.h>
@@ -39,4 +39,4 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
 				    struct proxyhdr_peek *out);
 int proxyhdr_send(int srv_fd, int cli_fd, const struct sockaddr *client);
 
-#endif /* SMBSPLICE_PROXYHDR_H */
+#endif /* SMBSPLICE_PP2_SOCK_H */
