@@ -46,11 +46,15 @@ static size_t need_of(const uint8_t *buf, size_t n)
  * @fd:		the client's socket
  * @peeked:	bytes seen at the last look, updated
  * @out:	the verdict's detail
+ * @info:	PEEK_OK: what the header said
  *
- * Return: the verdict.
+ * Return: PEEK_OK once the header is read, exactly: the next byte is the
+ * client's own; PEEK_MORE while it is a valid beginning; PEEK_BAD if it
+ * is no PROXY v2 header; PEEK_CLOSED, PEEK_FAILED or PEEK_WAIT as the
+ * socket says.
  */
-enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
-				    struct proxyhdr_peek *out)
+enum peek_verdict proxyhdr_read(int fd, unsigned *peeked,
+				struct peek_detail *out, struct pp2_info *info)
 {
 	uint8_t buf[PROXYHDR_MAX];
 	enum pp2_result r;
@@ -60,18 +64,18 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
 	out->why = NULL;
 	n = recv(fd, buf, sizeof(buf), MSG_PEEK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return PH_WAIT;
+		return PEEK_WAIT;
 	if (n < 0) {
 		out->err = errno;
-		return PH_FAILED;
+		return PEEK_FAILED;
 	}
 	if (n == 0) {
 		out->why = "client closed before sending its PROXY header";
-		return PH_CLOSED;
+		return PEEK_CLOSED;
 	}
-	r = pp2_parse(buf, (size_t)n, sizeof(buf), &out->info, &out->why);
+	r = pp2_parse(buf, (size_t)n, sizeof(buf), info, &out->why);
 	if (r == PP2_ERROR)
-		return PH_BAD;
+		return PEEK_BAD;
 	if (r == PP2_NEED_MORE) {
 		/* Woken with nothing new: the peer closed, or a spurious
 		 * wake. */
@@ -81,18 +85,18 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
 		if (stale && sock_peer_shut(fd)) {
 			out->why =
 				"client closed in the middle of its PROXY header";
-			return PH_CLOSED;
+			return PEEK_CLOSED;
 		}
-		return PH_MORE;
+		return PEEK_MORE;
 	}
 	/* Peeked whole, so this reads it all. */
-	n = recv(fd, buf, out->info.len, 0);
-	if (n != (ssize_t)out->info.len) {
+	n = recv(fd, buf, info->len, 0);
+	if (n != (ssize_t)info->len) {
 		out->err = n < 0 ? errno : EIO;
-		return PH_FAILED;
+		return PEEK_FAILED;
 	}
 	*peeked = 0;
-	return PH_OK;
+	return PEEK_OK;
 }
 
 /**
