@@ -201,7 +201,7 @@ static void conn_start_forwarding(struct conn *c)
 	char why[96];
 
 	if (c->lo->send_proxy &&
-	    proxyhdr_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
+	    pp2_sock_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
 		snprintf(why, sizeof(why), "sending the PROXY header: %s",
 			 strerror(errno));
 		conn_end(c, conn_end_for_errno(errno), why);
@@ -451,14 +451,14 @@ static void conn_read_proxy_header(struct conn *c)
 	struct pp2_info info;
 	enum peek_verdict v;
 
-	v = proxyhdr_read(c->cli.fd, &c->peeked, &p, &info);
+	v = pp2_sock_read(c->cli.fd, &c->peeked, &p, &info);
 	if (!conn_peeked(c, v, &p, &c->st->proxy_refused,
 			 "bad PROXY header (--accept-proxy): "))
 		return;
 	/* conn_peeked() dropped the mark: say so, since the first frame's
 	 * wait may raise its own. */
 	c->lowat = false;
-	if (conn_proxied(c, &info))
+	if (conn_pp2_adopt(c, &info))
 		conn_first_frame(c);
 }
 

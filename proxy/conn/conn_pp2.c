@@ -27,7 +27,7 @@
 #include "io/sock.h"
 
 /**
- * conn_proxied() - the PROXY header named a client: judge it instead
+ * conn_pp2_adopt() - the PROXY header named a client: judge it instead
  * @c:	the connection, in CS_PROXY_HEADER, its header read
  * @in:	what the header said
  *
@@ -37,7 +37,7 @@
  *
  * Return: true if the client is served; otherwise the connection ended.
  */
-bool conn_proxied(struct conn *c, const struct pp2_info *in)
+bool conn_pp2_adopt(struct conn *c, const struct pp2_info *in)
 {
 	const struct sockaddr *src = (const struct sockaddr *)&in->src;
 	char why[160], text[256], was[sizeof(c->cli_text)];

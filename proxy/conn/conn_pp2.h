@@ -7,6 +7,6 @@
 #include "conn/conn-t.h"
 #include "pp2/pp2.h"
 
-bool conn_proxied(struct conn *c, const struct pp2_info *in);
+bool conn_pp2_adopt(struct conn *c, const struct pp2_info *in);
 
 #endif /* SMBSPLICE_CONN_PP2_H */

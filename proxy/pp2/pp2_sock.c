@@ -3,7 +3,7 @@
  *
  * Theory of operation: on a listener with --accept-proxy the stream
  * opens with a header (pp2.c parses it) naming the client a
- * gateway speaks for. It is only peeked at, at most PROXYHDR_MAX bytes,
+ * gateway speaks for. It is only peeked at, at most PP2_SOCK_MAX bytes,
  * until it is whole; then exactly its length is read, so the first byte
  * left in the kernel is the client's own (and in smb mode the first-frame
  * check, handshake.c, starts there). A header never whole, or not a
@@ -42,7 +42,7 @@ static size_t need_of(const uint8_t *buf, size_t n)
 }
 
 /**
- * proxyhdr_read() - read the PROXY header, if it is whole
+ * pp2_sock_read() - read the PROXY header, if it is whole
  * @fd:		the client's socket
  * @peeked:	bytes seen at the last look, updated
  * @out:	the verdict's detail
@@ -53,10 +53,10 @@ static size_t need_of(const uint8_t *buf, size_t n)
  * is no PROXY v2 header; PEEK_CLOSED, PEEK_FAILED or PEEK_WAIT as the
  * socket says.
  */
-enum peek_verdict proxyhdr_read(int fd, unsigned *peeked,
+enum peek_verdict pp2_sock_read(int fd, unsigned *peeked,
 				struct peek_detail *out, struct pp2_info *info)
 {
-	uint8_t buf[PROXYHDR_MAX];
+	uint8_t buf[PP2_SOCK_MAX];
 	enum pp2_result r;
 	ssize_t n;
 	bool stale;
@@ -100,7 +100,7 @@ enum peek_verdict proxyhdr_read(int fd, unsigned *peeked,
 }
 
 /**
- * proxyhdr_send() - open a backend connection with a PROXY header
+ * pp2_sock_send() - open a backend connection with a PROXY header
  * @srv_fd:	the backend socket, just connected
  * @cli_fd:	the client's socket, whose own address is the destination
  * @client:	the client's address (the header's, under --accept-proxy)
@@ -111,7 +111,7 @@ enum peek_verdict proxyhdr_read(int fd, unsigned *peeked,
  *
  * Return: 0, or -1 with errno.
  */
-int proxyhdr_send(int srv_fd, int cli_fd, const struct sockaddr *client)
+int pp2_sock_send(int srv_fd, int cli_fd, const struct sockaddr *client)
 {
 	uint8_t hdr[PP2_BUILD_MAX];
 	struct sockaddr_storage dst;

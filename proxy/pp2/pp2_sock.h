@@ -11,10 +11,10 @@
 /* The longest PROXY header taken, TLVs included: HAProxy's and the cloud
  * load balancers' are a few hundred bytes; a longer one is refused, so a
  * gateway cannot make a connection hold more than this while it waits. */
-#define PROXYHDR_MAX 1024
+#define PP2_SOCK_MAX 1024
 
-enum peek_verdict proxyhdr_read(int fd, unsigned *peeked,
+enum peek_verdict pp2_sock_read(int fd, unsigned *peeked,
 				struct peek_detail *out, struct pp2_info *info);
-int proxyhdr_send(int srv_fd, int cli_fd, const struct sockaddr *client);
+int pp2_sock_send(int srv_fd, int cli_fd, const struct sockaddr *client);
 
 #endif /* SMBSPLICE_PP2_SOCK_H */
