@@ -12,7 +12,7 @@
  *   proxy-header, handshake, connecting -> ended
  *
  *   proxy-header: --accept-proxy only: the gateway's PROXY v2 header
- *               (proxyhdr.c) names the client, who is then judged by
+ *               (pp2_sock.c) names the client, who is then judged by
  *               --allow and the caps instead of the gateway, under
  *               --handshake-timeout; a bad or missing one is reset.
  *   handshake:  smb mode only: the backend is not dialled until the
@@ -20,7 +20,8 @@
  *               under --handshake-timeout; while it is incomplete, a
  *               receive low-water mark keeps the socket quiet. tcp mode
  *               skips it, since other protocols may have the server speak
- *               first.
+ *               first. It and proxy-header peek alike, to one verdict
+ *               enum (io/peek.h) that conn_peeked() acts on.
  *   connecting: the backend connect (dial.c) is in flight, under
  *               --connect-timeout; the client's bytes wait in the kernel.
  *               A failed backend fails over to the next, and after the
@@ -71,17 +72,18 @@
 #include "conn/conn.h"
 #include "conn/connhost.h"
 #include "conn/connlog.h"
-#include "conn/connproxy.h"
+#include "conn/conn_pp2.h"
 #include "conn/dir.h"
 #include "conn/handshake.h"
 #include "conn/observe.h"
 #include "conn/stall.h"
 #include "core/proxy.h"
+#include "io/peek.h"
 #include "io/pump.h"
 #include "io/sock.h"
 #include "net/dial.h"
 #include "net/listener.h"
-#include "pp2/proxyhdr.h"
+#include "pp2/pp2_sock.h"
 #include "smb/opening.h"
 
 /* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
@@ -208,7 +210,7 @@ static void conn_start_forwarding(struct conn *c)
 	char why[96];
 
 	if (c->lo->send_proxy &&
-	    proxyhdr_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
+	    pp2_sock_send(c->srv.fd, c->cli.fd, (struct sockaddr *)&c->peer)) {
 		snprintf(why, sizeof(why), "sending the PROXY header: %s",
 			 strerror(errno));
 		conn_end(c, conn_end_for_errno(errno), why);
@@ -341,8 +343,8 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 }
 
 /**
- * conn_wait_rest() - the first frame is incomplete: sleep until it is not
- * @c:		the connection, in CS_HANDSHAKE
+ * conn_wait_rest() - what is peeked at is incomplete: sleep until it is not
+ * @c:		the connection, in CS_PROXY_HEADER or CS_HANDSHAKE
  * @need:	bytes the verdict needs
  *
  * A receive low-water mark keeps the socket quiet until @need bytes are
@@ -365,42 +367,69 @@ static void conn_wait_rest(struct conn *c, size_t need)
 }
 
 /**
+ * conn_peeked() - act on a verdict on what the client has sent
+ * @c:		the connection, in CS_PROXY_HEADER or CS_HANDSHAKE
+ * @v:		the verdict (pp2_sock.c or handshake.c)
+ * @p:		its detail
+ * @bad:	the counter a PEEK_BAD adds to
+ * @what:	PEEK_BAD: what goes before its reason in the end line
+ *
+ * The PROXY header and the first frame are both judged before any dial,
+ * so a bad one is reset before a server is dialled, and counted, and
+ * one that is not whole is waited for; once it is, the low-water mark
+ * the wait raised is dropped, for the next stage's bytes.
+ *
+ * Return: true for PEEK_OK, the caller's to go on; otherwise the
+ * connection waits, or has ended.
+ */
+static bool conn_peeked(struct conn *c, enum peek_verdict v,
+			const struct peek_detail *p, uint64_t *bad,
+			const char *what)
+{
+	char text[160];
+
+	switch (v) {
+	case PEEK_WAIT:
+		return false;
+	case PEEK_FAILED:
+		conn_end(c, conn_end_for_errno(p->err), strerror(p->err));
+		return false;
+	case PEEK_CLOSED:
+		conn_end(c, END_FIN, p->why);
+		return false;
+	case PEEK_BAD:
+		counter_add(bad, 1);
+		snprintf(text, sizeof(text),
+			 "%s%s; reset before dialling the server", what,
+			 p->why);
+		conn_end(c, END_ERROR, text);
+		return false;
+	case PEEK_MORE:
+		conn_wait_rest(c, p->need);
+		return false;
+	case PEEK_OK:
+		break;
+	}
+	if (c->lowat)
+		sock_set_rcvlowat(c->cli.fd, 1);
+	return true;
+}
+
+/**
  * conn_peek_first() - act on what the client has sent (handshake.c)
  * @c:	the connection, in CS_HANDSHAKE
  *
- * A first frame no SMB server answers is reset before any server is
- * dialled, and counted.
+ * A first frame no SMB server answers is counted in bad_openings; a
+ * whole one that does is dialled for.
  */
 static void conn_peek_first(struct conn *c)
 {
-	struct first_peek p;
-	char text[160];
+	struct peek_detail p;
+	enum peek_verdict v;
 
-	switch (handshake_peek(c->cli.fd, c->lo->any_first_frame, &c->peeked,
-			       &p)) {
-	case FF_WAIT:
-		return;
-	case FF_FAILED:
-		conn_end(c, conn_end_for_errno(p.err), strerror(p.err));
-		return;
-	case FF_CLOSED:
-		conn_end(c, END_FIN, p.why);
-		return;
-	case FF_BAD:
-		counter_add(&c->st->bad_openings, 1);
-		snprintf(text, sizeof(text),
-			 "%s; reset before dialling the server", p.why);
-		conn_end(c, END_ERROR, text);
-		return;
-	case FF_DIAL:
-		if (c->lowat)
-			sock_set_rcvlowat(c->cli.fd, 1);
+	v = handshake_peek(c->cli.fd, c->lo->any_first_frame, &c->peeked, &p);
+	if (conn_peeked(c, v, &p, &c->st->bad_openings, ""))
 		conn_dial(c);
-		return;
-	case FF_MORE:
-		conn_wait_rest(c, p.need);
-		return;
-	}
 }
 
 /**
@@ -422,41 +451,23 @@ static void conn_first_frame(struct conn *c)
 }
 
 /**
- * conn_read_proxy_header() - act on the PROXY header (proxyhdr.c)
+ * conn_read_proxy_header() - act on the PROXY header (pp2_sock.c)
  * @c:	the connection, in CS_PROXY_HEADER
  */
 static void conn_read_proxy_header(struct conn *c)
 {
-	struct proxyhdr_peek p;
-	char text[160];
+	struct peek_detail p;
+	struct pp2_info info;
+	enum peek_verdict v;
 
-	switch (proxyhdr_read(c->cli.fd, &c->peeked, &p)) {
-	case PH_WAIT:
+	v = pp2_sock_read(c->cli.fd, &c->peeked, &p, &info);
+	if (!conn_peeked(c, v, &p, &c->st->proxy_refused,
+			 "bad PROXY header (--accept-proxy): "))
 		return;
-	case PH_FAILED:
-		conn_end(c, conn_end_for_errno(p.err), strerror(p.err));
-		return;
-	case PH_CLOSED:
-		conn_end(c, END_FIN, p.why);
-		return;
-	case PH_BAD:
-		counter_add(&c->st->proxy_refused, 1);
-		snprintf(
-			text, sizeof(text),
-			"bad PROXY header (--accept-proxy): %s; reset before dialling the server",
-			p.why);
-		conn_end(c, END_ERROR, text);
-		return;
-	case PH_MORE:
-		conn_wait_rest(c, p.need);
-		return;
-	case PH_OK:
-		break;
-	}
-	if (c->lowat)
-		sock_set_rcvlowat(c->cli.fd, 1);
+	/* conn_peeked() dropped the mark: say so, since the first frame's
+	 * wait may raise its own. */
 	c->lowat = false;
-	if (conn_proxied(c, &p.info))
+	if (conn_pp2_adopt(c, &info))
 		conn_first_frame(c);
 }
 

@@ -61,10 +61,13 @@ static bool netbios_port(int fd)
  * A client that leaves before its first frame is complete never reaches
  * the server; nor does one whose frame is not an SMB opening.
  *
- * Return: the verdict.
+ * Return: what the first frame, as far as it came, calls for: PEEK_OK
+ * for an opening an SMB server answers (dial), PEEK_MORE while it is
+ * incomplete, PEEK_BAD if no SMB server answers it; PEEK_CLOSED,
+ * PEEK_FAILED or PEEK_WAIT as the socket says.
  */
-enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
-				struct first_peek *out)
+enum peek_verdict handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
+				 struct peek_detail *out)
 {
 	uint8_t buf[SMB_OPENING_MAX];
 	size_t want = any_first_frame ? 1 : sizeof(buf);
@@ -76,26 +79,26 @@ enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
 	out->why = NULL;
 	n = recv(fd, buf, want, MSG_PEEK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return FF_WAIT;
+		return PEEK_WAIT;
 	if (n < 0) {
 		out->err = errno;
-		return FF_FAILED;
+		return PEEK_FAILED;
 	}
 	if (n == 0) {
 		out->why = "client closed before sending a byte";
-		return FF_CLOSED;
+		return PEEK_CLOSED;
 	}
 	if (any_first_frame)
-		return FF_DIAL;
+		return PEEK_OK;
 	v = smb_opening_judge(buf, (size_t)n, &out->need, &out->why);
 	if (v == SMB_OPENING_NETBIOS && !netbios_port(fd)) {
 		v = SMB_OPENING_BAD;
 		out->why = "NetBIOS session request on a port other than 139";
 	}
 	if (v == SMB_OPENING_BAD)
-		return FF_BAD;
+		return PEEK_BAD;
 	if (v != SMB_OPENING_MORE)
-		return FF_DIAL;
+		return PEEK_OK;
 	/* Woken with nothing new: the client closed, or a spurious wake. */
 	stale = (size_t)n <= *peeked;
 	*peeked = (unsigned)n;
@@ -105,10 +108,10 @@ enum first_frame handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
 		if (recv(fd, buf, sizeof(buf), 0) < 0 && errno != EAGAIN &&
 		    errno != EINTR) {
 			out->err = errno;
-			return FF_FAILED;
+			return PEEK_FAILED;
 		}
 		out->why = "client closed in the middle of its first frame";
-		return FF_CLOSED;
+		return PEEK_CLOSED;
 	}
-	return FF_MORE;
+	return PEEK_MORE;
 }

@@ -12,8 +12,8 @@
  * Three configurations are granted from (enum SET_*): the running one,
  * the one before it (whose connections, still open after a reload, may
  * still fail over to their next backend), and a candidate a reload read
- * (PH_RELOAD) before it commits (PH_COMMIT) or the daemon refuses it
- * (PH_ABORT). The one before is dropped once --drain-timeout has passed.
+ * (PRIV_OP_RELOAD) before it commits (PRIV_OP_COMMIT) or the daemon refuses it
+ * (PRIV_OP_ABORT). The one before is dropped once --drain-timeout has passed.
  * Each comes with the namespaces it names, opened by the helper when it
  * read the file.
  *
@@ -270,7 +270,7 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
  * @client:	the descriptor that came with it, or -1
  * @g:		filled in
  *
- * A transparent PH_BACKEND is granted by the first listener of that name
+ * A transparent PRIV_OP_BACKEND is granted by the first listener of that name
  * that accepted @client: a reload may have moved it, and a client of the
  * listener as it was still fails over to its next backend.
  *
@@ -280,8 +280,8 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
 int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
 		 struct grant *g)
 {
-	int side = r->op == PH_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
-	bool proof = r->op == PH_BACKEND && r->transparent;
+	int side = r->op == PRIV_OP_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
+	bool proof = r->op == PRIV_OP_BACKEND && r->transparent;
 
 	if (proof && client < 0) {
 		errno = EINVAL;
@@ -295,8 +295,9 @@ int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
 			const int *ns = set[s].ns[i];
 			int home = netns_home();
 
-			if (r->op == PH_LISTEN ? !listen_allowed(&c->ls[i], r)
-					       : !backend_allowed(&c->ls[i], r))
+			if (r->op == PRIV_OP_LISTEN
+				    ? !listen_allowed(&c->ls[i], r)
+				    : !backend_allowed(&c->ls[i], r))
 				continue;
 			if (proof &&
 			    !client_ok(&c->ls[i],
@@ -314,7 +315,7 @@ int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
 }
 
 /**
- * allowed_reload() - PH_RELOAD: read the configuration as the candidate
+ * allowed_reload() - PRIV_OP_RELOAD: read the configuration as the candidate
  * @set:	the configurations requests are granted from
  * @argc:	the daemon's command line
  * @argv:	its arguments
@@ -347,7 +348,7 @@ int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
 }
 
 /**
- * allowed_commit() - PH_COMMIT: the candidate runs; the one before stays a
+ * allowed_commit() - PRIV_OP_COMMIT: the candidate runs; the one before stays a
  * while
  * @set:	the configurations requests are granted from
  *
@@ -374,7 +375,7 @@ int allowed_commit(struct allowed set[NSETS])
 }
 
 /**
- * allowed_abort() - PH_ABORT: the daemon refused the candidate
+ * allowed_abort() - PRIV_OP_ABORT: the daemon refused the candidate
  * @set:	the configurations requests are granted from
  *
  * Return: 0 (a candidate or none, there is none after).

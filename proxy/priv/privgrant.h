@@ -12,7 +12,15 @@
 
 #include "conf/options.h"
 
-enum ph_op { PH_BACKEND = 1, PH_LISTEN, PH_RELOAD, PH_COMMIT, PH_ABORT };
+/* A request's op. The numbers are the wire's: each is spelt out, so that
+ * no rename or reordering moves one. */
+enum priv_op {
+	PRIV_OP_BACKEND = 1,
+	PRIV_OP_LISTEN = 2,
+	PRIV_OP_RELOAD = 3,
+	PRIV_OP_COMMIT = 4,
+	PRIV_OP_ABORT = 5,
+};
 
 /* The configurations requests are granted from (struct allowed). */
 enum { SET_CANDIDATE, SET_RUNNING, SET_PREVIOUS, NSETS };
@@ -20,16 +28,16 @@ enum { SET_CANDIDATE, SET_RUNNING, SET_PREVIOUS, NSETS };
 /**
  * struct ph_req - one request
  * @seq:	its number, echoed in the reply
- * @op:		enum ph_op
- * @family:	PH_BACKEND: the socket's address family
+ * @op:		enum priv_op
+ * @family:	PRIV_OP_BACKEND: the socket's address family
  * @mptcp:	IPPROTO_MPTCP rather than TCP
- * @transparent: PH_BACKEND: IP_TRANSPARENT, bound to the address of the
+ * @transparent: PRIV_OP_BACKEND: IP_TRANSPARENT, bound to the address of the
  *		client socket that comes with the request
- * @listener:	PH_BACKEND: the name of the listener asking (names are
+ * @listener:	PRIV_OP_BACKEND: the name of the listener asking (names are
  *		unique in a configuration, where indexes shift between the
  *		sets); only that listener is checked
  * @netns:	the namespace's path as configured; "" for the process's own
- * @addr:	PH_LISTEN: the address to listen on
+ * @addr:	PRIV_OP_LISTEN: the address to listen on
  * @addrlen:	its length
  */
 struct ph_req {
@@ -45,8 +53,9 @@ struct ph_req {
 /**
  * struct ph_rep - one reply
  * @seq:	the request's number
- * @err:	0 if a descriptor comes with it (PH_RELOAD: none), or an errno
- * @msg:	PH_RELOAD: why the configuration was refused
+ * @err:	0 if a descriptor comes with it (PRIV_OP_RELOAD: none), or
+ *		an errno
+ * @msg:	PRIV_OP_RELOAD: why the configuration was refused
  */
 struct ph_rep {
 	uint32_t seq;
@@ -71,7 +80,7 @@ struct allowed {
  * struct grant - what allowed_find() found a request allowed by
  * @lo:		the listener
  * @ns:		the namespace to serve it in (netns_home() for "")
- * @peer:	a transparent PH_BACKEND: the client's address, to bind to
+ * @peer:	a transparent PRIV_OP_BACKEND: the client's address, to bind to
  * @peerlen:	its length
  */
 struct grant {
@@ -83,8 +92,8 @@ struct grant {
 
 void allowed_free(struct allowed *a);
 int allowed_open(struct allowed *a, char *err, size_t errlen);
-int allowed_find(struct allowed set[NSETS], const struct ph_req *r,
-		 int client, struct grant *g);
+int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
+		 struct grant *g);
 int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
 		   bool inherited, char *msg, size_t msglen);
 int allowed_commit(struct allowed set[NSETS]);

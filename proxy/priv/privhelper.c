@@ -8,7 +8,8 @@
  * empty. What still needs a privilege after start is asked, OpenSSH
  * monitor style, of a small helper process forked before the drop:
  *
- *   PH_BACKEND	a backend socket made inside a network namespace
+ *   PRIV_OP_BACKEND
+ *		a backend socket made inside a network namespace
  *		(CAP_SYS_ADMIN for setns()), and with --transparent made
  *		IP_TRANSPARENT (CAP_NET_ADMIN) and bound to the client's
  *		address. The daemon sends the accepted client socket along
@@ -17,24 +18,28 @@
  *		of that listener's address, port and client namespace
  *		(privgrant.c), so the daemon can only borrow the
  *		address of a client connected to it, never choose one.
- *   PH_LISTEN	a listening socket with SO_REUSEPORT, made by root (and
+ *   PRIV_OP_LISTEN
+ *		a listening socket with SO_REUSEPORT, made by root (and
  *		below 1024 if configured: CAP_NET_BIND_SERVICE), so that no
  *		process of the daemon's user can join its reuseport group
  *		and take a share of the clients.
- *   PH_RELOAD	read the configuration again (SIGHUP), as root: the
+ *   PRIV_OP_RELOAD
+ *		read the configuration again (SIGHUP), as root: the
  *		candidate, which the reload's new listeners are checked
  *		against;
- *   PH_COMMIT	the daemon applied it: the candidate runs now;
- *   PH_ABORT	the daemon refused it: the candidate is dropped.
+ *   PRIV_OP_COMMIT
+ *		the daemon applied it: the candidate runs now;
+ *   PRIV_OP_ABORT
+ *		the daemon refused it: the candidate is dropped.
  *
  * What the helper validates, and why: it reads the configuration itself
- * (it starts with the daemon's, and re-reads the file on PH_RELOAD, never
+ * (it starts with the daemon's, and re-reads the file on PRIV_OP_RELOAD, never
  * taking a listener from the daemon), and grants a request only if a
  * listener of the running configuration, of the candidate a reload is
  * preparing, or of the one that ran before (connections of a listener a
  * reload retired still fail over to its next backend) has that
- * namespace, that address family and MPTCP setting, and for PH_LISTEN
- * that exact address, or for a transparent PH_BACKEND that the listener
+ * namespace, that address family and MPTCP setting, and for PRIV_OP_LISTEN
+ * that exact address, or for a transparent PRIV_OP_BACKEND that the listener
  * it names has --transparent set and accepted the client socket sent to
  * take the address from. A compromised daemon can so ask only for what
  * the configuration already allows it. The connect() stays in the
@@ -122,9 +127,9 @@ static int make_backend(const struct ph_req *r, const struct grant *g)
 }
 
 /**
- * serve_config() - PH_RELOAD, PH_COMMIT or PH_ABORT
+ * serve_config() - PRIV_OP_RELOAD, PRIV_OP_COMMIT or PRIV_OP_ABORT
  * @set:	the configurations requests are checked against
- * @argc:	the daemon's command line, for PH_RELOAD
+ * @argc:	the daemon's command line, for PRIV_OP_RELOAD
  * @argv:	its arguments
  * @inherited:	the daemon had sockets from socket activation
  * @r:		the request
@@ -137,9 +142,9 @@ static void serve_config(struct allowed set[NSETS], int argc, char **argv,
 			 bool inherited, const struct ph_req *r,
 			 struct ph_rep *rep)
 {
-	if (r->op == PH_COMMIT)
+	if (r->op == PRIV_OP_COMMIT)
 		rep->err = allowed_commit(set);
-	else if (r->op == PH_ABORT)
+	else if (r->op == PRIV_OP_ABORT)
 		rep->err = allowed_abort(set);
 	else if (netns_enter(netns_home()))
 		rep->err = errno;
@@ -151,7 +156,7 @@ static void serve_config(struct allowed set[NSETS], int argc, char **argv,
 /**
  * serve() - carry out one request
  * @set:	the configurations requests are checked against
- * @argv:	the daemon's command line, for PH_RELOAD
+ * @argv:	the daemon's command line, for PRIV_OP_RELOAD
  * @argc:	its length
  * @inherited:	the daemon had sockets from socket activation
  * @r:		the request
@@ -169,12 +174,13 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 	struct grant g;
 	int fd = -1;
 
-	if (r->op == PH_RELOAD || r->op == PH_COMMIT || r->op == PH_ABORT) {
+	if (r->op == PRIV_OP_RELOAD || r->op == PRIV_OP_COMMIT ||
+	    r->op == PRIV_OP_ABORT) {
 		here = -1; /* netns_open() comes home; numbers get reused */
 		serve_config(set, argc, argv, inherited, r, rep);
 		return -1;
 	}
-	if ((r->op != PH_BACKEND && r->op != PH_LISTEN) ||
+	if ((r->op != PRIV_OP_BACKEND && r->op != PRIV_OP_LISTEN) ||
 	    memchr(r->netns, '\0', sizeof(r->netns)) == NULL ||
 	    memchr(r->listener, '\0', sizeof(r->listener)) == NULL ||
 	    r->addrlen > sizeof(r->addr)) {
@@ -188,7 +194,7 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 		return -1;
 	}
 	here = g.ns;
-	if (r->op == PH_LISTEN)
+	if (r->op == PRIV_OP_LISTEN)
 		fd = sock_listen((const struct sockaddr *)&r->addr, r->addrlen,
 				 true, r->mptcp);
 	else
@@ -326,7 +332,7 @@ static void helper_isolate(const int *fds, unsigned nchan, pid_t parent)
  * helper_answer() - read one request from a channel and answer it
  * @chan:	the channel
  * @set:	the configurations requests are granted from
- * @argc:	the daemon's command line, for PH_RELOAD
+ * @argc:	the daemon's command line, for PRIV_OP_RELOAD
  * @argv:	its arguments
  * @inherited:	the daemon had sockets from socket activation
  *
@@ -366,7 +372,7 @@ static void helper_answer(int chan, struct allowed set[NSETS], int argc,
 /**
  * helper_main() - the helper process, from fork() to its end
  * @cfg:	the daemon's configuration at start (the helper's copy)
- * @argc:	the daemon's command line, for PH_RELOAD
+ * @argc:	the daemon's command line, for PRIV_OP_RELOAD
  * @argv:	its arguments
  * @inherited:	the daemon had sockets from socket activation
  * @fds:	the helper's ends of the channels
@@ -544,7 +550,8 @@ static int ask(struct privhelper *ph, unsigned chan, struct ph_req *r, int with,
 			errno = rep->err;
 			return -1;
 		}
-		errno = 0; /* PH_RELOAD: a reply with no descriptor is a yes */
+		/* PRIV_OP_RELOAD: a reply with no descriptor is a yes */
+		errno = 0;
 		return got;
 	}
 gone:
@@ -573,7 +580,7 @@ int privhelper_backend(struct privhelper *ph, unsigned chan,
 		       const char *listener, const char *netns, int family,
 		       bool mptcp, int client)
 {
-	struct ph_req r = { .op = PH_BACKEND,
+	struct ph_req r = { .op = PRIV_OP_BACKEND,
 			    .family = family,
 			    .mptcp = mptcp,
 			    .transparent = client >= 0 };
@@ -598,7 +605,7 @@ int privhelper_backend(struct privhelper *ph, unsigned chan,
 int privhelper_listen(struct privhelper *ph, unsigned chan, const char *netns,
 		      const struct sockaddr *sa, socklen_t len, bool mptcp)
 {
-	struct ph_req r = { .op = PH_LISTEN, .mptcp = mptcp };
+	struct ph_req r = { .op = PRIV_OP_LISTEN, .mptcp = mptcp };
 	struct ph_rep rep;
 
 	if (len > sizeof(r.addr)) {
@@ -624,7 +631,7 @@ int privhelper_listen(struct privhelper *ph, unsigned chan, const char *netns,
  */
 int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
 {
-	struct ph_req r = { .op = PH_RELOAD };
+	struct ph_req r = { .op = PRIV_OP_RELOAD };
 	struct ph_rep rep = { 0 };
 
 	if (ask(ph, 0, &r, -1, &rep) >= 0 || !errno)
@@ -639,10 +646,10 @@ int privhelper_reload(struct privhelper *ph, char *err, size_t errlen)
 /**
  * tell() - a request with no descriptor either way, its failure logged
  * @ph:		the helper
- * @op:		PH_COMMIT or PH_ABORT
+ * @op:		PRIV_OP_COMMIT or PRIV_OP_ABORT
  * @what:	what the helper then did not do, for the line
  */
-static void tell(struct privhelper *ph, enum ph_op op, const char *what)
+static void tell(struct privhelper *ph, enum priv_op op, const char *what)
 {
 	struct ph_req r = { .op = op };
 	struct ph_rep rep = { 0 };
@@ -661,7 +668,7 @@ static void tell(struct privhelper *ph, enum ph_op op, const char *what)
  */
 void privhelper_commit(struct privhelper *ph)
 {
-	tell(ph, PH_COMMIT, "take the new configuration");
+	tell(ph, PRIV_OP_COMMIT, "take the new configuration");
 }
 
 /**
@@ -673,7 +680,7 @@ void privhelper_commit(struct privhelper *ph)
  */
 void privhelper_abort(struct privhelper *ph)
 {
-	tell(ph, PH_ABORT, "drop the refused configuration");
+	tell(ph, PRIV_OP_ABORT, "drop the refused configuration");
 }
 
 /**

@@ -566,7 +566,7 @@ static int ask_raw(unsigned chan, const void *buf, size_t len, const int *fds,
 	/* A listening socket granted: a helper may keep its own copy (of
 	 * what the configuration names); what it holds is counted anew. */
 	if (fd >= 0 && len == sizeof(struct ph_req) &&
-	    ((const struct ph_req *)buf)->op == PH_LISTEN) {
+	    ((const struct ph_req *)buf)->op == PRIV_OP_LISTEN) {
 		sync_helper();
 		helper_fds = fd_count(ph.pid);
 	}
@@ -578,7 +578,7 @@ static int ask_raw(unsigned chan, const void *buf, size_t len, const int *fds,
  * @op:		its operation
  * @listener:	the listener it names, or NULL
  * @netns:	the namespace it names
- * @family:	the family (PH_BACKEND)
+ * @family:	the family (PRIV_OP_BACKEND)
  *
  * Return: the request.
  */
@@ -594,14 +594,14 @@ static struct ph_req req(uint32_t op, const char *listener, const char *netns,
 }
 
 /**
- * listen_req() - a PH_LISTEN for what a listener of @cfg names
+ * listen_req() - a PRIV_OP_LISTEN for what a listener of @cfg names
  * @lo:	the listener
  *
  * Return: the request, exactly as the daemon sends it.
  */
 static struct ph_req listen_req(const struct listen_opts *lo)
 {
-	struct ph_req r = req(PH_LISTEN, NULL, lo->netns[SIDE_CLIENT], 0);
+	struct ph_req r = req(PRIV_OP_LISTEN, NULL, lo->netns[SIDE_CLIENT], 0);
 
 	memcpy(&r.addr, &lo->listen.addr, lo->listen.len);
 	r.addrlen = lo->listen.len;
@@ -616,13 +616,13 @@ static struct ph_req listen_req(const struct listen_opts *lo)
  * @text:	the file's contents
  * @inherited:	as after socket activation (listeners without an address)
  *
- * Waits for the helper's first answer (a PH_ABORT with nothing to abort),
+ * Waits for the helper's first answer (a PRIV_OP_ABORT with nothing to abort),
  * so that it has closed what it inherited, then counts its descriptors.
  */
 static void start_helper(const char *text, bool inherited)
 {
 	static char *argv[] = { "smbsplice", "--config", conf, NULL };
-	struct ph_req r = req(PH_ABORT, NULL, "", 0);
+	struct ph_req r = req(PRIV_OP_ABORT, NULL, "", 0);
 	struct ph_rep rep;
 	char err[256];
 	FILE *f = fopen(conf, "w");
@@ -715,7 +715,7 @@ static int setup_main(void **state)
  */
 static void probe(void)
 {
-	struct ph_req r = req(PH_BACKEND, "front", be_path, AF_INET);
+	struct ph_req r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 	struct ph_rep rep;
 	int n, fd;
 
@@ -782,7 +782,7 @@ static void refuse_req(const struct ph_req *r, int fd, int want,
  * held_listener() - the daemon's listening socket of a listener
  * @lo:	the listener (in cfg)
  *
- * Asked of the helper once (a legitimate PH_LISTEN), as the daemon does
+ * Asked of the helper once (a legitimate PRIV_OP_LISTEN), as the daemon does
  * at start, and held until drop_listener() or stop_helper().
  *
  * Return: the socket.
@@ -799,7 +799,8 @@ static int held_listener(const struct listen_opts *lo)
 		return held[i];
 	l = ask_raw(0, &r, sizeof(r), NULL, 0, &rep);
 	if (l < 0)
-		fail_msg("PH_LISTEN for %s: %s", lo->name, strerror(rep.err));
+		fail_msg("PRIV_OP_LISTEN for %s: %s", lo->name,
+			 strerror(rep.err));
 	assert_listener(l, lo,
 			ino_of(*lo->netns[SIDE_CLIENT] ? ns_cl : ns_home));
 	/* As dial_client_side() does for a transparent listener under
@@ -853,15 +854,16 @@ static int client_of(const struct listen_opts *lo, int ns, const char *from,
 }
 
 /**
- * transparent_req() - a transparent PH_BACKEND as the daemon sends it
+ * transparent_req() - a transparent PRIV_OP_BACKEND as the daemon sends it
  * @lo:	the listener
  *
  * Return: the request.
  */
 static struct ph_req transparent_req(const struct listen_opts *lo)
 {
-	struct ph_req r = req(PH_BACKEND, lo->name, lo->netns[SIDE_BACKEND],
-			      lo->backend[0].addr.ss_family);
+	struct ph_req r =
+		req(PRIV_OP_BACKEND, lo->name, lo->netns[SIDE_BACKEND],
+		    lo->backend[0].addr.ss_family);
 
 	r.transparent = 1;
 	r.mptcp = lo->mptcp[SIDE_BACKEND];
@@ -888,7 +890,7 @@ static void test_legitimate(void **state)
 
 	(void)state;
 	for (int i = L_FRONT; i <= L_PLAIN; i++) {
-		r = req(PH_BACKEND, ls[i].name, be_path,
+		r = req(PRIV_OP_BACKEND, ls[i].name, be_path,
 			ls[i].backend[0].addr.ss_family);
 		fd = ask_raw(1, &r, sizeof(r), NULL, 0, &rep);
 		assert_true(fd >= 0);
@@ -930,7 +932,7 @@ static void test_sizes(void **state)
 	static const size_t lens[] = { 1, 3, sizeof(struct ph_req) - 1,
 				       sizeof(struct ph_req) + 1, 4096 };
 	char buf[4096];
-	struct ph_req r = req(PH_BACKEND, "front", be_path, AF_INET);
+	struct ph_req r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 	int p[2];
 
 	(void)state;
@@ -952,7 +954,7 @@ static void test_sizes(void **state)
  */
 static void test_opcodes(void **state)
 {
-	static const uint32_t ops[] = { 0, PH_ABORT + 1, 99, 0x80000001u,
+	static const uint32_t ops[] = { 0, PRIV_OP_ABORT + 1, 99, 0x80000001u,
 					0xffffffffu };
 	struct ph_req r;
 	int c, s;
@@ -981,15 +983,15 @@ static void test_strings(void **state)
 	struct ph_req r;
 
 	(void)state;
-	r = req(PH_BACKEND, "front", be_path, AF_INET);
+	r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 	memset(r.listener, 'A', sizeof(r.listener));
 	refuse_req(&r, -1, EINVAL, "a listener name with no NUL");
-	r = req(PH_BACKEND, "front", be_path, AF_INET);
+	r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 	memset(r.netns, '/', sizeof(r.netns));
 	refuse_req(&r, -1, EINVAL, "a namespace path with no NUL");
 	r = listen_req(&cfg.ls[L_FRONT]);
 	memset(r.netns, 'x', sizeof(r.netns));
-	refuse_req(&r, -1, EINVAL, "PH_LISTEN, a namespace with no NUL");
+	refuse_req(&r, -1, EINVAL, "PRIV_OP_LISTEN, a namespace with no NUL");
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		r = listen_req(&cfg.ls[L_FRONT]);
 		r.addrlen = lens[i];
@@ -1012,11 +1014,11 @@ static void test_names(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		r = req(PH_BACKEND, names[i], be_path, AF_INET);
+		r = req(PRIV_OP_BACKEND, names[i], be_path, AF_INET);
 		refuse_req(&r, -1, EPERM, "a listener not configured");
 	}
 	/* [inner] dials from here: the backend namespace is not its. */
-	r = req(PH_BACKEND, "inner", be_path, AF_INET);
+	r = req(PRIV_OP_BACKEND, "inner", be_path, AF_INET);
 	refuse_req(&r, -1, EPERM, "another listener's namespace");
 }
 
@@ -1055,8 +1057,8 @@ static pid_t own_netns(char *path, size_t len)
  *
  * The helper's own, init's, the client namespace, aliases of the
  * configured path (a trailing slash, "..", a symlink of the daemon's) and
- * a namespace the daemon made: each refused, for PH_BACKEND and
- * PH_LISTEN alike.
+ * a namespace the daemon made: each refused, for PRIV_OP_BACKEND and
+ * PRIV_OP_LISTEN alike.
  */
 static void test_netns(void **state)
 {
@@ -1078,7 +1080,7 @@ static void test_netns(void **state)
 	snprintf(link, sizeof(link), "%s/ns", dir);
 	assert_int_equal(symlink(be_path, link), 0);
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		r = req(PH_BACKEND, "front", paths[i], AF_INET);
+		r = req(PRIV_OP_BACKEND, "front", paths[i], AF_INET);
 		refuse_req(&r, -1, EPERM, paths[i]);
 		r = listen_req(&cfg.ls[L_INNER]);
 		if (!strcmp(paths[i], cl_path))
@@ -1108,10 +1110,10 @@ static void test_families(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
-		r = req(PH_BACKEND, "front", be_path, fams[i]);
+		r = req(PRIV_OP_BACKEND, "front", be_path, fams[i]);
 		refuse_req(&r, -1, EPERM, "a family [front] has no backend of");
 	}
-	r = req(PH_BACKEND, "plain", be_path, AF_INET);
+	r = req(PRIV_OP_BACKEND, "plain", be_path, AF_INET);
 	refuse_req(&r, -1, EPERM, "IPv4 for the IPv6-only [plain]");
 }
 
@@ -1126,7 +1128,7 @@ static void test_mptcp(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
-		r = req(PH_BACKEND, "front", be_path, AF_INET);
+		r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 		r.mptcp = on[i];
 		refuse_req(&r, -1, EPERM, "a backend with MPTCP flipped");
 		r = listen_req(&cfg.ls[L_FRONT]);
@@ -1250,7 +1252,7 @@ static void test_scm_rights(void **state)
 	r.seq = ++seq;
 	refuse(0, &r, sizeof(r), many, 3, EINVAL, "3 descriptors");
 	/* A client sent with a request that takes none: it is not used. */
-	r = req(PH_BACKEND, "front", be_path, AF_INET);
+	r = req(PRIV_OP_BACKEND, "front", be_path, AF_INET);
 	fd = ask_raw(1, &r, sizeof(r), s, 1, &rep);
 	assert_true(fd >= 0);
 	assert_backend(fd, AF_INET, false, NULL, ino_of(ns_be));
@@ -1435,7 +1437,7 @@ static void test_crossed_clients(void **state)
 }
 
 /**
- * test_commit_abort() - PH_COMMIT and PH_ABORT with no PH_RELOAD before
+ * test_commit_abort() - a commit and an abort with no reload before
  * @state:	unused
  *
  * COMMIT has nothing to commit (EINVAL), ABORT nothing to drop (0); the
@@ -1449,9 +1451,9 @@ static void test_commit_abort(void **state)
 
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		r = req(PH_COMMIT, NULL, "", 0);
+		r = req(PRIV_OP_COMMIT, NULL, "", 0);
 		refuse(i, &r, sizeof(r), NULL, 0, EINVAL, "COMMIT, no RELOAD");
-		r = req(PH_ABORT, NULL, "", 0);
+		r = req(PRIV_OP_ABORT, NULL, "", 0);
 		refuse(i, &r, sizeof(r), NULL, 0, 0, "ABORT, no RELOAD");
 	}
 	r = listen_req(&cfg.ls[L_INNER]);
@@ -1462,12 +1464,12 @@ static void test_commit_abort(void **state)
 }
 
 /**
- * test_reload_storm() - 200 PH_RELOADs, from every channel, in under 10 s
+ * test_reload_storm() - 200 PRIV_OP_RELOADs, from every channel, in under 10 s
  * @state:	unused
  *
  * Each is answered (the file is unchanged: 0); a descriptor sent with one
- * is closed; after a PH_ABORT the helper holds what it held before (the
- * candidates' namespaces closed), a PH_COMMIT finds nothing to commit,
+ * is closed; after a PRIV_OP_ABORT the helper holds what it held before (the
+ * candidates' namespaces closed), a PRIV_OP_COMMIT finds nothing to commit,
  * and it serves as before.
  */
 static void test_reload_storm(void **state)
@@ -1481,7 +1483,7 @@ static void test_reload_storm(void **state)
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < 200; i++) {
-		r = req(PH_RELOAD, NULL, "", 0);
+		r = req(PRIV_OP_RELOAD, NULL, "", 0);
 		assert_int_equal(ask_raw(i % 3, &r, sizeof(r), p, i % 2, &rep),
 				 -1);
 		assert_int_equal(rep.seq, r.seq);
@@ -1492,9 +1494,9 @@ static void test_reload_storm(void **state)
 	assert_true(t1.tv_sec - t0.tv_sec < 10);
 	close(p[0]);
 	close(p[1]);
-	r = req(PH_ABORT, NULL, "", 0);
+	r = req(PRIV_OP_ABORT, NULL, "", 0);
 	refuse(0, &r, sizeof(r), NULL, 0, 0, "ABORT after the storm");
-	r = req(PH_COMMIT, NULL, "", 0);
+	r = req(PRIV_OP_COMMIT, NULL, "", 0);
 	refuse(0, &r, sizeof(r), NULL, 0, EINVAL, "COMMIT after ABORT");
 }
 
@@ -1513,7 +1515,7 @@ static void test_commit_storm(void **state)
 
 	(void)state;
 	for (int i = 0; i < 50; i++) {
-		r = req(i % 2 ? PH_COMMIT : PH_RELOAD, NULL, "", 0);
+		r = req(i % 2 ? PRIV_OP_COMMIT : PRIV_OP_RELOAD, NULL, "", 0);
 		assert_int_equal(ask_raw(i % 3, &r, sizeof(r), NULL, 0, &rep),
 				 -1);
 		assert_int_equal(rep.err, 0);
@@ -1670,7 +1672,7 @@ static void test_activated(void **state)
 {
 	struct sockaddr_storage x;
 	socklen_t len = sizeof(x);
-	struct ph_req r = req(PH_BACKEND, "act", "", AF_INET);
+	struct ph_req r = req(PRIV_OP_BACKEND, "act", "", AF_INET);
 	struct ph_rep rep;
 	int xs, f, a, fd;
 
@@ -1815,14 +1817,14 @@ static ino_t switch_ns(void)
  * --backend-netns PID names a namespace the helper opened at start. The
  * process then takes another (a new user and network namespace: what a
  * local user who got the PID after it was freed would hold), and the
- * daemon sends PH_RELOAD with the file unchanged. The reload must be
+ * daemon sends PRIV_OP_RELOAD with the file unchanged. The reload must be
  * refused, and no backend socket may ever come from the new namespace.
  */
 static void test_pid_netns(void **state)
 {
 	const struct listen_opts *lo = &cfg.ls[0];
 	struct ph_req r =
-		req(PH_BACKEND, "pid", lo->netns[SIDE_BACKEND], AF_INET);
+		req(PRIV_OP_BACKEND, "pid", lo->netns[SIDE_BACKEND], AF_INET);
 	struct ph_rep rep;
 	ino_t first = ns_ino_of_pid(switcher), second;
 	int fd, reload;
@@ -1834,14 +1836,14 @@ static void test_pid_netns(void **state)
 	close(fd);
 	second = switch_ns();
 	assert_true(second != first);
-	r = req(PH_RELOAD, NULL, "", 0);
+	r = req(PRIV_OP_RELOAD, NULL, "", 0);
 	assert_int_equal(ask_raw(0, &r, sizeof(r), NULL, 0, &rep), -1);
 	reload = rep.err;
 	if (!reload) {
-		r = req(PH_COMMIT, NULL, "", 0);
+		r = req(PRIV_OP_COMMIT, NULL, "", 0);
 		assert_int_equal(ask_raw(0, &r, sizeof(r), NULL, 0, &rep), -1);
 	}
-	r = req(PH_BACKEND, "pid", lo->netns[SIDE_BACKEND], AF_INET);
+	r = req(PRIV_OP_BACKEND, "pid", lo->netns[SIDE_BACKEND], AF_INET);
 	fd = ask_raw(1, &r, sizeof(r), NULL, 0, &rep);
 	if (fd >= 0 && sock_ns(fd) == second)
 		fail_msg(

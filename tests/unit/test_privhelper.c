@@ -6,7 +6,7 @@
  * sent along, and refused for any socket that is not a client the named
  * listener accepted (a connected UDP socket, a listening one, a TCP one of
  * another port, one of another namespace); a refused reload's candidate
- * (PH_ABORT) and, after --drain-timeout, the configuration before are
+ * (PRIV_OP_ABORT) and, after --drain-timeout, the configuration before are
  * granted from no more; netns_open() neither blocks on a FIFO nor asks a
  * device its namespace type; a malformed request is answered and
  * the helper serves on; a thread that stops reading its replies holds up
@@ -383,7 +383,7 @@ static void test_emfile(void **state)
 	close(fd);
 }
 
-/* A reload the daemon refused (PH_ABORT): its listeners are granted from
+/* A reload the daemon refused (PRIV_OP_ABORT): its listeners are granted from
  * no more; while it was prepared, a listener it moves still served its
  * clients where it ran. */
 static void test_abort(void **state)

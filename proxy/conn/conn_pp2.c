@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* connproxy.c - the client a PROXY header names becomes the client
+/* conn_pp2.c - the client a PROXY header names becomes the client
  *
  * Theory of operation: under --accept-proxy the socket's peer is a
  * gateway (accept.c heard it only because it is in --proxy-from, and held
  * it to the caps under its own address). Once its header is read
- * (proxyhdr.c), the client it names takes the gateway's place in
+ * (pp2_sock.c), the client it names takes the gateway's place in
  * everything that judges or records a client: --allow and the caps
  * (admit.c), the log's address, and the address --transparent dials from
  * and --send-proxy passes on. A LOCAL header keeps the gateway. With
@@ -19,7 +19,7 @@
 
 #include "net/admit.h"
 #include "conn/conn.h"
-#include "conn/connproxy.h"
+#include "conn/conn_pp2.h"
 #include "common/counter.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -27,7 +27,7 @@
 #include "io/sock.h"
 
 /**
- * conn_proxied() - the PROXY header named a client: judge it instead
+ * conn_pp2_adopt() - the PROXY header named a client: judge it instead
  * @c:	the connection, in CS_PROXY_HEADER, its header read
  * @in:	what the header said
  *
@@ -37,7 +37,7 @@
  *
  * Return: true if the client is served; otherwise the connection ended.
  */
-bool conn_proxied(struct conn *c, const struct pp2_info *in)
+bool conn_pp2_adopt(struct conn *c, const struct pp2_info *in)
 {
 	const struct sockaddr *src = (const struct sockaddr *)&in->src;
 	char why[160], text[256], was[sizeof(c->cli_text)];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * proxyproto.c - PROXY protocol version 2 headers, made and read
+ * pp2.c - PROXY protocol version 2 headers, made and read
  *
  * Theory of operation: a gateway pair keeps the client's address by
  * putting a PROXY protocol v2 header (HAProxy's specification, section
@@ -28,7 +28,7 @@
  * allocation. TLVs are skipped: smbsplice uses none of them (cloud load
  * balancers and HAProxy send some), and a CRC32C TLV is not verified.
  */
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 #include <errno.h>
 #include <netinet/in.h>

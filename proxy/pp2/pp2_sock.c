@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* proxyhdr.c - a PROXY protocol v2 header on a connection's sockets
+/* pp2_sock.c - a PROXY protocol v2 header on a connection's sockets
  *
  * Theory of operation: on a listener with --accept-proxy the stream
- * opens with a header (proxyproto.c parses it) naming the client a
- * gateway speaks for. It is only peeked at, at most PROXYHDR_MAX bytes,
+ * opens with a header (pp2.c parses it) naming the client a
+ * gateway speaks for. It is only peeked at, at most PP2_SOCK_MAX bytes,
  * until it is whole; then exactly its length is read, so the first byte
  * left in the kernel is the client's own (and in smb mode the first-frame
  * check, handshake.c, starts there). A header never whole, or not a
@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "pp2/proxyhdr.h"
+#include "pp2/pp2_sock.h"
 #include "io/sock.h"
 
 /**
@@ -42,17 +42,21 @@ static size_t need_of(const uint8_t *buf, size_t n)
 }
 
 /**
- * proxyhdr_read() - read the PROXY header, if it is whole
+ * pp2_sock_read() - read the PROXY header, if it is whole
  * @fd:		the client's socket
  * @peeked:	bytes seen at the last look, updated
  * @out:	the verdict's detail
+ * @info:	PEEK_OK: what the header said
  *
- * Return: the verdict.
+ * Return: PEEK_OK once the header is read, exactly: the next byte is the
+ * client's own; PEEK_MORE while it is a valid beginning; PEEK_BAD if it
+ * is no PROXY v2 header; PEEK_CLOSED, PEEK_FAILED or PEEK_WAIT as the
+ * socket says.
  */
-enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
-				    struct proxyhdr_peek *out)
+enum peek_verdict pp2_sock_read(int fd, unsigned *peeked,
+				struct peek_detail *out, struct pp2_info *info)
 {
-	uint8_t buf[PROXYHDR_MAX];
+	uint8_t buf[PP2_SOCK_MAX];
 	enum pp2_result r;
 	ssize_t n;
 	bool stale;
@@ -60,18 +64,18 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
 	out->why = NULL;
 	n = recv(fd, buf, sizeof(buf), MSG_PEEK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return PH_WAIT;
+		return PEEK_WAIT;
 	if (n < 0) {
 		out->err = errno;
-		return PH_FAILED;
+		return PEEK_FAILED;
 	}
 	if (n == 0) {
 		out->why = "client closed before sending its PROXY header";
-		return PH_CLOSED;
+		return PEEK_CLOSED;
 	}
-	r = pp2_parse(buf, (size_t)n, sizeof(buf), &out->info, &out->why);
+	r = pp2_parse(buf, (size_t)n, sizeof(buf), info, &out->why);
 	if (r == PP2_ERROR)
-		return PH_BAD;
+		return PEEK_BAD;
 	if (r == PP2_NEED_MORE) {
 		/* Woken with nothing new: the peer closed, or a spurious
 		 * wake. */
@@ -81,22 +85,22 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
 		if (stale && sock_peer_shut(fd)) {
 			out->why =
 				"client closed in the middle of its PROXY header";
-			return PH_CLOSED;
+			return PEEK_CLOSED;
 		}
-		return PH_MORE;
+		return PEEK_MORE;
 	}
 	/* Peeked whole, so this reads it all. */
-	n = recv(fd, buf, out->info.len, 0);
-	if (n != (ssize_t)out->info.len) {
+	n = recv(fd, buf, info->len, 0);
+	if (n != (ssize_t)info->len) {
 		out->err = n < 0 ? errno : EIO;
-		return PH_FAILED;
+		return PEEK_FAILED;
 	}
 	*peeked = 0;
-	return PH_OK;
+	return PEEK_OK;
 }
 
 /**
- * proxyhdr_send() - open a backend connection with a PROXY header
+ * pp2_sock_send() - open a backend connection with a PROXY header
  * @srv_fd:	the backend socket, just connected
  * @cli_fd:	the client's socket, whose own address is the destination
  * @client:	the client's address (the header's, under --accept-proxy)
@@ -107,7 +111,7 @@ enum proxyhdr_verdict proxyhdr_read(int fd, unsigned *peeked,
  *
  * Return: 0, or -1 with errno.
  */
-int proxyhdr_send(int srv_fd, int cli_fd, const struct sockaddr *client)
+int pp2_sock_send(int srv_fd, int cli_fd, const struct sockaddr *client)
 {
 	uint8_t hdr[PP2_BUILD_MAX];
 	struct sockaddr_storage dst;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_PROXYPROTO_H
-#define SMBSPLICE_PROXYPROTO_H
+#ifndef SMBSPLICE_PP2_H
+#define SMBSPLICE_PP2_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* test_proxyproto.c - PROXY protocol v2: headers built for IPv4, IPv6 and
+/* test_pp2.c - PROXY protocol v2: headers built for IPv4, IPv6 and
  * mixed families read back to the same addresses; two headers captured
  * from HAProxy 2.6's send-proxy-v2 (IPv4 without TLVs; IPv6 with its
  * CRC32C and UNIQUE_ID TLVs) read as HAProxy meant them; LOCAL; and
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pp2/proxyproto.h"
+#include "pp2/pp2.h"
 
 /* HAProxy 2.6.12: `server s1 127.0.0.1:18811 send-proxy-v2`, a client
  * 127.0.0.1:50574 to the frontend 127.0.0.1:18801. */
