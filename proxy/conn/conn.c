@@ -15,6 +15,12 @@
  *               (pp2_sock.c) names the client, who is then judged by
  *               --allow and the caps instead of the gateway, under
  *               --handshake-timeout; a bad or missing one is reset.
+ *               The client it names takes the gateway's place in all that
+ *               judges or records a client (--allow, the caps, the log,
+ *               the address --transparent dials from, --send-proxy); a
+ *               LOCAL header keeps the gateway. With --transparent an
+ *               IPv6 client of an IPv4 listener is reset, never dialled
+ *               from a wrong address (conn_pp2_adopt()).
  *   handshake:  smb mode only: the backend is not dialled until the
  *               client's first frame is an SMB opening (handshake.c),
  *               under --handshake-timeout; while it is incomplete, a
@@ -66,13 +72,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "common/counter.h"
 #include "common/log.h"
 #include "conn/conn.h"
 #include "conn/connhost.h"
 #include "conn/connlog.h"
-#include "conn/conn_pp2.h"
 #include "conn/dir.h"
 #include "conn/handshake.h"
 #include "conn/observe.h"
@@ -85,6 +91,7 @@
 #include "net/listener.h"
 #include "pp2/pp2_sock.h"
 #include "smb/opening.h"
+#include "net/admit.h"
 
 /* In the handshake, on a socket that takes no SO_RCVLOWAT: how often an
  * incomplete first frame is looked at again. */
@@ -448,6 +455,52 @@ static void conn_first_frame(struct conn *c)
 	conn_set_state(c, CS_HANDSHAKE);
 	ev_io_start(c->host->loop, &c->connect_w);
 	conn_rearm(c, c->deadline - ev_now(c->host->loop));
+}
+
+/**
+ * conn_pp2_adopt() - the PROXY header named a client: judge it instead
+ * @c:	the connection, in CS_PROXY_HEADER, its header read
+ * @in:	what the header said
+ *
+ * The gateway's place under the caps is given back and the client's
+ * taken, --allow checked; a LOCAL header (the gateway's health check) or
+ * one without addresses leaves the gateway as the client.
+ *
+ * Return: true if the client is served; otherwise the connection ended.
+ */
+static bool conn_pp2_adopt(struct conn *c, const struct pp2_info *in)
+{
+	const struct sockaddr *src = (const struct sockaddr *)&in->src;
+	char why[160], text[256], was[sizeof(c->cli_text)];
+	enum admit a;
+
+	if (!in->has_addr)
+		return true;
+	c->peer = in->src;
+	memcpy(was, c->cli_text, sizeof(was));
+	sock_addr_text(src, c->cli_text, sizeof(c->cli_text));
+	log_debug("conn %s: PROXY header from %s", c->cli_text, was);
+	if (c->lo->transparent && c->lo->listen.addr.ss_family == AF_INET &&
+	    src->sa_family == AF_INET6 &&
+	    !IN6_IS_ADDR_V4MAPPED(
+		    &((const struct sockaddr_in6 *)src)->sin6_addr)) {
+		counter_add(&c->st->proxy_refused, 1);
+		conn_end(
+			c, END_ERROR,
+			"PROXY header names an IPv6 client: --transparent on an IPv4 listener cannot connect from it");
+		return false;
+	}
+	limits_release(&c->host->px->limits, &c->source, c->unauth);
+	a = admit_client(c->host->px, c->lo, src, true, &c->source, why,
+			 sizeof(why));
+	c->admitted = a == ADMIT_OK;
+	if (c->admitted)
+		return true;
+	counter_add(a == ADMIT_DENIED ? &c->st->denied : &c->st->refused[a], 1);
+	snprintf(text, sizeof(text), "refused by listener %s: %s", c->l->name,
+		 why);
+	conn_end(c, END_ERROR, text);
+	return false;
 }
 
 /**
