@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "smb/framer.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "io/pump.h"
 #include "io/sock.h"
 #include "conn/stall.h"

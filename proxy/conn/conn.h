@@ -10,7 +10,7 @@
 
 #include "conn/conn-t.h"
 #include "conn/connhost.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 
 struct buf_pool;
 struct conn;

@@ -33,7 +33,7 @@
 
 #include "net/accept.h"
 #include "common/counter.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "observe/counters.h"
 #include "net/listener.h"
 #include "common/log.h"

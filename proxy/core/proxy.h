@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "conf/options.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "io/pipepool.h"
 #include "priv/privhelper.h"
 

@@ -42,7 +42,7 @@
 #include "net/admit.h"
 #include "common/counter.h"
 #include "net/dial.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "conf/options.h"

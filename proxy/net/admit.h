@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "core/connlimits.h"
+#include "core/limits.h"
 
 struct cidr;
 struct listen_opts;

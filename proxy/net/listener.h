@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "conf/options.h"
 #include "observe/counters.h"
 

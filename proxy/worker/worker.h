@@ -10,7 +10,7 @@
 #include "net/accept.h"
 #include "io/bufpool.h"
 #include "conn/conn.h"
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "conf/options.h"
 #include "io/pipepool.h"
 #include "observe/timing.h"

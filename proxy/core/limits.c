@@ -37,7 +37,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
-#include "core/connlimits.h"
+#include "core/limits.h"
 #include "common/log.h"
 
 /**
