@@ -2,10 +2,12 @@
 #ifndef SMBSPLICE_CONN_T_H
 #define SMBSPLICE_CONN_T_H
 
-/* The types of a connection, for the rooms that read one: conn.c, which
- * runs its life, connlog.c, which writes its end line and warnings, and
- * observe.c, which traces and times it; and the worker's side of them,
- * struct conn_host, which the worker embeds. Only conn.c changes them. */
+/* The types of a connection, for the files that read one: conn.c, which
+ * runs its life, dir.c its directions, connlog.c, which writes its end
+ * line and warnings, observe.c, which traces and times it, and
+ * handover/connmove.c, which carries it to the next process
+ * (CONN_CARRIED); and the worker's side of them, struct conn_host, which
+ * the worker embeds. Only conn/ changes a live connection. */
 
 #include <ev.h>
 #include <stdbool.h>

@@ -281,7 +281,7 @@ static void conn_connect(struct conn *c)
 	};
 	int r, fd;
 
-	source_key_addr(&c->source, c->lo->listen.addr.ss_family, &client);
+	limits_source_addr(&c->source, c->lo->listen.addr.ss_family, &client);
 	r = dial_from(h->px, h->netns_ino, &req, &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
 		h->ops->out_of_fds(h->ctx, strerror(errno));
@@ -597,7 +597,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->l = l;
 	listener_get(l);
 	c->cfg = cfg;
-	lcfg_get(cfg);
+	listener_cfg_get(cfg);
 	c->lo = o;
 	c->st = &l->st[h->id];
 	c->source = *source;
@@ -750,7 +750,7 @@ void conn_free(struct conn *c)
 	if (c->admitted)
 		limits_release(&h->px->limits, &c->source, c->unauth);
 	conn_host_unreserve(h);
-	lcfg_put(c->cfg);
+	listener_cfg_put(c->cfg);
 	listener_put(c->l);
 	free(c);
 }

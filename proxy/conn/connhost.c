@@ -2,12 +2,12 @@
 /* connhost.c - a thread's side of its connections, as it reads them
  *
  * Theory of operation: a worker embeds a struct conn_host, which
- * connsetup.c sets up and conn.c's rooms alone write. The worker, and through it
- * the main thread, read it here: its gauges and counters (counter.h, so
- * that any thread may), and whether any connection is left. A new
- * connection's two descriptors are reserved from the process's budget
- * here before the accept, and given back here: when the client is turned
- * away, or when the connection ends.
+ * conn_host_init() (conn.c) sets up and conn/ alone writes. The worker,
+ * and through it the main thread, read it here: its gauges and counters
+ * (counter.h, so that any thread may), and whether any connection is left. A
+ * new connection's two descriptors are reserved from the process's budget here
+ * before the accept, and given back here: when the client is turned away, or
+ * when the connection ends.
  */
 #include "config.h"
 
@@ -64,7 +64,6 @@ void conn_host_reserve_force(struct conn_host *h)
 {
 	budget_force(&h->px->limits.fds, CONN_FDS);
 }
-
 
 /**
  * conn_host_sits_in() - the thread sits in this network namespace now

@@ -6,7 +6,7 @@
  * every event. It asks instead: a wcmd_snapshot carries a struct connview
  * with room the main thread lent, the worker runs connview_fill() between
  * two events (its connections hold still then), and the main thread reads
- * the records once workers_sync() says every worker is done. So what
+ * the records once worker_sync_all() says every worker is done. So what
  * `conns` shows is exact for each worker at one instant, and costs a
  * worker one pass over its list, a copy of a few hundred bytes per
  * connection: no lock is taken on the data path, no counter is added to

@@ -20,7 +20,7 @@
  *
  * What the workers hold is asked of them, never read from here: a
  * command queues a wcmd_snapshot (or kill, hold, resume) to each worker
- * and waits in workers_sync() until each has answered between two of
+ * and waits in worker_sync_all() until each has answered between two of
  * its events (connview.c). The wait is one loop iteration of each worker;
  * it stops no worker.
  *

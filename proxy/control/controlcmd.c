@@ -8,7 +8,7 @@
  * (wcmd_snapshot, connview.c); what is done to them (kill, drain, resume)
  * is a command each runs the same way (wcmd_kill, wcmd_hold, wcmd_resume).
  * These commands are defined here, the only file that sends them. Both
- * wait in workers_sync(); if a worker does not answer within its bound,
+ * wait in worker_sync_all(); if a worker does not answer within its bound,
  * the buffers it was lent are left to it (never freed under it) and the
  * answer says so.
  *
@@ -165,9 +165,9 @@ static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
 		worker_run(&px->workers[i],
 			   &(struct worker_cmd){ .ops = &wcmd_snapshot,
 						 .arg = &v[i] },
-			   WCMD_NOWAIT);
+			   WORKER_CMD_NOWAIT);
 	}
-	if (workers_sync(px)) {
+	if (worker_sync_all(px)) {
 		log_warn(
 			"control socket: a worker did not answer; its snapshot buffer is left to it");
 		return NULL; /* @v and @recs may still be written: not freed */
@@ -361,8 +361,8 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 			   &(struct worker_cmd){ .ops = hold ? &wcmd_hold
 							     : &wcmd_resume,
 						 .l = l },
-			   WCMD_NOWAIT);
-	workers_sync(px);
+			   WORKER_CMD_NOWAIT);
+	worker_sync_all(px);
 	listener_hold(l, hold);
 	log_info("listener %s: %s by control socket (%s)%s", name,
 		 hold ? "drained" : "resumed", who,
@@ -400,8 +400,8 @@ static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
 			   &(struct worker_cmd){ .ops = &wcmd_kill, .arg = k },
-			   WCMD_NOWAIT);
-	if (workers_sync(px)) {
+			   WORKER_CMD_NOWAIT);
+	if (worker_sync_all(px)) {
 		answer_error(out, json, "a worker did not answer");
 		return; /* @k may still be read: not freed */
 	}

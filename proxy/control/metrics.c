@@ -439,7 +439,7 @@ static void on_metrics_accept(struct ev_loop *loop, ev_io *w, int revents)
 		refuse_scrape(fd, (struct sockaddr *)&peer);
 		return;
 	}
-	source_key_of((struct sockaddr *)&peer, &src);
+	limits_source_key((struct sockaddr *)&peer, &src);
 	if (!make_room(px, &src) || !(s = calloc(1, sizeof(*s)))) {
 		close(fd);
 		return;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* connlimits.c - caps on connections and descriptors, for the whole process
+/* limits.c - caps on connections and descriptors, for the whole process
  *
  * Theory of operation: four limits decide whether a client is served, and
  * each holds across all workers.
@@ -110,11 +110,11 @@ void limits_destroy(struct limits *l)
 }
 
 /**
- * source_key_of() - the per-source key of a client address
+ * limits_source_key() - the per-source key of a client address
  * @sa:	IPv4 or IPv6 address
  * @k:	the key; IPv4 is mapped into IPv6, so both count alike
  */
-void source_key_of(const struct sockaddr *sa, struct source_key *k)
+void limits_source_key(const struct sockaddr *sa, struct source_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	if (sa->sa_family == AF_INET6) {
@@ -127,13 +127,13 @@ void source_key_of(const struct sockaddr *sa, struct source_key *k)
 }
 
 /**
- * source_key_addr() - the address a per-source key was made from
+ * limits_source_addr() - the address a per-source key was made from
  * @k:		the key
  * @family:	the family of the socket it came from
  * @ss:		the address, port 0
  */
-void source_key_addr(const struct source_key *k, int family,
-		     struct sockaddr_storage *ss)
+void limits_source_addr(const struct source_key *k, int family,
+			struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
 	ss->ss_family = (sa_family_t)family;

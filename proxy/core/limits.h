@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#ifndef SMBSPLICE_CONNLIMITS_H
-#define SMBSPLICE_CONNLIMITS_H
+#ifndef SMBSPLICE_LIMITS_H
+#define SMBSPLICE_LIMITS_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -54,9 +54,9 @@ int limits_init(struct limits *l, unsigned max_conns, unsigned max_per_source,
 		unsigned prefix6, unsigned max_preauth, long fd_limit,
 		long fd_reserved);
 void limits_destroy(struct limits *l);
-void source_key_of(const struct sockaddr *sa, struct source_key *k);
-void source_key_addr(const struct source_key *k, int family,
-		     struct sockaddr_storage *ss);
+void limits_source_key(const struct sockaddr *sa, struct source_key *k);
+void limits_source_addr(const struct source_key *k, int family,
+			struct sockaddr_storage *ss);
 enum admit limits_admit(struct limits *l, const struct source_key *k,
 			bool preauth);
 int limits_adopt(struct limits *l, const struct source_key *k, bool preauth);
@@ -64,4 +64,4 @@ void limits_authenticated(struct limits *l, const struct source_key *k);
 void limits_release(struct limits *l, const struct source_key *k, bool preauth);
 unsigned limits_conns(const struct limits *l);
 
-#endif /* SMBSPLICE_CONNLIMITS_H */
+#endif /* SMBSPLICE_LIMITS_H */

@@ -57,14 +57,14 @@ enum proxy_state {
  *			a process that may have been: a listener may leave
  *			its listen address out (options_parse()'s inherited)
  * @sync_lock:		guards @synced
- * @sync_cond:		signalled when a worker has run workers_sync()'s
+ * @sync_cond:		signalled when a worker has run worker_sync_all()'s
  *			command
- * @synced:		workers_sync()'s commands run, by all workers, ever
+ * @synced:		worker_sync_all()'s commands run, by all workers, ever
  * @sigint_w:		SIGINT: stop now
  * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
  * @sighup_w:		SIGHUP: reload the config file
  * @sigusr1_w:		SIGUSR1: reopen the log files
- * @sigusr2_w:		SIGUSR2: hand over to the binary on disk (handover.c)
+ * @sigusr2_w:		SIGUSR2: hand over to the binary on disk (handover_out.c)
  * @drained_w:		a worker says it has drained
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then

@@ -32,9 +32,9 @@
  *   SIGINT	stop at once: reset every connection, log it, exit 0;
  *   SIGUSR1	reopen the log (nothing to reopen on standard error);
  *   SIGUSR2	hand every listener and connection over to the binary now on
- *		disk, and exit 0 (handover.c); if that fails, go on as before.
+ *		disk, and exit 0 (handover_out.c); if that fails, go on as before.
  *
- * Started by such a handover (takeover.c), the process takes the old
+ * Started by such a handover (handover_in.c), the process takes the old
  * one's sockets in step 1 and 2 instead of binding them, and its
  * connections before step 5.
  */
@@ -127,8 +127,8 @@ static void stop_now(struct proxy *px)
 	handover_stop(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_stop },
-			   WCMD_NOWAIT);
+			   &(struct worker_cmd){ .ops = &worker_cmd_stop },
+			   WORKER_CMD_NOWAIT);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_join(&px->workers[i]);
 	metrics_stop(px);
@@ -149,7 +149,7 @@ static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	log_info("signal %d: stopping, %lu connections open", w->signum,
-		 workers_active(px));
+		 worker_active_all(px));
 	stop_now(px);
 }
 
@@ -186,7 +186,7 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	log_warn(
 		"drain: --drain-timeout %gs is spent; resetting the %lu connections still open",
-		px->opt->drain_timeout, workers_active(px));
+		px->opt->drain_timeout, worker_active_all(px));
 	stop_now(px);
 }
 
@@ -199,7 +199,7 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct proxy *px = w->data;
-	unsigned long open = workers_active(px);
+	unsigned long open = worker_active_all(px);
 
 	(void)revents;
 	if (px->state != PX_RUNNING) {
@@ -213,10 +213,10 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	listeners_retire_all(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_drain },
-			   WCMD_NOWAIT);
-	workers_sync(px);
-	open = workers_active(px);
+			   &(struct worker_cmd){ .ops = &worker_cmd_drain },
+			   WORKER_CMD_NOWAIT);
+	worker_sync_all(px);
+	open = worker_active_all(px);
 	if (px->opt->drain_timeout > 0)
 		log_info(
 			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
@@ -534,8 +534,8 @@ static int run_workers(struct proxy *px)
 		return 0;
 	for (unsigned j = 0; j + 1 < i; j++) {
 		worker_run(&px->workers[j],
-			   &(struct worker_cmd){ .ops = &wcmd_stop },
-			   WCMD_NOWAIT);
+			   &(struct worker_cmd){ .ops = &worker_cmd_stop },
+			   WORKER_CMD_NOWAIT);
 		worker_join(&px->workers[j]);
 	}
 	return -1;
@@ -591,7 +591,8 @@ static int check_config(struct proxy *px)
 	char err[512];
 
 	for (unsigned i = 0; i < px->cfg->nls; i++) {
-		struct lcfg *c = lcfg_new(&px->cfg->ls[i], err, sizeof(err));
+		struct lcfg *c =
+			listener_cfg_new(&px->cfg->ls[i], err, sizeof(err));
 
 		if (!px->cfg->ls[i].listen.len)
 			printf("smbsplice: listener %s has no listen address: it needs a socket from systemd (socket activation)\n",
@@ -599,10 +600,10 @@ static int check_config(struct proxy *px)
 		if (!c || listener_check(px, c, err, sizeof(err))) {
 			fprintf(stderr, "smbsplice: %s\n", err);
 			if (c)
-				lcfg_put(c);
+				listener_cfg_put(c);
 			return 2;
 		}
-		lcfg_put(c);
+		listener_cfg_put(c);
 	}
 	if (*px->opt->user &&
 	    privs_check_user(px->opt->user, err, sizeof(err))) {

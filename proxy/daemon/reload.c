@@ -189,14 +189,14 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 	for (i = 0; i < c->nls; i++) {
 		struct plan *p = &plans[i];
 
-		p->cfg = lcfg_new(&c->ls[i], err, errlen);
+		p->cfg = listener_cfg_new(&c->ls[i], err, errlen);
 		if (!p->cfg || listener_check(px, p->cfg, err, errlen))
 			goto undo;
 		p->old = listener_named(px, c->ls[i].name);
 		keep_inherited_address(p->cfg, p->old);
 		if (p->old && listener_same_socket(p->old->cfg, p->cfg))
 			continue;
-		lcfg_get(p->cfg); /* the new listener takes one */
+		listener_cfg_get(p->cfg); /* the new listener takes one */
 		p->fresh = listener_new(px, p->cfg, err, errlen);
 		if (!p->fresh)
 			goto undo;
@@ -207,7 +207,7 @@ undo:
 		if (plans[j].fresh)
 			listener_free(plans[j].fresh);
 		if (plans[j].cfg)
-			lcfg_put(plans[j].cfg);
+			listener_cfg_put(plans[j].cfg);
 	}
 	return -1;
 }
@@ -223,8 +223,9 @@ static void retire(struct proxy *px, struct listener *l)
 	listener_mark(l, LISTENER_RETIRED);
 	for (unsigned w = 0; w < px->nworkers; w++)
 		worker_run(&px->workers[w],
-			   &(struct worker_cmd){ .ops = &wcmd_remove, .l = l },
-			   WCMD_NOWAIT);
+			   &(struct worker_cmd){ .ops = &worker_cmd_remove,
+						 .l = l },
+			   WORKER_CMD_NOWAIT);
 	listener_put(l); /* the process's reference */
 }
 
@@ -245,10 +246,10 @@ static void hand_out(struct proxy *px, struct listener *l)
 			continue;
 		listener_get(l);
 		if (worker_run(&px->workers[w],
-			       &(struct worker_cmd){ .ops = &wcmd_add,
+			       &(struct worker_cmd){ .ops = &worker_cmd_add,
 						     .l = l,
 						     .fd = l->fds[w] },
-			       WCMD_NOWAIT)) {
+			       WORKER_CMD_NOWAIT)) {
 			listener_put(l);
 			continue; /* out of memory: closed with @l */
 		}
@@ -288,20 +289,20 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
 			char err[256];
 
 			for (unsigned w = 0; w < px->nworkers; w++) {
-				lcfg_get(p->cfg);
+				listener_cfg_get(p->cfg);
 				worker_run(&px->workers[w],
 					   &(struct worker_cmd){
-						   .ops = &wcmd_update,
+						   .ops = &worker_cmd_update,
 						   .l = p->old,
 						   .cfg = p->cfg },
-					   WCMD_NOWAIT);
+					   WORKER_CMD_NOWAIT);
 			}
 			if (listener_set_cfg(p->old, p->cfg, err, sizeof(err)))
 				log_warn("%s", err);
 			what[1]++;
 			continue;
 		}
-		lcfg_put(p->cfg); /* the listener holds its own */
+		listener_cfg_put(p->cfg); /* the listener holds its own */
 		l = find_namesake(px, p->fresh->name);
 		if (l)
 			listener_share_counters(p->fresh, l);
@@ -351,7 +352,7 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 	if (px->helper.fds)
 		privhelper_commit(&px->helper);
 	free(plans);
-	workers_sync(px); /* so a removed listener is closed when logged */
+	worker_sync_all(px); /* so a removed listener is closed when logged */
 	log_debug("listeners: %u added, %u changed, %u removed", what[0],
 		  what[1], what[2]);
 	return 0;

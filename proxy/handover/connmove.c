@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* connmove.c - a connection leaving one process and arriving in the next
  *
- * Theory of operation: a live handover (handover.c) moves every
+ * Theory of operation: a live handover (handover_out.c) moves every
  * connection to the next process mid-message. Here is what that means
  * for one connection, in four steps:
  *
  *   pause:    every watcher and timer of the thread's connections stops
- *             (conn_host_pause()); nothing is read or written from here,
+ *             (connmove_pause()); nothing is read or written from here,
  *             and bytes that come wait in the kernel;
  *   save:     each connection becomes an image record (conn_save()): its
  *             stage, deadlines, sockets, and per direction the pump's
@@ -14,7 +14,7 @@
  *             inside), the framer's position and held bytes, the
  *             latency table's outstanding requests, the capture's state;
  *   then either, the next process having said it took everything,
- *   abandon:  the connection is forgotten here (conn_host_abandon()):
+ *   abandon:  the connection is forgotten here (connmove_abandon()):
  *             this process's copies of its descriptors are closed, which
  *             sends nothing, since the next process holds the same
  *             sockets; no end line, no reset;
@@ -27,16 +27,17 @@
  * a copy or one of the carry_* pairs below, and the image's record is laid
  * out from it; a member it marks REBUILT is made anew here.
  *
- * In the next process conn_adopt() rebuilds each record into a live
+ * In the next process connmove_adopt() rebuilds each record into a live
  * connection, without starting any watcher: nothing is read from a
  * socket before the old process has stopped for good; conn_resume() then
  * starts it. A record is checked whole before the connection is linked;
  * one that fails refuses the handover, and the old process goes on.
  *
  * In the old process each step is a command of the worker's queue
- * (wcmd_pause, wcmd_save, wcmd_abandon, wcmd_unpause, at the end of the
- * first half of this file), which the worker's thread runs between two
- * events, for its listening sockets (accept.c) and its connections alike.
+ * (connmove_cmd_pause, connmove_cmd_save, connmove_cmd_abandon,
+ * connmove_cmd_unpause, at the end of the first half of this file), which the
+ * worker's thread runs between two events, for its listening sockets (accept.c)
+ * and its connections alike.
  */
 #include "config.h"
 
@@ -102,10 +103,10 @@ static void conn_resume(struct conn *c)
 }
 
 /**
- * conn_host_pause() - stop every connection of a thread where it is
+ * connmove_pause() - stop every connection of a thread where it is
  * @h:	the thread's host
  */
-void conn_host_pause(struct conn_host *h)
+void connmove_pause(struct conn_host *h)
 {
 	for (struct conn *c = h->conns; c; c = c->next) {
 		for (unsigned i = 0; i < DIR_COUNT; i++)
@@ -117,10 +118,10 @@ void conn_host_pause(struct conn_host *h)
 }
 
 /**
- * conn_host_resume() - run every connection of a thread again
+ * connmove_resume() - run every connection of a thread again
  * @h:	the thread's host, paused, or with adopted connections
  */
-void conn_host_resume(struct conn_host *h)
+void connmove_resume(struct conn_host *h)
 {
 	for (struct conn *c = h->conns; c; c = c->next)
 		conn_resume(c);
@@ -209,7 +210,7 @@ static int carry_adopt_listener(struct conn *c, const struct carry_in *a)
 	c->l = a->l;
 	listener_get(c->l);
 	c->cfg = c->l->cfg;
-	lcfg_get(c->cfg);
+	listener_cfg_get(c->cfg);
 	c->st = &c->l->st[c->host->id];
 	return 0;
 }
@@ -280,7 +281,7 @@ static void carry_save_mode(const struct conn *c, struct carry_out *o)
  * carry_adopt_mode() - the connection goes on under its listener's current
  *			settings
  * @c:	the connection, its listener's settings held
- * @a:	its record, whose mode conn_adopt() found the listener's
+ * @a:	its record, whose mode connmove_adopt() found the listener's
  *
  * Return: 0.
  */
@@ -359,8 +360,8 @@ static void carry_save_dirs(const struct conn *c, struct carry_out *o)
 		dir_save(&c->dir[i], r, &o->tails[i], &pipe);
 		o->lens[i] = r->pump.pending;
 		if (pipe) {
-			r->pipe_rd = imgw_fd(o->w, pipe->rd);
-			r->pipe_wr = imgw_fd(o->w, pipe->wr);
+			r->pipe_rd = image_write_fd(o->w, pipe->rd);
+			r->pipe_wr = image_write_fd(o->w, pipe->wr);
 		}
 	}
 }
@@ -401,7 +402,7 @@ static int carry_adopt_dirs(struct conn *c, const struct carry_in *a)
 	_Static_assert(sizeof(c->m) == n, #m " fills its field");              \
 	memcpy(o->r.m, &c->m, n);
 #define SAVE_SOCK(m, ...)                                                      \
-	o->r.m##_fd = imgw_fd(o->w, c->m.fd);                                  \
+	o->r.m##_fd = image_write_fd(o->w, c->m.fd);                           \
 	o->r.m##_corked = c->m.corked;
 #define SAVE_PAIR(m, part, type, field, dims, fn) carry_save_##fn(c, o);
 #define SAVE_OPEN				  SAVE_PAIR
@@ -429,25 +430,25 @@ static void conn_save(const struct conn *c, struct image_writer *w)
 	memset(o->lens, 0, sizeof(o->lens));
 
 	CONN_CARRIED(SAVE_ROW)
-	imgw_put(w, IMG_CONN, &o->r, sizeof(o->r), o->tails, o->lens, 4);
+	image_write_put(w, IMG_CONN, &o->r, sizeof(o->r), o->tails, o->lens, 4);
 }
 
 /**
- * conn_host_save() - write every connection of a thread into the image
+ * connmove_save() - write every connection of a thread into the image
  * @h:	the thread's host, paused
  * @w:	the image
  */
-void conn_host_save(const struct conn_host *h, struct image_writer *w)
+void connmove_save(const struct conn_host *h, struct image_writer *w)
 {
 	for (const struct conn *c = h->conns; c; c = c->next)
 		conn_save(c, w);
 }
 
 /**
- * conn_host_abandon() - forget every connection, now the next process's
+ * connmove_abandon() - forget every connection, now the next process's
  * @h:	the thread's host, paused and saved
  */
-void conn_host_abandon(struct conn_host *h)
+void connmove_abandon(struct conn_host *h)
 {
 	struct conn *c;
 
@@ -484,7 +485,7 @@ void conn_host_abandon(struct conn_host *h)
 #define OPEN_ROW(m, how, ...) OPEN_##how(m, __VA_ARGS__)
 
 /**
- * pause_run() - wcmd_pause: stop accepting and forwarding
+ * pause_run() - connmove_cmd_pause: stop accepting and forwarding
  * @w:	the worker
  * @c:	nothing of it is read
  */
@@ -492,13 +493,13 @@ static void pause_run(struct worker *w, struct worker_cmd *c)
 {
 	(void)c;
 	accept_pause(&w->acc);
-	conn_host_pause(&w->host);
+	connmove_pause(&w->host);
 }
 
-const struct worker_cmd_ops wcmd_pause = { .run = pause_run };
+const struct worker_cmd_ops connmove_cmd_pause = { .run = pause_run };
 
 /**
- * save_run() - wcmd_save: write the listening sockets and connections
+ * save_run() - connmove_cmd_save: write the listening sockets and connections
  *		into the image
  * @w:	the worker, paused
  * @c:	@arg, the struct image_writer, which no other thread writes
@@ -506,14 +507,14 @@ const struct worker_cmd_ops wcmd_pause = { .run = pause_run };
  */
 static void save_run(struct worker *w, struct worker_cmd *c)
 {
-	conn_host_save_listeners(&w->acc, c->arg);
-	conn_host_save(&w->host, c->arg);
+	connmove_save_listeners(&w->acc, c->arg);
+	connmove_save(&w->host, c->arg);
 }
 
-const struct worker_cmd_ops wcmd_save = { .run = save_run };
+const struct worker_cmd_ops connmove_cmd_save = { .run = save_run };
 
 /**
- * unpause_run() - wcmd_unpause: the handover failed: forward and accept
+ * unpause_run() - connmove_cmd_unpause: the handover failed: forward and accept
  *		   again
  * @w:	the worker, paused
  * @c:	nothing of it is read
@@ -522,13 +523,13 @@ static void unpause_run(struct worker *w, struct worker_cmd *c)
 {
 	(void)c;
 	accept_resume(&w->acc);
-	conn_host_resume(&w->host);
+	connmove_resume(&w->host);
 }
 
-const struct worker_cmd_ops wcmd_unpause = { .run = unpause_run };
+const struct worker_cmd_ops connmove_cmd_unpause = { .run = unpause_run };
 
 /**
- * abandon_run() - wcmd_abandon: the handover is done: forget every
+ * abandon_run() - connmove_cmd_abandon: the handover is done: forget every
  *		   listening socket and connection, closing this process's
  *		   copies
  * @w:	the worker, paused and saved
@@ -538,10 +539,10 @@ static void abandon_run(struct worker *w, struct worker_cmd *c)
 {
 	(void)c;
 	accept_remove_all(&w->acc, false);
-	conn_host_abandon(&w->host);
+	connmove_abandon(&w->host);
 }
 
-const struct worker_cmd_ops wcmd_abandon = { .run = abandon_run };
+const struct worker_cmd_ops connmove_cmd_abandon = { .run = abandon_run };
 
 /**
  * adopt_fields() - rebuild a connection's fields from its record
@@ -576,7 +577,7 @@ static int adopt_open(struct conn *c, const struct carry_in *a)
 }
 
 /**
- * conn_adopt() - rebuild a connection a handover brought in
+ * connmove_adopt() - rebuild a connection a handover brought in
  * @h:		the worker's host, whose loop does not run yet
  * @l:		its listener here, of the record's name
  * @v:		its record, decoded and checked (image.c)
@@ -587,15 +588,15 @@ static int adopt_open(struct conn *c, const struct carry_in *a)
  *
  * The connection continues under @l's current settings; a listener whose
  * mode changed, or that lost the backend a connection forwards to,
- * refuses it. No watcher starts (conn_host_resume() starts them). On
+ * refuses it. No watcher starts (connmove_resume() starts them). On
  * failure the process that tried is to exit without touching a socket:
  * what was half built is not unwound.
  *
  * Return: 0, or -1 with @err set.
  */
-int conn_adopt(struct conn_host *h, struct listener *l,
-	       const struct img_conn_view *v, struct image_in *in, char *err,
-	       size_t errlen)
+int connmove_adopt(struct conn_host *h, struct listener *l,
+		   const struct img_conn_view *v, struct image_in *in,
+		   char *err, size_t errlen)
 {
 	const struct img_conn *r = &v->c;
 	const struct listen_opts *o = &l->cfg->o;
@@ -633,18 +634,18 @@ oom:
 }
 
 /**
- * conn_host_save_listeners() - write a worker's listening sockets into an
+ * connmove_save_listeners() - write a worker's listening sockets into an
  *				image
  * @a:	the worker's acceptor, paused
  * @w:	the image
  */
-void conn_host_save_listeners(const struct acceptor *a, struct image_writer *w)
+void connmove_save_listeners(const struct acceptor *a, struct image_writer *w)
 {
 	for (const struct wlistener *wl = a->list; wl; wl = wl->next) {
 		struct img_listener r = { .worker = a->id,
-					  .fd = imgw_fd(w, wl->fd) };
+					  .fd = image_write_fd(w, wl->fd) };
 
 		snprintf(r.name, sizeof(r.name), "%s", wl->l->name);
-		imgw_put(w, IMG_LISTENER, &r, sizeof(r), NULL, NULL, 0);
+		image_write_put(w, IMG_LISTENER, &r, sizeof(r), NULL, NULL, 0);
 	}
 }

@@ -6,7 +6,7 @@
  * write that file, or any directory on the way to it, chooses what the
  * launcher runs as root: with a build tree owned by the --user account,
  * a daemon compromised through a parser bug would have root at the next
- * SIGUSR2. exe_path_safe() walks the path from "/" the way the kernel
+ * SIGUSR2. exesafe_check() walks the path from "/" the way the kernel
  * resolves it, one component at a time (O_PATH, O_NOFOLLOW; each
  * symbolic link read and its target walked in turn), and requires every
  * directory and the file to be root's and writable by root alone. Once
@@ -199,7 +199,7 @@ out:
 }
 
 /**
- * exe_path_safe() - could only root have put this binary here
+ * exesafe_check() - could only root have put this binary here
  * @path:	the binary, an absolute path
  * @why:	set to one sentence saying what is wrong, or why it could not
  *		be checked
@@ -218,7 +218,7 @@ out:
  * Return: 0 if safe, 1 if not (with @why), -1 with errno set (with @why)
  * when it cannot be told: a missing file, a path too long, a loop.
  */
-int exe_path_safe(const char *path, char *why, size_t len)
+int exesafe_check(const char *path, char *why, size_t len)
 {
 	char buf[PATH_MAX * 2], shown[PATH_MAX] = "", name[NAME_MAX + 1];
 	const char *rest = path;

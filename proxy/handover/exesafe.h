@@ -5,16 +5,16 @@
 
 #include <stddef.h>
 
-/* Room for exe_path_safe()'s sentence, a path and what is wrong. */
+/* Room for exesafe_check()'s sentence, a path and what is wrong. */
 #define EXE_SAFE_WHY 512
 
 /* What to do about a binary the --user account could have written, said
- * after exe_path_safe()'s sentence. */
+ * after exesafe_check()'s sentence. */
 #define EXE_UNSAFE_HINT                                                        \
 	"the --user account could replace what runs as root: make the "        \
 	"binary and every directory above it owned by root and writable by "   \
 	"root alone (chown root, chmod go-w), or install it where they are"
 
-int exe_path_safe(const char *path, char *why, size_t len);
+int exesafe_check(const char *path, char *why, size_t len);
 
 #endif /* SMBSPLICE_EXESAFE_H */

@@ -4,7 +4,7 @@
 
 /* The type of a handover under way, apart from handover.h's prototypes:
  * struct proxy embeds one, and every room that knows the process would
- * otherwise reach handover.c's whole world. */
+ * otherwise reach handover_out.c's whole world. */
 
 #include <ev.h>
 #include <limits.h>

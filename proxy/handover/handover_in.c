@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* takeover.c - the new process's side of a live handover
+/* handover_in.c - the new process's side of a live handover
  *
  * Theory of operation: started by an old smbsplice on its SIGUSR2
- * (handover.c has the whole protocol), with descriptor
+ * (handover_out.c has the whole protocol), with descriptor
  * SMBSPLICE_HANDOVER_FD open on a socket to it, this process
  *
  *   - says HELLO as soon as its configuration is read, and receives the
@@ -57,7 +57,7 @@ static struct image_in hin = { .sock = -1 };
 void handover_refuse(struct proxy *px, const char *why)
 {
 	log_err("handover: cannot take over from the old process: %s", why);
-	ho_send_fail(hin.sock, why, HO_STEP_TIMEOUT_MS);
+	howire_send_fail(hin.sock, why, HO_STEP_TIMEOUT_MS);
 	log_stop();
 	_exit(1);
 }
@@ -102,14 +102,14 @@ int handover_receive(struct proxy *px)
 		hi->sock = -1;
 		return -1;
 	}
-	if (ho_send_msg(hi->sock, HO_HELLO, hello, sizeof(hello),
+	if (howire_send(hi->sock, HO_HELLO, hello, sizeof(hello),
 			HO_STEP_TIMEOUT_MS)) {
 		log_err("handover: the old process went away before HELLO (%s)",
 			strerror(errno));
 		_exit(1);
 	}
-	if (ho_recv_image(hi->sock, &hi->bytes, &hi->len, &hi->fds, &hi->nfds,
-			  HO_STEP_TIMEOUT_MS, err, sizeof(err)))
+	if (howire_recv_image(hi->sock, &hi->bytes, &hi->len, &hi->fds,
+			      &hi->nfds, HO_STEP_TIMEOUT_MS, err, sizeof(err)))
 		handover_refuse(px, err);
 	if (image_decode(hi->bytes, hi->len, hi->nfds, &hi->img, err,
 			 sizeof(err)))
@@ -281,8 +281,8 @@ static int adopt_conns(struct proxy *px, char *err, size_t errlen)
 				(unsigned long long)v->c.id, v->c.listener);
 			return -1;
 		}
-		if (conn_adopt(&px->workers[v->c.worker].host, l, v, &hin, err,
-			       errlen))
+		if (connmove_adopt(&px->workers[v->c.worker].host, l, v, &hin,
+				   err, errlen))
 			return -1;
 	}
 	return 0;
@@ -330,14 +330,14 @@ static void client_side_again(struct proxy *px)
 		if (!listener_is(l, LISTENER_HANDED))
 			continue;
 		for (unsigned i = 0; i < px->nworkers; i++) {
-			lcfg_get(l->cfg);
-			if (worker_run(
-				    &px->workers[i],
-				    &(struct worker_cmd){ .ops = &wcmd_update,
-							  .l = l,
-							  .cfg = l->cfg },
-				    WCMD_NOWAIT))
-				lcfg_put(l->cfg);
+			listener_cfg_get(l->cfg);
+			if (worker_run(&px->workers[i],
+				       &(struct worker_cmd){
+					       .ops = &worker_cmd_update,
+					       .l = l,
+					       .cfg = l->cfg },
+				       WORKER_CMD_NOWAIT))
+				listener_cfg_put(l->cfg);
 		}
 	}
 }
@@ -366,9 +366,9 @@ int handover_adopt(struct proxy *px)
 	    adopt_counters(px, err, sizeof(err)) ||
 	    adopt_conns(px, err, sizeof(err)))
 		handover_refuse(px, err);
-	if (ho_send_msg(hi->sock, HO_TAKEN, &n, sizeof(n),
+	if (howire_send(hi->sock, HO_TAKEN, &n, sizeof(n),
 			HO_STEP_TIMEOUT_MS) ||
-	    ho_recv_msg(hi->sock, &type, NULL, 0, &len, -1) || type != HO_GO) {
+	    howire_recv(hi->sock, &type, NULL, 0, &len, -1) || type != HO_GO) {
 		/* The old process gave up, and may be forwarding again. GO
 		 * is waited for without a bound: the old process ends this
 		 * with GO or a hang-up. */
@@ -381,7 +381,7 @@ int handover_adopt(struct proxy *px)
 			close(hi->fds[i]);
 	client_side_again(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		conn_host_resume(&px->workers[i].host);
+		connmove_resume(&px->workers[i].host);
 	log_info("handover: took %u connections and %u listeners from pid %d",
 		 n, nls, (int)hi->img.proc.pid);
 	close(hi->sock);

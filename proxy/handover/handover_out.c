@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* handover.c - a live upgrade: every listener and connection to the next
+/* handover_out.c - a live upgrade: every listener and connection to the next
  *		binary (SIGUSR2)
  *
  * Theory of operation, as a two-phase commit between the old process
@@ -12,25 +12,25 @@
  *      forwarding while NEW reads its configuration.
  *   2. NEW, seeing SMBSPLICE_HANDOVER_FD, says HELLO before it binds
  *      anything, and waits for the image.
- *   3. OLD pauses every worker between events (wcmd_pause: no watcher
+ *   3. OLD pauses every worker between events (connmove_cmd_pause: no watcher
  *      runs, clients queue in the kernel), has each write its listening
- *      sockets and connections into the image (wcmd_save, connmove.c),
+ *      sockets and connections into the image (connmove_cmd_save, connmove.c),
  *      adds its counters, and sends the image with every descriptor
  *      (howire.c).
  *   4. NEW checks the image (image.c), takes the listening sockets in
  *      place of binding, starts, rebuilds every connection without
  *      starting a watcher, and says TAKEN.
  *   5. OLD tells systemd that NEW is the main process, says GO, forgets
- *      everything (wcmd_abandon: its copies of the descriptors are closed,
- *      which sends nothing to any peer) and exits 0.
+ *      everything (connmove_cmd_abandon: its copies of the descriptors are
+ *closed, which sends nothing to any peer) and exits 0.
  *   6. NEW, on GO, starts its watchers: forwarding resumes where it
  *      stopped.
  *
  * Until OLD says GO no process but OLD has read or written a socket, so
  * any failure before it (NEW missing, not starting, refusing the
  * configuration or the image, dying, taking too long) costs nothing:
- * OLD unpauses its workers (wcmd_unpause) and forwards on, with one line
- * saying why. NEW, without GO, leaves with _exit() and touches nothing.
+ * OLD unpauses its workers (connmove_cmd_unpause) and forwards on, with one
+ *line saying why. NEW, without GO, leaves with _exit() and touches nothing.
  * After GO, the connections are NEW's alone; if NEW dies then, they die
  * with it, as they would have with OLD.
  *
@@ -81,7 +81,7 @@ static void warn_unsafe_exe(const char *exe)
 {
 	char why[EXE_SAFE_WHY];
 
-	if (exe_path_safe(exe, why, sizeof(why)) > 0)
+	if (exesafe_check(exe, why, sizeof(why)) > 0)
 		log_warn("SIGUSR2 will not hand over to %s: %s; %s", exe, why,
 			 EXE_UNSAFE_HINT);
 }
@@ -191,9 +191,10 @@ static void fail(struct proxy *px, bool paused, const char *why)
 		trace_again(px);
 		for (unsigned i = 0; i < px->nworkers; i++)
 			worker_run(&px->workers[i],
-				   &(struct worker_cmd){ .ops = &wcmd_unpause },
-				   WCMD_NOWAIT);
-		workers_sync(px);
+				   &(struct worker_cmd){
+					   .ops = &connmove_cmd_unpause },
+				   WORKER_CMD_NOWAIT);
+		worker_sync_all(px);
 	}
 	end_child(px, how, sizeof(how));
 	log_err("handover failed: %s%s; this process goes on forwarding", why,
@@ -213,14 +214,14 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 		.pid = (int32_t)getpid(),
 		.last_id = conn_host_last_id(),
 		.now = ev_time(),
-		.metrics_fd = imgw_fd(w, metrics_socket(px)),
-		.control_fd = imgw_fd(w, control_socket()),
+		.metrics_fd = image_write_fd(w, metrics_socket(px)),
+		.control_fd = image_write_fd(w, control_socket()),
 		.lstats_words = sizeof(struct lstats) / sizeof(uint64_t),
 	};
 
 	for (unsigned i = 0; i < px->nworkers; i++)
 		pr.accepted += worker_accepted(&px->workers[i]);
-	imgw_put(w, IMG_PROCESS, &pr, sizeof(pr), NULL, NULL, 0);
+	image_write_put(w, IMG_PROCESS, &pr, sizeof(pr), NULL, NULL, 0);
 	for (struct listener *l = px->listeners; l; l = l->next) {
 		if (listener_is(l, LISTENER_PASSED_ON))
 			continue; /* a newer one of its name has them */
@@ -230,7 +231,8 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 			size_t len = sizeof(l->st[i]);
 
 			snprintf(s.name, sizeof(s.name), "%s", l->name);
-			imgw_put(w, IMG_LSTATS, &s, sizeof(s), &tail, &len, 1);
+			image_write_put(w, IMG_LSTATS, &s, sizeof(s), &tail,
+					&len, 1);
 		}
 	}
 }
@@ -266,7 +268,7 @@ static double ms(uint64_t from, uint64_t to)
 /**
  * write_image() - step 3's first half: pause every worker, write the image
  * @px:	the process; the new process has said HELLO
- * @w:	the image, set up here; imgw_free() it whatever the outcome
+ * @w:	the image, set up here; image_write_free() it whatever the outcome
  * @st:	the steps' times
  *
  * Return: 0, or -1 (memory ran out) with the workers paused.
@@ -276,24 +278,25 @@ static int write_image(struct proxy *px, struct image_writer *w,
 {
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_pause },
-			   WCMD_NOWAIT);
-	workers_sync(px);
+			   &(struct worker_cmd){ .ops = &connmove_cmd_pause },
+			   WORKER_CMD_NOWAIT);
+	worker_sync_all(px);
 	st->paused = mono_ns();
 	/* Every record of this process in the file before the next one
 	 * appends its own: the two must not interleave. */
 	tracefile_close();
-	imgw_init(w);
-	imgw_reserve(w, workers_active(px));
+	image_write_init(w);
+	image_write_reserve(w, worker_active_all(px));
 	save_counters(px, w);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_save, .arg = w },
-			   WCMD_WAIT);
+			   &(struct worker_cmd){ .ops = &connmove_cmd_save,
+						 .arg = w },
+			   WORKER_CMD_WAIT);
 	st->written = mono_ns();
 	st->bytes = w->len;
 	st->nfds = w->nfds;
-	return imgw_finish(w);
+	return image_write_finish(w);
 }
 
 /**
@@ -309,22 +312,22 @@ static void hand_over(struct proxy *px)
 	char err[320];
 
 	if (write_image(px, &w, &st)) {
-		imgw_free(&w);
+		image_write_free(&w);
 		fail(px, true, "out of memory writing the image");
 		return;
 	}
-	if (ho_send_image(ho->sock, w.p, w.len, w.fds, w.nfds,
-			  HO_STEP_TIMEOUT_MS)) {
+	if (howire_send_image(ho->sock, w.p, w.len, w.fds, w.nfds,
+			      HO_STEP_TIMEOUT_MS)) {
 		snprintf(err, sizeof(err), "sending the image: %s",
 			 strerror(errno));
-		imgw_free(&w);
+		image_write_free(&w);
 		fail(px, true, err);
 		return;
 	}
-	imgw_free(&w);
+	image_write_free(&w);
 	st.sent = mono_ns();
-	if (ho_recv_reply(ho->sock, &taken, HO_STEP_TIMEOUT_MS, err,
-			  sizeof(err))) {
+	if (howire_recv_reply(ho->sock, &taken, HO_STEP_TIMEOUT_MS, err,
+			      sizeof(err))) {
 		fail(px, true, err);
 		return;
 	}
@@ -333,7 +336,7 @@ static void hand_over(struct proxy *px)
 	 * process's READY=1, which it sends once it has GO. Should GO not go
 	 * through, this process is the main one again at once. */
 	notify_mainpid(ho->pid);
-	if (ho_send_msg(ho->sock, HO_GO, NULL, 0, HO_STEP_TIMEOUT_MS)) {
+	if (howire_send(ho->sock, HO_GO, NULL, 0, HO_STEP_TIMEOUT_MS)) {
 		snprintf(err, sizeof(err), "saying GO: %s", strerror(errno));
 		notify_mainpid(getpid());
 		fail(px, true, err);
@@ -344,9 +347,9 @@ static void hand_over(struct proxy *px)
 	ev_timer_stop(px->loop, &ho->timer);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_abandon },
-			   WCMD_NOWAIT);
-	workers_sync(px);
+			   &(struct worker_cmd){ .ops = &connmove_cmd_abandon },
+			   WORKER_CMD_NOWAIT);
+	worker_sync_all(px);
 	control_forget(px);
 	/* The pause is what the clients saw: it ended at GO, when the new
 	 * process began forwarding; forgetting the copies came after. */
@@ -373,7 +376,7 @@ static void on_hello(struct ev_loop *loop, ev_io *iow, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (ho_recv_msg(hout.sock, &type, body, sizeof(body), &len, 0)) {
+	if (howire_recv(hout.sock, &type, body, sizeof(body), &len, 0)) {
 		fail(px, false,
 		     errno == ECONNRESET
 			     ? "the new process ended before it took over"

@@ -20,14 +20,14 @@
  * malformed message; EMSGSIZE for a body over its bound; EMFILE when
  * descriptors sent could not all be received (RLIMIT_NOFILE).
  *
- * The image: ho_send_image() sends the descriptors in HO_FDS batches of
+ * The image: howire_send_image() sends the descriptors in HO_FDS batches of
  * up to HO_FDS_BATCH (passed with fdpass, the batch's count in the body)
  * and the image in HO_IMAGE_CHUNK pieces of up to HO_CHUNK bytes,
  * alternating one batch and one chunk while both last (so that a
  * receiver short of descriptors fails early, and the descriptors in
  * flight stay bounded by the socket's queue: net.unix.max_dgram_qlen
  * datagrams), then HO_DONE {u64 length, u32 descriptors}.
- * ho_recv_image() takes batches and chunks in any interleaving, keeps
+ * howire_recv_image() takes batches and chunks in any interleaving, keeps
  * descriptors in the order sent, and checks everything against
  * HO_IMAGE_MAX, HO_NFDS_MAX and HO_DONE's counts; an HO_FAIL from the
  * sender ends it with the sender's text. Any refusal closes every
@@ -227,7 +227,7 @@ static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
 }
 
 /**
- * ho_send_msg() - send one message without descriptors
+ * howire_send() - send one message without descriptors
  * @sock:	the SOCK_SEQPACKET socket
  * @type:	an enum ho_type
  * @body:	the body
@@ -237,7 +237,7 @@ static int recv_raw(int sock, struct ho_msg_head *h, void *body, uint32_t cap,
  * Return: 0, or -1 with errno set (ETIMEDOUT, ECONNRESET when the other
  * side is gone, EMSGSIZE for @len over HO_CHUNK, sendmsg()'s).
  */
-int ho_send_msg(int sock, uint32_t type, const void *body, uint32_t len,
+int howire_send(int sock, uint32_t type, const void *body, uint32_t len,
 		int timeout_ms)
 {
 	return send_raw(sock, type, body, len, NULL, 0,
@@ -245,7 +245,7 @@ int ho_send_msg(int sock, uint32_t type, const void *body, uint32_t len,
 }
 
 /**
- * ho_recv_msg() - receive one message, which carries no descriptor
+ * howire_recv() - receive one message, which carries no descriptor
  * @sock:	the SOCK_SEQPACKET socket
  * @type:	set to its type
  * @body:	where its body goes
@@ -259,7 +259,7 @@ int ho_send_msg(int sock, uint32_t type, const void *body, uint32_t len,
  * away (EOF), ETIMEDOUT, EMSGSIZE (a body over @cap), EPROTO (a malformed
  * message, an unknown type, descriptors along).
  */
-int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
+int howire_recv(int sock, uint32_t *type, void *body, uint32_t cap,
 		uint32_t *len, int timeout_ms)
 {
 	struct ho_msg_head h;
@@ -279,7 +279,7 @@ int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
 }
 
 /**
- * ho_send_image() - send the image and its descriptors, then HO_DONE
+ * howire_send_image() - send the image and its descriptors, then HO_DONE
  * @sock:	the SOCK_SEQPACKET socket
  * @img:	the image
  * @len:	its length, at most HO_IMAGE_MAX
@@ -289,11 +289,11 @@ int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
  *
  * The descriptors stay the caller's: the receiver gets duplicates.
  *
- * Return: 0, or -1 with errno set as ho_send_msg() does (EMSGSIZE for
+ * Return: 0, or -1 with errno set as howire_send() does (EMSGSIZE for
  * an image or a descriptor count over the bounds).
  */
-int ho_send_image(int sock, const void *img, size_t len, const int *fds,
-		  size_t nfds, int timeout_ms)
+int howire_send_image(int sock, const void *img, size_t len, const int *fds,
+		      size_t nfds, int timeout_ms)
 {
 	uint64_t deadline = deadline_of(timeout_ms);
 	unsigned char done[HO_DONE_LEN];
@@ -334,7 +334,7 @@ int ho_send_image(int sock, const void *img, size_t len, const int *fds,
 }
 
 /**
- * struct ho_rx - what ho_recv_image() gathered so far
+ * struct ho_rx - what howire_recv_image() gathered so far
  * @img:	the image bytes
  * @len:	how many
  * @cap:	room in @img
@@ -581,7 +581,7 @@ refuse:
 }
 
 /**
- * ho_recv_image() - receive the image and its descriptors, to HO_DONE
+ * howire_recv_image() - receive the image and its descriptors, to HO_DONE
  * @sock:	the SOCK_SEQPACKET socket
  * @img:	set to the image, malloc()ed (the caller frees it); NULL if
  *		empty
@@ -600,8 +600,8 @@ refuse:
  * Return: 0, or -1 with @err set, every descriptor received closed,
  * everything freed, and *@img, *@fds NULL.
  */
-int ho_recv_image(int sock, void **img, size_t *len, int **fds, size_t *nfds,
-		  int timeout_ms, char *err, size_t errlen)
+int howire_recv_image(int sock, void **img, size_t *len, int **fds,
+		      size_t *nfds, int timeout_ms, char *err, size_t errlen)
 {
 	uint64_t deadline = deadline_of(timeout_ms);
 	struct ho_rx rx = { 0 };
@@ -645,22 +645,22 @@ int ho_recv_image(int sock, void **img, size_t *len, int **fds, size_t *nfds,
 }
 
 /**
- * ho_send_fail() - say why this side gives up
+ * howire_send_fail() - say why this side gives up
  * @sock:	the SOCK_SEQPACKET socket
  * @why:	one line; cut at HO_TEXT_MAX bytes
  * @timeout_ms:	how long to wait for room, negative for ever
  *
- * Return: 0, or -1 with errno set as ho_send_msg() does.
+ * Return: 0, or -1 with errno set as howire_send() does.
  */
-int ho_send_fail(int sock, const char *why, int timeout_ms)
+int howire_send_fail(int sock, const char *why, int timeout_ms)
 {
 	size_t n = strnlen(why, HO_TEXT_MAX);
 
-	return ho_send_msg(sock, HO_FAIL, why, (uint32_t)n, timeout_ms);
+	return howire_send(sock, HO_FAIL, why, (uint32_t)n, timeout_ms);
 }
 
 /**
- * ho_recv_reply() - the new process's answer: HO_TAKEN or HO_FAIL
+ * howire_recv_reply() - the new process's answer: HO_TAKEN or HO_FAIL
  * @sock:	the SOCK_SEQPACKET socket
  * @taken:	set to HO_TAKEN's count of connections
  * @timeout_ms:	how long to wait for it, negative for ever
@@ -671,13 +671,13 @@ int ho_send_fail(int sock, const char *why, int timeout_ms)
  * timeout, any other message) and errno (0 for HO_FAIL, ECONNRESET,
  * ETIMEDOUT, EPROTO).
  */
-int ho_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
-		  size_t errlen)
+int howire_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
+		      size_t errlen)
 {
 	char body[HO_TEXT_MAX + 1], text[HO_TEXT_MAX + 1];
 	uint32_t type, len;
 
-	if (ho_recv_msg(sock, &type, body, sizeof(body), &len, timeout_ms)) {
+	if (howire_recv(sock, &type, body, sizeof(body), &len, timeout_ms)) {
 		int e = errno;
 
 		if (e == ECONNRESET)

@@ -25,7 +25,7 @@ enum ho_type {
 #define HO_TEXT_MAX  255
 
 /* The environment variable that names the new process's end of the
- * handover socket (launcher.c sets it, takeover.c reads it). */
+ * handover socket (launcher.c sets it, handover_in.c reads it). */
 #define HO_ENV "SMBSPLICE_HANDOVER_FD"
 
 /* How long each step of a handover may take once the new process has
@@ -42,16 +42,16 @@ struct ho_msg_head {
 	uint32_t len;
 };
 
-int ho_send_msg(int sock, uint32_t type, const void *body, uint32_t len,
+int howire_send(int sock, uint32_t type, const void *body, uint32_t len,
 		int timeout_ms);
-int ho_recv_msg(int sock, uint32_t *type, void *body, uint32_t cap,
+int howire_recv(int sock, uint32_t *type, void *body, uint32_t cap,
 		uint32_t *len, int timeout_ms);
-int ho_send_image(int sock, const void *img, size_t len, const int *fds,
-		  size_t nfds, int timeout_ms);
-int ho_recv_image(int sock, void **img, size_t *len, int **fds, size_t *nfds,
-		  int timeout_ms, char *err, size_t errlen);
-int ho_send_fail(int sock, const char *why, int timeout_ms);
-int ho_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
-		  size_t errlen);
+int howire_send_image(int sock, const void *img, size_t len, const int *fds,
+		      size_t nfds, int timeout_ms);
+int howire_recv_image(int sock, void **img, size_t *len, int **fds,
+		      size_t *nfds, int timeout_ms, char *err, size_t errlen);
+int howire_send_fail(int sock, const char *why, int timeout_ms);
+int howire_recv_reply(int sock, uint32_t *taken, int timeout_ms, char *err,
+		      size_t errlen);
 
 #endif /* SMBSPLICE_HOWIRE_H */

@@ -2,7 +2,7 @@
 /* image.c - a process's connections as bytes, for a live handover
  *
  * Theory of operation: on SIGUSR2 the running process writes everything
- * the next one needs to carry on (handover.c) into an image: a header
+ * the next one needs to carry on (handover_out.c) into an image: a header
  * (magic, format number, a layout check), then records, each a type, a
  * length and a struct of fixed-width fields, some followed by tails of
  * bytes. Descriptors do not go in the image; they travel beside it
@@ -86,10 +86,10 @@ static uint32_t image_layout(void)
 }
 
 /**
- * imgw_init() - start an empty image
+ * image_write_init() - start an empty image
  * @w:	the writer
  */
-void imgw_init(struct image_writer *w)
+void image_write_init(struct image_writer *w)
 {
 	*w = (struct image_writer){ 0 };
 	w->len = sizeof(struct img_head);
@@ -127,14 +127,14 @@ static bool reserve(struct image_writer *w, size_t n)
 }
 
 /**
- * imgw_reserve() - make room at once for an image of about this size
+ * image_write_reserve() - make room at once for an image of about this size
  * @w:		the writer
  * @conns:	connections it will hold
  *
  * So that 9,000 connections are written without the image being copied
  * again and again as it grows: the copies were a part of the pause.
  */
-void imgw_reserve(struct image_writer *w, size_t conns)
+void image_write_reserve(struct image_writer *w, size_t conns)
 {
 	size_t fds = 2 * conns + 64;
 	int *p;
@@ -143,19 +143,19 @@ void imgw_reserve(struct image_writer *w, size_t conns)
 			   (64u << 10));
 	if (w->oom || fds <= w->fdcap ||
 	    !(p = realloc(w->fds, fds * sizeof(*p))))
-		return; /* imgw_fd() grows it as it goes */
+		return; /* image_write_fd() grows it as it goes */
 	w->fds = p;
 	w->fdcap = fds;
 }
 
 /**
- * imgw_fd() - a descriptor to send with the image
+ * image_write_fd() - a descriptor to send with the image
  * @w:	the writer
  * @fd:	the descriptor, or -1
  *
  * Return: its index, which records name it by; -1 for -1.
  */
-int32_t imgw_fd(struct image_writer *w, int fd)
+int32_t image_write_fd(struct image_writer *w, int fd)
 {
 	int *fds;
 
@@ -175,7 +175,7 @@ int32_t imgw_fd(struct image_writer *w, int fd)
 }
 
 /**
- * imgw_put() - append a record
+ * image_write_put() - append a record
  * @w:		the writer
  * @type:	what it is
  * @rec:	its struct
@@ -184,9 +184,9 @@ int32_t imgw_fd(struct image_writer *w, int fd)
  * @tail_lens:	their lengths
  * @ntails:	how many
  */
-void imgw_put(struct image_writer *w, enum img_type type, const void *rec,
-	      size_t len, const void *const *tails, const size_t *tail_lens,
-	      unsigned ntails)
+void image_write_put(struct image_writer *w, enum img_type type,
+		     const void *rec, size_t len, const void *const *tails,
+		     const size_t *tail_lens, unsigned ntails)
 {
 	struct img_rec h = { .type = type, .len = (uint32_t)len };
 
@@ -206,12 +206,12 @@ void imgw_put(struct image_writer *w, enum img_type type, const void *rec,
 }
 
 /**
- * imgw_finish() - write the header
+ * image_write_finish() - write the header
  * @w:	the writer, with every record in
  *
  * Return: 0, or -1 (ENOMEM) if memory ran out on the way.
  */
-int imgw_finish(struct image_writer *w)
+int image_write_finish(struct image_writer *w)
 {
 	struct img_head h = { .magic = IMG_MAGIC,
 			      .version = IMG_VERSION,
@@ -227,10 +227,10 @@ int imgw_finish(struct image_writer *w)
 }
 
 /**
- * imgw_free() - free the writer's bytes (not the descriptors it names)
+ * image_write_free() - free the writer's bytes (not the descriptors it names)
  * @w:	the writer
  */
-void imgw_free(struct image_writer *w)
+void image_write_free(struct image_writer *w)
 {
 	free(w->p);
 	free(w->fds);

@@ -243,7 +243,7 @@ struct image {
  * @nfds:	how many
  * @fdcap:	room allocated
  * @nrec:	records written
- * @oom:	memory ran out: imgw_finish() fails
+ * @oom:	memory ran out: image_write_finish() fails
  */
 struct image_writer {
 	uint8_t *p;
@@ -254,14 +254,14 @@ struct image_writer {
 	bool oom;
 };
 
-void imgw_init(struct image_writer *w);
-void imgw_reserve(struct image_writer *w, size_t conns);
-int32_t imgw_fd(struct image_writer *w, int fd);
-void imgw_put(struct image_writer *w, enum img_type type, const void *rec,
-	      size_t len, const void *const *tails, const size_t *tail_lens,
-	      unsigned ntails);
-int imgw_finish(struct image_writer *w);
-void imgw_free(struct image_writer *w);
+void image_write_init(struct image_writer *w);
+void image_write_reserve(struct image_writer *w, size_t conns);
+int32_t image_write_fd(struct image_writer *w, int fd);
+void image_write_put(struct image_writer *w, enum img_type type,
+		     const void *rec, size_t len, const void *const *tails,
+		     const size_t *tail_lens, unsigned ntails);
+int image_write_finish(struct image_writer *w);
+void image_write_free(struct image_writer *w);
 
 /**
  * struct image_in - an image this process received, and its descriptors

@@ -87,7 +87,7 @@ enum ln_op {
  * @err:	an errno, 0 for none
  * @status:	a wait status
  * @why:	with LN_REFUSED and EPERM: which part of the binary's path
- *		the --user account could write (exe_path_safe())
+ *		the --user account could write (exesafe_check())
  */
 struct ln_msg {
 	int32_t op;
@@ -377,7 +377,7 @@ static void launch_checked(const char *exe, char *const argv[], int fd,
 	int safe;
 
 	*rep = (struct ln_msg){ .op = LN_PID };
-	safe = exe_path_safe(exe, rep->why, sizeof(rep->why));
+	safe = exesafe_check(exe, rep->why, sizeof(rep->why));
 	if (safe > 0) {
 		rep->op = LN_REFUSED;
 		rep->err = EPERM;

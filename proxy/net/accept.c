@@ -14,7 +14,7 @@
  * so that a flood of connects cannot starve the connections already open.
  *
  * Before each accept the worker takes a new connection's two descriptors
- * from the process's budget (connlimits.c), and pauses accepting for
+ * from the process's budget (limits.c), and pauses accepting for
  * ACCEPT_PAUSE seconds when the budget cannot spare them, leaving clients
  * in the backlog until connections end; accept() failing for lack of
  * descriptors or memory, or the socket() of a backend connection (see
@@ -294,7 +294,7 @@ struct wlistener *accept_add(struct acceptor *a, struct listener *l, int fd)
 	wl->a = a;
 	wl->l = l;
 	wl->cfg = l->cfg;
-	lcfg_get(wl->cfg);
+	listener_cfg_get(wl->cfg);
 	wl->fd = fd;
 	ev_io_init(&wl->io, on_accept, fd, EV_READ);
 	wl->io.data = wl;
@@ -322,7 +322,7 @@ void accept_set_cfg(struct wlistener *wl, struct lcfg *cfg)
 
 	if (dial_client_side(wl->fd, &cfg->o, err, sizeof(err)))
 		log_warn("%s; new clients keep the old settings", err);
-	lcfg_put(wl->cfg);
+	listener_cfg_put(wl->cfg);
 	wl->cfg = cfg;
 }
 
@@ -345,7 +345,7 @@ void accept_remove(struct wlistener *wl, bool drain)
 	if (drain)
 		accept_batch(wl, ACCEPT_DRAIN_MAX);
 	close(wl->fd);
-	lcfg_put(wl->cfg);
+	listener_cfg_put(wl->cfg);
 	listener_put(wl->l);
 	free(wl);
 }

@@ -53,7 +53,7 @@ enum admit admit_client(struct proxy *px, const struct listen_opts *lo,
 	const struct options *o = px->opt;
 	enum admit a;
 
-	source_key_of(peer, key);
+	limits_source_key(peer, key);
 	if (check_allow && lo->nallow &&
 	    !admit_in(lo->allow, lo->nallow, peer)) {
 		snprintf(why, whylen, "not in --allow");

@@ -41,14 +41,15 @@
 #include "io/sock.h"
 
 /**
- * lcfg_new() - settings for connections, with their namespaces opened
+ * listener_cfg_new() - settings for connections, with their namespaces opened
  * @o:		the listener's options
  * @err:	buffer for one line saying what is wrong
  * @errlen:	its size
  *
  * Return: the settings, holding one reference, or NULL with @err set.
  */
-struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
+struct lcfg *listener_cfg_new(const struct listen_opts *o, char *err,
+			      size_t errlen)
 {
 	static const char *const opt_name[SIDE_COUNT] = { "listen-netns",
 							  "backend-netns" };
@@ -71,7 +72,7 @@ struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
 		if (c->netns[side] < 0) {
 			snprintf(err, errlen, "listener %s: --%s %s", o->name,
 				 opt_name[side], why);
-			lcfg_put(c);
+			listener_cfg_put(c);
 			return NULL;
 		}
 		if (!fstat(c->netns[side], &st))
@@ -81,19 +82,19 @@ struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen)
 }
 
 /**
- * lcfg_get() - take a reference
+ * listener_cfg_get() - take a reference
  * @c:	the settings
  */
-void lcfg_get(struct lcfg *c)
+void listener_cfg_get(struct lcfg *c)
 {
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
 /**
- * lcfg_put() - drop a reference; the last one frees the settings
+ * listener_cfg_put() - drop a reference; the last one frees the settings
  * @c:	the settings
  */
-void lcfg_put(struct lcfg *c)
+void listener_cfg_put(struct lcfg *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -336,7 +337,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	}
 	/* Accepted sockets inherit these, so every client has them from its
 	 * first byte, before the backend is even dialled. A handed socket is
-	 * still the old process's until it says GO: takeover.c has the
+	 * still the old process's until it says GO: handover_in.c has the
 	 * workers set them then (accept_set_cfg()). */
 	for (unsigned i = 0; i < l->nworkers; i++)
 		if (!listener_is(l, LISTENER_HANDED) &&
@@ -348,7 +349,7 @@ fail:
 		l->cfg = NULL;
 		listener_free(l);
 	}
-	lcfg_put(cfg);
+	listener_cfg_put(cfg);
 	return NULL;
 }
 
@@ -371,10 +372,10 @@ int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 	for (unsigned i = 0; i < l->nworkers; i++)
 		if (l->fds[i] >= 0 &&
 		    dial_client_side(l->fds[i], &cfg->o, err, errlen)) {
-			lcfg_put(cfg);
+			listener_cfg_put(cfg);
 			return -1;
 		}
-	lcfg_put(l->cfg);
+	listener_cfg_put(l->cfg);
 	l->cfg = cfg;
 	return 0;
 }
@@ -417,7 +418,7 @@ void listener_free(struct listener *l)
 			if (l->fds[i] >= 0)
 				close(l->fds[i]);
 	if (l->cfg)
-		lcfg_put(l->cfg);
+		listener_cfg_put(l->cfg);
 	free(l->fds);
 	drop_counters(l);
 	free(l);

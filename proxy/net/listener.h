@@ -110,9 +110,10 @@ struct listener {
 	struct listener *next;
 };
 
-struct lcfg *lcfg_new(const struct listen_opts *o, char *err, size_t errlen);
-void lcfg_get(struct lcfg *c);
-void lcfg_put(struct lcfg *c);
+struct lcfg *listener_cfg_new(const struct listen_opts *o, char *err,
+			      size_t errlen);
+void listener_cfg_get(struct lcfg *c);
+void listener_cfg_put(struct lcfg *c);
 struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 			      size_t errlen);
 void listener_get(struct listener *l);

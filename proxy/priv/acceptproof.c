@@ -123,7 +123,7 @@ static size_t tcp_after_v6(const uint8_t *syn, size_t len)
 }
 
 /**
- * syn_addresses() - the source and destination of a saved SYN
+ * acceptproof_syn_addresses() - the source and destination of a saved SYN
  * @syn:	the IP and TCP headers, as TCP_SAVED_SYN gives them
  * @len:	their length
  * @src:	set to the client's address and port
@@ -132,8 +132,9 @@ static size_t tcp_after_v6(const uint8_t *syn, size_t len)
  * Return: true if @syn is an IPv4 or IPv6 header and a whole TCP header
  * with SYN set.
  */
-bool syn_addresses(const uint8_t *syn, size_t len, struct sockaddr_storage *src,
-		   struct sockaddr_storage *dst)
+bool acceptproof_syn_addresses(const uint8_t *syn, size_t len,
+			       struct sockaddr_storage *src,
+			       struct sockaddr_storage *dst)
 {
 	size_t tcp;
 
@@ -190,7 +191,7 @@ static bool as_v6(const struct sockaddr_storage *ss, struct sockaddr_in6 *out)
 }
 
 /**
- * proof_same_host() - are two endpoints the same address and port
+ * acceptproof_same_host() - are two endpoints the same address and port
  * @a:	one (IPv4 or IPv6)
  * @b:	the other
  *
@@ -199,8 +200,8 @@ static bool as_v6(const struct sockaddr_storage *ss, struct sockaddr_in6 *out)
  *
  * Return: true if they are.
  */
-bool proof_same_host(const struct sockaddr_storage *a,
-		     const struct sockaddr_storage *b)
+bool acceptproof_same_host(const struct sockaddr_storage *a,
+			   const struct sockaddr_storage *b)
 {
 	struct sockaddr_in6 x, y;
 
@@ -245,7 +246,7 @@ static void ring_add(uint64_t cookie, const struct sockaddr_storage *peer)
 }
 
 /**
- * accept_proven() - did a listener accept this socket from its peer
+ * acceptproof_check() - did a listener accept this socket from its peer
  * @fd:		a connected TCP socket the daemon sent
  * @self:	its own address (getsockname())
  * @peer:	its peer's (getpeername())
@@ -253,8 +254,8 @@ static void ring_add(uint64_t cookie, const struct sockaddr_storage *peer)
  * Return: true if its saved SYN came from @peer to @self, or it was
  * proven so before with the same peer.
  */
-bool accept_proven(int fd, const struct sockaddr_storage *self,
-		   const struct sockaddr_storage *peer)
+bool acceptproof_check(int fd, const struct sockaddr_storage *self,
+		       const struct sockaddr_storage *peer)
 {
 	uint8_t syn[SAVED_SYN_MAX];
 	socklen_t len = sizeof(syn), clen;
@@ -268,17 +269,18 @@ bool accept_proven(int fd, const struct sockaddr_storage *self,
 		return false; /* MPTCP, or a SYN longer than any we take */
 	if (!len)
 		return ring_find(cookie, peer);
-	if (!syn_addresses(syn, len, &src, &dst) ||
-	    !proof_same_host(&src, peer) || !proof_same_host(&dst, self))
+	if (!acceptproof_syn_addresses(syn, len, &src, &dst) ||
+	    !acceptproof_same_host(&src, peer) ||
+	    !acceptproof_same_host(&dst, self))
 		return false;
 	ring_add(cookie, peer);
 	return true;
 }
 
 /**
- * proof_forget_all() - forget every proven socket (for the tests)
+ * acceptproof_forget_all() - forget every proven socket (for the tests)
  */
-void proof_forget_all(void)
+void acceptproof_forget_all(void)
 {
 	memset(ring, 0, sizeof(ring));
 	ring_next = 0;

@@ -18,12 +18,13 @@
  * to the next backend): the oldest is forgotten first. */
 #define PROOF_RING 8192
 
-bool syn_addresses(const uint8_t *syn, size_t len, struct sockaddr_storage *src,
-		   struct sockaddr_storage *dst);
-bool proof_same_host(const struct sockaddr_storage *a,
-		     const struct sockaddr_storage *b);
-bool accept_proven(int fd, const struct sockaddr_storage *self,
-		   const struct sockaddr_storage *peer);
-void proof_forget_all(void);
+bool acceptproof_syn_addresses(const uint8_t *syn, size_t len,
+			       struct sockaddr_storage *src,
+			       struct sockaddr_storage *dst);
+bool acceptproof_same_host(const struct sockaddr_storage *a,
+			   const struct sockaddr_storage *b);
+bool acceptproof_check(int fd, const struct sockaddr_storage *self,
+		       const struct sockaddr_storage *peer);
+void acceptproof_forget_all(void);
 
 #endif /* SMBSPLICE_ACCEPTPROOF_H */

@@ -44,10 +44,10 @@
 #include "priv/privgrant.h"
 
 /**
- * allowed_free() - close a configuration's namespaces and free it
+ * privgrant_free() - close a configuration's namespaces and free it
  * @a:	the configuration, or one with @cfg NULL
  */
-void allowed_free(struct allowed *a)
+void privgrant_free(struct allowed *a)
 {
 	if (!a->cfg)
 		return;
@@ -60,14 +60,14 @@ void allowed_free(struct allowed *a)
 }
 
 /**
- * allowed_open() - open every namespace a configuration names
+ * privgrant_open() - open every namespace a configuration names
  * @a:		@cfg set, @ns filled in
  * @err:	buffer for one line saying which cannot be opened
  * @errlen:	its size
  *
  * Return: 0, or -1 with @err set (and what was opened closed).
  */
-int allowed_open(struct allowed *a, char *err, size_t errlen)
+int privgrant_open(struct allowed *a, char *err, size_t errlen)
 {
 	char why[160];
 
@@ -85,7 +85,7 @@ int allowed_open(struct allowed *a, char *err, size_t errlen)
 			if (a->ns[i][side] < 0) {
 				snprintf(err, errlen, "listener %s: %s",
 					 a->cfg->ls[i].name, why);
-				allowed_free(a);
+				privgrant_free(a);
 				return -1;
 			}
 		}
@@ -139,7 +139,7 @@ static void allowed_expire(struct allowed set[NSETS])
 {
 	if (set[SET_PREVIOUS].cfg && set[SET_PREVIOUS].expires &&
 	    mono_ns() > set[SET_PREVIOUS].expires)
-		allowed_free(&set[SET_PREVIOUS]);
+		privgrant_free(&set[SET_PREVIOUS]);
 }
 
 /**
@@ -231,7 +231,7 @@ static bool accepted_here(const struct listen_opts *lo,
  * connected TCP stream of the backend's family, not listening, whose own
  * address is the listener's, which lives in the listener's client
  * namespace, and which carries the SYN its peer sent to that address
- * (accept_proven()): a socket that only accept() on that listener gives.
+ * (acceptproof_check()): a socket that only accept() on that listener gives.
  *
  * Under --accept-proxy the address to bind would be the one in the PROXY
  * header, which no socket vouches for: options.c refuses transparent
@@ -260,11 +260,11 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
 		 !accepted_here(lo, &self) || !same_ns(fd, client_ns) ||
 		 getpeername(fd, (struct sockaddr *)&g->peer, &g->peerlen) ||
 		 g->peer.ss_family != family ||
-		 !accept_proven(fd, &self, &g->peer));
+		 !acceptproof_check(fd, &self, &g->peer));
 }
 
 /**
- * allowed_find() - the listener and namespace a request may be served by
+ * privgrant_find() - the listener and namespace a request may be served by
  * @set:	the configurations requests are granted from
  * @r:		the request
  * @client:	the descriptor that came with it, or -1
@@ -277,8 +277,8 @@ static bool client_ok(const struct listen_opts *lo, int client_ns, int fd,
  * Return: 0, or -1 with errno set: EPERM if no listener allows the
  * request, EINVAL for a transparent one with no client socket.
  */
-int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
-		 struct grant *g)
+int privgrant_find(struct allowed set[NSETS], const struct ph_req *r,
+		   int client, struct grant *g)
 {
 	int side = r->op == PRIV_OP_LISTEN ? SIDE_CLIENT : SIDE_BACKEND;
 	bool proof = r->op == PRIV_OP_BACKEND && r->transparent;
@@ -315,7 +315,7 @@ int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
 }
 
 /**
- * allowed_reload() - PRIV_OP_RELOAD: read the configuration as the candidate
+ * privgrant_reload() - PRIV_OP_RELOAD: read the configuration as the candidate
  * @set:	the configurations requests are granted from
  * @argc:	the daemon's command line
  * @argv:	its arguments
@@ -328,28 +328,28 @@ int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
  *
  * Return: 0, or an errno with @msg set.
  */
-int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
-		   bool inherited, char *msg, size_t msglen)
+int privgrant_reload(struct allowed set[NSETS], int argc, char **argv,
+		     bool inherited, char *msg, size_t msglen)
 {
 	struct allowed next = { .cfg = calloc(1, sizeof(*next.cfg)) };
 
 	if (!next.cfg)
 		return ENOMEM;
-	allowed_free(&set[SET_CANDIDATE]); /* refused or not, it is gone */
+	privgrant_free(&set[SET_CANDIDATE]); /* refused or not, it is gone */
 	if (options_parse(next.cfg, argc, argv, inherited, msg, msglen) !=
 	    OPT_OK) {
 		free(next.cfg);
 		return EINVAL;
 	}
-	if (allowed_open(&next, msg, msglen))
+	if (privgrant_open(&next, msg, msglen))
 		return EINVAL;
 	set[SET_CANDIDATE] = next;
 	return 0;
 }
 
 /**
- * allowed_commit() - PRIV_OP_COMMIT: the candidate runs; the one before stays a
- * while
+ * privgrant_commit() - PRIV_OP_COMMIT: the candidate runs; the one before stays
+ * a while
  * @set:	the configurations requests are granted from
  *
  * The one before stays for the new configuration's --drain-timeout, as
@@ -358,14 +358,14 @@ int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
  *
  * Return: 0, or EINVAL if there is no candidate.
  */
-int allowed_commit(struct allowed set[NSETS])
+int privgrant_commit(struct allowed set[NSETS])
 {
 	double drain;
 
 	if (!set[SET_CANDIDATE].cfg)
 		return EINVAL;
 	drain = set[SET_CANDIDATE].cfg->o.drain_timeout;
-	allowed_free(&set[SET_PREVIOUS]);
+	privgrant_free(&set[SET_PREVIOUS]);
 	set[SET_PREVIOUS] = set[SET_RUNNING];
 	set[SET_RUNNING] = set[SET_CANDIDATE];
 	set[SET_CANDIDATE].cfg = NULL;
@@ -375,13 +375,13 @@ int allowed_commit(struct allowed set[NSETS])
 }
 
 /**
- * allowed_abort() - PRIV_OP_ABORT: the daemon refused the candidate
+ * privgrant_abort() - PRIV_OP_ABORT: the daemon refused the candidate
  * @set:	the configurations requests are granted from
  *
  * Return: 0 (a candidate or none, there is none after).
  */
-int allowed_abort(struct allowed set[NSETS])
+int privgrant_abort(struct allowed set[NSETS])
 {
-	allowed_free(&set[SET_CANDIDATE]);
+	privgrant_free(&set[SET_CANDIDATE]);
 	return 0;
 }

@@ -77,7 +77,7 @@ struct allowed {
 };
 
 /**
- * struct grant - what allowed_find() found a request allowed by
+ * struct grant - what privgrant_find() found a request allowed by
  * @lo:		the listener
  * @ns:		the namespace to serve it in (netns_home() for "")
  * @peer:	a transparent PRIV_OP_BACKEND: the client's address, to bind to
@@ -90,13 +90,13 @@ struct grant {
 	socklen_t peerlen;
 };
 
-void allowed_free(struct allowed *a);
-int allowed_open(struct allowed *a, char *err, size_t errlen);
-int allowed_find(struct allowed set[NSETS], const struct ph_req *r, int client,
-		 struct grant *g);
-int allowed_reload(struct allowed set[NSETS], int argc, char **argv,
-		   bool inherited, char *msg, size_t msglen);
-int allowed_commit(struct allowed set[NSETS]);
-int allowed_abort(struct allowed set[NSETS]);
+void privgrant_free(struct allowed *a);
+int privgrant_open(struct allowed *a, char *err, size_t errlen);
+int privgrant_find(struct allowed set[NSETS], const struct ph_req *r,
+		   int client, struct grant *g);
+int privgrant_reload(struct allowed set[NSETS], int argc, char **argv,
+		     bool inherited, char *msg, size_t msglen);
+int privgrant_commit(struct allowed set[NSETS]);
+int privgrant_abort(struct allowed set[NSETS]);
 
 #endif /* SMBSPLICE_PRIVGRANT_H */

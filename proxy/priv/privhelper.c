@@ -143,14 +143,14 @@ static void serve_config(struct allowed set[NSETS], int argc, char **argv,
 			 struct ph_rep *rep)
 {
 	if (r->op == PRIV_OP_COMMIT)
-		rep->err = allowed_commit(set);
+		rep->err = privgrant_commit(set);
 	else if (r->op == PRIV_OP_ABORT)
-		rep->err = allowed_abort(set);
+		rep->err = privgrant_abort(set);
 	else if (netns_enter(netns_home()))
 		rep->err = errno;
 	else
-		rep->err = allowed_reload(set, argc, argv, inherited, rep->msg,
-					  sizeof(rep->msg));
+		rep->err = privgrant_reload(set, argc, argv, inherited,
+					    rep->msg, sizeof(rep->msg));
 }
 
 /**
@@ -187,7 +187,7 @@ static int serve(struct allowed set[NSETS], int argc, char **argv,
 		rep->err = EINVAL;
 		return -1;
 	}
-	if (allowed_find(set, r, client, &g) ||
+	if (privgrant_find(set, r, client, &g) ||
 	    (g.ns != here && netns_enter(g.ns))) {
 		rep->err = errno;
 		here = -1;
@@ -394,7 +394,7 @@ helper_main(const struct config *cfg, int argc, char **argv, bool inherited,
 	if (!set[SET_RUNNING].cfg)
 		_exit(1);
 	memcpy(set[SET_RUNNING].cfg, cfg, sizeof(*cfg));
-	if (allowed_open(&set[SET_RUNNING], why, sizeof(why)))
+	if (privgrant_open(&set[SET_RUNNING], why, sizeof(why)))
 		_exit(1); /* the daemon opened them a moment ago */
 	for (unsigned i = 0; i < nchan; i++)
 		p[i] = (struct pollfd){ fds[i], POLLIN, 0 };

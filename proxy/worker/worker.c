@@ -7,7 +7,7 @@
  * pipe and buffer pools and its own connections. A connection lives and
  * dies in the worker that accepted it, so the data path takes no lock and
  * shares no cache line with another thread. What is process-wide is small
- * and read-mostly: the caps (connlimits.c), the --max-pipes budget (one atomic
+ * and read-mostly: the caps (limits.c), the --max-pipes budget (one atomic
  * counter), listeners' settings (immutable, reference counted), and
  * counters that only the worker writes and the main thread reads.
  *
@@ -24,14 +24,14 @@
  * connection has ended), stop (end every connection now). The handover's
  * (pause, save, unpause, abandon) are connmove.c's, the control socket's
  * (snapshot, kill, hold, resume) controlcmd.c's. worker_run() queues one,
- * and can wait until it ran; workers_sync() waits until every worker has
+ * and can wait until it ran; worker_sync_all() waits until every worker has
  * run everything sent so far. Each worker runs its commands in the order
  * they were sent.
  *
  * Lifecycle: worker_init() (main thread: loop, pools), worker_start()
  * (the thread enters the backend namespace if all listeners share one,
  * or under --user is born in it, and runs the loop), commands,
- * worker_join() after wcmd_stop, worker_destroy(). Every few seconds the
+ * worker_join() after worker_cmd_stop, worker_destroy(). Every few seconds the
  * worker trims its pools, so the pipes and buffers of a burst are given
  * back once the burst is over.
  */
@@ -58,7 +58,7 @@
 /* How often the pools give back what sat unused since the last time. */
 #define TRIM_EVERY 5.0
 
-/* Seconds workers_sync() waits for the workers at most. */
+/* Seconds worker_sync_all() waits for the workers at most. */
 #define SYNC_TIMEOUT 2
 
 /* Free copy buffers a worker keeps for the next burst, in bytes. */
@@ -141,7 +141,7 @@ static const struct conn_host_ops worker_conn_ops = {
 };
 
 /**
- * add_drop() - give back what a wcmd_add carries: the socket, and the
+ * add_drop() - give back what a worker_cmd_add carries: the socket, and the
  *		reference to the listener
  * @c:	the command
  */
@@ -152,7 +152,7 @@ static void add_drop(struct worker_cmd *c)
 }
 
 /**
- * add_run() - wcmd_add: accept on a listener's socket
+ * add_run() - worker_cmd_add: accept on a listener's socket
  * @w:	the worker
  * @c:	@l and @fd, both the worker's
  *
@@ -167,22 +167,22 @@ static void add_run(struct worker *w, struct worker_cmd *c)
 		accept_add(&w->acc, c->l, c->fd);
 }
 
-const struct worker_cmd_ops wcmd_add = {
+const struct worker_cmd_ops worker_cmd_add = {
 	.run = add_run,
 	.drop = add_drop,
 };
 
 /**
- * update_drop() - give back what a wcmd_update carries: its settings
+ * update_drop() - give back what a worker_cmd_update carries: its settings
  * @c:	the command
  */
 static void update_drop(struct worker_cmd *c)
 {
-	lcfg_put(c->cfg);
+	listener_cfg_put(c->cfg);
 }
 
 /**
- * update_run() - wcmd_update: new connections on a listener start with
+ * update_run() - worker_cmd_update: new connections on a listener start with
  *		  new settings
  * @w:	the worker
  * @c:	@l, and @cfg, a reference the worker takes over
@@ -197,13 +197,13 @@ static void update_run(struct worker *w, struct worker_cmd *c)
 		update_drop(c);
 }
 
-const struct worker_cmd_ops wcmd_update = {
+const struct worker_cmd_ops worker_cmd_update = {
 	.run = update_run,
 	.drop = update_drop,
 };
 
 /**
- * remove_run() - wcmd_remove: stop accepting on a listener: accept what
+ * remove_run() - worker_cmd_remove: stop accepting on a listener: accept what
  *		  is queued, close
  * @w:	the worker
  * @c:	@l
@@ -216,10 +216,10 @@ static void remove_run(struct worker *w, struct worker_cmd *c)
 		accept_remove(wl, true);
 }
 
-const struct worker_cmd_ops wcmd_remove = { .run = remove_run };
+const struct worker_cmd_ops worker_cmd_remove = { .run = remove_run };
 
 /**
- * drain_run() - wcmd_drain: stop accepting everywhere; say when no
+ * drain_run() - worker_cmd_drain: stop accepting everywhere; say when no
  *		 connection is left
  * @w:	the worker
  * @c:	nothing of it is read
@@ -233,10 +233,10 @@ static void drain_run(struct worker *w, struct worker_cmd *c)
 	worker_conn_ended(w);
 }
 
-const struct worker_cmd_ops wcmd_drain = { .run = drain_run };
+const struct worker_cmd_ops worker_cmd_drain = { .run = drain_run };
 
 /**
- * stop_run() - wcmd_stop: end every connection and leave the loop
+ * stop_run() - worker_cmd_stop: end every connection and leave the loop
  * @w:	the worker
  * @c:	nothing of it is read
  *
@@ -254,10 +254,10 @@ static void stop_run(struct worker *w, struct worker_cmd *c)
 	ev_break(w->loop, EVBREAK_ALL);
 }
 
-const struct worker_cmd_ops wcmd_stop = { .run = stop_run };
+const struct worker_cmd_ops worker_cmd_stop = { .run = stop_run };
 
 /**
- * sync_run() - workers_sync()'s command: tell the main thread that every
+ * sync_run() - worker_sync_all()'s command: tell the main thread that every
  *		command sent before it has run
  * @w:	the worker
  * @c:	nothing of it is read
@@ -321,17 +321,17 @@ static void queue_cmd(struct worker *w, struct worker_cmd *c)
  *		  until it ran
  * @w:		the worker
  * @c:		the command, copied: a compound literal will do
- * @wait:	WCMD_WAIT to return only once the worker has run it, by way
- *		of workers_sync() (so every worker has run what it was sent,
- *		and the same bound holds)
+ * @wait:	WORKER_CMD_WAIT to return only once the worker has run it, by
+ *way of worker_sync_all() (so every worker has run what it was sent, and the
+ *same bound holds)
  *
  * Return: 0; -1 if memory ran out (nothing was queued: what @c carries
- * is still the caller's; WCMD_WAIT still waits for what was sent
- * before); 1, with WCMD_WAIT, if a worker did not answer in time (it may
+ * is still the caller's; WORKER_CMD_WAIT still waits for what was sent
+ * before); 1, with WORKER_CMD_WAIT, if a worker did not answer in time (it may
  * yet run @c: what @c->arg points to must be left to it).
  */
 int worker_run(struct worker *w, const struct worker_cmd *c,
-	       enum wcmd_wait wait)
+	       enum worker_cmd_wait wait)
 {
 	struct worker_cmd *q = malloc(sizeof(*q));
 	int r = -1;
@@ -342,13 +342,13 @@ int worker_run(struct worker *w, const struct worker_cmd *c,
 		queue_cmd(w, q);
 		r = 0;
 	}
-	if (wait == WCMD_WAIT && workers_sync(w->px) && !r)
+	if (wait == WORKER_CMD_WAIT && worker_sync_all(w->px) && !r)
 		r = 1;
 	return r;
 }
 
 /**
- * workers_sync() - wait until every worker has run the commands sent so far
+ * worker_sync_all() - wait until every worker has run the commands sent so far
  * @px:	the process
  *
  * So that a line saying a listener is closed is true when it is logged,
@@ -360,7 +360,7 @@ int worker_run(struct worker *w, const struct worker_cmd *c,
  * Return: 0, or -1 if it gave up: a worker may still be running what
  * was sent.
  */
-int workers_sync(struct proxy *px)
+int worker_sync_all(struct proxy *px)
 {
 	unsigned long target;
 	struct timespec until;
@@ -375,7 +375,7 @@ int workers_sync(struct proxy *px)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		sent += !worker_run(&px->workers[i],
 				    &(struct worker_cmd){ .ops = &wcmd_sync },
-				    WCMD_NOWAIT);
+				    WORKER_CMD_NOWAIT);
 	target += sent;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SYNC_TIMEOUT;
@@ -501,7 +501,7 @@ int worker_start(struct worker *w)
 }
 
 /**
- * worker_join() - wait for a worker told wcmd_stop to end
+ * worker_join() - wait for a worker told worker_cmd_stop to end
  * @w:	the worker
  */
 void worker_join(struct worker *w)
@@ -578,12 +578,12 @@ uint64_t worker_accepted(const struct worker *w)
 }
 
 /**
- * workers_active() - connections open in the whole process
+ * worker_active_all() - connections open in the whole process
  * @px:	the process
  *
  * Return: the count.
  */
-unsigned long workers_active(const struct proxy *px)
+unsigned long worker_active_all(const struct proxy *px)
 {
 	unsigned long n = 0;
 

@@ -22,7 +22,7 @@ struct proxy;
 
 /* A worker's stage; worker_set_state() alone moves it:
  *   running -> no_netns (it could not enter the backend namespace)
- *   running, no_netns -> draining (wcmd_drain) -> idle (none left) */
+ *   running, no_netns -> draining (worker_cmd_drain) -> idle (none left) */
 enum worker_state {
 	WS_RUNNING,  /* accepts and serves */
 	WS_NO_NETNS, /* could not enter the backend namespace: refuses every
@@ -58,8 +58,8 @@ struct worker_cmd_ops {
  * @cfg:	settings
  * @fd:		a socket
  * @arg:	anything else; owned by the main thread, which reads it only
- *		once the worker has run the command (WCMD_WAIT, or
- *		workers_sync())
+ *		once the worker has run the command (WORKER_CMD_WAIT, or
+ *		worker_sync_all())
  * @next:	the queue
  *
  * Built with designated initialisers, naming only what the kind takes;
@@ -75,26 +75,26 @@ struct worker_cmd {
 };
 
 /* Whether worker_run() returns at once, or once the worker ran it. */
-enum wcmd_wait {
-	WCMD_NOWAIT,
-	WCMD_WAIT,
+enum worker_cmd_wait {
+	WORKER_CMD_NOWAIT,
+	WORKER_CMD_WAIT,
 };
 
 /*
  * The listeners' commands (worker.c):
- *   wcmd_add:    accept on @l's socket @fd; both are the worker's (@l a
+ *   worker_cmd_add:    accept on @l's socket @fd; both are the worker's (@l a
  *                reference the sender took for it)
- *   wcmd_update: new connections on @l start with @cfg, a reference the
+ *   worker_cmd_update: new connections on @l start with @cfg, a reference the
  *                worker takes over
- *   wcmd_remove: stop accepting on @l: accept what is queued, close
- *   wcmd_drain:  stop accepting everywhere; say when no connection is left
- *   wcmd_stop:   end every connection and leave the loop
+ *   worker_cmd_remove: stop accepting on @l: accept what is queued, close
+ *   worker_cmd_drain:  stop accepting everywhere; say when no connection is
+ * left worker_cmd_stop:   end every connection and leave the loop
  */
-extern const struct worker_cmd_ops wcmd_add;
-extern const struct worker_cmd_ops wcmd_update;
-extern const struct worker_cmd_ops wcmd_remove;
-extern const struct worker_cmd_ops wcmd_drain;
-extern const struct worker_cmd_ops wcmd_stop;
+extern const struct worker_cmd_ops worker_cmd_add;
+extern const struct worker_cmd_ops worker_cmd_update;
+extern const struct worker_cmd_ops worker_cmd_remove;
+extern const struct worker_cmd_ops worker_cmd_drain;
+extern const struct worker_cmd_ops worker_cmd_stop;
 
 /**
  * struct worker - one event loop thread and everything it owns
@@ -140,7 +140,7 @@ struct worker {
 int worker_init(struct worker *w, struct proxy *px, unsigned id);
 int worker_start(struct worker *w);
 int worker_run(struct worker *w, const struct worker_cmd *c,
-	       enum wcmd_wait wait);
+	       enum worker_cmd_wait wait);
 void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 void worker_report(const struct worker *w, struct gauges *g,
@@ -148,7 +148,7 @@ void worker_report(const struct worker *w, struct gauges *g,
 bool worker_is_idle(const struct worker *w);
 uint64_t worker_active(const struct worker *w);
 uint64_t worker_accepted(const struct worker *w);
-unsigned long workers_active(const struct proxy *px);
-int workers_sync(struct proxy *px);
+unsigned long worker_active_all(const struct proxy *px);
+int worker_sync_all(struct proxy *px);
 
 #endif /* SMBSPLICE_WORKER_H */

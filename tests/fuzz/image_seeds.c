@@ -44,7 +44,7 @@ static void put_process(struct seed *s)
 				 .lstats_words = NWORDS,
 				 .accepted = 9 };
 
-	imgw_put(&s->w, IMG_PROCESS, &p, sizeof(p), NULL, NULL, 0);
+	image_write_put(&s->w, IMG_PROCESS, &p, sizeof(p), NULL, NULL, 0);
 }
 
 /* A listener's socket and counters in both workers. */
@@ -59,8 +59,9 @@ static void put_listener(struct seed *s, const char *name)
 
 		snprintf(l.name, sizeof(l.name), "%s", name);
 		snprintf(st.name, sizeof(st.name), "%s", name);
-		imgw_put(&s->w, IMG_LISTENER, &l, sizeof(l), NULL, NULL, 0);
-		imgw_put(&s->w, IMG_LSTATS, &st, sizeof(st), t, tl, 1);
+		image_write_put(&s->w, IMG_LISTENER, &l, sizeof(l), NULL, NULL,
+				0);
+		image_write_put(&s->w, IMG_LSTATS, &st, sizeof(st), t, tl, 1);
 	}
 }
 
@@ -118,7 +119,7 @@ static void put_conn(struct seed *s, uint32_t state, size_t pending, int pipe,
 			tl[3] = c.trace_len;
 		}
 	}
-	imgw_put(&s->w, IMG_CONN, &c, sizeof(c), t, tl, 4);
+	image_write_put(&s->w, IMG_CONN, &c, sizeof(c), t, tl, 4);
 }
 
 /* Write the image to DIR/image-N. */
@@ -129,7 +130,7 @@ static int save(struct seed *s, const char *dir, int n)
 	FILE *f;
 	int r;
 
-	if (imgw_finish(&s->w))
+	if (image_write_finish(&s->w))
 		return -1;
 	/* A seed the decoder refuses would seed nothing past the header. */
 	r = image_decode(s->w.p, s->w.len, 16, &img, err, sizeof(err));
@@ -145,7 +146,7 @@ static int save(struct seed *s, const char *dir, int n)
 		fclose(f);
 		return -1;
 	}
-	imgw_free(&s->w);
+	image_write_free(&s->w);
 	return fclose(f);
 }
 
@@ -160,18 +161,18 @@ int main(int argc, char **argv)
 	}
 	/* A process record alone. */
 	s = (struct seed){ 0 };
-	imgw_init(&s.w);
+	image_write_init(&s.w);
 	put_process(&s);
 	r |= save(&s, argv[1], n++);
 	/* Listeners and counters, no connection. */
-	imgw_init(&s.w);
+	image_write_init(&s.w);
 	s.nfd = 0;
 	put_process(&s);
 	put_listener(&s, "smb");
 	put_listener(&s, "other");
 	r |= save(&s, argv[1], n++);
 	/* A connection in each stage. */
-	imgw_init(&s.w);
+	image_write_init(&s.w);
 	s.nfd = 0;
 	put_process(&s);
 	put_listener(&s, "smb");
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
 	put_conn(&s, CS_OPEN, 0, 0, 0);
 	r |= save(&s, argv[1], n++);
 	/* Open connections with bytes, a pipe and tails. */
-	imgw_init(&s.w);
+	image_write_init(&s.w);
 	s.nfd = 0;
 	put_process(&s);
 	put_conn(&s, CS_OPEN, 100, 1, 1);

@@ -90,21 +90,22 @@ static void test_v4(void **state)
 
 	(void)state;
 	len = syn4(b, 0, 0x02);
-	assert_true(syn_addresses(b, len, &src, &dst));
+	assert_true(acceptproof_syn_addresses(b, len, &src, &dst));
 	assert_endpoint(&src, AF_INET, "192.0.2.1", 50000);
 	assert_endpoint(&dst, AF_INET, "192.0.2.2", 445);
 	len = syn4(b, 12, 0x02); /* IP options move the TCP header */
-	assert_true(syn_addresses(b, len, &src, &dst));
+	assert_true(acceptproof_syn_addresses(b, len, &src, &dst));
 	assert_endpoint(&dst, AF_INET, "192.0.2.2", 445);
-	assert_false(syn_addresses(b, len - 1, &src, &dst)); /* truncated */
-	len = syn4(b, 0, 0x10); /* an ACK, no SYN */
-	assert_false(syn_addresses(b, len, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len - 1, &src,
+					       &dst)); /* truncated */
+	len = syn4(b, 0, 0x10);			       /* an ACK, no SYN */
+	assert_false(acceptproof_syn_addresses(b, len, &src, &dst));
 	len = syn4(b, 0, 0x02);
 	b[0] = 0x44; /* an IHL below 5 */
-	assert_false(syn_addresses(b, len, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len, &src, &dst));
 	b[0] = 0x55; /* IP version 5 */
-	assert_false(syn_addresses(b, len, &src, &dst));
-	assert_false(syn_addresses(b, 0, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, 0, &src, &dst));
 }
 
 static void test_v6(void **state)
@@ -115,19 +116,19 @@ static void test_v6(void **state)
 
 	(void)state;
 	len = syn6(b, 0);
-	assert_true(syn_addresses(b, len, &src, &dst));
+	assert_true(acceptproof_syn_addresses(b, len, &src, &dst));
 	assert_endpoint(&src, AF_INET6, "2001:db8::1", 50000);
 	assert_endpoint(&dst, AF_INET6, "2001:db8::2", 445);
 	len = syn6(b, IPPROTO_DSTOPTS);
-	assert_true(syn_addresses(b, len, &src, &dst));
+	assert_true(acceptproof_syn_addresses(b, len, &src, &dst));
 	assert_endpoint(&dst, AF_INET6, "2001:db8::2", 445);
-	assert_false(syn_addresses(b, len - 1, &src, &dst));
-	assert_false(syn_addresses(b, 39, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len - 1, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, 39, &src, &dst));
 	len = syn6(b, IPPROTO_FRAGMENT); /* not one a SYN carries */
-	assert_false(syn_addresses(b, len, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len, &src, &dst));
 	len = syn6(b, IPPROTO_ROUTING);
 	b[41] = 200; /* a length past the end */
-	assert_false(syn_addresses(b, len, &src, &dst));
+	assert_false(acceptproof_syn_addresses(b, len, &src, &dst));
 }
 
 static void test_same_host(void **state)
@@ -143,15 +144,15 @@ static void test_same_host(void **state)
 	v6->sin6_family = AF_INET6;
 	v6->sin6_port = htons(445);
 	inet_pton(AF_INET6, "::ffff:192.0.2.1", &v6->sin6_addr);
-	assert_true(proof_same_host(&a, &b));
-	assert_true(proof_same_host(&b, &a));
+	assert_true(acceptproof_same_host(&a, &b));
+	assert_true(acceptproof_same_host(&b, &a));
 	v6->sin6_port = htons(446);
-	assert_false(proof_same_host(&a, &b));
+	assert_false(acceptproof_same_host(&a, &b));
 	v6->sin6_port = htons(445);
 	inet_pton(AF_INET6, "2001:db8::1", &v6->sin6_addr);
-	assert_false(proof_same_host(&a, &b));
+	assert_false(acceptproof_same_host(&a, &b));
 	b.ss_family = AF_UNIX;
-	assert_false(proof_same_host(&a, &b));
+	assert_false(acceptproof_same_host(&a, &b));
 }
 
 int main(void)

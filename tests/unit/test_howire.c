@@ -91,8 +91,8 @@ static void expect_refused(const char *want, int timeout_ms, int before)
 	int *fds = (int *)1;
 	size_t len = 1, nfds = 1;
 
-	assert_int_equal(ho_recv_image(sv[1], &img, &len, &fds, &nfds,
-				       timeout_ms, err, sizeof(err)),
+	assert_int_equal(howire_recv_image(sv[1], &img, &len, &fds, &nfds,
+					   timeout_ms, err, sizeof(err)),
 			 -1);
 	if (!strstr(err, want))
 		fail_msg("refused with \"%s\", not \"%s\"", err, want);
@@ -121,12 +121,13 @@ static void *send_thread(void *arg)
 		/* Until the receiver refuses and hangs up. */
 		s->rc = 0;
 		for (size_t i = 0; i < s->repeat && !s->rc; i++)
-			s->rc = ho_send_msg(sv[0], HO_IMAGE_CHUNK, s->img,
+			s->rc = howire_send(sv[0], HO_IMAGE_CHUNK, s->img,
 					    HO_CHUNK, 10000);
 		s->err = errno;
 		return NULL;
 	}
-	s->rc = ho_send_image(sv[0], s->img, s->len, s->fds, s->nfds, 20000);
+	s->rc = howire_send_image(sv[0], s->img, s->len, s->fds, s->nfds,
+				  20000);
 	s->err = errno;
 	return NULL;
 }
@@ -157,8 +158,8 @@ static void test_image_exact(void **state)
 	s.img = img;
 	s.fds = sent;
 	assert_int_equal(pthread_create(&t, NULL, send_thread, &s), 0);
-	if (ho_recv_image(sv[1], &gimg, &glen, &got, &gn, 20000, err,
-			  sizeof(err)))
+	if (howire_recv_image(sv[1], &gimg, &glen, &got, &gn, 20000, err,
+			      sizeof(err)))
 		fail_msg("%s", err);
 	pthread_join(t, NULL);
 	assert_int_equal(s.rc, 0);
@@ -191,9 +192,9 @@ static void test_empty_image(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_image(sv[0], NULL, 0, NULL, 0, 1000), 0);
-	assert_int_equal(ho_recv_image(sv[1], &gimg, &glen, &got, &gn, 1000,
-				       err, sizeof(err)),
+	assert_int_equal(howire_send_image(sv[0], NULL, 0, NULL, 0, 1000), 0);
+	assert_int_equal(howire_recv_image(sv[1], &gimg, &glen, &got, &gn, 1000,
+					   err, sizeof(err)),
 			 0);
 	assert_int_equal(glen, 0);
 	assert_int_equal(gn, 0);
@@ -219,8 +220,9 @@ static void test_image_too_big(void **state)
 		int *fds;
 		size_t len, nfds;
 
-		assert_int_equal(ho_recv_image(sv[1], &img, &len, &fds, &nfds,
-					       60000, err, sizeof(err)),
+		assert_int_equal(howire_recv_image(sv[1], &img, &len, &fds,
+						   &nfds, 60000, err,
+						   sizeof(err)),
 				 -1);
 		shutdown(sv[1], SHUT_RDWR);
 		pthread_join(t, NULL);
@@ -268,8 +270,8 @@ static void test_too_many_fds(void **state)
 		same[i] = p[i & 1];
 	pair();
 	assert_int_equal(pthread_create(&t, NULL, fds_thread, NULL), 0);
-	assert_int_equal(ho_recv_image(sv[1], &img, &len, &fds, &nfds, 60000,
-				       err, sizeof(err)),
+	assert_int_equal(howire_recv_image(sv[1], &img, &len, &fds, &nfds,
+					   60000, err, sizeof(err)),
 			 -1);
 	shutdown(sv[1], SHUT_RDWR);
 	pthread_join(t, NULL);
@@ -290,7 +292,7 @@ static void test_done_disagrees(void **state)
 	(void)state;
 	pair();
 	assert_int_equal(
-		ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
+		howire_send(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	raw_send(sv[0], HO_FDS, &one, sizeof(one), p, 1);
 	close(p[0]);
@@ -301,7 +303,7 @@ static void test_done_disagrees(void **state)
 
 	pair();
 	assert_int_equal(
-		ho_send_msg(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
+		howire_send(sv[0], HO_IMAGE_CHUNK, "0123456789", 10, 1000), 0);
 	send_done(sv[0], 10, 2);
 	expect_refused("ended saying 10 bytes and 2 descriptors, but 10 and 0",
 		       1000, before);
@@ -335,12 +337,12 @@ static void test_unknown_type(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
-	assert_int_equal(ho_send_msg(sv[0], 99, "x", 1, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
+	assert_int_equal(howire_send(sv[0], 99, "x", 1, 1000), 0);
 	expect_refused("type 99 amid the image", 1000, before);
 
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_HELLO, "12345678", 8, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_HELLO, "12345678", 8, 1000), 0);
 	expect_refused("type 1 amid the image", 1000, before);
 }
 
@@ -351,10 +353,10 @@ static void test_after_done(void **state)
 	(void)state;
 	pair();
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	assert_int_equal(ho_send_image(sv[0], "abc", 3, p, 2, 1000), 0);
+	assert_int_equal(howire_send_image(sv[0], "abc", 3, p, 2, 1000), 0);
 	close(p[0]);
 	close(p[1]);
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "d", 1, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_IMAGE_CHUNK, "d", 1, 1000), 0);
 	expect_refused("came after its end", 1000, before);
 }
 
@@ -365,7 +367,7 @@ static void test_hangup_midway(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	raw_send(sv[0], HO_FDS, &two, sizeof(two), p, 2);
 	close(p[0]);
@@ -384,7 +386,7 @@ static void test_timeout(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	expect_refused("did not complete in time (3 bytes", 300, before);
 	clock_gettime(CLOCK_MONOTONIC, &b);
@@ -399,9 +401,9 @@ static void test_sender_fails(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
-	assert_int_equal(ho_send_fail(sv[0], "worker 2 did not pause\n", 1000),
-			 0);
+	assert_int_equal(howire_send(sv[0], HO_IMAGE_CHUNK, "abc", 3, 1000), 0);
+	assert_int_equal(
+		howire_send_fail(sv[0], "worker 2 did not pause\n", 1000), 0);
 	expect_refused("the other side gave up: worker 2 did not pause?", 1000,
 		       before);
 }
@@ -429,8 +431,9 @@ static void test_out_of_descriptors(void **state)
 		int *fds;
 		size_t len, nfds;
 
-		assert_int_equal(ho_recv_image(sv[1], &img, &len, &fds, &nfds,
-					       1000, err, sizeof(err)),
+		assert_int_equal(howire_recv_image(sv[1], &img, &len, &fds,
+						   &nfds, 1000, err,
+						   sizeof(err)),
 				 -1);
 	}
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
@@ -449,9 +452,9 @@ static void test_msg(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_HELLO, "12345678", 8, 1000), 0);
+	assert_int_equal(howire_send(sv[0], HO_HELLO, "12345678", 8, 1000), 0);
 	assert_int_equal(
-		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), 0);
+		howire_recv(sv[1], &type, body, sizeof(body), &len, 1000), 0);
 	assert_int_equal(type, HO_HELLO);
 	assert_int_equal(len, 8);
 	assert_memory_equal(body, "12345678", 8);
@@ -461,25 +464,25 @@ static void test_msg(void **state)
 	close(p[0]);
 	close(p[1]);
 	assert_int_equal(
-		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), -1);
+		howire_recv(sv[1], &type, body, sizeof(body), &len, 1000), -1);
 	assert_int_equal(errno, EPROTO);
 	/* A body over the room offered. */
-	assert_int_equal(ho_send_msg(sv[0], HO_FAIL, body, 64, 1000), 0);
-	assert_int_equal(ho_recv_msg(sv[1], &type, body, 8, &len, 1000), -1);
+	assert_int_equal(howire_send(sv[0], HO_FAIL, body, 64, 1000), 0);
+	assert_int_equal(howire_recv(sv[1], &type, body, 8, &len, 1000), -1);
 	assert_int_equal(errno, EMSGSIZE);
-	assert_int_equal(ho_send_msg(sv[0], HO_HELLO, body, HO_CHUNK + 1, 1000),
+	assert_int_equal(howire_send(sv[0], HO_HELLO, body, HO_CHUNK + 1, 1000),
 			 -1);
 	assert_int_equal(errno, EMSGSIZE);
 	/* Nothing: a timeout; then the other side gone. */
 	assert_int_equal(
-		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 50), -1);
+		howire_recv(sv[1], &type, body, sizeof(body), &len, 50), -1);
 	assert_int_equal(errno, ETIMEDOUT);
 	close(sv[0]);
 	sv[0] = -1;
 	assert_int_equal(
-		ho_recv_msg(sv[1], &type, body, sizeof(body), &len, 1000), -1);
+		howire_recv(sv[1], &type, body, sizeof(body), &len, 1000), -1);
 	assert_int_equal(errno, ECONNRESET);
-	assert_int_equal(ho_send_msg(sv[1], HO_HELLO, "x", 1, 1000), -1);
+	assert_int_equal(howire_send(sv[1], HO_HELLO, "x", 1, 1000), -1);
 	assert_int_equal(errno, ECONNRESET);
 	unpair();
 	assert_int_equal(count_fds(), before);
@@ -491,22 +494,23 @@ static void test_reply(void **state)
 
 	(void)state;
 	pair();
-	assert_int_equal(ho_send_msg(sv[0], HO_TAKEN, &v, sizeof(v), 1000), 0);
-	assert_int_equal(ho_recv_reply(sv[1], &taken, 1000, err, sizeof(err)),
-			 0);
+	assert_int_equal(howire_send(sv[0], HO_TAKEN, &v, sizeof(v), 1000), 0);
+	assert_int_equal(
+		howire_recv_reply(sv[1], &taken, 1000, err, sizeof(err)), 0);
 	assert_int_equal(taken, 1234);
-	assert_int_equal(ho_send_fail(sv[0], "bad image: version 9", 1000), 0);
-	assert_int_equal(ho_recv_reply(sv[1], &taken, 1000, err, sizeof(err)),
-			 -1);
+	assert_int_equal(howire_send_fail(sv[0], "bad image: version 9", 1000),
+			 0);
+	assert_int_equal(
+		howire_recv_reply(sv[1], &taken, 1000, err, sizeof(err)), -1);
 	assert_string_equal(err,
 			    "the new process refused: bad image: version 9");
-	assert_int_equal(ho_recv_reply(sv[1], &taken, 50, err, sizeof(err)),
+	assert_int_equal(howire_recv_reply(sv[1], &taken, 50, err, sizeof(err)),
 			 -1);
 	assert_string_equal(err, "the new process did not take over in 50 ms");
 	close(sv[0]);
 	sv[0] = -1;
-	assert_int_equal(ho_recv_reply(sv[1], &taken, 1000, err, sizeof(err)),
-			 -1);
+	assert_int_equal(
+		howire_recv_reply(sv[1], &taken, 1000, err, sizeof(err)), -1);
 	assert_string_equal(err,
 			    "the new process went away before it took over");
 	unpair();

@@ -223,25 +223,27 @@ static void put_conn(struct image_writer *w, unsigned i)
 	for (unsigned k = 0; k < 4; k++)
 		if (pt.tail_len[i][k] >= 0)
 			lens[k] = (size_t)pt.tail_len[i][k];
-	imgw_put(w, IMG_CONN, c, sizeof(*c), tails, lens, 4);
+	image_write_put(w, IMG_CONN, c, sizeof(*c), tails, lens, 4);
 }
 
 /* The process record, then listeners, counters and connections. */
 static void put_all(struct image_writer *w)
 {
-	imgw_init(w);
-	imgw_put(w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
+	image_write_init(w);
+	image_write_put(w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
 	for (unsigned i = 0; i < NLS * NWORKERS; i++) {
 		const void *t[1] = { pt.words[i] };
 		size_t tl[1] = { sizeof(pt.words[i]) };
 
-		imgw_put(w, IMG_LISTENER, &pt.ls[i], sizeof(pt.ls[i]), NULL,
-			 NULL, 0);
-		imgw_put(w, IMG_LSTATS, &pt.st[i], sizeof(pt.st[i]), t, tl, 1);
+		image_write_put(w, IMG_LISTENER, &pt.ls[i], sizeof(pt.ls[i]),
+				NULL, NULL, 0);
+		image_write_put(w, IMG_LSTATS, &pt.st[i], sizeof(pt.st[i]), t,
+				tl, 1);
 	}
 	for (unsigned i = 0; i < pt.nc; i++)
 		put_conn(w, i);
-	assert_int_equal(imgw_finish(w), 0);
+	assert_int_equal(image_write_finish(w), 0);
 }
 
 /* The image of pt, in a buffer of exactly its size; *len set. */
@@ -255,7 +257,7 @@ static uint8_t *image_of(size_t *len)
 	assert_non_null(p);
 	memcpy(p, w.p, w.len);
 	*len = w.len;
-	imgw_free(&w);
+	image_write_free(&w);
 	return p;
 }
 
@@ -342,15 +344,16 @@ static void test_minimal(void **state)
 	struct image_writer w;
 	struct image img;
 
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_int_equal(image_decode(w.p, w.len, 100, &img, err, sizeof(err)),
 			 0);
 	assert_int_equal(img.nls + img.nst + img.nconns, 0);
 	assert_int_equal(img.proc.pid, 4321);
 	image_free(&img);
-	imgw_free(&w);
+	image_write_free(&w);
 }
 
 static void test_header(void **state)
@@ -437,43 +440,48 @@ static void test_process_record(void **state)
 	struct image_writer w;
 
 	/* None at all. */
-	imgw_init(&w);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "process record");
-	imgw_free(&w);
+	image_write_free(&w);
 
 	/* Not first. */
-	imgw_init(&w);
-	imgw_put(&w, IMG_LISTENER, &pt.ls[0], sizeof(pt.ls[0]), NULL, NULL, 0);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_LISTENER, &pt.ls[0], sizeof(pt.ls[0]), NULL,
+			NULL, 0);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "not first, or not once");
-	imgw_free(&w);
+	image_write_free(&w);
 
 	/* Twice. */
 	struct img_process p2 = pt.proc;
 
 	p2.metrics_fd = -1;
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	imgw_put(&w, IMG_PROCESS, &p2, sizeof(p2), NULL, NULL, 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	image_write_put(&w, IMG_PROCESS, &p2, sizeof(p2), NULL, NULL, 0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "not first, or not once");
-	imgw_free(&w);
+	image_write_free(&w);
 
 	/* Of the wrong size, and an unknown type. */
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc) - 1, NULL, NULL, 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc) - 1, NULL,
+			NULL, 0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "process record of the wrong size");
-	imgw_free(&w);
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	imgw_put(&w, (enum img_type)99, &pt.proc, sizeof(pt.proc), NULL, NULL,
-		 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_free(&w);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	image_write_put(&w, (enum img_type)99, &pt.proc, sizeof(pt.proc), NULL,
+			NULL, 0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "unknown type");
-	imgw_free(&w);
+	image_write_free(&w);
 
 	pt.proc.nworkers = 0;
 	assert_refused("worker count out of range");
@@ -520,19 +528,21 @@ static void test_lstats(void **state)
 	const void *t[1] = { pt.words[0] };
 	size_t tl[1] = { sizeof(pt.words[0]) - 1 };
 
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	imgw_put(&w, IMG_LSTATS, &pt.st[0], sizeof(pt.st[0]), t, tl, 1);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	image_write_put(&w, IMG_LSTATS, &pt.st[0], sizeof(pt.st[0]), t, tl, 1);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "counters record of the wrong size");
-	imgw_free(&w);
-	imgw_init(&w);
+	image_write_free(&w);
+	image_write_init(&w);
 	tl[0] += 9;
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	imgw_put(&w, IMG_LSTATS, &pt.st[0], sizeof(pt.st[0]), t, tl, 1);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	image_write_put(&w, IMG_LSTATS, &pt.st[0], sizeof(pt.st[0]), t, tl, 1);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "counters record of the wrong size");
-	imgw_free(&w);
+	image_write_free(&w);
 
 	pt.st[1].worker = NWORKERS;
 	assert_refused("counters record with a bad field");
@@ -590,12 +600,13 @@ static void test_conn_fields(void **state)
 	/* Too short for its struct. */
 	struct image_writer w;
 
-	imgw_init(&w);
-	imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL, 0);
-	imgw_put(&w, IMG_CONN, c, sizeof(*c) - 1, NULL, NULL, 0);
-	assert_int_equal(imgw_finish(&w), 0);
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	image_write_put(&w, IMG_CONN, c, sizeof(*c) - 1, NULL, NULL, 0);
+	assert_int_equal(image_write_finish(&w), 0);
 	assert_refused_bytes(w.p, w.len, "connection record too short");
-	imgw_free(&w);
+	image_write_free(&w);
 }
 
 static void test_conn_fds(void **state)
@@ -799,9 +810,9 @@ static void test_many_listeners(void **state)
 	int r;
 
 	for (int dup = 0; dup < 2; dup++) {
-		imgw_init(&w);
-		imgw_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
-			 0);
+		image_write_init(&w);
+		image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc),
+				NULL, NULL, 0);
 		for (unsigned i = 0; i < N; i++) {
 			l = (struct img_listener){ .worker = i % NWORKERS,
 						   .fd = (int32_t)(i + 1) };
@@ -809,10 +820,10 @@ static void test_many_listeners(void **state)
 				 "a-listener-of-a-long-name-%u",
 				 dup && i == N - 1 ? 0 : i / NWORKERS);
 			l.worker = dup && i == N - 1 ? 0 : l.worker;
-			imgw_put(&w, IMG_LISTENER, &l, sizeof(l), NULL, NULL,
-				 0);
+			image_write_put(&w, IMG_LISTENER, &l, sizeof(l), NULL,
+					NULL, 0);
 		}
-		assert_int_equal(imgw_finish(&w), 0);
+		assert_int_equal(image_write_finish(&w), 0);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = decode_bytes(w.p, w.len, N + 1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -826,7 +837,7 @@ static void test_many_listeners(void **state)
 				err,
 				"two sockets of one listener in one worker"));
 		assert_true(ms < 1000);
-		imgw_free(&w);
+		image_write_free(&w);
 	}
 }
 

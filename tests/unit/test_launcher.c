@@ -10,7 +10,7 @@
  * descriptor that is no SOCK_SEQPACKET socket and serves on, and ends
  * when its socket hangs up; launcher_self_exe() names this binary.
  *
- * exe_path_safe() (issue 28, item 6) passes a binary that it and
+ * exesafe_check() (issue 28, item 6) passes a binary that it and
  * every directory above it, through symbolic links and "..", are root's
  * and writable by root alone, and refuses, naming the culprit, one that
  * is another uid's or group- or other-writable, under a sticky 1777
@@ -242,11 +242,11 @@ static const char *at(const char *fmt, ...)
 	return buf;
 }
 
-/* exe_path_safe(@path) returns @want, and its sentence holds @has. */
+/* exesafe_check(@path) returns @want, and its sentence holds @has. */
 static void expect(const char *path, int want, const char *has)
 {
 	char why[EXE_SAFE_WHY] = "";
-	int r = exe_path_safe(path, why, sizeof(why));
+	int r = exesafe_check(path, why, sizeof(why));
 
 	if (r != want || (has && !strstr(why, has)))
 		fail_msg("%s: %d (%s), not %d with \"%s\"", path, r, why, want,
@@ -277,7 +277,7 @@ static void make_tree(void)
 	assert_int_equal(write(fd, "#!/bin/sh\nexit 7\n", 17), 17);
 	close(fd);
 	assert_int_equal(chmod(at("bin/exe"), 0755), 0);
-	if (geteuid() != 0 || exe_path_safe(at("bin/exe"), why, sizeof(why))) {
+	if (geteuid() != 0 || exesafe_check(at("bin/exe"), why, sizeof(why))) {
 		nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		print_message("skipped: needs root, and a build tree that is "
 			      "root's all the way up (%s)\n",
