@@ -21,18 +21,11 @@
  *   6. READY=1 to systemd.
  *
  * The main thread then runs libev's default loop: it forwards nothing, and
- * serves /metrics, the control socket (control.c), and the signals:
- *
- *   SIGHUP	re-read the config file and apply it (reload.c); a file with
- *		errors is refused in one line, and the running configuration
- *		stays;
- *   SIGTERM	drain: close every listener at once, let the open
- *		connections run to their end or for --drain-timeout, then
- *		reset what is left and exit 0; a second SIGTERM stops at once;
- *   SIGINT	stop at once: reset every connection, log it, exit 0;
- *   SIGUSR1	reopen the log (nothing to reopen on standard error);
- *   SIGUSR2	hand every listener and connection over to the binary now on
- *		disk, and exit 0 (handover_out.c); if that fails, go on as before.
+ * serves /metrics, the control socket (control.c) and the signals
+ * (signals.c: SIGHUP reloads, reload.c; SIGTERM drains; SIGINT stops;
+ * SIGUSR1 reopens the logs; SIGUSR2 hands over, handover_out.c). Stopping
+ * is here (stop_now()): every worker told to stop and joined, then the
+ * loop left, and everything freed in the reverse order of the start.
  *
  * Started by such a handover (handover_in.c), the process takes the old
  * one's sockets in step 1 and 2 instead of binding them, and its
@@ -41,7 +34,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,11 +58,9 @@
 #include "priv/privs.h"
 #include "core/proxy.h"
 #include "daemon/reload.h"
+#include "daemon/signals.h"
 #include "observe/tracefile.h"
 #include "worker/worker.h"
-
-/* How often retired listeners are looked at, to free them. */
-#define REAP_EVERY 5.0
 
 /**
  * raise_nofile_limit() - lift the soft open-files limit to the hard one
@@ -137,321 +127,6 @@ static void stop_now(struct proxy *px)
 }
 
 /**
- * on_sigint() - SIGINT: stop at once
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
- */
-static void on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	struct proxy *px = w->data;
-
-	(void)loop;
-	(void)revents;
-	log_info("signal %d: stopping, %lu connections open", w->signum,
-		 worker_active_all(px));
-	stop_now(px);
-}
-
-/**
- * on_drained() - a worker says its last connection has ended
- * @loop:	the main loop
- * @a:		&proxy.drained_w
- * @revents:	unused
- */
-static void on_drained(struct ev_loop *loop, ev_async *a, int revents)
-{
-	struct proxy *px = a->data;
-
-	(void)loop;
-	(void)revents;
-	for (unsigned i = 0; i < px->nworkers; i++)
-		if (!worker_is_idle(&px->workers[i]))
-			return;
-	log_info("drained: every connection has ended");
-	stop_now(px);
-}
-
-/**
- * on_drain_timeout() - --drain-timeout is spent: reset what is left
- * @loop:	the main loop
- * @t:		&proxy.drain_timer
- * @revents:	unused
- */
-static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	struct proxy *px = t->data;
-
-	(void)loop;
-	(void)revents;
-	log_warn(
-		"drain: --drain-timeout %gs is spent; resetting the %lu connections still open",
-		px->opt->drain_timeout, worker_active_all(px));
-	stop_now(px);
-}
-
-/**
- * on_sigterm() - SIGTERM: drain; the second one stops at once
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
- */
-static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	struct proxy *px = w->data;
-	unsigned long open = worker_active_all(px);
-
-	(void)revents;
-	if (px->state != PX_RUNNING) {
-		log_info("signal %d again: stopping, %lu connections open",
-			 w->signum, open);
-		stop_now(px);
-		return;
-	}
-	px->state = PX_DRAINING;
-	notify_stopping(open);
-	listeners_retire_all(px);
-	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &worker_cmd_drain },
-			   WORKER_CMD_NOWAIT);
-	worker_sync_all(px);
-	open = worker_active_all(px);
-	if (px->opt->drain_timeout > 0)
-		log_info(
-			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
-			w->signum, open, px->opt->drain_timeout);
-	else
-		log_info(
-			"signal %d: draining: listeners closed, %lu connections open, letting them run to their end (SIGTERM again or SIGINT to stop now)",
-			w->signum, open);
-	if (px->opt->drain_timeout > 0) {
-		ev_timer_set(&px->drain_timer, px->opt->drain_timeout, 0.);
-		ev_timer_start(loop, &px->drain_timer);
-	}
-}
-
-/**
- * log_listeners() - one start-up or reload line per listener
- * @px:		the process
- * @started:	it has just started: say first what it runs with
- */
-static void log_listeners(const struct proxy *px, bool started)
-{
-	const struct options *o = px->opt;
-	long fds = budget_limit(&px->limits.fds) / 2;
-	char backends[512];
-	size_t n;
-
-	if (started)
-		log_info(
-			"started: %u listener%s, %u worker%s, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
-			px->cfg->nls, px->cfg->nls == 1 ? "" : "s",
-			px->nworkers, px->nworkers == 1 ? "" : "s",
-			o->pipe_size, o->buf_size, o->max_pipes,
-			o->max_conns && o->max_conns < fds ? (long)o->max_conns
-							   : fds);
-	for (const struct listener *l = px->listeners; l; l = l->next) {
-		const struct listen_opts *lo = &l->cfg->o;
-
-		if (listener_is(l, LISTENER_RETIRED))
-			continue;
-		n = 0;
-		backends[0] = '\0';
-		for (unsigned i = 0; i < lo->nbackends && n < sizeof(backends);
-		     i++)
-			n += (size_t)snprintf(
-				backends + n, sizeof(backends) - n, "%s%s",
-				i ? ", then " : "", lo->backend[i].text);
-		log_info(
-			"listener %s: listening on %s%s%s%s, forwarding to %s%s%s (mode %s%s%s)",
-			l->name, lo->listen.text,
-			lo->netns[SIDE_CLIENT][0] ? " in " : "",
-			lo->netns[SIDE_CLIENT],
-			listener_is(l, LISTENER_INHERITED) ? " (from systemd)"
-							   : "",
-			backends, lo->netns[SIDE_BACKEND][0] ? " in " : "",
-			lo->netns[SIDE_BACKEND],
-			lo->mode == MODE_SMB ? "smb" : "tcp",
-			lo->splice ? "" : ", no splice",
-			lo->transparent ? ", transparent" : "");
-	}
-}
-
-/**
- * apply_globals() - what a reload may change in [global]
- * @px:		the process, with the configuration last read in @px->cfg
- * @now:	[global] as just read
- *
- * The log level and the drain timeout take effect; the rest sized things
- * made at start, and a line says they wait for a restart.
- */
-static void apply_globals(struct proxy *px, const struct options *now)
-{
-	char keys[256];
-
-	px->opt->verbose = now->verbose;
-	log_verbosity = now->verbose;
-	px->opt->drain_timeout = now->drain_timeout;
-	options_restart_only(&px->cfg->o, now, keys, sizeof(keys));
-	if (*keys)
-		log_warn(
-			"reload: [global] %s changed; that takes a restart, and the running values stay",
-			keys);
-}
-
-/**
- * on_sighup() - SIGHUP: reopen the trace, re-read the config file and apply it
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
- */
-static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	struct proxy *px = w->data;
-	struct config *c;
-	char err[512];
-
-	(void)loop;
-	(void)revents;
-	tracefile_reopen();
-	if (px->state != PX_RUNNING)
-		return;
-	if (!*px->opt->config) {
-		if (!tracefile_enabled())
-			log_warn(
-				"signal %d: nothing to reload: smbsplice was started without --config",
-				w->signum);
-		return;
-	}
-	notify_reloading();
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		log_err("reload: out of memory; the running configuration stays");
-	} else if (options_parse(c, px->argc, px->argv, px->activated, err,
-				 sizeof(err)) != OPT_OK ||
-		   listeners_apply(px, c, err, sizeof(err))) {
-		log_err("reload refused: %s; the running configuration stays",
-			err);
-		free(c);
-	} else {
-		apply_globals(px, &c->o);
-		free(px->cfg);
-		px->cfg = c;
-		log_info("reload: %s read, %u listener%s", px->opt->config,
-			 c->nls, c->nls == 1 ? "" : "s");
-		log_listeners(px, false);
-	}
-	notify_ready(px->cfg->nls);
-}
-
-/**
- * on_sigusr1() - SIGUSR1: reopen the logs and the trace
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
- */
-static void on_sigusr1(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
-	log_reopen();
-	tracefile_reopen();
-}
-
-/**
- * on_sigusr2() - SIGUSR2: hand over to the binary on disk
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
- */
-static void on_sigusr2(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	handover_start(w->data);
-}
-
-/**
- * on_reap() - free the retired listeners whose connections have ended
- * @loop:	the main loop
- * @t:		&proxy.reaper
- * @revents:	unused
- */
-static void on_reap(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	(void)loop;
-	(void)revents;
-	listener_reap(t->data);
-}
-
-/**
- * watch_signals() - the main loop's signals and timers
- * @px:	the process
- */
-static void watch_signals(struct proxy *px)
-{
-	static const struct {
-		int signum;
-		void (*cb)(struct ev_loop *, ev_signal *, int);
-		size_t off;
-	} sigs[] = {
-		{ SIGINT, on_sigint, offsetof(struct proxy, sigint_w) },
-		{ SIGTERM, on_sigterm, offsetof(struct proxy, sigterm_w) },
-		{ SIGHUP, on_sighup, offsetof(struct proxy, sighup_w) },
-		{ SIGUSR1, on_sigusr1, offsetof(struct proxy, sigusr1_w) },
-		{ SIGUSR2, on_sigusr2, offsetof(struct proxy, sigusr2_w) },
-	};
-
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		ev_signal *w = (ev_signal *)((char *)px + sigs[i].off);
-
-		ev_signal_init(w, sigs[i].cb, sigs[i].signum);
-		w->data = px;
-		ev_signal_start(px->loop, w);
-	}
-	ev_async_init(&px->drained_w, on_drained);
-	px->drained_w.data = px;
-	ev_async_start(px->loop, &px->drained_w);
-	ev_init(&px->drain_timer, on_drain_timeout);
-	px->drain_timer.data = px;
-	ev_timer_init(&px->reaper, on_reap, REAP_EVERY, REAP_EVERY);
-	px->reaper.data = px;
-	ev_timer_start(px->loop, &px->reaper);
-}
-
-/**
- * choose_worker_netns() - where workers sit
- * @px:	the process, with its listeners made
- *
- * When every listener dials into one namespace, workers sit in it from
- * start to end, and dialling costs no setns(). Otherwise they stay in the
- * process's own, and a connection of a listener with a backend namespace
- * makes its socket from inside it (as root), or has the privileged helper
- * make it (under --user).
- */
-static void choose_worker_netns(struct proxy *px)
-{
-	const struct listener *first = px->listeners;
-	bool same = true, any = false;
-
-	px->worker_netns = -1;
-	px->home_ino = netns_ino(netns_home());
-	for (const struct listener *l = px->listeners; l; l = l->next) {
-		any |= l->cfg->netns[SIDE_BACKEND] >= 0;
-		same &= l->cfg->netns_ino[SIDE_BACKEND] ==
-			first->cfg->netns_ino[SIDE_BACKEND];
-	}
-	if (any && same)
-		px->worker_netns = fcntl(first->cfg->netns[SIDE_BACKEND],
-					 F_DUPFD_CLOEXEC, 0);
-	px->worker_netns_ino = px->worker_netns >= 0
-				       ? netns_ino(px->worker_netns)
-				       : px->home_ino;
-}
-
-/**
  * become_user() - with --user, give up root once every socket is bound
  * @px:	the process, single-threaded still
  *
@@ -488,57 +163,6 @@ static int become_user(struct proxy *px)
 		"running as %s (uid %u) with no capability; the privileged helper (pid %d) keeps CAP_NET_ADMIN, CAP_NET_BIND_SERVICE and CAP_SYS_ADMIN to make sockets for --transparent, namespaces and new listeners",
 		px->opt->user, (unsigned)getuid(), (int)px->helper.pid);
 	return 0;
-}
-
-/**
- * init_workers() - create every worker's loop and pools
- * @px:	the process
- *
- * Return: 0, or -1 after logging why.
- */
-static int init_workers(struct proxy *px)
-{
-	px->workers = calloc(px->nworkers, sizeof(*px->workers));
-	if (!px->workers) {
-		log_err("out of memory for %u workers", px->nworkers);
-		return -1;
-	}
-	for (unsigned i = 0; i < px->nworkers; i++)
-		if (worker_init(&px->workers[i], px, i))
-			return -1;
-	return 0;
-}
-
-/**
- * run_workers() - start every worker's thread
- * @px:	the process, after init_workers()
- *
- * Workers are created with every signal blocked, so that signals reach
- * only the main thread, whose loop watches them.
- *
- * Return: 0, or -1 after logging why (workers already running are
- * stopped again).
- */
-static int run_workers(struct proxy *px)
-{
-	sigset_t all, old;
-	unsigned i;
-	int r = 0;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < px->nworkers && !r; i++)
-		r = worker_start(&px->workers[i]);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!r)
-		return 0;
-	for (unsigned j = 0; j + 1 < i; j++) {
-		worker_run(&px->workers[j],
-			   &(struct worker_cmd){ .ops = &worker_cmd_stop },
-			   WORKER_CMD_NOWAIT);
-		worker_join(&px->workers[j]);
-	}
-	return -1;
 }
 
 /**
@@ -597,7 +221,7 @@ static int check_config(struct proxy *px)
 		if (!px->cfg->ls[i].listen.len)
 			printf("smbsplice: listener %s has no listen address: it needs a socket from systemd (socket activation)\n",
 			       px->cfg->ls[i].name);
-		if (!c || listener_check(px, c, err, sizeof(err))) {
+		if (!c || reload_check_listener(px, c, err, sizeof(err))) {
 			fprintf(stderr, "smbsplice: %s\n", err);
 			if (c)
 				listener_cfg_put(c);
@@ -630,7 +254,7 @@ static int start(struct proxy *px, struct options *opt)
 	char err[512];
 
 	px->workers = NULL;
-	if (listeners_apply(px, px->cfg, err, sizeof(err))) {
+	if (reload_apply(px, px->cfg, err, sizeof(err))) {
 		log_err("%s", err);
 		return -1;
 	}
@@ -639,7 +263,7 @@ static int start(struct proxy *px, struct options *opt)
 			log_warn(
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
-	choose_worker_netns(px);
+	worker_choose_netns(px);
 	if (metrics_start(px, handover_fd(false)) ||
 	    control_start(px, handover_fd(true)) ||
 	    handover_init(px, stop_now) || become_user(px))
@@ -662,13 +286,13 @@ static int start(struct proxy *px, struct options *opt)
 	}
 	px->pipe_budget.pipes.limit = opt->max_pipes;
 	px->unpipe.limit = (long)opt->max_pipes * (long)opt->pipe_size;
-	if (init_workers(px))
+	if (worker_init_all(px))
 		return -1;
-	listeners_hand_out(px);
+	reload_hand_out(px);
 	if (fdbudget_init(px, handover_fds_held(),
 			  px->opt->stats.len ? METRICS_MAX_SCRAPES : 0) ||
 	    log_start() || tracefile_start() || handover_adopt(px) ||
-	    run_workers(px))
+	    worker_start_all(px))
 		return -1;
 	return 0;
 }
@@ -766,12 +390,12 @@ int main(int argc, char **argv)
 		log_err("cannot create the event loop (epoll)");
 		return exit_early(&px, 1);
 	}
-	watch_signals(&px);
+	signals_watch(&px, stop_now);
 	if (handover_receive(&px))
 		return exit_early(&px, 1);
 	if (start(&px, &opt))
 		return start_failed(&px);
-	log_listeners(&px, true);
+	reload_log_listeners(&px, true);
 	notify_ready(px.cfg->nls);
 
 	ev_run(px.loop, 0);

@@ -25,6 +25,11 @@
  *
  * A listener with no listen address under socket activation keeps the
  * socket it was given; only a new one takes a socket still unclaimed.
+ *
+ * SIGHUP comes here whole (reload_run()): the file is read again, with the
+ * command line over it as at start; its listeners are applied as above;
+ * of [global], the log level and the drain timeout take effect and the
+ * rest waits for a restart, with a line saying so.
  */
 #include "config.h"
 
@@ -38,6 +43,9 @@
 #include "net/listener.h"
 #include "common/log.h"
 #include "common/netns.h"
+#include "conf/options.h"
+#include "core/notify.h"
+#include "observe/tracefile.h"
 #include "priv/privhelper.h"
 #include "priv/privs.h"
 #include "core/proxy.h"
@@ -152,7 +160,7 @@ static void keep_inherited_address(struct lcfg *cfg, const struct listener *old)
 }
 
 /**
- * listener_check() - can this listener's sockets be made as configured
+ * reload_check_listener() - can this listener's sockets be made as configured
  * @px:		the process
  * @cfg:	the listener's settings
  * @err:	buffer for one line saying what cannot
@@ -163,7 +171,8 @@ static void keep_inherited_address(struct lcfg *cfg, const struct listener *old)
  *
  * Return: 0, or -1 with @err set.
  */
-int listener_check(struct proxy *px, struct lcfg *cfg, char *err, size_t errlen)
+int reload_check_listener(struct proxy *px, struct lcfg *cfg, char *err,
+			  size_t errlen)
 {
 	return check_backend_side(px, cfg, err, errlen) ||
 			       check_client_side(cfg, err, errlen)
@@ -190,7 +199,7 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 		struct plan *p = &plans[i];
 
 		p->cfg = listener_cfg_new(&c->ls[i], err, errlen);
-		if (!p->cfg || listener_check(px, p->cfg, err, errlen))
+		if (!p->cfg || reload_check_listener(px, p->cfg, err, errlen))
 			goto undo;
 		p->old = listener_named(px, c->ls[i].name);
 		keep_inherited_address(p->cfg, p->old);
@@ -234,7 +243,7 @@ static void retire(struct proxy *px, struct listener *l)
  * @px:	the process
  * @l:	the listener, linked into the process's list
  *
- * At start the workers do not exist yet: listeners_hand_out() gives the
+ * At start the workers do not exist yet: reload_hand_out() gives the
  * sockets once they do.
  */
 static void hand_out(struct proxy *px, struct listener *l)
@@ -319,7 +328,7 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
 }
 
 /**
- * listeners_apply() - bring the process's listeners in line with @c
+ * reload_apply() - bring the process's listeners in line with @c
  * @px:		the process, with its workers made (running or not)
  * @c:		the configuration
  * @err:	buffer for one line saying why it was refused
@@ -327,8 +336,8 @@ static void commit(struct proxy *px, const struct config *c, struct plan *plans,
  *
  * Return: 0, or -1 with @err set and nothing changed.
  */
-int listeners_apply(struct proxy *px, const struct config *c, char *err,
-		    size_t errlen)
+int reload_apply(struct proxy *px, const struct config *c, char *err,
+		 size_t errlen)
 {
 	struct plan *plans = calloc(c->nls, sizeof(*plans));
 	unsigned what[3] = { 0 };
@@ -359,10 +368,10 @@ int listeners_apply(struct proxy *px, const struct config *c, char *err,
 }
 
 /**
- * listeners_retire_all() - stop every listener (a drain, or the end)
+ * reload_retire_all() - stop every listener (a drain, or the end)
  * @px:	the process
  */
-void listeners_retire_all(struct proxy *px)
+void reload_retire_all(struct proxy *px)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
 		if (!listener_is(l, LISTENER_RETIRED)) {
@@ -372,12 +381,127 @@ void listeners_retire_all(struct proxy *px)
 }
 
 /**
- * listeners_hand_out() - give every listener's sockets to the workers
+ * reload_hand_out() - give every listener's sockets to the workers
  * @px:	the process, with its workers made
  */
-void listeners_hand_out(struct proxy *px)
+void reload_hand_out(struct proxy *px)
 {
 	for (struct listener *l = px->listeners; l; l = l->next)
 		if (!listener_is(l, LISTENER_RETIRED))
 			hand_out(px, l);
+}
+
+/**
+ * reload_log_listeners() - one start-up or reload line per listener
+ * @px:		the process
+ * @started:	it has just started: say first what it runs with
+ */
+void reload_log_listeners(const struct proxy *px, bool started)
+{
+	const struct options *o = px->opt;
+	long fds = budget_limit(&px->limits.fds) / 2;
+	char backends[512];
+	size_t n;
+
+	if (started)
+		log_info(
+			"started: %u listener%s, %u worker%s, pipe %zu, buffer %zu, max pipes %u, max conns %ld",
+			px->cfg->nls, px->cfg->nls == 1 ? "" : "s",
+			px->nworkers, px->nworkers == 1 ? "" : "s",
+			o->pipe_size, o->buf_size, o->max_pipes,
+			o->max_conns && o->max_conns < fds ? (long)o->max_conns
+							   : fds);
+	for (const struct listener *l = px->listeners; l; l = l->next) {
+		const struct listen_opts *lo = &l->cfg->o;
+
+		if (listener_is(l, LISTENER_RETIRED))
+			continue;
+		n = 0;
+		backends[0] = '\0';
+		for (unsigned i = 0; i < lo->nbackends && n < sizeof(backends);
+		     i++)
+			n += (size_t)snprintf(
+				backends + n, sizeof(backends) - n, "%s%s",
+				i ? ", then " : "", lo->backend[i].text);
+		log_info(
+			"listener %s: listening on %s%s%s%s, forwarding to %s%s%s (mode %s%s%s)",
+			l->name, lo->listen.text,
+			lo->netns[SIDE_CLIENT][0] ? " in " : "",
+			lo->netns[SIDE_CLIENT],
+			listener_is(l, LISTENER_INHERITED) ? " (from systemd)"
+							   : "",
+			backends, lo->netns[SIDE_BACKEND][0] ? " in " : "",
+			lo->netns[SIDE_BACKEND],
+			lo->mode == MODE_SMB ? "smb" : "tcp",
+			lo->splice ? "" : ", no splice",
+			lo->transparent ? ", transparent" : "");
+	}
+}
+
+/**
+ * apply_globals() - what a reload may change in [global]
+ * @px:		the process, with the configuration last read in @px->cfg
+ * @now:	[global] as just read
+ *
+ * The log level and the drain timeout take effect; the rest sized things
+ * made at start, and a line says they wait for a restart.
+ */
+static void apply_globals(struct proxy *px, const struct options *now)
+{
+	char keys[256];
+
+	px->opt->verbose = now->verbose;
+	log_verbosity = now->verbose;
+	px->opt->drain_timeout = now->drain_timeout;
+	options_restart_only(&px->cfg->o, now, keys, sizeof(keys));
+	if (*keys)
+		log_warn(
+			"reload: [global] %s changed; that takes a restart, and the running values stay",
+			keys);
+}
+
+/**
+ * reload_run() - SIGHUP: reopen the trace, re-read the config file and
+ *		  apply it
+ * @px:		the process
+ * @signum:	the signal, for the log line
+ *
+ * A file with errors, or listeners that cannot be made as it says, is
+ * refused in one line, and the running configuration stays whole; [global]
+ * settings that were sized at start wait for a restart (apply_globals()).
+ */
+void reload_run(struct proxy *px, int signum)
+{
+	struct config *c;
+	char err[512];
+
+	tracefile_reopen();
+	if (px->state != PX_RUNNING)
+		return;
+	if (!*px->opt->config) {
+		if (!tracefile_enabled())
+			log_warn(
+				"signal %d: nothing to reload: smbsplice was started without --config",
+				signum);
+		return;
+	}
+	notify_reloading();
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		log_err("reload: out of memory; the running configuration stays");
+	} else if (options_parse(c, px->argc, px->argv, px->activated, err,
+				 sizeof(err)) != OPT_OK ||
+		   reload_apply(px, c, err, sizeof(err))) {
+		log_err("reload refused: %s; the running configuration stays",
+			err);
+		free(c);
+	} else {
+		apply_globals(px, &c->o);
+		free(px->cfg);
+		px->cfg = c;
+		log_info("reload: %s read, %u listener%s", px->opt->config,
+			 c->nls, c->nls == 1 ? "" : "s");
+		reload_log_listeners(px, false);
+	}
+	notify_ready(px->cfg->nls);
 }

@@ -2,17 +2,20 @@
 #ifndef SMBSPLICE_RELOAD_H
 #define SMBSPLICE_RELOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct config;
 struct lcfg;
 struct proxy;
 
-int listeners_apply(struct proxy *px, const struct config *c, char *err,
-		    size_t errlen);
-void listeners_retire_all(struct proxy *px);
-void listeners_hand_out(struct proxy *px);
-int listener_check(struct proxy *px, struct lcfg *cfg, char *err,
-		   size_t errlen);
+int reload_apply(struct proxy *px, const struct config *c, char *err,
+		 size_t errlen);
+void reload_retire_all(struct proxy *px);
+void reload_hand_out(struct proxy *px);
+int reload_check_listener(struct proxy *px, struct lcfg *cfg, char *err,
+			  size_t errlen);
+void reload_run(struct proxy *px, int signum);
+void reload_log_listeners(const struct proxy *px, bool started);
 
 #endif /* SMBSPLICE_RELOAD_H */

@@ -38,6 +38,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -590,4 +592,85 @@ unsigned long worker_active_all(const struct proxy *px)
 	for (unsigned i = 0; i < px->nworkers; i++)
 		n += worker_active(&px->workers[i]);
 	return n;
+}
+
+/**
+ * worker_choose_netns() - where workers sit
+ * @px:	the process, with its listeners made
+ *
+ * When every listener dials into one namespace, workers sit in it from
+ * start to end, and dialling costs no setns(). Otherwise they stay in the
+ * process's own, and a connection of a listener with a backend namespace
+ * makes its socket from inside it (as root), or has the privileged helper
+ * make it (under --user).
+ */
+void worker_choose_netns(struct proxy *px)
+{
+	const struct listener *first = px->listeners;
+	bool same = true, any = false;
+
+	px->worker_netns = -1;
+	px->home_ino = netns_ino(netns_home());
+	for (const struct listener *l = px->listeners; l; l = l->next) {
+		any |= l->cfg->netns[SIDE_BACKEND] >= 0;
+		same &= l->cfg->netns_ino[SIDE_BACKEND] ==
+			first->cfg->netns_ino[SIDE_BACKEND];
+	}
+	if (any && same)
+		px->worker_netns = fcntl(first->cfg->netns[SIDE_BACKEND],
+					 F_DUPFD_CLOEXEC, 0);
+	px->worker_netns_ino = px->worker_netns >= 0
+				       ? netns_ino(px->worker_netns)
+				       : px->home_ino;
+}
+
+/**
+ * worker_init_all() - create every worker's loop and pools
+ * @px:	the process
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int worker_init_all(struct proxy *px)
+{
+	px->workers = calloc(px->nworkers, sizeof(*px->workers));
+	if (!px->workers) {
+		log_err("out of memory for %u workers", px->nworkers);
+		return -1;
+	}
+	for (unsigned i = 0; i < px->nworkers; i++)
+		if (worker_init(&px->workers[i], px, i))
+			return -1;
+	return 0;
+}
+
+/**
+ * worker_start_all() - start every worker's thread
+ * @px:	the process, after worker_init_all()
+ *
+ * Workers are created with every signal blocked, so that signals reach
+ * only the main thread, whose loop watches them.
+ *
+ * Return: 0, or -1 after logging why (workers already running are
+ * stopped again).
+ */
+int worker_start_all(struct proxy *px)
+{
+	sigset_t all, old;
+	unsigned i;
+	int r = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 0; i < px->nworkers && !r; i++)
+		r = worker_start(&px->workers[i]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!r)
+		return 0;
+	for (unsigned j = 0; j + 1 < i; j++) {
+		worker_run(&px->workers[j],
+			   &(struct worker_cmd){ .ops = &worker_cmd_stop },
+			   WORKER_CMD_NOWAIT);
+		worker_join(&px->workers[j]);
+	}
+	return -1;
 }

@@ -150,5 +150,8 @@ uint64_t worker_active(const struct worker *w);
 uint64_t worker_accepted(const struct worker *w);
 unsigned long worker_active_all(const struct proxy *px);
 int worker_sync_all(struct proxy *px);
+void worker_choose_netns(struct proxy *px);
+int worker_init_all(struct proxy *px);
+int worker_start_all(struct proxy *px);
 
 #endif /* SMBSPLICE_WORKER_H */
