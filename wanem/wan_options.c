@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* options.c - wanem's command line, and the control file SIGHUP re-reads
+/* wan_options.c - wanem's command line, and the control file SIGHUP re-reads
  *
  * Theory of operation: one table of options serves both the command line
  * and the control file, so the two cannot drift apart. An option is
