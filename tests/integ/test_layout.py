@@ -23,11 +23,14 @@ planted, to show that the rule fails when it is broken:
   x.h): calling a function takes its header, so a cycle of modules is
   the trace of a call cycle.
 - names: no two C files of the same name anywhere in the tree.
+- descriptor passing is written once: SCM_RIGHTS appears in
+  common/fdpass.c and in no other file of the daemon.
 - sizes: no function over FUNC_MAX_LINES lines, counted from the line its
   definition starts on to its closing brace at column 0; a cohesive file
   of the daemon may grow, but not past FILE_MAX_LINES.
 - map: every folder of proxy/ and common/ has a README.md that names
-  each of its files, and README.md's layout table names every folder.
+  each of its files, README.md's layout table names every folder, and
+  its rows for smb/, advise/ and wanem/ name each of their files.
 """
 import os
 import re
@@ -52,6 +55,8 @@ LAYERS = [
     "proxy/handover",
     "proxy/daemon",
 ]
+# Folders whose files README.md's layout row names, one by one.
+ROW_MAPPED = ("smb", "advise", "wanem")
 FUNC_MAX_LINES = 70
 FILE_MAX_LINES = 1000
 FUNC_DIRS = ("common", "proxy", "smb", "advise", "wanem")
@@ -270,6 +275,11 @@ def rule_no_include_cycle(tree):
     return bad
 
 
+def rule_fdpass_once(tree):
+    return [p for p in c_files(tree, "common", "proxy")
+            if p != "common/fdpass.c" and any("SCM_RIGHTS" in line for line in tree[p])]
+
+
 def rule_unique_names(tree):
     seen, bad = {}, []
     for p in c_files(tree, *NAME_DIRS):
@@ -300,7 +310,7 @@ def rule_sizes(tree):
 
 def rule_map(tree):
     bad = []
-    folders = [layer for layer in LAYERS if layer != "smb"]
+    folders = [layer for layer in LAYERS if layer not in ROW_MAPPED]
     for layer in folders:
         readme = layer + "/README.md"
         if readme not in tree:
@@ -315,6 +325,16 @@ def rule_map(tree):
     for layer in LAYERS:
         if f"`{layer}/`" not in table:
             bad.append(f"README.md's layout table does not name `{layer}/`")
+    # Folders without a README of their own: their row names each file
+    # (a header alone where it has no .c).
+    for top in ROW_MAPPED:
+        row = "\n".join(line for line in tree["README.md"] if line.startswith(f"| `{top}/`"))
+        for p in c_files(tree, top):
+            base = os.path.basename(p)
+            if p.endswith(".h") and p[:-2] + ".c" in tree:
+                continue
+            if f"`{base}`" not in row:
+                bad.append(f"README.md's row for `{top}/` does not name `{base}`")
     return bad
 
 
@@ -330,6 +350,8 @@ RULES = [
     ("smb/ includes no socket header, and only smb/ and common/", rule_smb_no_sockets),
     ("proxy/ holds no SMB magic or offset constants (a heuristic)", rule_no_smb_offsets),
     ("no #include cycle among files or modules", rule_no_include_cycle),
+    ("descriptors are passed in common/fdpass.c alone (SCM_RIGHTS nowhere else in the daemon)",
+     rule_fdpass_once),
     ("no two C files of the same name", rule_unique_names),
     (f"no function over {FUNC_MAX_LINES} lines, no file of the daemon over {FILE_MAX_LINES}", rule_sizes),
     ("each folder's README.md names its files; README.md names each folder", rule_map),
@@ -361,6 +383,7 @@ def breakers(tree):
         rule_no_smb_offsets: planted(tree, "proxy/io/pump.c", add=["#define HDR_OFF 4"]),
         rule_no_include_cycle: planted(planted(tree, "proxy/io/a.h", ['#include "io/b.h"']),
                                        "proxy/io/b.h", ['#include "io/a.h"']),
+        rule_fdpass_once: planted(tree, "proxy/handover/howire.c", add=["int x = SCM_RIGHTS;"]),
         rule_unique_names: planted(tree, "proxy/io/log.h", ["", ""]),
         rule_sizes: planted(tree, "proxy/io/pump.c", add=long_fn),
         rule_map: planted(tree, "proxy/io/unmapped.c", ["int unmapped;", ""]),
