@@ -191,17 +191,6 @@ enum opt_result opt_set_threshold(const struct opt_def *d, struct options *o,
 	return bad(err, errlen, d, arg, want);
 }
 
-enum opt_result opt_set_handshake_tmo(const struct opt_def *d,
-				      struct options *o, struct listen_opts *l,
-				      const char *arg, char *err, size_t errlen)
-{
-	if (parse_seconds(arg, &l->handshake_timeout) ||
-	    l->handshake_timeout <= 0)
-		return bad(err, errlen, d, arg,
-			   "expected seconds greater than 0, e.g. 30");
-	return OPT_OK;
-}
-
 enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 				    struct listen_opts *l, const char *arg,
 				    char *err, size_t errlen)
@@ -212,40 +201,6 @@ enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 		l->any_first_frame = true;
 	else
 		return bad(err, errlen, d, arg, "expected negotiate or any");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_auth_tmo(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	if (!strcmp(arg, "off"))
-		l->auth_timeout = 0;
-	else if (parse_seconds(arg, &l->auth_timeout) || l->auth_timeout <= 0)
-		return bad(err, errlen, d, arg,
-			   "expected seconds greater than 0, e.g. 60, or off");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_connect_tmo(const struct opt_def *d, struct options *o,
-				    struct listen_opts *l, const char *arg,
-				    char *err, size_t errlen)
-{
-	if (parse_seconds(arg, &l->connect_timeout) || l->connect_timeout <= 0)
-		return bad(err, errlen, d, arg,
-			   "expected seconds greater than 0, e.g. 5 or 0.5");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_idle_tmo(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	if (!strcmp(arg, "off"))
-		l->idle_timeout = 0;
-	else if (parse_seconds(arg, &l->idle_timeout))
-		return bad(err, errlen, d, arg,
-			   "expected seconds, or off (0 is off too)");
 	return OPT_OK;
 }
 
@@ -521,15 +476,43 @@ enum opt_result opt_set_trace_max(const struct opt_def *d, struct options *o,
 	return OPT_OK;
 }
 
-enum opt_result opt_set_drain_tmo(const struct opt_def *d, struct options *o,
-				  struct listen_opts *l, const char *arg,
-				  char *err, size_t errlen)
+/**
+ * opt_set_seconds() - a timeout, in seconds that may have a fraction
+ * @d:		the row: @field says where, @positive whether 0 is
+ *		refused, @off whether "off" is taken for 0, @hint what
+ *		a refusal adds
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint, if it is not a number of seconds or is 0
+ *		where @positive
+ * @errlen:	room in @err
+ *
+ * Every timeout is this one function, so its refusal is composed from
+ * the row: when 0 is accepted and "off" is too, both mean the same, and
+ * the complaint says so.
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result opt_set_seconds(const struct opt_def *d, struct options *o,
+				struct listen_opts *l, const char *arg,
+				char *err, size_t errlen)
 {
-	if (parse_seconds(arg, &o->drain_timeout))
-		return bad(
-			err, errlen, d, arg,
-			"expected seconds, 0 to wait as long as connections last");
-	return OPT_OK;
+	double *v = field(d, o, l);
+	char want[128];
+
+	if (d->off && !strcmp(arg, "off")) {
+		*v = 0;
+		return OPT_OK;
+	}
+	if (!parse_seconds(arg, v) && (!d->positive || *v > 0))
+		return OPT_OK;
+	snprintf(want, sizeof(want), "expected seconds%s%s%s",
+		 d->positive ? " greater than 0" : "", d->hint ? d->hint : "",
+		 !d->off       ? ""
+		 : d->positive ? ", or off"
+			       : ", or off (0 is off too)");
+	return bad(err, errlen, d, arg, want);
 }
 
 enum opt_result opt_set_verbose(const struct opt_def *d, struct options *o,
