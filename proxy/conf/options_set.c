@@ -5,12 +5,14 @@
  * with the option's row (options_table.c) and the value, from the command
  * line or a config file alike. A function that sets a number reads its
  * limits from the row and states them, formatted from there, when a value
- * is refused; a generic one finds its setting through the row's offset.
- * A bad value produces exactly one line in the caller's buffer, naming
- * the option, the value and what is expected. Nothing here logs, exits or
- * touches the system: what can only be checked against the system (a
- * namespace, a congestion control algorithm, a capability) is checked
- * when the listener opens.
+ * is refused; a generic one finds its setting through the row's offset,
+ * and the words its refusal adds for one option (an example, what 0
+ * means) through the row's hint. A bad value produces exactly one line
+ * in the caller's buffer, naming the option (by the row's name, the only
+ * one bad() takes), the value and what is expected. Nothing here logs,
+ * exits or touches the system: what can only be checked against the
+ * system (a namespace, a congestion control algorithm, a capability) is
+ * checked when the listener opens.
  */
 #include "config.h"
 
@@ -56,18 +58,16 @@ static void *field(const struct opt_def *d, struct options *o,
 
 /**
  * bad_range() - the complaint about a number outside its row's range
- * @d:		the row, with @min and @max
+ * @d:		the row, with @min and @max, and @hint if it adds words
  * @arg:	the rejected value
  * @what:	"count", "size" (written with K and M) or "prefix length"
- * @tail:	more words, such as an example, or ""
  * @err:	buffer for the complaint
  * @errlen:	its size
  *
  * Return: OPT_BAD.
  */
 static enum opt_result bad_range(const struct opt_def *d, const char *arg,
-				 const char *what, const char *tail, char *err,
-				 size_t errlen)
+				 const char *what, char *err, size_t errlen)
 {
 	char want[128], lo[32], hi[32];
 	bool size = !strcmp(what, "size");
@@ -75,7 +75,7 @@ static enum opt_result bad_range(const struct opt_def *d, const char *arg,
 	opt_number_text(d->min, size, lo, sizeof(lo));
 	opt_number_text(d->max, size, hi, sizeof(hi));
 	snprintf(want, sizeof(want), "expected a %s from %s to %s%s%s", what,
-		 lo, hi, tail, d->off ? ", or off" : "");
+		 lo, hi, d->hint ? d->hint : "", d->off ? ", or off" : "");
 	return bad(err, errlen, d, arg, want);
 }
 
@@ -111,30 +111,29 @@ enum opt_result opt_set_mode(const struct opt_def *d, struct options *o,
 	return OPT_OK;
 }
 
-enum opt_result opt_set_pipe_size(const struct opt_def *d, struct options *o,
-				  struct listen_opts *l, const char *arg,
-				  char *err, size_t errlen)
+/**
+ * opt_set_size() - a size in bytes, with K or M, within the row's limits
+ * @d:		the row: @field says where, @min and @max the range, @hint
+ *		what a refusal adds
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint, if it is not a size or out of range
+ * @errlen:	room in @err
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result opt_set_size(const struct opt_def *d, struct options *o,
+			     struct listen_opts *l, const char *arg, char *err,
+			     size_t errlen)
 {
 	size_t sz;
 
 	if (!parse_size(arg, &sz) && sz >= d->min && sz <= d->max) {
-		o->pipe_size = sz;
+		*(size_t *)field(d, o, l) = sz;
 		return OPT_OK;
 	}
-	return bad_range(d, arg, "size", ", e.g. 8K or 1M", err, errlen);
-}
-
-enum opt_result opt_set_buf_size(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	size_t sz;
-
-	if (!parse_size(arg, &sz) && sz >= d->min && sz <= d->max) {
-		o->buf_size = sz;
-		return OPT_OK;
-	}
-	return bad_range(d, arg, "size", "", err, errlen);
+	return bad_range(d, arg, "size", err, errlen);
 }
 
 enum opt_result opt_set_count(const struct opt_def *d, struct options *o,
@@ -148,7 +147,7 @@ enum opt_result opt_set_count(const struct opt_def *d, struct options *o,
 		return OPT_OK;
 	}
 	if (parse_count(arg, (unsigned)d->min, (unsigned)d->max, v))
-		return bad_range(d, arg, "count", "", err, errlen);
+		return bad_range(d, arg, "count", err, errlen);
 	return OPT_OK;
 }
 
@@ -277,7 +276,7 @@ enum opt_result opt_set_source_prefix6(const struct opt_def *d,
 {
 	if (parse_count(arg, (unsigned)d->min, (unsigned)d->max,
 			&o->source_prefix6))
-		return bad_range(d, arg, "prefix length", "", err, errlen);
+		return bad_range(d, arg, "prefix length", err, errlen);
 	return OPT_OK;
 }
 

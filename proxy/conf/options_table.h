@@ -67,7 +67,8 @@ typedef bool (*same_fn)(const struct options *a, const struct options *b);
  * @hint:		words a refusal adds after what it expects, such as an
  *			example or what 0 means; NULL for none. The words
  *			differ from option to option, so the row holds them
- *			for the one apply function all those options share
+ *			for the one apply function those options share
+ *			(timeouts, sizes)
  * @field:		where the setting lives: an offset into struct options,
  *			or for SCOPE_LISTENER struct listen_opts
  * @size:		its size, for comparing it across a reload
@@ -113,8 +114,7 @@ OPT_APPLY(opt_set_false);
 OPT_APPLY(opt_set_endpoint);
 OPT_APPLY(opt_add_backend);
 OPT_APPLY(opt_set_mode);
-OPT_APPLY(opt_set_pipe_size);
-OPT_APPLY(opt_set_buf_size);
+OPT_APPLY(opt_set_size);
 OPT_APPLY(opt_set_threshold);
 OPT_APPLY(opt_set_first_frame);
 OPT_APPLY(opt_set_netns);
