@@ -5,12 +5,14 @@
  * with the option's row (options_table.c) and the value, from the command
  * line or a config file alike. A function that sets a number reads its
  * limits from the row and states them, formatted from there, when a value
- * is refused; a generic one finds its setting through the row's offset.
- * A bad value produces exactly one line in the caller's buffer, naming
- * the option, the value and what is expected. Nothing here logs, exits or
- * touches the system: what can only be checked against the system (a
- * namespace, a congestion control algorithm, a capability) is checked
- * when the listener opens.
+ * is refused; a generic one finds its setting through the row's offset,
+ * and the words its refusal adds for one option (an example, what 0
+ * means) through the row's hint. A bad value produces exactly one line
+ * in the caller's buffer, naming the option (by the row's name, the only
+ * one bad() takes), the value and what is expected. Nothing here logs,
+ * exits or touches the system: what can only be checked against the
+ * system (a namespace, a congestion control algorithm, a capability) is
+ * checked when the listener opens.
  */
 #include "config.h"
 
@@ -24,16 +26,17 @@
  * bad() - write the one-line complaint about an option value
  * @err:	buffer for the line
  * @errlen:	its size
- * @opt:	option name, without dashes
+ * @d:		the option's row, which names it: taking the row rather than
+ *		a name means no apply function can spell the name again
  * @val:	the rejected value
  * @want:	what would have been accepted
  *
  * Return: OPT_BAD, so callers can return bad(...) directly.
  */
-static enum opt_result bad(char *err, size_t errlen, const char *opt,
+static enum opt_result bad(char *err, size_t errlen, const struct opt_def *d,
 			   const char *val, const char *want)
 {
-	snprintf(err, errlen, "--%s '%s': %s", opt, val, want);
+	snprintf(err, errlen, "--%s '%s': %s", d->name, val, want);
 	return OPT_BAD;
 }
 
@@ -55,18 +58,16 @@ static void *field(const struct opt_def *d, struct options *o,
 
 /**
  * bad_range() - the complaint about a number outside its row's range
- * @d:		the row, with @min and @max
+ * @d:		the row, with @min and @max, and @hint if it adds words
  * @arg:	the rejected value
  * @what:	"count", "size" (written with K and M) or "prefix length"
- * @tail:	more words, such as an example, or ""
  * @err:	buffer for the complaint
  * @errlen:	its size
  *
  * Return: OPT_BAD.
  */
 static enum opt_result bad_range(const struct opt_def *d, const char *arg,
-				 const char *what, const char *tail, char *err,
-				 size_t errlen)
+				 const char *what, char *err, size_t errlen)
 {
 	char want[128], lo[32], hi[32];
 	bool size = !strcmp(what, "size");
@@ -74,8 +75,8 @@ static enum opt_result bad_range(const struct opt_def *d, const char *arg,
 	opt_number_text(d->min, size, lo, sizeof(lo));
 	opt_number_text(d->max, size, hi, sizeof(hi));
 	snprintf(want, sizeof(want), "expected a %s from %s to %s%s%s", what,
-		 lo, hi, tail, d->off ? ", or off" : "");
-	return bad(err, errlen, d->name, arg, want);
+		 lo, hi, d->hint ? d->hint : "", d->off ? ", or off" : "");
+	return bad(err, errlen, d, arg, want);
 }
 
 #define ENDPOINT_WANT "expected HOST:PORT or [IPV6]:PORT that resolves"
@@ -89,10 +90,10 @@ enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 	if (l->nbackends == d->max) {
 		snprintf(want, sizeof(want),
 			 "at most %llu backends per listener", d->max);
-		return bad(err, errlen, d->name, arg, want);
+		return bad(err, errlen, d, arg, want);
 	}
 	if (parse_endpoint(arg, &l->backend[l->nbackends], false))
-		return bad(err, errlen, "backend", arg, ENDPOINT_WANT);
+		return bad(err, errlen, d, arg, ENDPOINT_WANT);
 	l->nbackends++;
 	return OPT_OK;
 }
@@ -106,34 +107,33 @@ enum opt_result opt_set_mode(const struct opt_def *d, struct options *o,
 	else if (!strcmp(arg, "tcp"))
 		l->mode = MODE_TCP;
 	else
-		return bad(err, errlen, "mode", arg, "expected smb or tcp");
+		return bad(err, errlen, d, arg, "expected smb or tcp");
 	return OPT_OK;
 }
 
-enum opt_result opt_set_pipe_size(const struct opt_def *d, struct options *o,
-				  struct listen_opts *l, const char *arg,
-				  char *err, size_t errlen)
+/**
+ * opt_set_size() - a size in bytes, with K or M, within the row's limits
+ * @d:		the row: @field says where, @min and @max the range, @hint
+ *		what a refusal adds
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint, if it is not a size or out of range
+ * @errlen:	room in @err
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result opt_set_size(const struct opt_def *d, struct options *o,
+			     struct listen_opts *l, const char *arg, char *err,
+			     size_t errlen)
 {
 	size_t sz;
 
 	if (!parse_size(arg, &sz) && sz >= d->min && sz <= d->max) {
-		o->pipe_size = sz;
+		*(size_t *)field(d, o, l) = sz;
 		return OPT_OK;
 	}
-	return bad_range(d, arg, "size", ", e.g. 8K or 1M", err, errlen);
-}
-
-enum opt_result opt_set_buf_size(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	size_t sz;
-
-	if (!parse_size(arg, &sz) && sz >= d->min && sz <= d->max) {
-		o->buf_size = sz;
-		return OPT_OK;
-	}
-	return bad_range(d, arg, "size", "", err, errlen);
+	return bad_range(d, arg, "size", err, errlen);
 }
 
 enum opt_result opt_set_count(const struct opt_def *d, struct options *o,
@@ -147,7 +147,7 @@ enum opt_result opt_set_count(const struct opt_def *d, struct options *o,
 		return OPT_OK;
 	}
 	if (parse_count(arg, (unsigned)d->min, (unsigned)d->max, v))
-		return bad_range(d, arg, "count", "", err, errlen);
+		return bad_range(d, arg, "count", err, errlen);
 	return OPT_OK;
 }
 
@@ -172,7 +172,7 @@ enum opt_result opt_set_endpoint(const struct opt_def *d, struct options *o,
 				 char *err, size_t errlen)
 {
 	if (parse_endpoint(arg, field(d, o, l), true))
-		return bad(err, errlen, d->name, arg, ENDPOINT_WANT);
+		return bad(err, errlen, d, arg, ENDPOINT_WANT);
 	return OPT_OK;
 }
 
@@ -187,18 +187,7 @@ enum opt_result opt_set_threshold(const struct opt_def *d, struct options *o,
 	opt_number_text(d->max, true, hi, sizeof(hi));
 	snprintf(want, sizeof(want),
 		 "expected a size up to %s, e.g. 64K, or off", hi);
-	return bad(err, errlen, d->name, arg, want);
-}
-
-enum opt_result opt_set_handshake_tmo(const struct opt_def *d,
-				      struct options *o, struct listen_opts *l,
-				      const char *arg, char *err, size_t errlen)
-{
-	if (parse_seconds(arg, &l->handshake_timeout) ||
-	    l->handshake_timeout <= 0)
-		return bad(err, errlen, "handshake-timeout", arg,
-			   "expected seconds greater than 0, e.g. 30");
-	return OPT_OK;
+	return bad(err, errlen, d, arg, want);
 }
 
 enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
@@ -210,42 +199,7 @@ enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 	else if (!strcmp(arg, "any"))
 		l->any_first_frame = true;
 	else
-		return bad(err, errlen, "first-frame", arg,
-			   "expected negotiate or any");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_auth_tmo(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	if (!strcmp(arg, "off"))
-		l->auth_timeout = 0;
-	else if (parse_seconds(arg, &l->auth_timeout) || l->auth_timeout <= 0)
-		return bad(err, errlen, "auth-timeout", arg,
-			   "expected seconds greater than 0, e.g. 60, or off");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_connect_tmo(const struct opt_def *d, struct options *o,
-				    struct listen_opts *l, const char *arg,
-				    char *err, size_t errlen)
-{
-	if (parse_seconds(arg, &l->connect_timeout) || l->connect_timeout <= 0)
-		return bad(err, errlen, "connect-timeout", arg,
-			   "expected seconds greater than 0, e.g. 5 or 0.5");
-	return OPT_OK;
-}
-
-enum opt_result opt_set_idle_tmo(const struct opt_def *d, struct options *o,
-				 struct listen_opts *l, const char *arg,
-				 char *err, size_t errlen)
-{
-	if (!strcmp(arg, "off"))
-		l->idle_timeout = 0;
-	else if (parse_seconds(arg, &l->idle_timeout))
-		return bad(err, errlen, "idle-timeout", arg,
-			   "expected seconds, or off (0 is off too)");
+		return bad(err, errlen, d, arg, "expected negotiate or any");
 	return OPT_OK;
 }
 
@@ -254,7 +208,7 @@ enum opt_result opt_set_netns(const struct opt_def *d, struct options *o,
 			      size_t errlen)
 {
 	if (parse_netns(arg, field(d, o, l), d->size))
-		return bad(err, errlen, d->name, arg,
+		return bad(err, errlen, d, arg,
 			   "expected a path, a name in /run/netns or a PID");
 	return OPT_OK;
 }
@@ -274,21 +228,20 @@ static enum opt_result add_network(const struct opt_def *d, struct cidr *list,
 				   unsigned *n, const char *arg, char *err,
 				   size_t errlen)
 {
-	const char *opt = d->name;
 	char want[32];
 
 	if (*n == d->max) {
 		snprintf(want, sizeof(want), "at most %llu networks", d->max);
-		return bad(err, errlen, opt, arg, want);
+		return bad(err, errlen, d, arg, want);
 	}
 	if (parse_cidr(arg, &list[*n]))
 		return bad(
-			err, errlen, opt, arg,
+			err, errlen, d, arg,
 			"expected a network such as 192.0.2.0/24, 2001:db8::/32 or an address");
 	/* It would match nothing, and look as if it did. */
 	if (cidr_is_mapped(&list[*n]))
 		return bad(
-			err, errlen, opt, arg,
+			err, errlen, d, arg,
 			"IPv4-mapped clients are matched against IPv4 networks only: write the IPv4 network (e.g. 192.0.2.0/24)");
 	(*n)++;
 	return OPT_OK;
@@ -323,7 +276,7 @@ enum opt_result opt_set_source_prefix6(const struct opt_def *d,
 {
 	if (parse_count(arg, (unsigned)d->min, (unsigned)d->max,
 			&o->source_prefix6))
-		return bad_range(d, arg, "prefix length", "", err, errlen);
+		return bad_range(d, arg, "prefix length", err, errlen);
 	return OPT_OK;
 }
 
@@ -333,7 +286,7 @@ enum opt_result opt_set_keepalive(const struct opt_def *d, struct options *o,
 {
 	if (parse_keepalive(arg, &l->keepalive))
 		return bad(
-			err, errlen, "keepalive", arg,
+			err, errlen, d, arg,
 			"expected IDLE or IDLE:INTERVAL:COUNT in seconds (e.g. 60:10:6), or off");
 	return OPT_OK;
 }
@@ -387,7 +340,7 @@ enum opt_result opt_set_sockbuf(const struct opt_def *d, struct options *o,
 		"expected SIZE, client:SIZE or backend:SIZE, %llu to %llu bytes (e.g. 16M)",
 		d->min, d->max);
 	if (!v || parse_size(v, &n) || n < d->min || n > d->max)
-		return bad(err, errlen, d->name, arg, want);
+		return bad(err, errlen, d, arg, want);
 	for (unsigned s = 0; s < SIDE_COUNT; s++)
 		if (side[s])
 			l->sockbuf[s] = (unsigned)n;
@@ -403,7 +356,7 @@ enum opt_result opt_set_congestion(const struct opt_def *d, struct options *o,
 	bool cli = side[SIDE_CLIENT], srv = side[SIDE_BACKEND];
 
 	if (!alg || !cc_name_ok(alg))
-		return bad(err, errlen, "congestion", arg,
+		return bad(err, errlen, d, arg,
 			   "expected ALG, client:ALG or backend:ALG, e.g. bbr");
 	if (cli)
 		strcpy(l->cc[SIDE_CLIENT], alg);
@@ -417,7 +370,7 @@ enum opt_result opt_set_source(const struct opt_def *d, struct options *o,
 			       char *err, size_t errlen)
 {
 	if (parse_address(arg, &l->source))
-		return bad(err, errlen, "source", arg,
+		return bad(err, errlen, d, arg,
 			   "expected a numeric IPv4 or IPv6 address");
 	return OPT_OK;
 }
@@ -430,7 +383,7 @@ enum opt_result opt_set_mptcp(const struct opt_def *d, struct options *o,
 	bool both = !strcmp(arg, "both"), off = !strcmp(arg, "off");
 
 	if (!lst && !be && !both && !off)
-		return bad(err, errlen, "mptcp", arg,
+		return bad(err, errlen, d, arg,
 			   "expected listen, backend, both or off");
 	l->mptcp[SIDE_CLIENT] = lst || both;
 	l->mptcp[SIDE_BACKEND] = be || both;
@@ -442,7 +395,7 @@ enum opt_result opt_set_config(const struct opt_def *d, struct options *o,
 			       char *err, size_t errlen)
 {
 	if (!*arg || strlen(arg) >= sizeof(o->config))
-		return bad(err, errlen, "config", arg, "expected a file name");
+		return bad(err, errlen, d, arg, "expected a file name");
 	strcpy(o->config, arg);
 	return OPT_OK;
 }
@@ -452,7 +405,7 @@ enum opt_result opt_set_user(const struct opt_def *d, struct options *o,
 			     size_t errlen)
 {
 	if (!*arg || strlen(arg) >= sizeof(o->user))
-		return bad(err, errlen, "user", arg, "expected a user name");
+		return bad(err, errlen, d, arg, "expected a user name");
 	strcpy(o->user, arg);
 	return OPT_OK;
 }
@@ -478,7 +431,7 @@ enum opt_result opt_set_text(const struct opt_def *d, struct options *o,
 		snprintf(want, sizeof(want),
 			 "expected a non-empty value shorter than %zu bytes",
 			 d->size);
-		return bad(err, errlen, d->name, arg, want);
+		return bad(err, errlen, d, arg, want);
 	}
 	strcpy(field(d, o, l), arg);
 	return OPT_OK;
@@ -494,7 +447,7 @@ enum opt_result opt_set_trace(const struct opt_def *d, struct options *o,
 		snprintf(want, sizeof(want),
 			 "expected a file name shorter than %zu bytes",
 			 sizeof(o->trace));
-		return bad(err, errlen, d->name, arg, want);
+		return bad(err, errlen, d, arg, want);
 	}
 	strcpy(o->trace, arg);
 	return OPT_OK;
@@ -516,21 +469,49 @@ enum opt_result opt_set_trace_max(const struct opt_def *d, struct options *o,
 		opt_number_text(d->min, true, lo, sizeof(lo));
 		snprintf(want, sizeof(want),
 			 "expected a size of %s or more, or off", lo);
-		return bad(err, errlen, d->name, arg, want);
+		return bad(err, errlen, d, arg, want);
 	}
 	o->trace_max = sz;
 	return OPT_OK;
 }
 
-enum opt_result opt_set_drain_tmo(const struct opt_def *d, struct options *o,
-				  struct listen_opts *l, const char *arg,
-				  char *err, size_t errlen)
+/**
+ * opt_set_seconds() - a timeout, in seconds that may have a fraction
+ * @d:		the row: @field says where, @positive whether 0 is
+ *		refused, @off whether "off" is taken for 0, @hint what
+ *		a refusal adds
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint, if it is not a number of seconds or is 0
+ *		where @positive
+ * @errlen:	room in @err
+ *
+ * Every timeout is this one function, so its refusal is composed from
+ * the row: when 0 is accepted and "off" is too, both mean the same, and
+ * the complaint says so.
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+enum opt_result opt_set_seconds(const struct opt_def *d, struct options *o,
+				struct listen_opts *l, const char *arg,
+				char *err, size_t errlen)
 {
-	if (parse_seconds(arg, &o->drain_timeout))
-		return bad(
-			err, errlen, "drain-timeout", arg,
-			"expected seconds, 0 to wait as long as connections last");
-	return OPT_OK;
+	double *v = field(d, o, l);
+	char want[128];
+
+	if (d->off && !strcmp(arg, "off")) {
+		*v = 0;
+		return OPT_OK;
+	}
+	if (!parse_seconds(arg, v) && (!d->positive || *v > 0))
+		return OPT_OK;
+	snprintf(want, sizeof(want), "expected seconds%s%s%s",
+		 d->positive ? " greater than 0" : "", d->hint ? d->hint : "",
+		 !d->off       ? ""
+		 : d->positive ? ", or off"
+			       : ", or off (0 is off too)");
+	return bad(err, errlen, d, arg, want);
 }
 
 enum opt_result opt_set_verbose(const struct opt_def *d, struct options *o,

@@ -62,6 +62,13 @@ typedef bool (*same_fn)(const struct options *a, const struct options *b);
  * @max:		largest value accepted, for a number; for a list, how
  *			many values it holds
  * @off:		"off" is accepted too, and means 0
+ * @positive:		for seconds: 0 is refused, only more is accepted; a
+ *			number's limits are whole, and seconds may be 0.5
+ * @hint:		words a refusal adds after what it expects, such as an
+ *			example or what 0 means; NULL for none. The words
+ *			differ from option to option, so the row holds them
+ *			for the one apply function those options share
+ *			(timeouts, sizes)
  * @field:		where the setting lives: an offset into struct options,
  *			or for SCOPE_LISTENER struct listen_opts
  * @size:		its size, for comparing it across a reload
@@ -79,6 +86,8 @@ struct opt_def {
 	bool restart_only;
 	unsigned long long min, max;
 	bool off;
+	bool positive;
+	const char *hint;
 	size_t field, size;
 	apply_fn apply;
 	same_fn same;
@@ -105,14 +114,9 @@ OPT_APPLY(opt_set_false);
 OPT_APPLY(opt_set_endpoint);
 OPT_APPLY(opt_add_backend);
 OPT_APPLY(opt_set_mode);
-OPT_APPLY(opt_set_pipe_size);
-OPT_APPLY(opt_set_buf_size);
+OPT_APPLY(opt_set_size);
 OPT_APPLY(opt_set_threshold);
-OPT_APPLY(opt_set_handshake_tmo);
 OPT_APPLY(opt_set_first_frame);
-OPT_APPLY(opt_set_auth_tmo);
-OPT_APPLY(opt_set_connect_tmo);
-OPT_APPLY(opt_set_idle_tmo);
 OPT_APPLY(opt_set_netns);
 OPT_APPLY(opt_add_allow);
 OPT_APPLY(opt_set_sockbuf);
@@ -128,7 +132,7 @@ OPT_APPLY(opt_set_user);
 OPT_APPLY(opt_set_trace);
 OPT_APPLY(opt_set_text);
 OPT_APPLY(opt_set_trace_max);
-OPT_APPLY(opt_set_drain_tmo);
+OPT_APPLY(opt_set_seconds);
 OPT_APPLY(opt_set_verbose);
 OPT_APPLY(opt_show_help);
 OPT_APPLY(opt_show_version);

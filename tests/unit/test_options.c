@@ -407,6 +407,98 @@ static void test_bad_timeout(void **state)
 	expect_bad(argc, argv, "--connect-timeout");
 }
 
+/**
+ * struct refusal - one bad value and the complaint it gets, word for word
+ * @opt:	the option
+ * @val:	the value
+ * @err:	the whole complaint
+ */
+struct refusal {
+	const char *opt, *val, *err;
+};
+
+/* The options whose apply function is shared, or names the option only
+ * through its row: each complaint is composed from the row, so these pin
+ * the words each option said when it had a setter of its own. */
+static const struct refusal refusals[] = {
+	{ "--handshake-timeout", "0",
+	  "--handshake-timeout '0': expected seconds greater than 0, e.g. 30" },
+	{ "--handshake-timeout", "off",
+	  "--handshake-timeout 'off': expected seconds greater than 0, e.g. 30" },
+	{ "--auth-timeout", "0",
+	  "--auth-timeout '0': expected seconds greater than 0, e.g. 60, or off" },
+	{ "--connect-timeout", "off",
+	  "--connect-timeout 'off': expected seconds greater than 0, e.g. 5 or 0.5" },
+	{ "--idle-timeout", "-1",
+	  "--idle-timeout '-1': expected seconds, or off (0 is off too)" },
+	{ "--drain-timeout", "off",
+	  "--drain-timeout 'off': expected seconds, 0 to wait as long as connections last" },
+	{ "--pipe-size", "2K",
+	  "--pipe-size '2K': expected a size from 4K to 1024M, e.g. 8K or 1M" },
+	{ "--buffer-size", "65M",
+	  "--buffer-size '65M': expected a size from 1K to 64M" },
+	{ "--backend", "x",
+	  "--backend 'x': expected HOST:PORT or [IPV6]:PORT that resolves" },
+	{ "--mode", "udp", "--mode 'udp': expected smb or tcp" },
+	{ "--first-frame", "first",
+	  "--first-frame 'first': expected negotiate or any" },
+	{ "--keepalive", "0",
+	  "--keepalive '0': expected IDLE or IDLE:INTERVAL:COUNT in seconds (e.g. 60:10:6), or off" },
+	{ "--congestion", "BBR",
+	  "--congestion 'BBR': expected ALG, client:ALG or backend:ALG, e.g. bbr" },
+	{ "--source", "host",
+	  "--source 'host': expected a numeric IPv4 or IPv6 address" },
+	{ "--mptcp", "on",
+	  "--mptcp 'on': expected listen, backend, both or off" },
+	{ "--config", "", "--config '': expected a file name" },
+	{ "--user", "", "--user '': expected a user name" },
+};
+
+/* Each refusal is the whole line, not just its start: the words after the
+ * option's name are the ones that come from the row. */
+static void test_refusals_word_for_word(void **state)
+{
+	static struct config c;
+
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		char *argv[] = { "smbsplice",
+				 "-l",
+				 "127.0.0.1:1",
+				 "-b",
+				 "127.0.0.1:2",
+				 (char *)refusals[i].opt,
+				 (char *)refusals[i].val,
+				 NULL };
+		char err[256] = "";
+
+		assert_int_equal(
+			options_parse(&c, 7, argv, false, err, sizeof(err)),
+			OPT_BAD);
+		assert_string_equal(err, refusals[i].err);
+	}
+}
+
+/* What the shared timeout and size setters take, and where it lands. */
+static void test_shared_setters_accept(void **state)
+{
+	static struct config c;
+	char err[256] = "";
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--handshake-timeout",
+	     "0.5", "--auth-timeout", "off", "--connect-timeout", "7",
+	     "--idle-timeout", "0", "--drain-timeout", "0", "--pipe-size", "8K",
+	     "--buffer-size", "1M");
+
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
+			 OPT_OK);
+	assert_true(c.ls[0].handshake_timeout == 0.5);
+	assert_true(c.ls[0].auth_timeout == 0);
+	assert_true(c.ls[0].connect_timeout == 7);
+	assert_true(c.ls[0].idle_timeout == 0);
+	assert_true(c.o.drain_timeout == 0);
+	assert_int_equal(c.o.pipe_size, 8192);
+	assert_int_equal(c.o.buf_size, 1 << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +521,8 @@ int main(void)
 		cmocka_unit_test(test_keepalive_and_netns),
 		cmocka_unit_test(test_bad_deployment_options),
 		cmocka_unit_test(test_save_syn),
+		cmocka_unit_test(test_refusals_word_for_word),
+		cmocka_unit_test(test_shared_setters_accept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
