@@ -64,7 +64,7 @@ struct reader {
  * @stream:	the struct reader
  *
  * A line that does not fit in @num bytes with a newline and a NUL is not
- * cut: the read ends there, and config_read() reports it. A "\r" before
+ * cut: the read ends there, and config_file_read() reports it. A "\r" before
  * the newline is dropped (libinih would strip it anyway).
  *
  * Return: @str, or NULL at the end of the file, on a read error, or after
@@ -170,10 +170,11 @@ static int on_key(void *user, const char *section, const char *key,
 }
 
 /**
- * config_read() - read a config file into a list of what it says
+ * config_file_read() - read a config file into a list of what it says
  * @path:	the file
  * @t:		filled with the entries before the first bad line, which
- *		the caller frees with config_text_free() whatever the result
+ *		the caller frees with config_file_free_text() whatever the
+ *result
  * @err:	buffer for the complaint, with FILE:LINE when a line is bad
  * @errlen:	its size
  *
@@ -181,8 +182,8 @@ static int on_key(void *user, const char *section, const char *key,
  * at that line, with @err set (the entries before it are in @t); -1 if
  * the file could not be read at all, with @err set.
  */
-int config_read(const char *path, struct config_text *t, char *err,
-		size_t errlen)
+int config_file_read(const char *path, struct config_text *t, char *err,
+		     size_t errlen)
 {
 	struct reader rd = { .out = t };
 	int line;
@@ -223,10 +224,10 @@ int config_read(const char *path, struct config_text *t, char *err,
 }
 
 /**
- * config_text_free() - free what config_read() read
+ * config_file_free_text() - free what config_file_read() read
  * @t:	the list
  */
-void config_text_free(struct config_text *t)
+void config_file_free_text(struct config_text *t)
 {
 	for (unsigned i = 0; i < t->n; i++) {
 		free(t->e[i].section);

@@ -29,8 +29,8 @@ struct config_text {
 	unsigned n, cap;
 };
 
-int config_read(const char *path, struct config_text *t, char *err,
-		size_t errlen);
-void config_text_free(struct config_text *t);
+int config_file_read(const char *path, struct config_text *t, char *err,
+		     size_t errlen);
+void config_file_free_text(struct config_text *t);
 
 #endif /* SMBSPLICE_CONFIG_FILE_H */

@@ -4,7 +4,7 @@
  * Theory of operation: the options are rows of one table
  * (options_table.c), and each row's apply function (options_set.c) takes
  * a value. This file walks the command line with getopt_long(), applies
- * what config_read() found in a config file entry by entry, and checks
+ * what config_file_read() found in a config file entry by entry, and checks
  * what no single option can: a listener's options together, and the
  * listeners together.
  *
@@ -28,11 +28,11 @@
 #define OPT_COUNT OPT_TABLE_LEN
 
 /**
- * listen_opts_defaults() - fill a listener's settings with the defaults
+ * options_listener_defaults() - fill a listener's settings with the defaults
  * @l:		settings to reset
  * @name:	its name
  */
-void listen_opts_defaults(struct listen_opts *l, const char *name)
+void options_listener_defaults(struct listen_opts *l, const char *name)
 {
 	memset(l, 0, sizeof(*l));
 	snprintf(l->name, sizeof(l->name), "%s", name);
@@ -152,7 +152,7 @@ static bool same_listen(const struct listen_opts *a,
 }
 
 /**
- * config_check() - what no single option can check
+ * options_check_config() - what no single option can check
  * @c:		the configuration
  * @inherited:	listening sockets were handed over (socket activation)
  * @err:	buffer for the complaint
@@ -160,8 +160,8 @@ static bool same_listen(const struct listen_opts *a,
  *
  * Return: OPT_OK or OPT_BAD.
  */
-enum opt_result config_check(const struct config *c, bool inherited, char *err,
-			     size_t errlen)
+enum opt_result options_check_config(const struct config *c, bool inherited,
+				     char *err, size_t errlen)
 {
 	if (!c->nls) {
 		snprintf(
@@ -316,7 +316,7 @@ static enum opt_result file_section(struct config *c, struct file_state *fs,
 		return OPT_BAD;
 	}
 	fs->l = &c->ls[c->nls++];
-	listen_opts_defaults(fs->l, name);
+	options_listener_defaults(fs->l, name);
 	return OPT_OK;
 }
 
@@ -328,7 +328,7 @@ static enum opt_result file_section(struct config *c, struct file_state *fs,
  * @err:	buffer for the one-line complaint, with FILE:LINE
  * @errlen:	its size
  *
- * config_read() says what the file says; each entry is applied here in
+ * config_file_read() says what the file says; each entry is applied here in
  * order, and the first that fails stops the load. A line the read stopped
  * at comes after every entry read, so the complaint is about whichever
  * came first in the file. Nothing is half applied: the caller gets a whole
@@ -347,7 +347,7 @@ static enum opt_result options_load(struct config *c, const char *path,
 
 	options_defaults(&c->o);
 	c->nls = 0;
-	stop = config_read(path, &t, err, errlen);
+	stop = config_file_read(path, &t, err, errlen);
 	for (unsigned i = 0; stop >= 0 && r == OPT_OK && i < t.n; i++) {
 		const struct config_entry *e = &t.e[i];
 
@@ -358,7 +358,7 @@ static enum opt_result options_load(struct config *c, const char *path,
 		if (r != OPT_OK)
 			snprintf(err, errlen, "%s:%d: %s", path, e->line, why);
 	}
-	config_text_free(&t);
+	config_file_free_text(&t);
 	if (stop || r != OPT_OK)
 		return OPT_BAD;
 	/* The file names itself, so that a reload reads it again. */
@@ -526,7 +526,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 	memset(c, 0, sizeof(*c));
 	memset(&cli, 0, sizeof(cli));
 	options_defaults(&cli.o);
-	listen_opts_defaults(&c->ls[0], "main");
+	options_listener_defaults(&c->ls[0], "main");
 	r = parse_argv(&cli, &c->ls[0], argc, argv, err, errlen);
 	if (r != OPT_OK)
 		return r;
@@ -537,7 +537,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 		c->o = cli.o;
 		c->nls = 1;
 		config_derive(c);
-		return config_check(c, inherited, err, errlen);
+		return options_check_config(c, inherited, err, errlen);
 	}
 	if (cli.listener) {
 		snprintf(
@@ -551,7 +551,7 @@ enum opt_result options_parse(struct config *c, int argc, char **argv,
 		return r;
 	apply_given(c, &cli);
 	config_derive(c);
-	return config_check(c, inherited, err, errlen);
+	return options_check_config(c, inherited, err, errlen);
 }
 
 /**

@@ -177,16 +177,16 @@ struct config {
 #define OPT_DEFAULT_PREFIX6	  64u
 
 /* The limits of values; their rows in options_table.c state them. */
-#define OPT_MAX_WORKERS	   1024u
-#define OPT_MAX_CONNS	   10000000u
-#define OPT_MAX_PIPES	   1000000u
-#define OPT_MIN_PIPE_SIZE  (4u << 10)
-#define OPT_MAX_PIPE_SIZE  (1024u << 20)
-#define OPT_MIN_BUF_SIZE   (1u << 10)
-#define OPT_MAX_BUF_SIZE   (64u << 20)
-#define OPT_MIN_TRACE_MAX  (64u << 10)
-#define OPT_MIN_SOCKBUF	   (4u << 10)
-#define OPT_MAX_SOCKBUF	   (1024u << 20)
+#define OPT_MAX_WORKERS	  1024u
+#define OPT_MAX_CONNS	  10000000u
+#define OPT_MAX_PIPES	  1000000u
+#define OPT_MIN_PIPE_SIZE (4u << 10)
+#define OPT_MAX_PIPE_SIZE (1024u << 20)
+#define OPT_MIN_BUF_SIZE  (1u << 10)
+#define OPT_MAX_BUF_SIZE  (64u << 20)
+#define OPT_MIN_TRACE_MAX (64u << 10)
+#define OPT_MIN_SOCKBUF	  (4u << 10)
+#define OPT_MAX_SOCKBUF	  (1024u << 20)
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
@@ -195,14 +195,14 @@ enum opt_result {
 };
 
 void options_defaults(struct options *o);
-void listen_opts_defaults(struct listen_opts *l, const char *name);
+void options_listener_defaults(struct listen_opts *l, const char *name);
 enum opt_result options_parse(struct config *c, int argc, char **argv,
 			      bool inherited, char *err, size_t errlen);
 enum opt_result options_apply(struct config *c, struct listen_opts *l,
 			      const char *key, const char *value, bool *seen,
 			      char *err, size_t errlen);
-enum opt_result config_check(const struct config *c, bool inherited, char *err,
-			     size_t errlen);
+enum opt_result options_check_config(const struct config *c, bool inherited,
+				     char *err, size_t errlen);
 void options_usage(FILE *f);
 const char *options_name(unsigned i, bool *in_file);
 unsigned options_count(void);

@@ -239,7 +239,7 @@ static enum opt_result add_network(const struct opt_def *d, struct cidr *list,
 			err, errlen, d, arg,
 			"expected a network such as 192.0.2.0/24, 2001:db8::/32 or an address");
 	/* It would match nothing, and look as if it did. */
-	if (cidr_is_mapped(&list[*n]))
+	if (parse_cidr_is_mapped(&list[*n]))
 		return bad(
 			err, errlen, d, arg,
 			"IPv4-mapped clients are matched against IPv4 networks only: write the IPv4 network (e.g. 192.0.2.0/24)");

@@ -290,22 +290,22 @@ static bool prefix_equal(const uint8_t *a, const uint8_t *b, unsigned bits)
 static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 
 /**
- * cidr_is_mapped() - is a network inside ::ffff:0:0/96 (IPv4-mapped)
+ * parse_cidr_is_mapped() - is a network inside ::ffff:0:0/96 (IPv4-mapped)
  * @c:	the network
  *
- * Such a network can never match: cidr_match() takes an IPv4-mapped
+ * Such a network can never match: parse_cidr_match() takes an IPv4-mapped
  * client for the IPv4 client it is, so it can only be meant as IPv4.
  *
  * Return: true if it is.
  */
-bool cidr_is_mapped(const struct cidr *c)
+bool parse_cidr_is_mapped(const struct cidr *c)
 {
 	return c->family == AF_INET6 && c->bits >= 96 &&
 	       !memcmp(c->addr, mapped, sizeof(mapped));
 }
 
 /**
- * cidr_match() - is an address inside a network
+ * parse_cidr_match() - is an address inside a network
  * @c:	the network
  * @sa:	the address; an IPv4-mapped IPv6 address (an IPv4 client of a
  *	dual-stack socket) matches IPv4 networks only, so that ::/0 does
@@ -313,7 +313,7 @@ bool cidr_is_mapped(const struct cidr *c)
  *
  * Return: true if it is.
  */
-bool cidr_match(const struct cidr *c, const struct sockaddr *sa)
+bool parse_cidr_match(const struct cidr *c, const struct sockaddr *sa)
 {
 	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
 	const struct sockaddr_in *a4 = (const struct sockaddr_in *)sa;

@@ -51,8 +51,8 @@ int parse_threshold(const char *s, uint32_t *out);
 int parse_endpoint(const char *s, struct endpoint *ep, bool passive);
 int parse_address(const char *s, struct endpoint *ep);
 int parse_cidr(const char *s, struct cidr *c);
-bool cidr_is_mapped(const struct cidr *c);
-bool cidr_match(const struct cidr *c, const struct sockaddr *sa);
+bool parse_cidr_is_mapped(const struct cidr *c);
+bool parse_cidr_match(const struct cidr *c, const struct sockaddr *sa);
 int parse_keepalive(const char *s, struct keepalive *k);
 int parse_netns(const char *s, char *path, size_t len);
 

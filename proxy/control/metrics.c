@@ -350,7 +350,7 @@ static bool stats_allowed(const struct options *o, const struct sockaddr *peer)
 	unsigned n = o->nstats_allow ? o->nstats_allow : 2;
 
 	for (unsigned i = 0; i < n; i++)
-		if (cidr_match(&list[i], peer))
+		if (parse_cidr_match(&list[i], peer))
 			return true;
 	return false;
 }

@@ -28,7 +28,7 @@
 bool admit_in(const struct cidr *list, unsigned n, const struct sockaddr *sa)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (cidr_match(&list[i], sa))
+		if (parse_cidr_match(&list[i], sa))
 			return true;
 	return false;
 }

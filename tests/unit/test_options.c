@@ -255,32 +255,33 @@ static void test_cidr(void **state)
 
 	assert_int_equal(parse_cidr("192.0.2.0/24", &c), 0);
 	inet_pton(AF_INET, "192.0.2.200", &a4.sin_addr);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a4));
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a4));
 	inet_pton(AF_INET, "192.0.3.1", &a4.sin_addr);
-	assert_false(cidr_match(&c, (struct sockaddr *)&a4));
+	assert_false(parse_cidr_match(&c, (struct sockaddr *)&a4));
 	/* An IPv4-mapped client matches IPv4 networks. */
 	inet_pton(AF_INET6, "::ffff:192.0.2.9", &a6.sin6_addr);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a6));
 	/* Host bits are cleared; odd prefix lengths compare bit by bit. */
 	assert_int_equal(parse_cidr("2001:db8:ff00::1/36", &c), 0);
 	inet_pton(AF_INET6, "2001:db8:f000::5", &a6.sin6_addr);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a6));
 	inet_pton(AF_INET6, "2001:db8:e000::5", &a6.sin6_addr);
-	assert_false(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_false(parse_cidr_match(&c, (struct sockaddr *)&a6));
 	assert_int_equal(parse_cidr("0.0.0.0/0", &c), 0);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a4));
-	assert_false(cidr_match(&c, (struct sockaddr *)&a6)); /* not mapped */
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a4));
+	assert_false(
+		parse_cidr_match(&c, (struct sockaddr *)&a6)); /* not mapped */
 	/* An IPv4-mapped client (IPv4 on a dual-stack [::] socket) is the
 	 * IPv4 client it is: IPv6 networks, ::/0 included, never hold it. */
 	assert_int_equal(parse_cidr("::/0", &c), 0);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a6));
 	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a6.sin6_addr);
-	assert_false(cidr_match(&c, (struct sockaddr *)&a6));
-	assert_false(cidr_is_mapped(&c));
+	assert_false(parse_cidr_match(&c, (struct sockaddr *)&a6));
+	assert_false(parse_cidr_is_mapped(&c));
 	assert_int_equal(parse_cidr("::ffff:0:0/96", &c), 0);
-	assert_true(cidr_is_mapped(&c));
+	assert_true(parse_cidr_is_mapped(&c));
 	assert_int_equal(parse_cidr("127.0.0.0/8", &c), 0);
-	assert_true(cidr_match(&c, (struct sockaddr *)&a6));
+	assert_true(parse_cidr_match(&c, (struct sockaddr *)&a6));
 
 	assert_int_equal(parse_cidr("192.0.2.0/33", &c), -1);
 	assert_int_equal(parse_cidr("2001:db8::/129", &c), -1);
