@@ -21,17 +21,17 @@
  *      place of binding, starts, rebuilds every connection without
  *      starting a watcher, and says TAKEN.
  *   5. OLD tells systemd that NEW is the main process, says GO, forgets
- *      everything (connmove_cmd_abandon: its copies of the descriptors are
- *closed, which sends nothing to any peer) and exits 0.
+ *      everything (connmove_cmd_abandon: its copies of the descriptors
+ *      are closed, which sends nothing to any peer) and exits 0.
  *   6. NEW, on GO, starts its watchers: forwarding resumes where it
  *      stopped.
  *
  * Until OLD says GO no process but OLD has read or written a socket, so
  * any failure before it (NEW missing, not starting, refusing the
  * configuration or the image, dying, taking too long) costs nothing:
- * OLD unpauses its workers (connmove_cmd_unpause) and forwards on, with one
- *line saying why. NEW, without GO, leaves with _exit() and touches nothing.
- * After GO, the connections are NEW's alone; if NEW dies then, they die
+ * OLD unpauses its workers (connmove_cmd_unpause) and forwards on, with
+ * one line saying why. NEW, without GO, leaves with _exit() and touches
+ *nothing. After GO, the connections are NEW's alone; if NEW dies then, they die
  * with it, as they would have with OLD.
  *
  * The pause lasts from step 3 to step 5; its length is logged.
@@ -268,31 +268,46 @@ static double ms(uint64_t from, uint64_t to)
 /**
  * write_image() - step 3's first half: pause every worker, write the image
  * @px:	the process; the new process has said HELLO
- * @w:	the image, set up here; image_write_free() it whatever the outcome
+ * @w:	the image, set up here; image_write_free() it unless 1 came back
  * @st:	the steps' times
  *
- * Return: 0, or -1 (memory ran out) with the workers paused.
+ * A worker's PAUSE or SAVE that could not be queued would leave it
+ * forwarding, or its connections out of the image: the handover fails
+ * instead. A worker that does not answer in time may still write into
+ * @w, which is then left to it, never freed.
+ *
+ * Return: 0; -1 (memory ran out) or 1 (a worker did not answer), with the
+ * workers paused.
  */
 static int write_image(struct proxy *px, struct image_writer *w,
 		       struct steps *st)
 {
+	int r = 0;
+
+	/* A worker left forwarding would carry on beside the new process. */
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &connmove_cmd_pause },
-			   WORKER_CMD_NOWAIT);
+		if (worker_run(
+			    &px->workers[i],
+			    &(struct worker_cmd){ .ops = &connmove_cmd_pause },
+			    WORKER_CMD_NOWAIT))
+			r = -1;
 	worker_sync_all(px);
 	st->paused = mono_ns();
 	/* Every record of this process in the file before the next one
 	 * appends its own: the two must not interleave. */
 	tracefile_close();
 	image_write_init(w);
+	if (r)
+		return r;
 	image_write_reserve(w, worker_active_all(px));
 	save_counters(px, w);
-	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &connmove_cmd_save,
-						 .arg = w },
-			   WORKER_CMD_WAIT);
+	for (unsigned i = 0; i < px->nworkers && !r; i++)
+		r = worker_run(&px->workers[i],
+			       &(struct worker_cmd){ .ops = &connmove_cmd_save,
+						     .arg = w },
+			       WORKER_CMD_WAIT);
+	if (r)
+		return r;
 	st->written = mono_ns();
 	st->bytes = w->len;
 	st->nfds = w->nfds;
@@ -310,10 +325,14 @@ static void hand_over(struct proxy *px)
 	struct image_writer w;
 	uint32_t taken = 0;
 	char err[320];
+	int r = write_image(px, &w, &st);
 
-	if (write_image(px, &w, &st)) {
-		image_write_free(&w);
-		fail(px, true, "out of memory writing the image");
+	if (r) {
+		if (r < 0)
+			image_write_free(&w);
+		fail(px, true,
+		     r < 0 ? "out of memory writing the image"
+			   : "a worker did not answer in time while writing the image");
 		return;
 	}
 	if (howire_send_image(ho->sock, w.p, w.len, w.fds, w.nfds,
