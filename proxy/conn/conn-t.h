@@ -7,7 +7,9 @@
  * line and warnings, observe.c, which traces and times it, and
  * handover/connmove.c, which carries it to the next process
  * (CONN_CARRIED); and the worker's side of them, struct conn_host, which
- * the worker embeds. Only conn/ changes a live connection. */
+ * the worker embeds. Only conn/ changes a live connection; connmove.c
+ * fills one in from its record before it is live (CONN_CARRIED's rows
+ * say which fields, and conn_host_link() puts it in its host's list). */
 
 #include <ev.h>
 #include <stdbool.h>

@@ -613,11 +613,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
 	conn_watchers_init(c);
 
-	c->next = h->conns;
-	if (h->conns)
-		h->conns->prev = c;
-	h->conns = c;
-	counter_add(&h->active, 1);
+	conn_host_link(h, c);
 	counter_add(&h->accepted, 1);
 
 	log_debug("conn %s: accepted", c->cli_text);

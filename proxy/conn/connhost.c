@@ -142,6 +142,21 @@ void conn_host_unreserve(struct conn_host *h)
 }
 
 /**
+ * conn_host_link() - count a connection in, at the head of the host's list
+ * @h:	the host
+ * @c:	the connection, new or just adopted, in no list
+ */
+void conn_host_link(struct conn_host *h, struct conn *c)
+{
+	c->prev = NULL;
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	counter_add(&h->active, 1);
+}
+
+/**
  * conn_host_count_accepted() - carry over what a handover's old process
  *				accepted, so that the count never falls
  * @h:	the host, whose thread does not run yet

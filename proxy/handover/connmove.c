@@ -614,11 +614,7 @@ int connmove_adopt(struct conn_host *h, struct listener *l,
 		goto oom;
 	conn_watchers_init(c);
 	conn_host_reserve_force(h);
-	c->next = h->conns;
-	if (h->conns)
-		h->conns->prev = c;
-	h->conns = c;
-	counter_add(&h->active, 1);
+	conn_host_link(h, c);
 	if (c->state == CS_OPEN && adopt_open(c, &a)) {
 		snprintf(err, errlen, "connection %llu (%s): %s",
 			 (unsigned long long)c->id, c->cli_text,
