@@ -173,8 +173,8 @@ static int on_key(void *user, const char *section, const char *key,
  * config_file_read() - read a config file into a list of what it says
  * @path:	the file
  * @t:		filled with the entries before the first bad line, which
- *		the caller frees with config_file_free_text() whatever the
- *result
+ *		the caller frees with config_file_free_text() whatever
+ *		the result
  * @err:	buffer for the complaint, with FILE:LINE when a line is bad
  * @errlen:	its size
  *

@@ -3,14 +3,14 @@
  *
  * Theory of operation: the control socket (control.c) never reads a
  * worker's connections from the main thread, for they change under it at
- * every event. It asks instead: a wcmd_snapshot carries a struct connview
+ * every event. It asks instead: a controlcmd_snapshot carries a struct connview
  * with room the main thread lent, the worker runs connview_fill() between
  * two events (its connections hold still then), and the main thread reads
  * the records once worker_sync_all() says every worker is done. So what
  * `conns` shows is exact for each worker at one instant, and costs a
  * worker one pass over its list, a copy of a few hundred bytes per
  * connection: no lock is taken on the data path, no counter is added to
- * it. A wcmd_kill is answered the same way, by connview_kill().
+ * it. A controlcmd_kill is answered the same way, by connview_kill().
  *
  * The records' text and JSON forms are the control socket's
  * (control/connrec.c).

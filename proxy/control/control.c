@@ -19,7 +19,7 @@
  * nothing cannot keep the next one out.
  *
  * What the workers hold is asked of them, never read from here: a
- * command queues a wcmd_snapshot (or kill, hold, resume) to each worker
+ * command queues a controlcmd_snapshot (or kill, hold, resume) to each worker
  * and waits in worker_sync_all() until each has answered between two of
  * its events (connview.c). The wait is one loop iteration of each worker;
  * it stops no worker.

@@ -5,11 +5,11 @@
  * splits it into words, runs the command and builds the whole answer,
  * plain text or, with --json as the last word, one JSON document. What
  * is read of the workers is a snapshot each of them takes between events
- * (wcmd_snapshot, connview.c); what is done to them (kill, drain, resume)
- * is a command each runs the same way (wcmd_kill, wcmd_hold, wcmd_resume).
- * These commands are defined here, the only file that sends them. Both
- * wait in worker_sync_all(); if a worker does not answer within its bound,
- * the buffers it was lent are left to it (never freed under it) and the
+ * (controlcmd_snapshot, connview.c); what is done to them (kill, drain, resume)
+ * is a command each runs the same way (controlcmd_kill, controlcmd_hold,
+ * controlcmd_resume). These commands are defined here, the only file that sends
+ * them. Both wait in worker_sync_all(); if a worker does not answer within its
+ * bound, the buffers it was lent are left to it (never freed under it) and the
  * answer says so.
  *
  * `top` ranks connections by bytes per second since the previous `top`
@@ -40,7 +40,7 @@
 #define SNAP_SLACK 64
 
 /**
- * snapshot_run() - wcmd_snapshot: copy a worker's connections
+ * snapshot_run() - controlcmd_snapshot: copy a worker's connections
  * @w:	the worker
  * @c:	@arg, the struct connview to fill, lent by the main thread
  */
@@ -49,10 +49,12 @@ static void snapshot_run(struct worker *w, struct worker_cmd *c)
 	connview_fill(&w->host, c->arg);
 }
 
-static const struct worker_cmd_ops wcmd_snapshot = { .run = snapshot_run };
+static const struct worker_cmd_ops controlcmd_snapshot = {
+	.run = snapshot_run
+};
 
 /**
- * kill_run() - wcmd_kill: reset a connection, if this worker has it
+ * kill_run() - controlcmd_kill: reset a connection, if this worker has it
  * @w:	the worker
  * @c:	@arg, the struct conn_kill naming it, lent by the main thread
  */
@@ -61,7 +63,7 @@ static void kill_run(struct worker *w, struct worker_cmd *c)
 	connview_kill(&w->host, c->arg);
 }
 
-static const struct worker_cmd_ops wcmd_kill = { .run = kill_run };
+static const struct worker_cmd_ops controlcmd_kill = { .run = kill_run };
 
 /**
  * hold_listener() - stop or start accepting on one listener, in a worker
@@ -79,7 +81,8 @@ static void hold_listener(struct worker *w, struct listener *l, bool hold)
 }
 
 /**
- * hold_run() - wcmd_hold: stop accepting on a listener until wcmd_resume
+ * hold_run() - controlcmd_hold: stop accepting on a listener until
+ *controlcmd_resume
  * @w:	the worker
  * @c:	@l, which the main thread holds a reference to until it has
  *	waited for this command
@@ -89,19 +92,19 @@ static void hold_run(struct worker *w, struct worker_cmd *c)
 	hold_listener(w, c->l, true);
 }
 
-static const struct worker_cmd_ops wcmd_hold = { .run = hold_run };
+static const struct worker_cmd_ops controlcmd_hold = { .run = hold_run };
 
 /**
- * resume_run() - wcmd_resume: accept on a listener again
+ * resume_run() - controlcmd_resume: accept on a listener again
  * @w:	the worker
- * @c:	@l, as for wcmd_hold
+ * @c:	@l, as for controlcmd_hold
  */
 static void resume_run(struct worker *w, struct worker_cmd *c)
 {
 	hold_listener(w, c->l, false);
 }
 
-static const struct worker_cmd_ops wcmd_resume = { .run = resume_run };
+static const struct worker_cmd_ops controlcmd_resume = { .run = resume_run };
 
 /**
  * struct top_base - each connection's bytes at the previous `top`
@@ -163,7 +166,7 @@ static struct conn_rec *snapshot(struct proxy *px, uint64_t only, unsigned *n)
 					   SNAP_SLACK;
 		off += v[i].cap;
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_snapshot,
+			   &(struct worker_cmd){ .ops = &controlcmd_snapshot,
 						 .arg = &v[i] },
 			   WORKER_CMD_NOWAIT);
 	}
@@ -357,11 +360,12 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 		return;
 	}
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = hold ? &wcmd_hold
-							     : &wcmd_resume,
-						 .l = l },
-			   WORKER_CMD_NOWAIT);
+		worker_run(
+			&px->workers[i],
+			&(struct worker_cmd){ .ops = hold ? &controlcmd_hold
+							  : &controlcmd_resume,
+					      .l = l },
+			WORKER_CMD_NOWAIT);
 	worker_sync_all(px);
 	listener_hold(l, hold);
 	log_info("listener %s: %s by control socket (%s)%s", name,
@@ -399,7 +403,8 @@ static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
 	snprintf(k->who, sizeof(k->who), "control socket (%s)", who);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
-			   &(struct worker_cmd){ .ops = &wcmd_kill, .arg = k },
+			   &(struct worker_cmd){ .ops = &controlcmd_kill,
+						 .arg = k },
 			   WORKER_CMD_NOWAIT);
 	if (worker_sync_all(px)) {
 		answer_error(out, json, "a worker did not answer");

@@ -78,13 +78,13 @@ struct scrape {
 	size_t resp_len, resp_off;
 };
 
+/* The endpoint's state; only the main thread touches it. */
+static struct metrics mx = METRICS_INIT;
+
 /**
  * scrape_end() - close and free a scrape
  * @s:	the scrape
  */
-/* The endpoint's state; only the main thread touches it. */
-static struct metrics mx = METRICS_INIT;
-
 static void scrape_end(struct scrape *s)
 {
 	struct proxy *px = s->px;

@@ -15,7 +15,8 @@
 struct listener;
 struct worker;
 
-/* The process's stage; only main.c moves it, forward only:
+/* The process's stage; only daemon/ moves it (main.c, signals.c), forward
+ * only:
  *   running -> draining (SIGTERM) -> stopped; running -> stopped (SIGINT) */
 enum proxy_state {
 	PX_RUNNING,  /* serving; reloads are taken */
@@ -64,7 +65,8 @@ enum proxy_state {
  * @sigterm_w:		SIGTERM: drain, then stop; a second stops now
  * @sighup_w:		SIGHUP: reload the config file
  * @sigusr1_w:		SIGUSR1: reopen the log files
- * @sigusr2_w:		SIGUSR2: hand over to the binary on disk (handover_out.c)
+ * @sigusr2_w:		SIGUSR2: hand over to the binary on disk
+ *(handover_out.c)
  * @drained_w:		a worker says it has drained
  * @drain_timer:	--drain-timeout
  * @reaper:		frees retired listeners now and then

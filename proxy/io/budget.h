@@ -7,7 +7,7 @@
  * Theory of operation: a take adds first and checks after, undoing itself
  * when it went past the limit, so workers racing for the last units can
  * never pass it together, and no lock is held. Used for the descriptors
- * connections and pipes may hold (connlimits.h), for --max-pipes
+ * connections and pipes may hold (core/limits.h), for --max-pipes
  * (pipepool.h) and for the bytes moved out of stalled pipes into buffers
  * (bufpool.c).
  */

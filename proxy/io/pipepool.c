@@ -303,8 +303,8 @@ static unsigned long pipe_pages(size_t size, unsigned long page)
 }
 
 /**
- * pipepool_fit_kernel() - size the pools to what the kernel lets this process
- *have
+ * pipepool_fit_kernel() - size the pools to what the kernel lets this
+ *			   process have
  * @size:	--pipe-size; lowered to /proc/sys/fs/pipe-max-size without
  *		CAP_SYS_RESOURCE
  * @max:	--max-pipes

@@ -273,7 +273,7 @@ static void sync_run(struct worker *w, struct worker_cmd *c)
 	pthread_mutex_unlock(&w->px->sync_lock);
 }
 
-static const struct worker_cmd_ops wcmd_sync = { .run = sync_run };
+static const struct worker_cmd_ops worker_cmd_sync = { .run = sync_run };
 
 /**
  * on_wake() - the main thread has queued commands for this worker
@@ -323,9 +323,9 @@ static void queue_cmd(struct worker *w, struct worker_cmd *c)
  *		  until it ran
  * @w:		the worker
  * @c:		the command, copied: a compound literal will do
- * @wait:	WORKER_CMD_WAIT to return only once the worker has run it, by
- *way of worker_sync_all() (so every worker has run what it was sent, and the
- *same bound holds)
+ * @wait:	WORKER_CMD_WAIT to return only once the worker has run it,
+ *		by way of worker_sync_all() (so every worker has run what it
+ *		was sent, and the same bound holds)
  *
  * Return: 0; -1 if memory ran out (nothing was queued: what @c carries
  * is still the caller's; WORKER_CMD_WAIT still waits for what was sent
@@ -375,9 +375,10 @@ int worker_sync_all(struct proxy *px)
 	target = px->synced;
 	pthread_mutex_unlock(&px->sync_lock);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		sent += !worker_run(&px->workers[i],
-				    &(struct worker_cmd){ .ops = &wcmd_sync },
-				    WORKER_CMD_NOWAIT);
+		sent += !worker_run(
+			&px->workers[i],
+			&(struct worker_cmd){ .ops = &worker_cmd_sync },
+			WORKER_CMD_NOWAIT);
 	target += sent;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SYNC_TIMEOUT;

@@ -9,7 +9,7 @@
  *     direction's pending bytes, the latency and capture tails;
  *   - an image decoded with 16 descriptors decodes with more;
  *   - every decoded connection goes through the restores the new process
- *     runs on it, on state set up as takeover does: each direction's
+ *     runs on it, on state set up as connmove_adopt() does: each direction's
  *     framer (smb_framer_restore() on a fresh framer, which then reads
  *     the direction's pending bytes), its pump (pump_restore() with a
  *     buffer pool; a direction that holds a pipe is given none, for the

@@ -2,7 +2,7 @@
 /* image_seeds.c - write a seed corpus for fuzz_image
  *
  * The image's records are this build's structs, so its seeds are written
- * by this build's writer (imgw_*), not by a script that would have to
+ * by this build's writer (image_write_*()), not by a script that would have to
  * know every field's offset. Each seed is a valid image of at most 16
  * descriptors: a process record alone; listeners with their counters;
  * a connection in each stage that can be handed over; open connections

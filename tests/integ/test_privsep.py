@@ -56,7 +56,7 @@ def status(path):
 def helper_of(pid):
     """The daemon's privileged helper: of its two child processes, the one
     with the helper's capabilities; the other, the launcher a handover
-    needs (proxy/launcher.c), keeps root but holds nothing but standard
+    needs (proxy/handover/launcher.c), keeps root but holds nothing but standard
     input, output and error, its one socket to the daemon and the
     signalfd it reaps its child with."""
     kids = []
