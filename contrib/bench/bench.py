@@ -277,7 +277,8 @@ class Front:
             return BASELINE
         if self.name == FLOOR:
             return os.path.join(work_bin(), "sockfloor")
-        return {"haproxy": "haproxy", "socat": "socat", "pasta": "pasta"}.get(self.name, SMBSPLICE)
+        return {"haproxy": "haproxy", "haproxy-nosplice": "haproxy", "socat": "socat",
+                "pasta": "pasta"}.get(self.name, SMBSPLICE)
 
     def argv(self, port):
         if self.name.startswith("base:"):
@@ -315,17 +316,19 @@ class Front:
             return sp + ["--no-latency"]
         if self.name.startswith("smbsplice+"):
             return sp + self.name.split("+", 1)[1].split()
-        if self.name == "haproxy":
+        if self.name in ("haproxy", "haproxy-nosplice"):
             self.cfg = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
             fe_max = f"\n    maxconn {self.maxconn}" if self.maxconn else ""
+            # haproxy-nosplice copies through its buffers: the other way
+            # a forwarder can pace a stream.
+            splice = "\n    option splice-auto" if self.name == "haproxy" else ""
             self.cfg.write(f"""global
 {haproxy_limits(self.maxconn)}
 defaults
     mode tcp{fe_max}
     timeout connect 5s
     timeout client 1h
-    timeout server 1h
-    option splice-auto
+    timeout server 1h{splice}
 frontend f
     bind 127.0.0.1:{port}
     default_backend b
@@ -926,7 +929,7 @@ def summarize(vals):
 
 # The contestants of bulk, rr, get and echo; of parallel. pasta joins the
 # first list when it can (bulk, rr), base: twins join with --baseline.
-STD_FRONTS = ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy", "haproxy", "socat")
+STD_FRONTS = ("direct", "smbsplice", "smbsplice-tcp", "smbsplice-copy", "haproxy", "haproxy-nosplice", "socat")
 PAR_FRONTS = ("direct", "smbsplice+--workers 1", "smbsplice+--workers 2", "haproxy")
 PAR_GETS = 8            # smbclient gets at once
 PAR_STREAMS = 4         # loadgen streams at once

@@ -832,9 +832,13 @@ def write(r, outdir):
               "clients and servers; other work on the machine counts in its busy time and slows every "
               "contestant).".format(*r["loadavg"])
               if r.get("loadavg") else "") + timing_line(r) + "\n"]
+    # Each throughput table names the CPUs it ran on: its ratios hold for
+    # that machine (issue 30: the order of haproxy and smbsplice on a get
+    # depends on it).
+    on = f", on {mi.get('cpus')} × {mi.get('model', '').strip() or 'unknown CPU'}"
     for key, unit, title in THROUGHPUT:
         if r.get(key):
-            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE)))
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE) + on))
     for key, unit, title in PARALLEL:
         if r.get(key):
             parts.append(parallel_table(r[key], unit_key(unit), unit, title.format(**r.get("par", PAR_DEFAULT))))
@@ -848,8 +852,8 @@ def write(r, outdir):
         parts.append(office_table(r["office"], "loopback"))
     for key, unit, title in NS_THROUGHPUT:
         if r.get(key):
-            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE), "direct-ns",
-                                          "pasta"))
+            parts.append(throughput_table(r[key], unit_key(unit), unit, title.format(size=SIZE) + on,
+                                          "direct-ns", "pasta"))
     if r.get("ns_rr"):
         parts.append(rr_table(r["ns_rr"], "Namespace topology: round trips", r.get("rr_trips", 200)))
     if (r.get("office") or {}).get("ns"):
