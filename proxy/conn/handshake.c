@@ -71,23 +71,15 @@ enum peek_verdict handshake_peek(int fd, bool any_first_frame, unsigned *peeked,
 {
 	uint8_t buf[SMB_OPENING_MAX];
 	size_t want = any_first_frame ? 1 : sizeof(buf);
+	enum peek_verdict got;
 	enum smb_opening v;
-	ssize_t n;
+	size_t n;
 	bool stale;
 
-	out->need = 0;
-	out->why = NULL;
-	n = recv(fd, buf, want, MSG_PEEK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return PEEK_WAIT;
-	if (n < 0) {
-		out->err = errno;
-		return PEEK_FAILED;
-	}
-	if (n == 0) {
-		out->why = "client closed before sending a byte";
-		return PEEK_CLOSED;
-	}
+	got = peek_queued(fd, buf, want, "client closed before sending a byte",
+			  &n, out);
+	if (got != PEEK_MORE)
+		return got;
 	if (any_first_frame)
 		return PEEK_OK;
 	v = smb_opening_judge(buf, (size_t)n, &out->need, &out->why);

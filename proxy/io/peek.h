@@ -35,4 +35,7 @@ struct peek_detail {
 	const char *why;
 };
 
+enum peek_verdict peek_queued(int fd, void *buf, size_t len, const char *closed,
+			      size_t *n, struct peek_detail *out);
+
 #endif /* SMBSPLICE_PEEK_H */

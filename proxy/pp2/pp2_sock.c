@@ -57,22 +57,17 @@ enum peek_verdict pp2_sock_read(int fd, unsigned *peeked,
 				struct peek_detail *out, struct pp2_info *info)
 {
 	uint8_t buf[PP2_SOCK_MAX];
+	enum peek_verdict got;
 	enum pp2_result r;
-	ssize_t n;
+	ssize_t taken;
+	size_t n;
 	bool stale;
 
-	out->why = NULL;
-	n = recv(fd, buf, sizeof(buf), MSG_PEEK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return PEEK_WAIT;
-	if (n < 0) {
-		out->err = errno;
-		return PEEK_FAILED;
-	}
-	if (n == 0) {
-		out->why = "client closed before sending its PROXY header";
-		return PEEK_CLOSED;
-	}
+	got = peek_queued(fd, buf, sizeof(buf),
+			  "client closed before sending its PROXY header", &n,
+			  out);
+	if (got != PEEK_MORE)
+		return got;
 	r = pp2_parse(buf, (size_t)n, sizeof(buf), info, &out->why);
 	if (r == PP2_ERROR)
 		return PEEK_BAD;
@@ -90,9 +85,9 @@ enum peek_verdict pp2_sock_read(int fd, unsigned *peeked,
 		return PEEK_MORE;
 	}
 	/* Peeked whole, so this reads it all. */
-	n = recv(fd, buf, info->len, 0);
-	if (n != (ssize_t)info->len) {
-		out->err = n < 0 ? errno : EIO;
+	taken = recv(fd, buf, info->len, 0);
+	if (taken != (ssize_t)info->len) {
+		out->err = taken < 0 ? errno : EIO;
 		return PEEK_FAILED;
 	}
 	*peeked = 0;

@@ -13,7 +13,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -32,25 +31,9 @@
 #include <cmocka.h>
 
 #include "common/fdpass.h"
+#include "testnet.h"
 
 static int sv[2] = { -1, -1 };
-
-/**
- * count_fds() - descriptors open in this process now
- *
- * Return: their number.
- */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n - 3; /* ".", ".." and the DIR's own */
-}
 
 /**
  * pair() - a fresh SOCK_SEQPACKET pair in sv[]
@@ -106,7 +89,7 @@ static void round_trip(unsigned n)
 {
 	static int mine[FDPASS_MAX], got[FDPASS_MAX];
 	char out[64] = "payload", in[64] = { 0 };
-	int before = count_fds();
+	int before = testnet_count_fds();
 	unsigned nfds = ~0u;
 
 	for (unsigned i = 0; i < n; i += 2)
@@ -124,7 +107,7 @@ static void round_trip(unsigned n)
 		close(got[i]);
 		close(mine[i]);
 	}
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 static void test_round_trip(void **state)
@@ -139,7 +122,7 @@ static void test_round_trip(void **state)
 static void test_max(void **state)
 {
 	static int mine[FDPASS_MAX], got[FDPASS_MAX];
-	int p[2], before = count_fds();
+	int p[2], before = testnet_count_fds();
 	unsigned nfds;
 	char b = 'x';
 
@@ -162,7 +145,7 @@ static void test_max(void **state)
 	assert_int_equal(errno, EINVAL);
 	close(p[0]);
 	close(p[1]);
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 /* Pieces in, pieces out: a head and a body, as howire sends them. */
@@ -203,7 +186,7 @@ static void test_less_room(void **state)
 	mine[0] = p[0];
 	mine[1] = p[1];
 	mine[2] = p[0];
-	before = count_fds();
+	before = testnet_count_fds();
 	for (unsigned room = 0; room <= 2; room += 2) {
 		assert_int_equal(fdpass_send(sv[0], &b, 1, mine, 3, 0), 0);
 		assert_int_equal(fdpass_recv(sv[1], &b, 1, room ? got : NULL,
@@ -211,7 +194,7 @@ static void test_less_room(void **state)
 				 -1);
 		assert_int_equal(errno, ETOOMANYREFS);
 		assert_int_equal(nfds, 0);
-		assert_int_equal(count_fds(), before);
+		assert_int_equal(testnet_count_fds(), before);
 	}
 	assert_int_equal(fdpass_recv(sv[1], &b, 1, got, 2, &nfds, MSG_DONTWAIT),
 			 -1);
@@ -229,14 +212,14 @@ static void test_truncated(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	before = count_fds();
+	before = testnet_count_fds();
 	assert_int_equal(fdpass_send(sv[0], big, sizeof(big), &fd, 1, 0), 0);
 	assert_int_equal(
 		fdpass_recv(sv[1], small, sizeof(small), &got, 1, &nfds, 0),
 		-1);
 	assert_int_equal(errno, EMSGSIZE);
 	assert_int_equal(nfds, 0);
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 	close(fd);
 }
 
@@ -255,7 +238,7 @@ static void test_ctrunc(void **state)
 	for (int i = 0; i < 10; i++)
 		mine[i] = fd;
 	assert_int_equal(fdpass_send(sv[0], &b, 1, mine, 10, 0), 0);
-	before = count_fds();
+	before = testnet_count_fds();
 	top = dup(sv[1]); /* the lowest free slot: it and two more */
 	assert_true(top >= 0);
 	close(top);
@@ -267,7 +250,7 @@ static void test_ctrunc(void **state)
 	assert_int_equal(errno, EMFILE);
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 	assert_int_equal(nfds, 0);
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 	close(fd);
 }
 
@@ -362,14 +345,14 @@ static void test_credentials(void **state)
 		setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
 	for (int i = 0; i < FDPASS_MAX; i++)
 		mine[i] = fd;
-	before = count_fds();
+	before = testnet_count_fds();
 	assert_int_equal(fdpass_send(sv[0], &b, 1, mine, FDPASS_MAX, 0), 0);
 	assert_int_equal(fdpass_recv(sv[1], &b, 1, got, FDPASS_MAX, &nfds, 0),
 			 1);
 	assert_int_equal(nfds, FDPASS_MAX);
 	for (int i = 0; i < FDPASS_MAX; i++)
 		close(got[i]);
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 	close(fd);
 }
 

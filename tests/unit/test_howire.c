@@ -11,7 +11,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <time.h>
 #include <errno.h>
@@ -32,22 +31,10 @@
 
 #include "common/fdpass.h"
 #include "handover/howire.h"
+#include "testnet.h"
 
 static int sv[2];
 static char err[256];
-
-/* Descriptors open in this process now. */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n - 3; /* ".", ".." and the DIR's own */
-}
 
 static void pair(void)
 {
@@ -101,7 +88,7 @@ static void expect_refused(const char *want, int timeout_ms, int before)
 	assert_int_equal(len, 0);
 	assert_int_equal(nfds, 0);
 	unpair();
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 struct sender {
@@ -149,7 +136,7 @@ static void test_image_exact(void **state)
 	assert_non_null(img);
 	for (size_t i = 0; i < len; i++)
 		img[i] = (unsigned char)(i * 7 + (i >> 13));
-	before = count_fds();
+	before = testnet_count_fds();
 	for (size_t i = 0; i < nfds; i++) {
 		sent[i] = memfd_create("ho", MFD_CLOEXEC);
 		assert_true(sent[i] >= 0);
@@ -177,7 +164,7 @@ static void test_image_exact(void **state)
 		close(got[i]);
 	}
 	unpair();
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 	free(gimg);
 	free(got);
 	free(sent);
@@ -206,7 +193,7 @@ static void test_empty_image(void **state)
 static void test_image_too_big(void **state)
 {
 	struct sender s = { .repeat = HO_IMAGE_MAX / HO_CHUNK + 2 };
-	int before = count_fds();
+	int before = testnet_count_fds();
 	void *chunk = calloc(1, HO_CHUNK);
 	pthread_t t;
 
@@ -230,7 +217,7 @@ static void test_image_too_big(void **state)
 		assert_null(img);
 	}
 	unpair();
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 	free(chunk);
 }
 
@@ -255,7 +242,7 @@ static void *fds_thread(void *arg)
 static void test_too_many_fds(void **state)
 {
 	struct rlimit old, rl = { HO_NFDS_MAX + 4000, HO_NFDS_MAX + 4000 };
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 	pthread_t t;
 	void *img;
 	int *fds;
@@ -281,12 +268,12 @@ static void test_too_many_fds(void **state)
 	setrlimit(RLIMIT_NOFILE, &old);
 	if (!strstr(err, "over 65536 descriptors"))
 		fail_msg("%s", err);
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 static void test_done_disagrees(void **state)
 {
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 	uint32_t one = 1;
 
 	(void)state;
@@ -311,7 +298,7 @@ static void test_done_disagrees(void **state)
 
 static void test_batch_disagrees(void **state)
 {
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 	uint32_t three = 3;
 
 	(void)state;
@@ -333,7 +320,7 @@ static void test_batch_disagrees(void **state)
 
 static void test_unknown_type(void **state)
 {
-	int before = count_fds();
+	int before = testnet_count_fds();
 
 	(void)state;
 	pair();
@@ -348,7 +335,7 @@ static void test_unknown_type(void **state)
 
 static void test_after_done(void **state)
 {
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 
 	(void)state;
 	pair();
@@ -362,7 +349,7 @@ static void test_after_done(void **state)
 
 static void test_hangup_midway(void **state)
 {
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 	uint32_t two = 2;
 
 	(void)state;
@@ -380,7 +367,7 @@ static void test_hangup_midway(void **state)
 
 static void test_timeout(void **state)
 {
-	int before = count_fds();
+	int before = testnet_count_fds();
 	struct timespec a, b;
 	long ms;
 
@@ -397,7 +384,7 @@ static void test_timeout(void **state)
 
 static void test_sender_fails(void **state)
 {
-	int before = count_fds();
+	int before = testnet_count_fds();
 
 	(void)state;
 	pair();
@@ -411,7 +398,7 @@ static void test_sender_fails(void **state)
 static void test_out_of_descriptors(void **state)
 {
 	struct rlimit old, rl;
-	int before = count_fds(), p[2], batch[50];
+	int before = testnet_count_fds(), p[2], batch[50];
 	uint32_t n = 50;
 
 	(void)state;
@@ -441,12 +428,12 @@ static void test_out_of_descriptors(void **state)
 		strstr(err, "out of descriptors receiving the handover"));
 	assert_non_null(strstr(err, "raise LimitNOFILE / ulimit -n"));
 	unpair();
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 static void test_msg(void **state)
 {
-	int before = count_fds(), p[2];
+	int before = testnet_count_fds(), p[2];
 	uint32_t type, len, v = 42;
 	char body[64];
 
@@ -485,7 +472,7 @@ static void test_msg(void **state)
 	assert_int_equal(howire_send(sv[1], HO_HELLO, "x", 1, 1000), -1);
 	assert_int_equal(errno, ECONNRESET);
 	unpair();
-	assert_int_equal(count_fds(), before);
+	assert_int_equal(testnet_count_fds(), before);
 }
 
 static void test_reply(void **state)

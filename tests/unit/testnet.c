@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -59,4 +60,21 @@ void tcp_pair(struct sockaddr_in at, int *l, int *c, int *s)
 	assert_int_equal(connect(*c, (struct sockaddr *)&at, sizeof(at)), 0);
 	*s = accept(*l, NULL, NULL);
 	assert_true(*s >= 0);
+}
+
+/**
+ * testnet_count_fds() - descriptors open in this process now
+ *
+ * Return: their number.
+ */
+int testnet_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the DIR's own */
 }
