@@ -53,12 +53,12 @@ Workloads:
   ns     the namespace topology (--topology ns): a throwaway smbd and a
          loadgen server inside a network namespace the harness makes,
          listening on its loopback, reached from the host through pasta
-         -t, smbsplice --backend-netns (smb and tcp mode) and, as the
+         -t, smbsplice --backend-netns (smb and tcp mode), haproxy with
+         its `namespace` server option (spliced and not) and, as the
          reference, a client run inside the namespace (direct-ns, with
          nsenter): smbclient get and put of 1 GiB, bulk both ways, and the
          rr sizes with 8 KiB and default pipes. office runs on this
-         topology too, where haproxy reaches in with its `namespace`
-         server option.
+         topology too.
   wan    smbsplice as a WAN gateway, over wanem between namespaces of its
          own (contrib/bench/wan.py): direct (cubic), direct with bbr on
          the server, haproxy at HQ, smbsplice at HQ (--congestion
@@ -936,8 +936,8 @@ PAR_STREAMS = 4         # loadgen streams at once
 PAR_MIB = 256           # MiB per client
 # The namespace topology's contestants (get, put, bulk, rr), and the rr
 # extras; office's, per topology (haproxy reaches into the namespace with
-# its `namespace` server option, so the office targets can name it).
-NS_FRONTS = ("direct-ns", "pasta", "smbsplice", "smbsplice-tcp")
+# its `namespace` server option).
+NS_FRONTS = ("direct-ns", "pasta", "smbsplice", "smbsplice-tcp", "haproxy", "haproxy-nosplice")
 NS_RR_EXTRA = ("smbsplice+--pipe-size 8K", "smbsplice+--mode tcp --pipe-size 8K")
 OFFICE_FRONTS = {"loopback": ("direct", "smbsplice", "haproxy", FLOOR),
                  "ns": ("direct-ns", "pasta", "smbsplice", "haproxy", FLOOR)}
@@ -977,10 +977,13 @@ def baseline_knows(flag):
 
 
 def with_twins(names):
-    """names, each smbsplice contestant without --workers followed by its
-    base: twin when there is a baseline."""
+    """names, and the smbsplice+OPTIONS variants --fronts asks for (so
+    that a setting can be tried beside the standard contestants), each
+    smbsplice contestant without --workers followed by its base: twin
+    when there is a baseline."""
     out = []
-    for n in names:
+    asked = [n for n in sorted(FRONTS or ()) if n.startswith("smbsplice+") and n not in names]
+    for n in [*names, *asked]:
         out.append(n)
         if BASELINE and n.startswith("smbsplice") and "--workers" not in n:
             out.append("base:" + n)
@@ -1051,7 +1054,8 @@ def main():
     ap.add_argument("--topology", default=",".join(TOPOLOGIES),
                     help="loopback (every workload but ns) and/or ns (the namespace topology: ns and office)")
     ap.add_argument("--fronts", help="only these contestants, comma-separated (e.g. direct,smbsplice,"
-                    "base:smbsplice); tune, sweep and cost ignore it")
+                    "base:smbsplice); smbsplice+OPTIONS adds smbsplice with those options to every "
+                    "list (e.g. 'smbsplice+--socket-buffer kernel'); tune, sweep and cost ignore it")
     ap.add_argument("--baseline", metavar="PATH",
                     help="an older smbsplice binary: adds base:NAME twins of the smbsplice contestants "
                          "without --workers")
