@@ -50,6 +50,7 @@ void options_listener_defaults(struct listen_opts *l, const char *name)
 	l->keepalive =
 		(struct keepalive){ OPT_DEFAULT_KA_IDLE, OPT_DEFAULT_KA_INTVL,
 				    OPT_DEFAULT_KA_CNT };
+	l->sockbuf[SIDE_CLIENT] = l->sockbuf[SIDE_BACKEND] = SOCKBUF_AUTO;
 }
 
 /**

@@ -2,6 +2,7 @@
 #ifndef SMBSPLICE_OPTIONS_H
 #define SMBSPLICE_OPTIONS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,8 +58,9 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @keepalive:		TCP keepalive on both sockets (idle 0 for off)
  * @cc:			TCP congestion control per side; empty for the
  *			system's default
- * @sockbuf:		SO_SNDBUF and SO_RCVBUF per side, bytes; 0 for the
- *			kernel's autotuning
+ * @sockbuf:		SO_SNDBUF and SO_RCVBUF per side: bytes, or
+ *			SOCKBUF_KERNEL (the kernel's autotuning), or
+ *			SOCKBUF_AUTO (io/sockbuf.c chooses by the path's RTT)
  * @source:		address backend connections come from; len 0 for any
  * @mptcp:		open that side with IPPROTO_MPTCP
  * @foreign_netns:	its namespaces may be owned by another user namespace
@@ -187,6 +189,9 @@ struct config {
 #define OPT_MIN_TRACE_MAX (64u << 10)
 #define OPT_MIN_SOCKBUF	  (4u << 10)
 #define OPT_MAX_SOCKBUF	  (1024u << 20)
+/* listen_opts.sockbuf values that are not a size */
+#define SOCKBUF_KERNEL 0u
+#define SOCKBUF_AUTO   UINT_MAX
 
 enum opt_result {
 	OPT_OK,	  /* run the daemon */

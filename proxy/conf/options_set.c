@@ -337,9 +337,13 @@ enum opt_result opt_set_sockbuf(const struct opt_def *d, struct options *o,
 
 	snprintf(
 		want, sizeof(want),
-		"expected SIZE, client:SIZE or backend:SIZE, %llu to %llu bytes (e.g. 16M)",
+		"expected [client:|backend:] auto, kernel or SIZE, %llu to %llu bytes (e.g. 16M)",
 		d->min, d->max);
-	if (!v || parse_size(v, &n) || n < d->min || n > d->max)
+	if (v && !strcmp(v, "auto"))
+		n = SOCKBUF_AUTO;
+	else if (v && !strcmp(v, "kernel"))
+		n = SOCKBUF_KERNEL;
+	else if (!v || parse_size(v, &n) || n < d->min || n > d->max)
 		return bad(err, errlen, d, arg, want);
 	for (unsigned s = 0; s < SIDE_COUNT; s++)
 		if (side[s])

@@ -201,12 +201,15 @@ const struct opt_def opt_table[] = {
 	  .repeat = true,
 	  .apply = opt_set_congestion },
 	{ .name = "socket-buffer",
-	  .metavar = "[SIDE:]SIZE",
+	  .metavar = "[SIDE:]auto|kernel|SIZE",
 	  .scope = L,
-	  .help = "fix SO_SNDBUF and SO_RCVBUF, on both sides or on one\n"
-		  "(client:SIZE, backend:SIZE), for a path whose\n"
-		  "bandwidth-delay product exceeds tcp_rmem/tcp_wmem max;\n"
-		  "turns off the kernel's autotuning (default: autotuning)",
+	  .help = "SO_SNDBUF and SO_RCVBUF, on both sides or on one\n"
+		  "(client:, backend:): auto holds a socket whose RTT\n"
+		  "is under 200 us at 256K and leaves longer paths to\n"
+		  "the kernel's autotuning; kernel leaves every socket\n"
+		  "to it; SIZE fixes both, for a path whose\n"
+		  "bandwidth-delay product exceeds tcp_rmem/tcp_wmem max\n"
+		  "(default auto)",
 	  .repeat = true,
 	  .min = OPT_MIN_SOCKBUF,
 	  .max = OPT_MAX_SOCKBUF,

@@ -87,6 +87,7 @@
 #include "io/peek.h"
 #include "io/pump.h"
 #include "io/sock.h"
+#include "io/sockbuf.h"
 #include "net/dial.h"
 #include "net/listener.h"
 #include "pp2/pp2_sock.h"
@@ -203,12 +204,39 @@ void conn_dirs_init(struct conn *c)
 }
 
 /**
+ * conn_fit_buffers() - hold each socket to what its path needs
+ * @c:	the connection, both handshakes done and their RTTs measured
+ *
+ * A socket that cannot be held stays with autotuning, as it was: worth a
+ * debug line, not the connection.
+ */
+static void conn_fit_buffers(struct conn *c)
+{
+	static const char *const side_name[SIDE_COUNT] = { "client",
+							   "backend" };
+	const int fd[SIDE_COUNT] = { c->cli.fd, c->srv.fd };
+	unsigned rtt;
+	int r;
+
+	for (int s = 0; s < SIDE_COUNT; s++) {
+		r = sockbuf_fit(fd[s], c->lo->sockbuf[s], &rtt);
+		if (r < 0)
+			log_debug("conn %s: %s socket buffers: %s", c->cli_text,
+				  side_name[s], strerror(errno));
+		else if (r)
+			log_debug("conn %s: %s RTT %u us: socket buffers %d",
+				  c->cli_text, side_name[s], rtt, r);
+	}
+}
+
+/**
  * conn_start_forwarding() - the backend is connected: start both directions
  * @c:	the connection
  *
  * Both sockets have their options already: the client socket inherited
  * them from the listening socket, the backend socket got them from
- * dial_backend(). With --send-proxy the backend's stream opens with the
+ * dial_backend(); only --socket-buffer auto waited for the RTTs, which
+ * are known now. With --send-proxy the backend's stream opens with the
  * PROXY header, before any byte of the client's.
  */
 static void conn_start_forwarding(struct conn *c)
@@ -223,6 +251,7 @@ static void conn_start_forwarding(struct conn *c)
 		conn_end(c, conn_end_for_errno(errno), why);
 		return;
 	}
+	conn_fit_buffers(c);
 	conn_set_state(c, CS_OPEN);
 	ev_io_stop(loop, &c->connect_w);
 	ev_timer_stop(loop, &c->timer);

@@ -1,6 +1,7 @@
 """The WAN gateway options, on loopback: keepalive and congestion control
 on each side (read back from the kernel with ss), and again for new clients
-after a SIGHUP changed them, fixed socket buffers per side, --source, backends
+after a SIGHUP changed them, socket buffers per side (fixed, held by
+RTT by default, or autotuned), --source, backends
 tried in order when one refuses or stays silent (each failure counted per
 backend), and Multipath TCP on both sides, byte-exact, with the legs shown
 as MPTCP by `ss -M`."""
@@ -15,7 +16,7 @@ import tempfile
 import threading
 import time
 
-from harness import NOT_SMB, TMPDIR, Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
+from harness import NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Server, TestFailure, check, free_port, metric, recv_exact, run, scrape
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 
@@ -246,33 +247,46 @@ def skmem(port_filter):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def held(srv, *opts):
+    """(client side, backend side) (rb, tb) of a connection through a
+    proxy started with opts, once a message went both ways."""
+    p = Proxy(srv.addr, *opts, *NOT_SMB)
+    c = p.connect()
+    c.sendall(b"\0ping")
+    recv_exact(c, 5)
+    got = skmem(f"( sport = :{p.port} )"), skmem(f"( dport = :{srv.port} )")
+    rtt = re.findall(r"rtt:([\d.]+)", ss("-tniH", "state", "established", f"( sport = :{p.port} or dport = :{srv.port} )"))
+    c.close()
+    p.stop()
+    return got, rtt
+
+
 def test_socket_buffer():
     """--socket-buffer SIDE:SIZE fixes SO_RCVBUF and SO_SNDBUF on that side
-    (the kernel doubles what it is given, for its bookkeeping); the other
-    side is left to autotuning; a size out of range is one line, exit 2."""
+    (the kernel doubles what it is given, for its bookkeeping); auto, the
+    default, holds a loopback socket (a path of microseconds) at 256K on
+    each side once connected; kernel leaves a side to autotuning; a size
+    out of range is one line, exit 2."""
     srv = Server(echo)
-    px = Proxy(srv.addr, "--socket-buffer", "backend:1M", "--socket-buffer", "client:256K", *NOT_SMB)
-    c = px.connect()
-    c.sendall(b"\0ping")
-    recv_exact(c, 5)
-    cli, be = skmem(f"( sport = :{px.port} )"), skmem(f"( dport = :{srv.port} )")
+    (cli, be), _ = held(srv, "--socket-buffer", "backend:1M", "--socket-buffer", "client:256K")
     check(be == (2 << 20, 2 << 20), f"backend side: rb and tb fixed at twice 1M: {be}")
     check(cli == (512 << 10, 512 << 10), f"client side (inherited from the listening socket): twice 256K: {cli}")
-    c.close()
-    px.stop()
-    px = Proxy(srv.addr, "--socket-buffer", "backend:1M", *NOT_SMB)
-    c = px.connect()
-    c.sendall(b"\0ping")
-    recv_exact(c, 5)
-    cli = skmem(f"( sport = :{px.port} )")
-    check(cli and cli != (2 << 20, 2 << 20), f"client side left to autotuning: {cli}")
-    c.close()
-    px.stop()
+    short = (512 << 10, 512 << 10)
+    (cli, be), rtt = held(srv)
+    check(cli == short and be == short, f"auto, by default: both loopback sockets held at twice 256K: "
+          f"client {cli}, backend {be} (RTTs in ms: {rtt})")
+    (cli, be), rtt = held(srv, "--socket-buffer", "client:kernel")
+    check(cli and cli != short and be == short,
+          f"client:kernel: the client side left to autotuning ({cli}), the backend's held ({be}; RTTs {rtt})")
+    (cli, be), rtt = held(srv, "--socket-buffer", "kernel", "--socket-buffer", "backend:auto")
+    check(cli and cli != short and be == short,
+          f"kernel, then backend:auto: the client side autotuned ({cli}), the backend's held ({be})")
     srv.close()
-    bad = subprocess.run([px.argv[0], "-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer", "backend:1K"],
-                         capture_output=True, text=True, timeout=10)
-    check(bad.returncode == 2 and "socket-buffer" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
-          f"a size below 4K: one line, exit 2 ({bad.returncode}: {bad.stderr.strip()})")
+    for arg in ("backend:1K", "client:automatic"):
+        bad = subprocess.run([SMBSPLICE, "-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer", arg],
+                             capture_output=True, text=True, timeout=10)
+        check(bad.returncode == 2 and "socket-buffer" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+              f"{arg}: one line, exit 2 ({bad.returncode}: {bad.stderr.strip()})")
 
 
 def main():
