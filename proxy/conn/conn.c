@@ -207,19 +207,22 @@ void conn_dirs_init(struct conn *c)
  * conn_fit_buffers() - hold each socket to what its path needs
  * @c:	the connection, both handshakes done and their RTTs measured
  *
- * A socket that cannot be held stays with autotuning, as it was: worth a
- * debug line, not the connection.
+ * An MPTCP side is left alone: its RTT is its first subflow's, and a
+ * size set on it would bind every later subflow, over longer paths too.
+ * A socket that cannot be held keeps what it had (or half of it held):
+ * worth a debug line, not the connection.
  */
 static void conn_fit_buffers(struct conn *c)
 {
 	static const char *const side_name[SIDE_COUNT] = { "client",
 							   "backend" };
 	const int fd[SIDE_COUNT] = { c->cli.fd, c->srv.fd };
-	unsigned rtt;
+	unsigned rtt, setting;
 	int r;
 
 	for (int s = 0; s < SIDE_COUNT; s++) {
-		r = sockbuf_fit(fd[s], c->lo->sockbuf[s], &rtt);
+		setting = c->lo->mptcp[s] ? SOCKBUF_KERNEL : c->lo->sockbuf[s];
+		r = sockbuf_fit(fd[s], setting, &rtt);
 		if (r < 0)
 			log_debug("conn %s: %s socket buffers: %s", c->cli_text,
 				  side_name[s], strerror(errno));

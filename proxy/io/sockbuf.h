@@ -8,7 +8,7 @@
  * a LAN: SOCKBUF_SHORT_BYTES covers its bandwidth-delay product. */
 #define SOCKBUF_SHORT_RTT_US 200u
 /* What a short path's socket is held at (the kernel doubles it for its
- * bookkeeping: 512 KiB of data in flight covers 20 Gbit/s at 200 us). */
+ * bookkeeping; the window it allows covers about 10 Gbit/s at 200 us). */
 #define SOCKBUF_SHORT_BYTES (256u << 10)
 
 unsigned sockbuf_choose(unsigned setting, unsigned rtt_us);

@@ -188,8 +188,10 @@ def server_cut(through):
     # smbsplice's socket from the server gets a fixed 16M receive buffer:
     # autotuned, it grows only as fast as smbsplice reads, and a slow run
     # (the sanitizers on a busy machine) left it too small for the rest of
-    # the stream, the FIN waiting outside it.
-    srv, px, c = start(through, serve, RCVBUF, extra=("--socket-buffer", "backend:16M"))
+    # the stream, the FIN waiting outside it. The socket to the client is
+    # left to autotuning, as full_frames() counts on.
+    srv, px, c = start(through, serve, RCVBUF,
+                       extra=("--socket-buffer", "backend:16M", "--socket-buffer", "client:kernel"))
     c.sendall(request)
     buf = bytearray(recv_exact(c, FAST_FRAMES * stream.frame_len))
     # Straight to the client, the server's send blocks until it reads:

@@ -249,38 +249,59 @@ def skmem(port_filter):
 
 def held(srv, *opts):
     """(client side, backend side) (rb, tb) of a connection through a
-    proxy started with opts, once a message went both ways."""
-    p = Proxy(srv.addr, *opts, *NOT_SMB)
+    proxy started with opts, once a message went both ways, and each
+    side's RTT the proxy went by when it held that side (debug log), or
+    None where it left the side as it was."""
+    p = Proxy(srv.addr, "-v", *opts, *NOT_SMB)
     c = p.connect()
     c.sendall(b"\0ping")
     recv_exact(c, 5)
     got = skmem(f"( sport = :{p.port} )"), skmem(f"( dport = :{srv.port} )")
-    rtt = re.findall(r"rtt:([\d.]+)", ss("-tniH", "state", "established", f"( sport = :{p.port} or dport = :{srv.port} )"))
     c.close()
     p.stop()
-    return got, rtt
+    rtts = dict(re.findall(r"conn \S+: (client|backend) RTT (\d+) us: socket buffers", p.log()))
+    return got, (rtts.get("client"), rtts.get("backend"))
 
 
 def test_socket_buffer():
     """--socket-buffer SIDE:SIZE fixes SO_RCVBUF and SO_SNDBUF on that side
     (the kernel doubles what it is given, for its bookkeeping); auto, the
-    default, holds a loopback socket (a path of microseconds) at 256K on
-    each side once connected; kernel leaves a side to autotuning; a size
-    out of range is one line, exit 2."""
+    default, holds a socket whose handshake's RTT was under 200 us (a
+    loopback one, unless the machine is very busy) at 256K once connected,
+    and leaves the others; kernel leaves a side to autotuning; a reload
+    that takes a fixed client size away says that new clients keep it; a
+    size out of range or a wrong word is one line, exit 2."""
     srv = Server(echo)
-    (cli, be), _ = held(srv, "--socket-buffer", "backend:1M", "--socket-buffer", "client:256K")
+    (cli, be), _ = held(srv, "--socket-buffer", "backend:1M", "--socket-buffer", "client:384K")
     check(be == (2 << 20, 2 << 20), f"backend side: rb and tb fixed at twice 1M: {be}")
-    check(cli == (512 << 10, 512 << 10), f"client side (inherited from the listening socket): twice 256K: {cli}")
+    check(cli == (768 << 10, 768 << 10), f"client side (inherited from the listening socket): twice 384K: {cli}")
     short = (512 << 10, 512 << 10)
-    (cli, be), rtt = held(srv)
-    check(cli == short and be == short, f"auto, by default: both loopback sockets held at twice 256K: "
-          f"client {cli}, backend {be} (RTTs in ms: {rtt})")
-    (cli, be), rtt = held(srv, "--socket-buffer", "client:kernel")
-    check(cli and cli != short and be == short,
-          f"client:kernel: the client side left to autotuning ({cli}), the backend's held ({be}; RTTs {rtt})")
-    (cli, be), rtt = held(srv, "--socket-buffer", "kernel", "--socket-buffer", "backend:auto")
-    check(cli and cli != short and be == short,
-          f"kernel, then backend:auto: the client side autotuned ({cli}), the backend's held ({be})")
+    (cli, be), (rc, rb) = held(srv)
+    check((cli == short) == (rc is not None) and (be == short) == (rb is not None) and (rc or rb),
+          f"auto, by default: a side is held at twice 256K exactly when its RTT was short: client {cli} "
+          f"(RTT {rc} us), backend {be} (RTT {rb} us)")
+    (cli, be), (rc, rb) = held(srv, "--socket-buffer", "client:kernel")
+    check(cli and cli != short and rc is None and (be == short) == (rb is not None),
+          f"client:kernel: the client side left to autotuning ({cli}), the backend's as auto has it ({be}, RTT {rb})")
+    (cli, be), (rc, rb) = held(srv, "--socket-buffer", "kernel", "--socket-buffer", "backend:auto")
+    check(cli and cli != short and rc is None and (be == short) == (rb is not None),
+          f"kernel, then backend:auto: the client side autotuned ({cli}), the backend's as auto has it ({be})")
+
+    conf = os.path.join(tempfile.mkdtemp(prefix="sockbuf-", dir=TMPDIR), "smbsplice.conf")
+    port = free_port()
+
+    def write(extra):
+        with open(conf + ".new", "w") as f:
+            f.write(f"[main]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\nmode = tcp\n{extra}")
+        os.replace(conf + ".new", conf)
+
+    write("socket-buffer = client:384K\n")
+    px = Proxy(srv.addr, "-c", conf, listen=False)
+    write("")
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read, 1 listener")
+    px.wait_log(r"listener main: socket-buffer: new clients keep the fixed 393216 bytes until smbsplice is restarted")
+    px.stop()
     srv.close()
     for arg in ("backend:1K", "client:automatic"):
         bad = subprocess.run([SMBSPLICE, "-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer", arg],

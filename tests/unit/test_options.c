@@ -245,6 +245,31 @@ static void test_wan_defaults(void **state)
 	assert_true(c.ls[0].idle_timeout == 0);
 	assert_int_equal(c.ls[0].nallow, 0);
 	assert_false(c.ls[0].transparent);
+	assert_int_equal(c.ls[0].sockbuf[SIDE_CLIENT], SOCKBUF_AUTO);
+	assert_int_equal(c.ls[0].sockbuf[SIDE_BACKEND], SOCKBUF_AUTO);
+}
+
+/* auto, kernel and a size, per side or both; the last word for a side
+ * wins, as for --congestion */
+static void test_socket_buffer_words(void **state)
+{
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer",
+	     "kernel", "--socket-buffer", "backend:auto", "--socket-buffer",
+	     "client:64K");
+	static struct config c;
+	char err[256] = "";
+
+	assert_int_equal(options_parse(&c, argc, argv, false, err, sizeof(err)),
+			 OPT_OK);
+	assert_int_equal(c.ls[0].sockbuf[SIDE_CLIENT], 64u << 10);
+	assert_int_equal(c.ls[0].sockbuf[SIDE_BACKEND], SOCKBUF_AUTO);
+}
+
+static void test_bad_socket_buffer_word(void **state)
+{
+	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--socket-buffer",
+	     "client:Auto");
+	expect_bad(argc, argv, "auto, kernel or SIZE");
 }
 
 static void test_cidr(void **state)
@@ -518,6 +543,8 @@ int main(void)
 		cmocka_unit_test(test_bad_threshold),
 		cmocka_unit_test(test_deployment_options),
 		cmocka_unit_test(test_wan_defaults),
+		cmocka_unit_test(test_socket_buffer_words),
+		cmocka_unit_test(test_bad_socket_buffer_word),
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_keepalive_and_netns),
 		cmocka_unit_test(test_bad_deployment_options),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* testnet.c - loopback sockets the privileged side's tests share
- * (test_privhelper.c, test_hostile.c): a free port, a connected pair.
+/* testnet.c - loopback sockets the unit tests share (test_privhelper.c,
+ * test_hostile.c, test_fdpass.c, test_howire.c, test_sockbuf.c): a free
+ * port, a connected pair, a count of open descriptors.
  */
 #include "config.h"
 
