@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,9 @@ static void scrape_end(struct scrape *s)
 		ev_io_start(px->loop, &mx.w);
 }
 
+static_assert(LREPORT_MAX_BACKENDS == OPT_MAX_BACKENDS,
+	      "a report holds every backend a listener may have");
+
 /**
  * metrics_report_listener() - a listener's counters, summed over its
  *			       workers (for /metrics and the control socket)
@@ -176,8 +180,10 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	g.draining = px->state == PX_DRAINING;
 	out = open_memstream(&body, len);
 	if (out) {
-		promtext_write(out, ls, n, &g, accepted, px->nworkers);
-		if (fclose(out)) {
+		int bad =
+			promtext_write(out, ls, n, &g, accepted, px->nworkers);
+
+		if (fclose(out) || bad) {
 			free(body);
 			body = NULL;
 		}

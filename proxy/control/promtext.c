@@ -10,17 +10,63 @@
  *
  * What connections move is counted per listener and labelled with its
  * name (listener="..."); what the process holds (pipes, buffers,
- * descriptors) is process-wide and has no listener label.
+ * descriptors) is process-wide and has no listener label. A listener's
+ * name and a backend's address are the user's text: they go out escaped
+ * as the exposition format wants (backslash, double quote, newline), or
+ * one odd section name would make Prometheus refuse the whole page.
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "conf/options.h"
 #include "observe/counters.h"
 #include "control/promtext.h"
 
 static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
+
+/* an escaped label value is at most twice its text, and a NUL */
+#define NAME_LABEL_LEN	  (2 * OPT_NAME_LEN + 1)
+#define BACKEND_LABEL_LEN (2 * sizeof(((struct endpoint *)0)->text) + 1)
+
+/**
+ * struct lnames - one listener's label values, escaped for this page
+ * @name:	its name
+ * @backend:	its backends' addresses, as given
+ */
+struct lnames {
+	char name[NAME_LABEL_LEN];
+	char backend[LREPORT_MAX_BACKENDS][BACKEND_LABEL_LEN];
+};
+
+/**
+ * label_escape() - a label value as the text format wants it
+ * @dst:	where to write, NUL-terminated
+ * @len:	its size: at least twice @src's length, and one
+ * @src:	the text
+ *
+ * Backslash, double quote and newline become \\, \" and \n; anything
+ * that does not fit is cut at a whole character.
+ */
+static void label_escape(char *dst, size_t len, const char *src)
+{
+	size_t o = 0;
+
+	for (; *src; src++) {
+		char c = *src == '\n' ? 'n' : *src;
+		bool esc = c != *src || c == '\\' || c == '"';
+
+		if (o + esc + 1 >= len)
+			break;
+		if (esc)
+			dst[o++] = '\\';
+		dst[o++] = c;
+	}
+	dst[o] = '\0';
+}
 
 /**
  * metric_head() - the HELP and TYPE lines of a metric
@@ -92,9 +138,11 @@ static const struct {
  * write_per_dir() - the per-direction counters, per listener
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_per_dir(FILE *out, const struct lreport *ls, unsigned n)
+static void write_per_dir(FILE *out, const struct lreport *ls,
+			  const struct lnames *lab, unsigned n)
 {
 	for (size_t m = 0; m < sizeof(per_dir) / sizeof(per_dir[0]); m++) {
 		metric_head(out, per_dir[m].name, "counter", per_dir[m].help);
@@ -102,7 +150,7 @@ static void write_per_dir(FILE *out, const struct lreport *ls, unsigned n)
 			for (int d = 0; d < DIR_COUNT; d++)
 				fprintf(out,
 					"%s{listener=\"%s\",direction=\"%s\"} %llu\n",
-					per_dir[m].name, ls[i].name,
+					per_dir[m].name, lab[i].name,
 					dir_label[d],
 					dir_counter(&ls[i].tot, d,
 						    per_dir[m].off));
@@ -113,9 +161,11 @@ static void write_per_dir(FILE *out, const struct lreport *ls, unsigned n)
  * write_bytes() - smbsplice_bytes_total by listener, direction and pump
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_bytes(FILE *out, const struct lreport *ls, unsigned n)
+static void write_bytes(FILE *out, const struct lreport *ls,
+			const struct lnames *lab, unsigned n)
 {
 	metric_head(
 		out, "smbsplice_bytes_total", "counter",
@@ -127,8 +177,8 @@ static void write_bytes(FILE *out, const struct lreport *ls, unsigned n)
 			fprintf(out,
 				"smbsplice_bytes_total{listener=\"%s\",direction=\"%s\",path=\"splice\"} %llu\n"
 				"smbsplice_bytes_total{listener=\"%s\",direction=\"%s\",path=\"copy\"} %llu\n",
-				ls[i].name, dir_label[d],
-				(unsigned long long)p->spliced, ls[i].name,
+				lab[i].name, dir_label[d],
+				(unsigned long long)p->spliced, lab[i].name,
 				dir_label[d], (unsigned long long)p->copied);
 		}
 }
@@ -138,9 +188,11 @@ static void write_bytes(FILE *out, const struct lreport *ls, unsigned n)
  *		      command
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_messages(FILE *out, const struct lreport *ls, unsigned n)
+static void write_messages(FILE *out, const struct lreport *ls,
+			   const struct lnames *lab, unsigned n)
 {
 	metric_head(
 		out, "smbsplice_messages_total", "counter",
@@ -150,7 +202,7 @@ static void write_messages(FILE *out, const struct lreport *ls, unsigned n)
 			for (unsigned c = 0; c <= SMB2_NCOMMANDS; c++)
 				fprintf(out,
 					"smbsplice_messages_total{listener=\"%s\",direction=\"%s\",command=\"%s\"} %llu\n",
-					ls[i].name, dir_label[d],
+					lab[i].name, dir_label[d],
 					smb_command_name(c),
 					(unsigned long long)ls[i]
 						.tot.dir[d]
@@ -162,9 +214,11 @@ static void write_messages(FILE *out, const struct lreport *ls, unsigned n)
  *		    and kind
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_frames(FILE *out, const struct lreport *ls, unsigned n)
+static void write_frames(FILE *out, const struct lreport *ls,
+			 const struct lnames *lab, unsigned n)
 {
 	static const char *const kind[] = { "encrypted", "compressed", "smb1",
 					    "netbios" };
@@ -181,7 +235,7 @@ static void write_frames(FILE *out, const struct lreport *ls, unsigned n)
 			for (int k = 0; k < 4; k++)
 				fprintf(out,
 					"smbsplice_frames_total{listener=\"%s\",direction=\"%s\",kind=\"%s\"} %llu\n",
-					ls[i].name, dir_label[d], kind[k],
+					lab[i].name, dir_label[d], kind[k],
 					(unsigned long long)v[k]);
 		}
 }
@@ -191,9 +245,11 @@ static void write_frames(FILE *out, const struct lreport *ls, unsigned n)
  *		      decision and pump
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
+static void write_payloads(FILE *out, const struct lreport *ls,
+			   const struct lnames *lab, unsigned n)
 {
 	metric_head(
 		out, "smbsplice_payloads_total", "counter",
@@ -204,7 +260,7 @@ static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
 				for (int sp = 0; sp < 2; sp++)
 					fprintf(out,
 						"smbsplice_payloads_total{listener=\"%s\",direction=\"%s\",class=\"%s\",decision=\"%s\"} %llu\n",
-						ls[i].name, dir_label[d],
+						lab[i].name, dir_label[d],
 						smb_class_name(c),
 						sp ? "splice" : "copy",
 						(unsigned long long)ls[i]
@@ -222,11 +278,11 @@ static void write_payloads(FILE *out, const struct lreport *ls, unsigned n)
 				fprintf(out,
 					"smbsplice_payload_bytes_total{listener=\"%s\",direction=\"%s\",class=\"%s\",path=\"splice\"} %llu\n"
 					"smbsplice_payload_bytes_total{listener=\"%s\",direction=\"%s\",class=\"%s\",path=\"copy\"} %llu\n",
-					ls[i].name, dir_label[d],
+					lab[i].name, dir_label[d],
 					smb_class_name(c),
 					(unsigned long long)
 						s->payload_spliced[c],
-					ls[i].name, dir_label[d],
+					lab[i].name, dir_label[d],
 					smb_class_name(c),
 					(unsigned long long)
 						s->payload_copied[c]);
@@ -268,9 +324,11 @@ static const struct {
  * write_listeners() - what each listener accepted, refused and failed
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  */
-static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
+static void write_listeners(FILE *out, const struct lreport *ls,
+			    const struct lnames *lab, unsigned n)
 {
 	for (size_t m = 0; m < sizeof(per_listener) / sizeof(per_listener[0]);
 	     m++) {
@@ -278,7 +336,7 @@ static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 			    per_listener[m].help);
 		for (unsigned i = 0; i < n; i++)
 			fprintf(out, "%s{listener=\"%s\"} %llu\n",
-				per_listener[m].name, ls[i].name,
+				per_listener[m].name, lab[i].name,
 				listener_counter(&ls[i], per_listener[m].off));
 	}
 	metric_head(
@@ -291,11 +349,11 @@ static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 			"smbsplice_refused_total{listener=\"%s\",reason=\"max_preauth_per_source\"} %llu\n"
 			"smbsplice_refused_total{listener=\"%s\",reason=\"first_frame\"} %llu\n"
 			"smbsplice_refused_total{listener=\"%s\",reason=\"proxy\"} %llu\n",
-			ls[i].name, (unsigned long long)ls[i].refused_conns,
-			ls[i].name, (unsigned long long)ls[i].refused_source,
-			ls[i].name, (unsigned long long)ls[i].refused_preauth,
-			ls[i].name, (unsigned long long)ls[i].bad_openings,
-			ls[i].name, (unsigned long long)ls[i].proxy_refused);
+			lab[i].name, (unsigned long long)ls[i].refused_conns,
+			lab[i].name, (unsigned long long)ls[i].refused_source,
+			lab[i].name, (unsigned long long)ls[i].refused_preauth,
+			lab[i].name, (unsigned long long)ls[i].bad_openings,
+			lab[i].name, (unsigned long long)ls[i].proxy_refused);
 	metric_head(
 		out, "smbsplice_backend_failures_total", "counter",
 		"Connects to a backend that failed (refused, unreachable, timed out); the next backend was tried, if any.");
@@ -303,7 +361,7 @@ static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 		for (unsigned b = 0; b < ls[i].nbackends; b++)
 			fprintf(out,
 				"smbsplice_backend_failures_total{listener=\"%s\",backend=\"%s\"} %llu\n",
-				ls[i].name, ls[i].backends[b],
+				lab[i].name, lab[i].backend[b],
 				(unsigned long long)ls[i].backend_failures[b]);
 	metric_head(
 		out, "smbsplice_multichannel_total", "counter",
@@ -315,8 +373,8 @@ static void write_listeners(FILE *out, const struct lreport *ls, unsigned n)
 		fprintf(out,
 			"smbsplice_multichannel_total{listener=\"%s\",kind=\"offered\"} %llu\n"
 			"smbsplice_multichannel_total{listener=\"%s\",kind=\"interface_list\"} %llu\n",
-			ls[i].name, (unsigned long long)s->multichannel,
-			ls[i].name, (unsigned long long)s->interface_lists);
+			lab[i].name, (unsigned long long)s->multichannel,
+			lab[i].name, (unsigned long long)s->interface_lists);
 	}
 }
 
@@ -409,14 +467,16 @@ static void write_hist(FILE *out, const char *name, const char *labels,
  * write_latency() - the server's time per command, smbsplice's per frame
  * @out:	where to write
  * @ls:		the listeners
+ * @lab:	the listeners' label values, escaped
  * @n:		how many
  *
  * A command appears once it has been timed, so that a listener's page is
  * not 19 empty histograms long.
  */
-static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
+static void write_latency(FILE *out, const struct lreport *ls,
+			  const struct lnames *lab, unsigned n)
 {
-	char labels[160];
+	char labels[NAME_LABEL_LEN + 64];
 
 	metric_head(
 		out, "smbsplice_request_seconds", "histogram",
@@ -426,7 +486,7 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
 			if (!hist_count(&ls[i].tot.request[c]))
 				continue;
 			snprintf(labels, sizeof(labels),
-				 "listener=\"%s\",command=\"%s\"", ls[i].name,
+				 "listener=\"%s\",command=\"%s\"", lab[i].name,
 				 smb_command_name(c));
 			write_hist(out, "smbsplice_request_seconds", labels,
 				   &ls[i].tot.request[c]);
@@ -437,8 +497,8 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		for (int d = 0; d < DIR_COUNT; d++) {
 			snprintf(labels, sizeof(labels),
-				 "listener=\"%s\",direction=\"%s\"", ls[i].name,
-				 dir_label[d]);
+				 "listener=\"%s\",direction=\"%s\"",
+				 lab[i].name, dir_label[d]);
 			write_hist(out, "smbsplice_forward_seconds", labels,
 				   &ls[i].tot.dir[d].forward);
 		}
@@ -448,7 +508,7 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		fprintf(out,
 			"smbsplice_requests_untimed_total{listener=\"%s\"} %llu\n",
-			ls[i].name,
+			lab[i].name,
 			(unsigned long long)ls[i].tot.untimed_requests);
 }
 
@@ -460,18 +520,33 @@ static void write_latency(FILE *out, const struct lreport *ls, unsigned n)
  * @g:		the process's gauges
  * @accepted:	connections accepted per worker
  * @nworkers:	how many workers
+ *
+ * Return: 0, or -1 if memory ran out (no page: a page without its
+ * listeners would read as all zeros).
  */
-void promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
-		    const struct gauges *g, const uint64_t *accepted,
-		    unsigned nworkers)
+int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
+		   const struct gauges *g, const uint64_t *accepted,
+		   unsigned nworkers)
 {
-	write_bytes(out, ls, nls);
-	write_per_dir(out, ls, nls);
-	write_messages(out, ls, nls);
-	write_frames(out, ls, nls);
-	write_payloads(out, ls, nls);
-	write_latency(out, ls, nls);
-	write_listeners(out, ls, nls);
+	struct lnames *lab = calloc(nls ? nls : 1, sizeof(*lab));
+
+	if (!lab)
+		return -1;
+	for (unsigned i = 0; i < nls; i++) {
+		label_escape(lab[i].name, sizeof(lab[i].name), ls[i].name);
+		for (unsigned b = 0; b < ls[i].nbackends; b++)
+			label_escape(lab[i].backend[b],
+				     sizeof(lab[i].backend[b]),
+				     ls[i].backends[b]);
+	}
+	write_bytes(out, ls, lab, nls);
+	write_per_dir(out, ls, lab, nls);
+	write_messages(out, ls, lab, nls);
+	write_frames(out, ls, lab, nls);
+	write_payloads(out, ls, lab, nls);
+	write_latency(out, ls, lab, nls);
+	write_listeners(out, ls, lab, nls);
+	free(lab);
 	write_process(out, g);
 	metric_head(
 		out, "smbsplice_worker_connections_total", "counter",
@@ -480,4 +555,5 @@ void promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		fprintf(out,
 			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
 			i, (unsigned long long)accepted[i]);
+	return 0;
 }

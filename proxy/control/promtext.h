@@ -15,8 +15,8 @@
 struct gauges;
 struct lreport;
 
-void promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
-		    const struct gauges *g, const uint64_t *accepted,
-		    unsigned nworkers);
+int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
+		   const struct gauges *g, const uint64_t *accepted,
+		   unsigned nworkers);
 
 #endif /* SMBSPLICE_PROMTEXT_H */

@@ -49,6 +49,9 @@ struct totals {
 	uint64_t untimed_requests;
 };
 
+/* backends a listener may have (OPT_MAX_BACKENDS, which metrics.c checks) */
+#define LREPORT_MAX_BACKENDS 8
+
 /**
  * struct lreport - one listener's counters, summed over the workers
  * @name:		the listener's name
@@ -72,9 +75,9 @@ struct lreport {
 	uint64_t accepted, denied, refused_conns, refused_source;
 	uint64_t refused_preauth, bad_openings, auth_timeouts;
 	uint64_t proxy_refused;
-	const char *backends[8];
+	const char *backends[LREPORT_MAX_BACKENDS];
 	unsigned nbackends;
-	uint64_t backend_failures[8];
+	uint64_t backend_failures[LREPORT_MAX_BACKENDS];
 };
 
 /**

@@ -271,20 +271,47 @@ def scrape_text(port, path="/metrics"):
         note_scrape(port)
 
 
+SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def parse_sample(line):
+    """One sample line of the Prometheus text format: (name, ((label,
+    value), ...) sorted, value), the label values unescaped; a line the
+    format does not allow fails the test, as Prometheus would refuse the
+    page."""
+    m = SAMPLE.fullmatch(line)
+    if not m:
+        raise TestFailure(f"/metrics: not a sample line: {line!r}")
+    labels, rest = [], m.group(2) or ""
+    while rest:
+        lm = LABEL.match(rest)
+        if not lm:
+            raise TestFailure(f"/metrics: bad labels at {rest!r} in {line!r}")
+        value = re.sub(r"\\[\\\"n]", lambda e: UNESCAPE[e.group(0)], lm.group(2))
+        labels.append((lm.group(1), value))
+        rest = rest[lm.end():]
+    try:
+        value = float(m.group(3))
+    except ValueError:
+        raise TestFailure(f"/metrics: bad value in {line!r}") from None
+    return m.group(1), tuple(sorted(labels)), value
+
+
 def scrape(port, path="/metrics"):
     """GET a fresh metrics page; return {(name, ((label, value), ...)): value}.
-    A series given twice fails the test: Prometheus would refuse the page."""
+    A series given twice, or a line the text format does not allow, fails
+    the test: Prometheus would refuse the page."""
     out = {}
     for line in scrape_text(port, path).splitlines():
         if not line or line.startswith("#"):
             continue
-        key, value = line.rsplit(" ", 1)
-        name, _, labels = key.partition("{")
-        pairs = tuple(sorted(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if kv))
-        key = (name, tuple((k, v.strip('"')) for k, v in pairs))
+        name, labels, value = parse_sample(line)
+        key = (name, labels)
         if key in out:
             raise TestFailure(f"/metrics gives {line.rsplit(' ', 1)[0]} twice")
-        out[key] = float(value)
+        out[key] = value
     return out
 
 

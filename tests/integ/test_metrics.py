@@ -2,7 +2,8 @@
 the traffic, connection gauges, and plain HTTP errors for anything else.
 Idle sockets cannot take the page away (two scrapes per address, a second
 for the request line), and only --stats-allow networks, loopback by
-default, are served."""
+default, are served. A listener named with quotes, a comma and a
+backslash leaves the page parseable, its label read back as written."""
 import os
 import select
 import signal
@@ -125,6 +126,31 @@ def allow_list(srv):
         subprocess.run(["ip", "netns", "del", netns])
 
 
+def odd_name(srv):
+    """A listener's name is the user's text: one with a double quote, a
+    comma and a backslash (which --check accepts) goes out escaped, so the
+    page still parses (harness.parse_sample, as strict as Prometheus) and
+    the label reads back as written."""
+    name = 'my "files", east\\x'
+    port = harness.free_port()
+    conf = os.path.join(harness.TMPDIR, "odd-name.conf")
+    with open(conf, "w") as f:
+        f.write(f"[{name}]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\nmode = tcp\n")
+    px = Proxy(None, "-c", conf, listen=False, stats=True)
+    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c.sendall(b"odd")
+    recv_exact(c, 3)
+    c.close()
+    px.wait_log(r" end=fin ")
+    m = scrape(px.stats_port)
+    got = {v for (n, ls), _ in m.items() for k, v in ls if k == "listener"}
+    check(got == {name}, f"the listener label reads back as the section name: {got}")
+    check(metric(m, "smbsplice_listener_connections_total", listener=name) == 1, "its connection is counted under it")
+    check(metric(m, "smbsplice_backend_failures_total", listener=name, backend=srv.addr) == 0,
+          "a backend label too")
+    px.stop()
+
+
 def main():
     srv = Server(echo)
     px = Proxy(srv.addr, "--mode", "tcp", stats=True)
@@ -216,6 +242,7 @@ def main():
     idle_scrapers(px)
     px.stop()
     allow_list(srv)
+    odd_name(srv)
     srv.close()
 
 
