@@ -445,6 +445,21 @@ static int give_group_unprivileged(const char *path, gid_t gid)
 }
 
 /**
+ * dir_hint() - what to do when the socket's directory is the trouble
+ * @e:	bind()'s errno
+ *
+ * Return: a clause to end the error line with, or "".
+ */
+static const char *dir_hint(int e)
+{
+	if (e != ENOENT && e != EROFS && e != EACCES)
+		return "";
+	return "; its directory must exist and be writable by smbsplice "
+	       "(the shipped unit's RuntimeDirectory=smbsplice makes "
+	       "/run/smbsplice)";
+}
+
+/**
  * control_bind() - make the socket at @path, private from its birth
  * @o:	the settings: --control and --control-group
  *
@@ -487,7 +502,8 @@ static int control_bind(const struct options *o)
 		goto fail;
 	return fd;
 fail:
-	log_err("control socket %s: %s", o->control, strerror(errno));
+	log_err("control socket %s: %s%s", o->control, strerror(errno),
+		dir_hint(errno));
 	if (fd >= 0)
 		close(fd);
 	return -1;

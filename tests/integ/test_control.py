@@ -15,10 +15,13 @@ through `smbsplice ctl`, against real traffic.
 - with --control-group the node is born with that group and mode 0660:
   no chown() or chmod() ever names the path (which root would follow
   through a link swapped in by whoever may write the directory), and a
-  set-group-ID directory that would give it another group is refused."""
+  set-group-ID directory that would give it another group is refused;
+- ctl's default path lies in the shipped unit's RuntimeDirectory, and a
+  socket whose directory is missing says what to do in its one line."""
 import grp
 import json
 import os
+import re
 import select
 import selectors
 import shutil
@@ -416,7 +419,30 @@ def group_at_birth():
         shutil.rmtree(os.path.dirname(binary), ignore_errors=True)
 
 
+def unit_and_directory():
+    """The path `smbsplice ctl` tries first is in the directory the
+    shipped unit has systemd make (RuntimeDirectory=, as ProtectSystem=
+    strict leaves the rest of /run read-only), and a control socket whose
+    directory is missing says, in its one line, what to do."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "contrib", "systemd", "smbsplice.service.in")) as f:
+        unit = f.read()
+    rdir = re.search(r"^RuntimeDirectory=(\S+)$", unit, re.M)
+    usage = subprocess.run([SMBSPLICE, "ctl", "--help"], capture_output=True, text=True, timeout=10)
+    default = re.search(r"PATH defaults to (\S+),", usage.stdout + usage.stderr)
+    check(rdir and default and os.path.dirname(default.group(1)) == "/run/" + rdir.group(1),
+          f"ctl's default path ({default and default.group(1)}) is in the unit's RuntimeDirectory "
+          f"({rdir and rdir.group(1)})")
+    missing = os.path.join(tempfile.mkdtemp(dir=TMPDIR), "no-such-dir", "control")
+    r = subprocess.run([SMBSPLICE, "-l", f"127.0.0.1:{free_port()}", "-b", "127.0.0.1:9", *NOT_SMB, "--control", missing],
+                       capture_output=True, text=True, timeout=20)
+    line = [l for l in r.stderr.splitlines() if "control socket" in l]
+    check(r.returncode != 0 and len(line) == 1 and "RuntimeDirectory=smbsplice" in line[0],
+          f"a missing directory: one line that says what to do ({r.returncode}: {line})")
+
+
 def main():
+    unit_and_directory()
     group_at_birth()
     silent_clients()
     kill_one()
