@@ -24,18 +24,24 @@
  * log_limit_expired() and says it in a line of its own.
  *
  * With --syslog the same lines go to syslog(3), each with its level's
- * priority, instead of standard error.
+ * priority, instead of standard error. When standard error is journald's
+ * stream (JOURNAL_STREAM names its device and inode), each line starts
+ * with its priority, "<4>" for a warning, which journald takes off and
+ * keeps as the entry's PRIORITY: `journalctl -p warning` then finds it.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/ring.h"
@@ -56,6 +62,48 @@ static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
 /* Lines go to syslog(3) rather than standard error (--syslog). */
 static bool to_syslog;
+
+/* Standard error is journald's: lines carry their priority. Decided once,
+ * on the first line, by journal_check(). */
+static bool to_journal;
+static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
+
+/**
+ * journal_check() - is standard error the stream journald gave us
+ *
+ * systemd sets JOURNAL_STREAM to "DEVICE:INODE" of the stream it connects
+ * standard error to; a child whose standard error was redirected since
+ * inherits the variable but not the stream, so both must match.
+ */
+static void journal_check(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	to_journal = v && sscanf(v, "%llu:%llu", &dev, &ino) == 2 &&
+		     !fstat(STDERR_FILENO, &st) &&
+		     (unsigned long long)st.st_dev == dev &&
+		     (unsigned long long)st.st_ino == ino;
+}
+
+/**
+ * line_head() - how a line begins: its priority for journald, if it is
+ * listening, then the program and the level word
+ * @line:	where to write
+ * @len:	its size
+ * @lvl:	severity
+ *
+ * Return: the length written.
+ */
+static int line_head(char *line, size_t len, enum log_level lvl)
+{
+	pthread_once(&journal_once, journal_check);
+	if (to_journal && !to_syslog)
+		return snprintf(line, len, "<%d>%s: %s: ", level_prio[lvl],
+				log_ident, level_word[lvl]);
+	return snprintf(line, len, "%s: %s: ", log_ident, level_word[lvl]);
+}
 
 /* Lines waiting for the writer thread (common/ring.c), and the writer's
  * copy of them: every line queued is written with one write(). The ring
@@ -163,8 +211,7 @@ static size_t format_line(char *line, enum log_level lvl, const char *fmt,
 {
 	int n, m;
 
-	n = snprintf(line, LINE_MAX_LEN, "%s: %s: ", log_ident,
-		     level_word[lvl]);
+	n = line_head(line, LINE_MAX_LEN, lvl);
 	m = vsnprintf(line + n, LINE_MAX_LEN - n - 1, fmt, ap);
 	n += m < 0 ? 0 : m;
 	if (suffix && n < LINE_MAX_LEN - 2)
@@ -272,17 +319,18 @@ unsigned long log_limit_expired(struct log_limit *l)
  */
 static void ring_sink(void *arg, const void *p, size_t n, unsigned long dropped)
 {
-	char note[96];
-	size_t k;
+	char note[128];
+	int k;
 
 	if (n)
 		out(p, n);
 	if (dropped) {
-		k = (size_t)snprintf(
-			note, sizeof(note),
-			"smbsplice: warning: %lu log lines dropped: standard error was not read fast enough\n",
+		k = line_head(note, sizeof(note), LOG_LVL_WARN);
+		k += snprintf(
+			note + k, sizeof(note) - (size_t)k,
+			"%lu log lines dropped: standard error was not read fast enough\n",
 			dropped);
-		out(note, k);
+		out(note, (size_t)k);
 	}
 }
 
