@@ -257,10 +257,14 @@ enum opt_result options_apply(struct config *c, struct listen_opts *l,
 		}
 	}
 	if (d->apply(d, &c->o, l, value, inner, sizeof(inner)) != OPT_OK) {
-		/* The option's words say "--key"; a file says "key". */
-		snprintf(err, errlen, "%s",
-			 inner[0] == '-' && inner[1] == '-' ? inner + 2
-							    : inner);
+		/* The option's words say "--key"; a file says "key". A '#'
+		 * starts a comment only at the start of a line. */
+		snprintf(err, errlen, "%s%s",
+			 inner[0] == '-' && inner[1] == '-' ? inner + 2 : inner,
+			 strchr(value, '#')
+				 ? "; a comment after a value starts "
+				   "with ';', not '#'"
+				 : "");
 		return OPT_BAD;
 	}
 	return OPT_OK;

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,28 @@ static enum opt_result bad_range(const struct opt_def *d, const char *arg,
 
 #define ENDPOINT_WANT "expected HOST:PORT or [IPV6]:PORT that resolves"
 
+/**
+ * endpoint_want() - what to say of an endpoint that did not parse
+ * @arg:	the value given
+ *
+ * Return: the expectation, naming the port when the port is the trouble
+ * (99999 does not "fail to resolve").
+ */
+static const char *endpoint_want(const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	unsigned long p;
+	char *end;
+
+	if (colon && colon[1] >= '0' && colon[1] <= '9') {
+		errno = 0;
+		p = strtoul(colon + 1, &end, 10);
+		if (!*end && (errno || p == 0 || p > 65535))
+			return "expected a port from 1 to 65535";
+	}
+	return ENDPOINT_WANT;
+}
+
 enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 				struct listen_opts *l, const char *arg,
 				char *err, size_t errlen)
@@ -93,7 +116,7 @@ enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 		return bad(err, errlen, d, arg, want);
 	}
 	if (parse_endpoint(arg, &l->backend[l->nbackends], false))
-		return bad(err, errlen, d, arg, ENDPOINT_WANT);
+		return bad(err, errlen, d, arg, endpoint_want(arg));
 	l->nbackends++;
 	return OPT_OK;
 }
@@ -172,7 +195,7 @@ enum opt_result opt_set_endpoint(const struct opt_def *d, struct options *o,
 				 char *err, size_t errlen)
 {
 	if (parse_endpoint(arg, field(d, o, l), true))
-		return bad(err, errlen, d, arg, ENDPOINT_WANT);
+		return bad(err, errlen, d, arg, endpoint_want(arg));
 	return OPT_OK;
 }
 

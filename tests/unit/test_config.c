@@ -164,6 +164,13 @@ static void test_mistakes(void **state)
 		   NULL);
 	snprintf(text, sizeof(text), "[a]\n%shelp = yes\n", lst);
 	expect_bad(text, NULL, NULL, "unknown key 'help'", NULL);
+	/* '#' starts a comment only at the start of a line */
+	snprintf(text, sizeof(text), "[a]\n%sallow = 10.0.0.0/8 # office\n",
+		 lst);
+	expect_bad(
+		text, NULL, NULL,
+		":4: allow '10.0.0.0/8 # office': expected a network such as 192.0.2.0/24, 2001:db8::/32 or an address; a comment after a value starts with ';', not '#'",
+		NULL);
 }
 
 /* libinih cuts a line at its buffer's size and parses the tail as a line

@@ -88,6 +88,12 @@ static void test_endpoints(void **state)
 #define ARGV(...)                                                              \
 	char *argv[] = { "smbsplice", __VA_ARGS__, NULL };                     \
 	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1
+#define ARGV_2(...)                                                            \
+	char *argv2[] = { "smbsplice", __VA_ARGS__, NULL };                    \
+	int argc2 = (int)(sizeof(argv2) / sizeof(argv2[0])) - 1
+#define ARGV_3(...)                                                            \
+	char *argv3[] = { "smbsplice", __VA_ARGS__, NULL };                    \
+	int argc3 = (int)(sizeof(argv3) / sizeof(argv3[0])) - 1
 
 static void test_full_command_line(void **state)
 {
@@ -144,6 +150,22 @@ static void test_bad_pipe_size(void **state)
 {
 	ARGV("-l", "127.0.0.1:1", "-b", "127.0.0.1:2", "--pipe-size", "12Q");
 	expect_bad(argc, argv, "--pipe-size '12Q'");
+}
+
+/* a port out of range is named as such, not as a name that does not
+ * resolve */
+static void test_bad_port(void **state)
+{
+	ARGV("-l", "127.0.0.1:99999", "-b", "127.0.0.1:2");
+	ARGV_2("-l", "127.0.0.1:1", "-b", "[::1]:0");
+	ARGV_3("-l", "127.0.0.1:44x", "-b", "127.0.0.1:2");
+
+	expect_bad(
+		argc, argv,
+		"--listen '127.0.0.1:99999': expected a port from 1 to 65535");
+	expect_bad(argc2, argv2,
+		   "--backend '[::1]:0': expected a port from 1 to 65535");
+	expect_bad(argc3, argv3, "that resolves");
 }
 
 static void test_bad_mode(void **state)
@@ -545,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_wan_defaults),
 		cmocka_unit_test(test_socket_buffer_words),
 		cmocka_unit_test(test_bad_socket_buffer_word),
+		cmocka_unit_test(test_bad_port),
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_keepalive_and_netns),
 		cmocka_unit_test(test_bad_deployment_options),
