@@ -218,12 +218,13 @@ enum opt_result options_check_config(const struct config *c, bool inherited,
  * @err:	buffer for the complaint, which names the key
  * @errlen:	its size
  *
- * Return: OPT_OK or OPT_BAD.
+ * Return: OPT_OK, OPT_BAD, or OPT_UNRESOLVED (a name that may resolve later).
  */
 enum opt_result options_apply(struct config *c, struct listen_opts *l,
 			      const char *key, const char *value, bool *seen,
 			      char *err, size_t errlen)
 {
+	enum opt_result r;
 	const struct opt_def *d = opt_find(key);
 	char inner[256];
 
@@ -256,7 +257,8 @@ enum opt_result options_apply(struct config *c, struct listen_opts *l,
 			return OPT_BAD;
 		}
 	}
-	if (d->apply(d, &c->o, l, value, inner, sizeof(inner)) != OPT_OK) {
+	r = d->apply(d, &c->o, l, value, inner, sizeof(inner));
+	if (r != OPT_OK) {
 		/* The option's words say "--key"; a file says "key". A '#'
 		 * starts a comment only at the start of a line. */
 		snprintf(err, errlen, "%s%s",
@@ -265,7 +267,7 @@ enum opt_result options_apply(struct config *c, struct listen_opts *l,
 				 ? "; a comment after a value starts "
 				   "with ';', not '#'"
 				 : "");
-		return OPT_BAD;
+		return r == OPT_UNRESOLVED ? r : OPT_BAD;
 	}
 	return OPT_OK;
 }
@@ -339,7 +341,7 @@ static enum opt_result file_section(struct config *c, struct file_state *fs,
  * came first in the file. Nothing is half applied: the caller gets a whole
  * configuration or an error.
  *
- * Return: OPT_OK or OPT_BAD.
+ * Return: OPT_OK, OPT_BAD, or OPT_UNRESOLVED (a name that may resolve later).
  */
 static enum opt_result options_load(struct config *c, const char *path,
 				    char *err, size_t errlen)
@@ -364,6 +366,8 @@ static enum opt_result options_load(struct config *c, const char *path,
 			snprintf(err, errlen, "%s:%d: %s", path, e->line, why);
 	}
 	config_file_free_text(&t);
+	if (!stop && r == OPT_UNRESOLVED)
+		return r;
 	if (stop || r != OPT_OK)
 		return OPT_BAD;
 	/* The file names itself, so that a reload reads it again. */
@@ -426,7 +430,7 @@ static void getopt_tables(struct option *longs, char *shorts)
  * @err:	buffer for the one-line complaint
  * @errlen:	its size
  *
- * Return: OPT_OK, OPT_EXIT or OPT_BAD.
+ * Return: OPT_OK, OPT_EXIT, OPT_BAD or OPT_UNRESOLVED.
  */
 static enum opt_result parse_argv(struct cli *cli, struct listen_opts *l,
 				  int argc, char **argv, char *err,
@@ -520,7 +524,7 @@ static void config_derive(struct config *c)
  * With it, listeners come from the file alone, and the command line's
  * process-wide options override the file's [global].
  *
- * Return: OPT_OK, OPT_EXIT or OPT_BAD.
+ * Return: OPT_OK, OPT_EXIT, OPT_BAD or OPT_UNRESOLVED.
  */
 enum opt_result options_parse(struct config *c, int argc, char **argv,
 			      bool inherited, char *err, size_t errlen)

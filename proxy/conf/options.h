@@ -197,6 +197,10 @@ enum opt_result {
 	OPT_OK,	  /* run the daemon */
 	OPT_EXIT, /* --help or --version was printed: exit 0 */
 	OPT_BAD,  /* one line was written to @err: exit 2 */
+	/* one line was written to @err: a listen or backend name that does
+	 * not resolve now, which it may later (the network comes up after
+	 * smbsplice, DNS is slow): exit 1, so that systemd tries again */
+	OPT_UNRESOLVED,
 };
 
 void options_defaults(struct options *o);

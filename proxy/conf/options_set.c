@@ -104,19 +104,42 @@ static const char *endpoint_want(const char *arg)
 	return ENDPOINT_WANT;
 }
 
+/**
+ * endpoint_bad() - the complaint of an endpoint that did not parse
+ * @d:		its option
+ * @arg:	the value given
+ * @r:		parse_endpoint()'s result: -1 malformed, -2 not resolved
+ * @err:	where to write the line
+ * @errlen:	its size
+ *
+ * Return: OPT_BAD, or OPT_UNRESOLVED for a name that may resolve later.
+ */
+static enum opt_result endpoint_bad(const struct opt_def *d, const char *arg,
+				    int r, char *err, size_t errlen)
+{
+	if (r != -2)
+		return bad(err, errlen, d, arg, endpoint_want(arg));
+	bad(err, errlen, d, arg,
+	    "the name does not resolve now (exit status 1: under systemd the "
+	    "service is tried again)");
+	return OPT_UNRESOLVED;
+}
+
 enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 				struct listen_opts *l, const char *arg,
 				char *err, size_t errlen)
 {
 	char want[64];
+	int r;
 
 	if (l->nbackends == d->max) {
 		snprintf(want, sizeof(want),
 			 "at most %llu backends per listener", d->max);
 		return bad(err, errlen, d, arg, want);
 	}
-	if (parse_endpoint(arg, &l->backend[l->nbackends], false))
-		return bad(err, errlen, d, arg, endpoint_want(arg));
+	r = parse_endpoint(arg, &l->backend[l->nbackends], false);
+	if (r)
+		return endpoint_bad(d, arg, r, err, errlen);
 	l->nbackends++;
 	return OPT_OK;
 }
@@ -194,9 +217,9 @@ enum opt_result opt_set_endpoint(const struct opt_def *d, struct options *o,
 				 struct listen_opts *l, const char *arg,
 				 char *err, size_t errlen)
 {
-	if (parse_endpoint(arg, field(d, o, l), true))
-		return bad(err, errlen, d, arg, endpoint_want(arg));
-	return OPT_OK;
+	int r = parse_endpoint(arg, field(d, o, l), true);
+
+	return r ? endpoint_bad(d, arg, r, err, errlen) : OPT_OK;
 }
 
 enum opt_result opt_set_threshold(const struct opt_def *d, struct options *o,

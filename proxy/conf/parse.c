@@ -171,12 +171,15 @@ static int split_host_port(const char *s, char *host, size_t hostlen,
  * @ep:		filled in on success
  * @passive:	true for an address to listen on
  *
- * Return: 0 on success, -1 if the text is malformed or does not resolve.
+ * Return: 0 on success, -1 if the text is malformed, -2 if it is well
+ * formed but the name does not resolve now (no such name, or the resolver
+ * cannot answer: it may later, when the network is up).
  */
 int parse_endpoint(const char *s, struct endpoint *ep, bool passive)
 {
 	struct addrinfo hints = { 0 }, *res;
 	char host[256], portstr[8];
+	struct in_addr probe;
 	unsigned port;
 	const char *node;
 
@@ -188,11 +191,16 @@ int parse_endpoint(const char *s, struct endpoint *ep, bool passive)
 			return -1;
 		node = "0.0.0.0";
 	}
+	/* Digits and dots are an IPv4 address or a mistake, never a name to
+	 * look up: "999.1.1.1" is malformed, not unresolved. */
+	if (node == host && strspn(host, "0123456789.") == strlen(host) &&
+	    inet_pton(AF_INET, host, &probe) != 1)
+		return -1;
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
 	if (getaddrinfo(node, portstr, &hints, &res))
-		return -1;
+		return -2;
 	memcpy(&ep->addr, res->ai_addr, res->ai_addrlen);
 	ep->len = res->ai_addrlen;
 	freeaddrinfo(res);

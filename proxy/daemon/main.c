@@ -369,6 +369,9 @@ int main(int argc, char **argv)
 	case OPT_BAD:
 		fprintf(stderr, "smbsplice: %s\n", err);
 		return exit_early(&px, 2);
+	case OPT_UNRESOLVED:
+		fprintf(stderr, "smbsplice: %s\n", err);
+		return exit_early(&px, 1);
 	case OPT_OK:
 		break;
 	}

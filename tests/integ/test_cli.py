@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 
 import smbgen
-from harness import SMBSPLICE, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
+from harness import SMBSPLICE, TMPDIR, Proxy, Server, TestFailure, check, free_port, recv_exact, run, sanitizer_report
 
 GOOD = ["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2"]
 
@@ -97,6 +97,7 @@ def main():
     px.stop()
     default_workers()
     long_line()
+    unresolved()
 
 
 def started_workers(cpus, *args):
@@ -156,6 +157,27 @@ def long_line():
         px.wait_log(r" end=")
         px.stop()
     srv.close()
+
+
+
+def unresolved():
+    """A backend name that does not resolve now is one line and exit 1, not
+    2 (a bad configuration): the unit's RestartPreventExitStatus=2 must not
+    leave the service down after a boot whose DNS came up late. The name
+    is looked up with hosts: files alone (a mount namespace of the test's
+    own), so that no resolver is waited for."""
+    ns = os.path.join(TMPDIR, "nsswitch.conf")
+    os.makedirs(TMPDIR, exist_ok=True)
+    with open(ns, "w") as f:
+        f.write("hosts: files\n")
+    port = free_port()
+    for args in (["-l", f"127.0.0.1:{port}", "-b", "no-such-host.invalid:445"],
+                 ["-l", f"no-such-host.invalid:{port}", "-b", "127.0.0.1:445"]):
+        r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/nsswitch.conf && exec "$@"',
+                            ns, SMBSPLICE, *args], capture_output=True, text=True, timeout=30)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 1 and len(lines) == 1 and "does not resolve now" in lines[0],
+              f"{args[1]} {args[3]}: a name that does not resolve: exit {r.returncode}, {lines}")
 
 
 if __name__ == "__main__":
