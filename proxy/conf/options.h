@@ -193,6 +193,20 @@ struct config {
 #define SOCKBUF_KERNEL 0u
 #define SOCKBUF_AUTO   UINT_MAX
 
+/**
+ * sockbuf_fixed() - the size a --socket-buffer setting fixes before the
+ *		     handshake
+ * @setting:	a side's listen_opts.sockbuf
+ *
+ * SOCKBUF_AUTO is decided once the path's RTT is known (io/sockbuf.c).
+ *
+ * Return: bytes, or 0 (SOCKBUF_KERNEL, SOCKBUF_AUTO) for none.
+ */
+static inline unsigned sockbuf_fixed(unsigned setting)
+{
+	return setting == SOCKBUF_AUTO ? 0 : setting;
+}
+
 enum opt_result {
 	OPT_OK,	  /* run the daemon */
 	OPT_EXIT, /* --help or --version was printed: exit 0 */

@@ -42,19 +42,6 @@
 	"smbsplice given CAP_NET_ADMIN?"
 
 /**
- * fixed_size() - the size a --socket-buffer setting fixes before the handshake
- * @setting:	a side's listen_opts.sockbuf
- *
- * SOCKBUF_AUTO is decided once the path's RTT is known (io/sockbuf.c).
- *
- * Return: bytes, or 0 to leave the socket to autotuning for now.
- */
-static unsigned fixed_size(unsigned setting)
-{
-	return setting == SOCKBUF_AUTO ? 0 : setting;
-}
-
-/**
  * dial_client_side() - the client side's settings, on a listening socket
  * @fd:		the listening socket; accepted sockets inherit what is set
  * @lo:		the listener's settings
@@ -84,7 +71,7 @@ int dial_client_side(int fd, const struct listen_opts *lo, char *err,
 			lo->name, lo->cc[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
-	if (sock_set_buffers(fd, fixed_size(lo->sockbuf[SIDE_CLIENT]))) {
+	if (sock_set_buffers(fd, sockbuf_fixed(lo->sockbuf[SIDE_CLIENT]))) {
 		snprintf(err, errlen,
 			 "listener %s: client sockets: --socket-buffer: %s",
 			 lo->name, strerror(errno));
@@ -138,7 +125,7 @@ static int backend_settings(int fd, const struct listen_opts *lo, int family,
 	if (sock_set_congestion(fd, lo->cc[SIDE_BACKEND]))
 		return -1;
 	*step = &step_sockbuf;
-	if (sock_set_buffers(fd, fixed_size(lo->sockbuf[SIDE_BACKEND])))
+	if (sock_set_buffers(fd, sockbuf_fixed(lo->sockbuf[SIDE_BACKEND])))
 		return -1;
 	*step = &step_transparent;
 	if (transparent && sock_set_transparent(fd, family))

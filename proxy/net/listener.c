@@ -369,14 +369,12 @@ fail:
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen)
 {
-	unsigned was = l->cfg->o.sockbuf[SIDE_CLIENT],
-		 now = cfg->o.sockbuf[SIDE_CLIENT];
+	unsigned was = sockbuf_fixed(l->cfg->o.sockbuf[SIDE_CLIENT]);
 
 	/* A fixed size locked the listening socket's buffers, and its clients
 	 * inherit them. Unlocking (SO_BUF_LOCK) would also take restoring the
 	 * namespace's tcp_rmem and tcp_wmem defaults: the reload says so. */
-	if (was != SOCKBUF_AUTO && was != SOCKBUF_KERNEL && was != now &&
-	    (now == SOCKBUF_AUTO || now == SOCKBUF_KERNEL))
+	if (was && !sockbuf_fixed(cfg->o.sockbuf[SIDE_CLIENT]))
 		log_warn("listener %s: socket-buffer: new clients keep the "
 			 "fixed %u bytes until smbsplice is restarted (a "
 			 "listening socket cannot return to autotuning)",
