@@ -13,6 +13,9 @@ pages point at each other everywhere; this keeps those pointers true:
 - No table row with figures stands in two places: a data row (three cells
   or more, not a header) found twice, in one page or two, is a table
   copied instead of linked.
+- README.md says what it holds: its recipes heading counts the recipes
+  under it (a paragraph each that starts in bold), and the memory of an
+  idle connection is the same figure in its prose and in its table.
 """
 import glob
 import os
@@ -138,6 +141,24 @@ def check_tables(pages):
           + ("".join("\n  " + d for d in dup)))
 
 
+NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def check_readme_says():
+    """README's count of recipes and its idle connection's figure."""
+    text = unfenced(read(README))
+    m = re.search(r"^## (\w+) recipes\n(.*?)(?=^## )", text, re.M | re.S)
+    check(m is not None, "README.md has a section '## N recipes'")
+    said = m.group(1).lower()
+    n = len(re.findall(r"^\*\*[^*\n]+\*\*", m.group(2), re.M))
+    check(said in NUMBERS and NUMBERS.index(said) + 1 == n,
+          f"README.md's '{m.group(1)} recipes' heading counts the {n} recipes under it")
+    prose_kib = re.findall(r"idle\s+connection\s+costs\s+it\s+about\s+([\d.]+)\s+KiB", text)
+    table_kib = re.findall(r"^\| memory per idle connection[^|]*\| ([\d.]+) KiB", text, re.M)
+    check(len(prose_kib) == 1 and prose_kib == table_kib,
+          f"README.md's idle connection costs the same in its prose and its table ({prose_kib}, {table_kib} KiB)")
+
+
 def main():
     check(len(DOCS) >= 6, f"docs/ holds {len(DOCS)} pages")
     pages = [README] + DOCS
@@ -146,6 +167,7 @@ def main():
     n = read(README).count("\n")
     check(n < README_MAX_LINES, f"README.md is {n} lines, under {README_MAX_LINES}: the rest belongs in docs/")
     check_tables(pages)
+    check_readme_says()
 
 
 if __name__ == "__main__":
