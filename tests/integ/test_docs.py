@@ -13,6 +13,10 @@ pages point at each other everywhere; this keeps those pointers true:
 - No table row with figures stands in two places: a data row (three cells
   or more, not a header) found twice, in one page or two, is a table
   copied instead of linked.
+- Each page is Markdown still, not text a code formatter went over (as
+  one did over docs/operations.md in fcd5318): it starts with a '# '
+  title, no line outside code starts with a tab, and a table row is one
+  line (a line right after a row is a row, or blank).
 - README.md says what it holds: its recipes heading counts the recipes
   under it (a paragraph each that starts in bold), and the memory of an
   idle connection is the same figure in its prose and in its table.
@@ -141,6 +145,24 @@ def check_tables(pages):
           + ("".join("\n  " + d for d in dup)))
 
 
+def check_markdown(pages):
+    """Every page still Markdown: see the module's docstring."""
+    bad = []
+    for path in pages:
+        text = read(path)
+        name = os.path.relpath(path, SRCDIR)
+        if not text.startswith("# "):
+            bad.append(f"{name}:1: no '# ' title")
+        lines = unfenced(text).split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith("\t"):
+                bad.append(f"{name}:{i + 1}: a line outside code starts with a tab")
+            elif i and lines[i - 1].startswith("|") and line and not line.startswith("|"):
+                bad.append(f"{name}:{i + 1}: a table row broken over lines")
+    check(not bad, f"every page is Markdown: a title, no tab-led line, one line per table row ({len(pages)} pages)"
+          + "".join("\n  " + b for b in bad[:20]))
+
+
 NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
@@ -167,6 +189,7 @@ def main():
     n = read(README).count("\n")
     check(n < README_MAX_LINES, f"README.md is {n} lines, under {README_MAX_LINES}: the rest belongs in docs/")
     check_tables(pages)
+    check_markdown(pages)
     check_readme_says()
 
 
