@@ -17,15 +17,25 @@ pages point at each other everywhere; this keeps those pointers true:
   one did over docs/operations.md in fcd5318): it starts with a '# '
   title, no line outside code starts with a tab, and a table row is one
   line (a line right after a row is a row, or blank).
+- docs/operations.md's options table is what contrib/options-table.py
+  writes from proxy/conf/options_table.c (every option, in the table's
+  order, with the config-file section it belongs in), and the options
+  that script reads from the C source are those `smbsplice --help` lists.
 - README.md says what it holds: its recipes heading counts the recipes
   under it (a paragraph each that starts in bold), and the memory of an
   idle connection is the same figure in its prose and in its table.
 """
+import difflib
 import glob
+import importlib.util
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 
-from harness import SRCDIR, check, run
+from harness import SMBSPLICE, SRCDIR, TMPDIR, check, run
+from test_manpages import key_scope
 
 README = os.path.join(SRCDIR, "README.md")
 DOCS = sorted(glob.glob(os.path.join(SRCDIR, "docs", "*.md")))
@@ -163,6 +173,48 @@ def check_markdown(pages):
           + "".join("\n  " + b for b in bad[:20]))
 
 
+def options_table_script():
+    """contrib/options-table.py as a module (its name has a dash)."""
+    spec = importlib.util.spec_from_file_location("options_table", os.path.join(SRCDIR, "contrib/options-table.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def check_options_table():
+    """docs/operations.md's options table against the program's."""
+    gen = options_table_script()
+    opts = gen.read_options(SRCDIR)
+    r = subprocess.run([SMBSPLICE, "--help"], capture_output=True, text=True, timeout=10)
+    listed = re.findall(r"^  (?:-\w, |    )--([a-z0-9-]+)", r.stdout, re.M)
+    names = [o["name"] for o in opts]
+    check(r.returncode == 0 and sorted(names) == sorted(listed),
+          f"contrib/options-table.py reads the {len(names)} options `smbsplice --help` lists"
+          + ("" if sorted(names) == sorted(listed) else
+             f": only in the C source {sorted(set(names) - set(listed))}, only in --help {sorted(set(listed) - set(names))}"))
+    # The section the script reads from the C source, against where the
+    # running program takes each key (test_manpages.py's probe).
+    os.makedirs(TMPDIR, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="docs-", dir=TMPDIR)
+    said = {"command line only": "cli", "a listener's section": "listener"}
+    wrong = []
+    try:
+        for o in opts:
+            got = key_scope(o["name"], scratch)
+            if got != said.get(gen.where_cell(o), "global"):
+                wrong.append(f"{o['name']}: {gen.where_cell(o)}, the program: {got}")
+    finally:
+        shutil.rmtree(scratch)
+    check(not wrong, "each option's section, as the script reads it, is where the program takes it"
+          + "".join("\n  " + w for w in wrong))
+    page = read(os.path.join(SRCDIR, gen.PAGE))
+    want = gen.rewrite(page, opts)
+    diff = "".join(difflib.unified_diff(page.splitlines(True), want.splitlines(True), gen.PAGE, "generated", n=0))
+    check(want == page, f"docs/operations.md's options table is what contrib/options-table.py writes "
+          f"({len(opts)} options)" + ("" if want == page else
+                                      ": run contrib/options-table.py and review the rows it added\n" + diff[:3000]))
+
+
 NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
@@ -190,6 +242,7 @@ def main():
     check(n < README_MAX_LINES, f"README.md is {n} lines, under {README_MAX_LINES}: the rest belongs in docs/")
     check_tables(pages)
     check_markdown(pages)
+    check_options_table()
     check_readme_says()
 
 
