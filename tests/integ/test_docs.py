@@ -22,8 +22,10 @@ pages point at each other everywhere; this keeps those pointers true:
   order, with the config-file section it belongs in), and the options
   that script reads from the C source are those `smbsplice --help` lists.
 - README.md says what it holds: its recipes heading counts the recipes
-  under it (a paragraph each that starts in bold), and the memory of an
-  idle connection is the same figure in its prose and in its table.
+  under it (a paragraph each that starts in bold), the memory of an idle
+  connection is the same figure in its prose and in its table, and the
+  guest tests it says `make check` and `make check-guests` run are as
+  many as Makefile.am lists.
 """
 import difflib
 import glob
@@ -229,6 +231,17 @@ def check_readme_says():
           f"README.md's '{m.group(1)} recipes' heading counts the {n} recipes under it")
     prose_kib = re.findall(r"idle\s+connection\s+costs\s+it\s+about\s+([\d.]+)\s+KiB", text)
     table_kib = re.findall(r"^\| memory per idle connection[^|]*\| ([\d.]+) KiB", text, re.M)
+    with open(os.path.join(SRCDIR, "Makefile.am"), encoding="utf-8") as f:
+        mk = f.read()
+    lists = {}
+    for var in ("GUEST_CHECK_TESTS", "GUEST_TESTS"):
+        lm = re.search(rf"^{var} =((?:.*\\\n)*.*)$", mk, re.M)
+        lists[var] = re.findall(r"test_guest_\w+\.py", lm.group(1)) if lm else []
+    lists["GUEST_TESTS"] += lists["GUEST_CHECK_TESTS"] if "$(GUEST_CHECK_TESTS)" in mk else []
+    gm = re.search(r"`make check` runs (\w+) of those tests; `make check-guests` runs all (\w+)\.", text)
+    said = [NUMBERS.index(w) + 1 if w in NUMBERS else None for w in gm.groups()] if gm else None
+    have = [len(lists["GUEST_CHECK_TESTS"]), len(set(lists["GUEST_TESTS"]))]
+    check(said == have, f"README.md's guest test counts ({said}) are Makefile.am's ({have})")
     check(len(prose_kib) == 1 and prose_kib == table_kib,
           f"README.md's idle connection costs the same in its prose and its table ({prose_kib}, {table_kib} KiB)")
 
