@@ -421,7 +421,8 @@ def run_recipe(name, blocks):
 
 def main():
     for tool, pkg in (("unshare", "util-linux"), ("nsenter", "util-linux"), ("smbd", "samba"),
-                      ("smbclient", "smbclient"), ("ss", "iproute2")):
+                      ("smbclient", "smbclient"), ("smbpasswd", "samba-common-bin"), ("ss", "iproute2"),
+                      ("ip", "iproute2"), ("nft", "nftables")):
         need(tool, pkg)
     found, bad = recipes()
     check(not bad, "every block in README.md's recipes and docs/deployment.md's deployments is a recipe, "
