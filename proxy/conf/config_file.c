@@ -8,6 +8,14 @@
  * what its option means on the command line. This file knows sections,
  * keys and lines, and nothing of any option; it calls nothing above it.
  *
+ * libinih says which section a key is in, not where a section starts: a
+ * section given twice in a row ([a] ... [a]) would read as one, and its
+ * second "listen" as the same key given twice. So read_line() notes each
+ * line that libinih will take for a section's start (its first character
+ * other than a blank is '['), and the next key starts a section entry even
+ * when its name is the one before; options.c then says "[a] appears twice"
+ * however the two are placed.
+ *
  * The read stops at the first line that is not INI at all, or a key
  * before any section; options_load() applies the entries before that
  * line first, so that whichever error comes first in the file is the one
@@ -21,6 +29,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,6 +52,8 @@
  * @limit:	the longest line libinih takes, once one was too long
  * @out:	what was read so far
  * @section:	the current section's name, to see when it changes
+ * @header:	the line of the last section start read since the last key,
+ *		0 if none
  * @why:	why the read stopped at a line, if libinih does not say
  */
 struct reader {
@@ -54,8 +65,26 @@ struct reader {
 	size_t limit;
 	struct config_text *out;
 	char section[CONFIG_SECTION_LEN];
+	int header;
 	char why[200];
 };
+
+/**
+ * starts_section() - would libinih take this line for a section's start
+ * @s:		the line
+ * @first:	it is the file's first line, which may begin with a UTF-8
+ *		byte order mark that libinih skips
+ *
+ * Return: true if its first character other than a blank is '['.
+ */
+static bool starts_section(const char *s, bool first)
+{
+	if (first && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3;
+	while (isspace((unsigned char)*s))
+		s++;
+	return *s == '[';
+}
 
 /**
  * read_line() - libinih's reader: the next whole line, or the end
@@ -90,6 +119,8 @@ static char *read_line(char *str, int num, void *stream)
 	}
 	memcpy(str, r->buf, body);
 	memcpy(str + body, "\n", 2);
+	if (starts_section(str, r->line == 1))
+		r->header = r->line;
 	return str;
 }
 
@@ -99,11 +130,12 @@ static char *read_line(char *str, int num, void *stream)
  * @section:	its section
  * @key:	its key, or NULL for a section starting
  * @value:	its value
+ * @line:	its line
  *
  * Return: 1, or 0 if memory ran out (the read stops, and says so).
  */
 static int add_entry(struct reader *r, const char *section, const char *key,
-		     const char *value)
+		     const char *value, int line)
 {
 	struct config_text *t = r->out;
 	struct config_entry *e;
@@ -119,7 +151,7 @@ static int add_entry(struct reader *r, const char *section, const char *key,
 		t->cap = cap;
 	}
 	e = &t->e[t->n];
-	*e = (struct config_entry){ .line = r->line };
+	*e = (struct config_entry){ .line = line };
 	e->section = strdup(section);
 	e->key = key ? strdup(key) : NULL;
 	e->value = key ? strdup(value) : NULL;
@@ -157,16 +189,20 @@ static int on_key(void *user, const char *section, const char *key,
 			key);
 		return 0;
 	}
-	/* libinih may or may not say when a section starts: a key of
-	 * another section than the last one starts it too. */
-	if (!key || strcmp(section, r->section)) {
+	/* libinih may or may not say when a section starts: a key after a
+	 * section's line, or of another section than the last one, starts
+	 * it too. */
+	if (!key || r->header || strcmp(section, r->section)) {
+		int at = r->header ? r->header : r->line;
+
+		r->header = 0;
 		snprintf(r->section, sizeof(r->section), "%s", section);
-		if (!add_entry(r, section, NULL, NULL))
+		if (!add_entry(r, section, NULL, NULL, at))
 			return 0;
 		if (!key)
 			return 1;
 	}
-	return add_entry(r, section, key, value);
+	return add_entry(r, section, key, value, r->line);
 }
 
 /**

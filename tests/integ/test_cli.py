@@ -5,7 +5,8 @@ without binding it, even while the address is in use, and refuses, as a
 start would, a congestion algorithm the kernel lacks, --transparent
 without CAP_NET_ADMIN, and a --user that does not exist or that a
 process not root cannot become. A config line too long for libinih is
-refused with FILE:LINE by --check, at start and on reload. Without
+refused with FILE:LINE by --check, at start and on reload. A section
+given twice is named, in a row or apart. Without
 --workers, the workers are one per two CPUs of the affinity mask, at least
 one."""
 import os
@@ -98,6 +99,7 @@ def main():
     default_workers()
     long_line()
     unresolved()
+    section_twice()
 
 
 def started_workers(cpus, *args):
@@ -178,6 +180,25 @@ def unresolved():
         lines = r.stderr.splitlines()
         check(r.returncode == 1 and len(lines) == 1 and "does not resolve now" in lines[0],
               f"{args[1]} {args[3]}: a name that does not resolve: exit {r.returncode}, {lines}")
+
+
+def section_twice():
+    """A section given twice is named as such, whether the two are apart or
+    in a row (which libinih alone reads as one section, so that its second
+    listen was "given twice"), and [global] too."""
+    lst = "listen = 127.0.0.1:1\nbackend = 127.0.0.1:2\n"
+    with tempfile.TemporaryDirectory() as d:
+        conf = os.path.join(d, "smbsplice.conf")
+        for text, want in ((f"[a]\n{lst}[b]\n{lst.replace(':1', ':3')}[a]\n{lst}", ":7: [a] appears twice"),
+                           (f"[a]\n{lst}[a]\n{lst}", ":4: [a] appears twice"),
+                           (f"[global]\nworkers = 1\n[global]\nworkers = 2\n[a]\n{lst}", ":3: [global] appears twice"),
+                           (f"[global]\nworkers = 1\n[a]\n{lst}[global]\nworkers = 2\n", ":6: [global] appears twice")):
+            with open(conf, "w") as f:
+                f.write(text)
+            r = smbsplice("--check", "-c", conf)
+            lines = r.stderr.splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and f"{conf}{want}" in lines[0],
+                  f"{text.count('[')} sections, {want}: exit {r.returncode}, {lines}")
 
 
 if __name__ == "__main__":

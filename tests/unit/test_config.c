@@ -149,6 +149,15 @@ static void test_mistakes(void **state)
 	expect_bad(text, NULL, NULL, ":5: mode given twice", NULL);
 	snprintf(text, sizeof(text), "[a]\n%s[b]\n%s[a]\n%s", lst, lst, lst);
 	expect_bad(text, NULL, NULL, "[a] appears twice", NULL);
+	/* In a row too: libinih reads the two as one section. */
+	snprintf(text, sizeof(text), "[a]\n%s [a]\n%s", lst, lst);
+	expect_bad(text, NULL, NULL, ":4: [a] appears twice", NULL);
+	snprintf(text, sizeof(text),
+		 "[global]\nworkers = 1\n[global]\nworkers = 2\n[a]\n%s", lst);
+	expect_bad(text, NULL, NULL, ":3: [global] appears twice", NULL);
+	snprintf(text, sizeof(text),
+		 "[global]\nworkers = 1\n[a]\n%s[global]\nworkers = 2\n", lst);
+	expect_bad(text, NULL, NULL, ":6: [global] appears twice", NULL);
 	snprintf(text, sizeof(text), "[a]\n%stransparent = maybe\n", lst);
 	expect_bad(text, NULL, NULL, ":4: transparent 'maybe'", NULL);
 	expect_bad("listen = 127.0.0.1:1\n", NULL, NULL,
