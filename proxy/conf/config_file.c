@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <ini.h>
 
 #include "conf/config_file.h"
@@ -52,6 +51,7 @@
  * @limit:	the longest line libinih takes, once one was too long
  * @out:	what was read so far
  * @section:	the current section's name, to see when it changes
+ * @read_errno:	why the file could not be read to its end, 0 if it could
  * @header:	the line of the last section start read since the last key,
  *		0 if none
  * @why:	why the read stopped at a line, if libinih does not say
@@ -65,6 +65,7 @@ struct reader {
 	size_t limit;
 	struct config_text *out;
 	char section[CONFIG_SECTION_LEN];
+	int read_errno;
 	int header;
 	char why[200];
 };
@@ -105,7 +106,12 @@ static char *read_line(char *str, int num, void *stream)
 	ssize_t n = getline(&r->buf, &r->cap, r->f);
 	size_t body;
 
-	if (n < 0 || num < 4)
+	if (n < 0) {
+		/* A directory opens, and says EISDIR at the first read. */
+		r->read_errno = ferror(r->f) ? errno : 0;
+		return NULL;
+	}
+	if (num < 4)
 		return NULL;
 	r->line++;
 	body = (size_t)n;
@@ -216,7 +222,9 @@ static int on_key(void *user, const char *section, const char *key,
  *
  * Return: 0 if the whole file was read; a line number if the read stopped
  * at that line, with @err set (the entries before it are in @t); -1 if
- * the file could not be read at all, with @err set.
+ * the file could not be opened or read to its end, with @err set to
+ * "FILE: cannot be read: " and why: nothing more, for this file cannot
+ * know why the process is who it is (reload.c adds --user's part).
  */
 int config_file_read(const char *path, struct config_text *t, char *err,
 		     size_t errlen)
@@ -231,11 +239,8 @@ int config_file_read(const char *path, struct config_text *t, char *err,
 	if (!rd.f) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: %s%s", path, strerror(e),
-			 e == EACCES && geteuid()
-				 ? " (smbsplice no longer runs as root: the"
-				   " file must be readable by its --user)"
-				 : "");
+		snprintf(err, errlen, "%s: cannot be read: %s", path,
+			 strerror(e));
 		return -1;
 	}
 	line = ini_parse_stream(read_line, &rd, on_key, &rd);
@@ -247,6 +252,11 @@ int config_file_read(const char *path, struct config_text *t, char *err,
 	}
 	free(rd.buf);
 	fclose(rd.f);
+	if (rd.read_errno) {
+		snprintf(err, errlen, "%s: cannot be read: %s", path,
+			 strerror(rd.read_errno));
+		return -1;
+	}
 	if (line < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;

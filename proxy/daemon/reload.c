@@ -461,6 +461,29 @@ static void apply_globals(struct proxy *px, const struct options *now)
 }
 
 /**
+ * user_hint() - whether --user is why the config file cannot be read
+ * @px:		the process
+ * @buf:	buffer for the hint
+ * @len:	its size
+ *
+ * The file was read as root at start; a reload reads it as --user. A
+ * file that user cannot read is refused for a reason the start never met,
+ * and the line says so; any other failure is the file's own.
+ *
+ * Return: @buf: the hint, starting with a blank, or empty.
+ */
+static const char *user_hint(const struct proxy *px, char *buf, size_t len)
+{
+	*buf = '\0';
+	if (*px->opt->user && access(px->opt->config, R_OK) && errno == EACCES)
+		snprintf(
+			buf, len,
+			" (smbsplice has run as --user %s since it started: that user must be able to read the file, and to search each directory above it)",
+			px->opt->user);
+	return buf;
+}
+
+/**
  * reload_run() - SIGHUP: reopen the trace, re-read the config file and
  *		  apply it
  * @px:		the process
@@ -473,7 +496,7 @@ static void apply_globals(struct proxy *px, const struct options *now)
 void reload_run(struct proxy *px, int signum)
 {
 	struct config *c;
-	char err[512];
+	char err[512], hint[200];
 
 	tracefile_reopen();
 	if (px->state != PX_RUNNING)
@@ -492,8 +515,8 @@ void reload_run(struct proxy *px, int signum)
 	} else if (options_parse(c, px->argc, px->argv, px->activated, err,
 				 sizeof(err)) != OPT_OK ||
 		   reload_apply(px, c, err, sizeof(err))) {
-		log_err("reload refused: %s; the running configuration stays",
-			err);
+		log_err("reload refused: %s%s; the running configuration stays",
+			err, user_hint(px, hint, sizeof(hint)));
 		free(c);
 	} else {
 		apply_globals(px, &c->o);

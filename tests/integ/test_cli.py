@@ -6,7 +6,8 @@ start would, a congestion algorithm the kernel lacks, --transparent
 without CAP_NET_ADMIN, and a --user that does not exist or that a
 process not root cannot become. A config line too long for libinih is
 refused with FILE:LINE by --check, at start and on reload. A section
-given twice is named, in a row or apart. Without
+given twice is named, in a row or apart. A file that cannot be read
+says so and why, not blaming --user. Without
 --workers, the workers are one per two CPUs of the affinity mask, at least
 one."""
 import os
@@ -100,6 +101,7 @@ def main():
     long_line()
     unresolved()
     section_twice()
+    unreadable()
 
 
 def started_workers(cpus, *args):
@@ -199,6 +201,27 @@ def section_twice():
             lines = r.stderr.splitlines()
             check(r.returncode == 2 and len(lines) == 1 and f"{conf}{want}" in lines[0],
                   f"{text.count('[')} sections, {want}: exit {r.returncode}, {lines}")
+
+
+def unreadable():
+    """A config file that cannot be read says so and why, and names --user
+    only where --user is the cause (test_user.py: a reload as --user):
+    here a user who is not root, with no --user anywhere, and a
+    directory."""
+    nobody = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--inh-caps=-all"]
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        conf = os.path.join(d, "smbsplice.conf")
+        with open(conf, "w") as f:
+            f.write("[a]\nlisten = 127.0.0.1:1\nbackend = 127.0.0.1:2\n")
+        os.chmod(conf, 0o600)
+        for pre, path, why in ((nobody, conf, "Permission denied"), ([], d, "Is a directory")):
+            for args in (["--check", "-c", path], ["-c", path]):
+                r = subprocess.run([*pre, SMBSPLICE, *args], capture_output=True, text=True, timeout=10)
+                lines = r.stderr.splitlines()
+                check(r.returncode == 2 and len(lines) == 1 and
+                      lines[0] == f"smbsplice: {path}: cannot be read: {why}",
+                      f"{' '.join(args[:-1])}{' as nobody' if pre else ''}, {why}: exit {r.returncode}, {lines}")
 
 
 if __name__ == "__main__":

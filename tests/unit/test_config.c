@@ -234,8 +234,9 @@ static void test_missing_file(void **state)
 
 	assert_int_equal(options_parse(&c, 3, argv, false, err, sizeof(err)),
 			 OPT_BAD);
-	assert_non_null(
-		strstr(err, "/nonexistent/smbsplice.conf: No such file"));
+	assert_non_null(strstr(
+		err,
+		"/nonexistent/smbsplice.conf: cannot be read: No such file"));
 }
 
 /* Every option but the command line's own is a config key, and --help
