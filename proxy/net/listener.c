@@ -234,6 +234,64 @@ static int helper_sockets(struct proxy *px, struct listener *l,
 }
 
 /**
+ * unprivileged_port_start() - the lowest port a process may bind without
+ *			       CAP_NET_BIND_SERVICE, in this thread's network
+ *			       namespace
+ *
+ * Return: net.ipv4.ip_unprivileged_port_start, or 1024 if it cannot be
+ * read.
+ */
+static int unprivileged_port_start(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+	int port = 1024;
+
+	if (f) {
+		if (fscanf(f, "%d", &port) != 1)
+			port = 1024;
+		fclose(f);
+	}
+	return port;
+}
+
+/**
+ * listen_failed() - the line for a listening socket that cannot be had
+ * @err:	buffer for it
+ * @errlen:	its size
+ * @cfg:	the listener's settings
+ * @in_ns:	the socket was made in the listen namespace, which the line
+ *		names
+ * @e:		the errno
+ * @low:	for EACCES, the lowest port bound without a capability in that
+ *		namespace (unprivileged_port_start())
+ *
+ * A start and --check say the same, and what to do.
+ */
+static void listen_failed(char *err, size_t errlen, const struct lcfg *cfg,
+			  bool in_ns, int e, int low)
+{
+	char why[400] = "";
+
+	if (e == EACCES)
+		snprintf(
+			why, sizeof(why),
+			" (ports below %d need root or CAP_NET_BIND_SERVICE: start smbsplice as root, with --user to give root up once it listens; grant it the capability, AmbientCapabilities=CAP_NET_BIND_SERVICE as smbsplice.service does; or have systemd pass the socket, as smbsplice.socket does)",
+			low);
+	else if (e == EADDRNOTAVAIL)
+		snprintf(
+			why, sizeof(why),
+			" (no interface of this host has that address: give one it has, or 0.0.0.0 or [::] for all)");
+	else if (e == EADDRINUSE)
+		snprintf(
+			why, sizeof(why),
+			" (another program, or another user's smbsplice, listens there)");
+	snprintf(err, errlen, "listener %s: cannot listen on %s%s%s: %s%s%s",
+		 cfg->o.name, cfg->o.listen.text, in_ns ? " in " : "",
+		 in_ns ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e), why,
+		 privhelper_hint(e));
+}
+
+/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
  * @px:		the process
@@ -248,7 +306,7 @@ static int open_sockets(struct proxy *px, struct listener *l,
 			const struct lcfg *cfg, char *err, size_t errlen)
 {
 	const struct endpoint *ep = &cfg->o.listen;
-	int ns = cfg->netns[SIDE_CLIENT], e = 0;
+	int ns = cfg->netns[SIDE_CLIENT], e = 0, low = 0;
 
 	if (px->helper.fds) {
 		e = helper_sockets(px, l, cfg);
@@ -267,24 +325,60 @@ static int open_sockets(struct proxy *px, struct listener *l,
 		if (l->fds[i] < 0)
 			e = errno;
 	}
+	if (e == EACCES)
+		low = unprivileged_port_start();
 	if (ns >= 0)
 		netns_enter(netns_home());
 out:
 	if (e) {
-		snprintf(
-			err, errlen,
-			"listener %s: cannot listen on %s%s%s: %s%s%s", l->name,
-			ep->text, ns >= 0 ? " in " : "",
-			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e),
-			e == EACCES
-				? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
-			: e == EADDRINUSE
-				? " (another program, or another user's smbsplice, listens there)"
-				: "",
-			privhelper_hint(e));
+		listen_failed(err, errlen, cfg, ns >= 0, e, low);
 		return -1;
 	}
 	return 0;
+}
+
+/**
+ * listener_check_bind() - --check: could a start bind this listener's
+ *			   address
+ * @cfg:	the listener's settings
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * One socket is bound as a start binds it, in the listen namespace, and
+ * closed without listening: a port below net.ipv4.ip_unprivileged_port_start
+ * without CAP_NET_BIND_SERVICE, or an address not on this host, fails
+ * here as it would at start. An address in use passes: the smbsplice
+ * that --check is run for may hold it. A listener with no listen address
+ * waits for systemd's socket and binds nothing.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	int ns = cfg->netns[SIDE_CLIENT], fd, e, low = 0;
+
+	if (!ep->len)
+		return 0;
+	if (ns >= 0 && netns_enter(ns)) {
+		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
+			 cfg->o.name, cfg->o.netns[SIDE_CLIENT],
+			 strerror(errno));
+		return -1;
+	}
+	fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len, true,
+			cfg->o.mptcp[SIDE_CLIENT]);
+	e = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (e == EACCES)
+		low = unprivileged_port_start();
+	if (ns >= 0)
+		netns_enter(netns_home());
+	if (!e || e == EADDRINUSE)
+		return 0;
+	listen_failed(err, errlen, cfg, ns >= 0, e, low);
+	return -1;
 }
 
 /**

@@ -118,6 +118,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 			      size_t errlen);
 void listener_get(struct listener *l);
 void listener_put(struct listener *l);
+int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen);
 bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);

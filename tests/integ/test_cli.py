@@ -1,13 +1,15 @@
 """The command line: --help and --version exit 0; each bad argument gets
 exactly one line on standard error and exit status 2; a listen address in
 use is one line and exit status 1; --check accepts a good configuration
-without binding it, even while the address is in use, and refuses, as a
+without listening on it, even while the address is in use, and refuses, as a
 start would, a congestion algorithm the kernel lacks, --transparent
 without CAP_NET_ADMIN, and a --user that does not exist or that a
 process not root cannot become. A config line too long for libinih is
 refused with FILE:LINE by --check, at start and on reload. A section
 given twice is named, in a row or apart. A file that cannot be read
-says so and why, not blaming --user. Without
+says so and why, not blaming --user. --check binds each listen address
+once, so a port below 1024 without CAP_NET_BIND_SERVICE fails it as it
+would fail the start. Without
 --workers, the workers are one per two CPUs of the affinity mask, at least
 one."""
 import os
@@ -67,7 +69,7 @@ def main():
           f"listen address in use: exit {r.returncode}, {lines}")
     r = smbsplice("--check", "--listen", f"127.0.0.1:{busy.getsockname()[1]}", "--backend", "127.0.0.1:2")
     check(r.returncode == 0 and r.stdout.strip() == "smbsplice: configuration OK: 1 listener (main)",
-          f"--check binds nothing, so an address in use passes: exit {r.returncode}, {r.stdout.strip()!r}")
+          f"--check listens on nothing, so an address in use passes: exit {r.returncode}, {r.stdout.strip()!r}")
     busy.close()
     for side in ("", "client:", "backend:"):
         r = smbsplice("--check", *GOOD, "--congestion", f"{side}nosuchalg")
@@ -102,6 +104,7 @@ def main():
     unresolved()
     section_twice()
     unreadable()
+    privileged_port()
 
 
 def started_workers(cpus, *args):
@@ -222,6 +225,32 @@ def unreadable():
                 check(r.returncode == 2 and len(lines) == 1 and
                       lines[0] == f"smbsplice: {path}: cannot be read: {why}",
                       f"{' '.join(args[:-1])}{' as nobody' if pre else ''}, {why}: exit {r.returncode}, {lines}")
+
+
+def privileged_port():
+    """--check binds each listen address once, as a start would: a port
+    below 1024 for a user without CAP_NET_BIND_SERVICE is refused by
+    --check (exit 2) as by the start (exit 1), with the same line saying
+    what to do; a port above passes, and so does root, and so does a
+    --user that root would bind for. In a network namespace of the test's
+    own, where net.ipv4.ip_unprivileged_port_start is the kernel's 1024
+    whatever the host's."""
+    nobody = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--inh-caps=-all"]
+    want = ("listener main: cannot listen on 0.0.0.0:445: Permission denied (ports below 1024 need root or "
+            "CAP_NET_BIND_SERVICE: start smbsplice as root, with --user to give root up once it listens; "
+            "grant it the capability")
+    for args, status in ((["--check"], 2), ([], 1)):
+        r = subprocess.run(["unshare", "-n", *nobody, SMBSPLICE, *args, "-l", "0.0.0.0:445", "-b", "127.0.0.1:2"],
+                           capture_output=True, text=True, timeout=10)
+        lines = r.stderr.splitlines()
+        check(r.returncode == status and len(lines) == 1 and want in lines[0] and "smbsplice.socket" in lines[0],
+              f"{' '.join(args) or 'start'} as nobody on port 445: exit {r.returncode}, {lines}")
+    for pre, args in ((nobody, ["-l", "0.0.0.0:1445"]), ([], ["-l", "0.0.0.0:445"]),
+                      ([], ["-l", "0.0.0.0:445", "--user", "nobody"])):
+        r = subprocess.run(["unshare", "-n", *pre, SMBSPLICE, "--check", *args, "-b", "127.0.0.1:2"],
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode == 0 and "configuration OK" in r.stdout,
+              f"--check {' '.join(args)}{' as nobody' if pre else ''}: exit {r.returncode}, {r.stderr.strip()}")
 
 
 if __name__ == "__main__":
