@@ -117,6 +117,8 @@ struct listen_opts {
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
+ * @share_address:	bind listen addresses other sockets of this user listen
+ *			on, and share their clients (SO_REUSEPORT)
  * @syslog:		log to syslog instead of standard error
  * @trace:		headers-only capture file; empty for none
  * @control:		the control socket's path; empty for none
@@ -138,6 +140,7 @@ struct options {
 	unsigned max_conns, max_per_source, source_prefix6, max_preauth;
 	int verbose;
 	char user[OPT_NAME_LEN];
+	bool share_address;
 	bool syslog;
 	char trace[OPT_PATH_LEN];
 	char control[OPT_PATH_LEN];

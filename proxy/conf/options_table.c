@@ -392,6 +392,14 @@ const struct opt_def opt_table[] = {
 	  .cli_only = true,
 	  .apply = opt_set_true,
 	  PFIELD(check) },
+	{ .name = "share-address",
+	  .scope = P,
+	  .help = "listen where a running smbsplice listens, sharing its\n"
+		  "clients until it is stopped (drain and start); without\n"
+		  "it, an address another process listens on is refused",
+	  .cli_only = true,
+	  .apply = opt_set_true,
+	  PFIELD(share_address) },
 	{ .name = "help",
 	  .shortc = 'h',
 	  .scope = P,

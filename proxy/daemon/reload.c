@@ -209,9 +209,14 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 		p->fresh = listener_new(px, p->cfg, err, errlen);
 		if (!p->fresh)
 			goto undo;
+		/* commit() chains it into px->listeners instead. */
+		p->fresh->next = px->opening;
+		px->opening = p->fresh;
 	}
+	px->opening = NULL;
 	return 0;
 undo:
+	px->opening = NULL;
 	for (unsigned j = 0; j <= i && j < c->nls; j++) {
 		if (plans[j].fresh)
 			listener_free(plans[j].fresh);

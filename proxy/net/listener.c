@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
 #include "net/dial.h"
@@ -292,6 +294,97 @@ static void listen_failed(char *err, size_t errlen, const struct lcfg *cfg,
 }
 
 /**
+ * overlap() - would sockets on two addresses share their clients
+ * @a:	an address
+ * @b:	another
+ *
+ * Listening sockets are IPV6_V6ONLY (sock_bound()), so an IPv4 and an
+ * IPv6 address never overlap; one family's wildcard overlaps all of it.
+ *
+ * Return: true if the ports are the same and the hosts the same, or one
+ * of them is the wildcard.
+ */
+static bool overlap(const struct endpoint *a, const struct endpoint *b)
+{
+	const struct sockaddr_in *x4 = (const void *)&a->addr,
+				 *y4 = (const void *)&b->addr;
+	const struct sockaddr_in6 *x6 = (const void *)&a->addr,
+				  *y6 = (const void *)&b->addr;
+
+	if (a->addr.ss_family != b->addr.ss_family)
+		return false;
+	if (a->addr.ss_family == AF_INET)
+		return x4->sin_port == y4->sin_port &&
+		       (x4->sin_addr.s_addr == y4->sin_addr.s_addr ||
+			x4->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			y4->sin_addr.s_addr == htonl(INADDR_ANY));
+	return x6->sin6_port == y6->sin6_port &&
+	       (IN6_ARE_ADDR_EQUAL(&x6->sin6_addr, &y6->sin6_addr) ||
+		IN6_IS_ADDR_UNSPECIFIED(&x6->sin6_addr) ||
+		IN6_IS_ADDR_UNSPECIFIED(&y6->sin6_addr));
+}
+
+/**
+ * ours() - does this process listen on that address already
+ * @px:		the process
+ * @cfg:	the new listener's settings
+ *
+ * Its own sockets would fail listened_on()'s probe: a reload that makes
+ * a new socket where a listener of its own listens (its MPTCP changed,
+ * say) binds beside it as the workers do, and the old one is retired
+ * once the new one is in place; and two listeners may listen on
+ * 0.0.0.0:445 and 127.0.0.1:445. Such an address is not probed, so a
+ * foreign socket on it goes unseen, as before the probe.
+ *
+ * Return: true if a listener of @px, running, retired or opening in the
+ * same start or reload, has an address that overlaps it in the same
+ * namespace.
+ */
+static bool ours(const struct proxy *px, const struct lcfg *cfg)
+{
+	const struct listener *lists[] = { px->listeners, px->opening };
+
+	for (unsigned i = 0; i < 2; i++)
+		for (const struct listener *l = lists[i]; l; l = l->next)
+			if (l->cfg && l->cfg->o.listen.len &&
+			    overlap(&l->cfg->o.listen, &cfg->o.listen) &&
+			    l->cfg->netns_ino[SIDE_CLIENT] ==
+				    cfg->netns_ino[SIDE_CLIENT])
+				return true;
+	return false;
+}
+
+/**
+ * listened_on() - does another socket listen on the address already
+ * @cfg:	the listener's settings, in its listen namespace
+ *
+ * SO_REUSEPORT, which the workers' sockets need, would also let this
+ * process join the group of another process of the same user on the
+ * same address (a second smbsplice with another backend, say), and take
+ * half its clients without a word. So a socket with SO_REUSEADDR and
+ * without SO_REUSEPORT is bound first and closed: the kernel refuses it
+ * where any socket listens on the address or one that overlaps it
+ * (0.0.0.0 and 127.0.0.1), but not for connections a stopped smbsplice
+ * left (TIME_WAIT, or still draining), nor for sockets bound with
+ * SO_REUSEADDR and not listening. Two smbsplice started at the same
+ * instant may both pass it before either listens; a start after another
+ * listens cannot.
+ *
+ * Return: true if one does; any other failure is the real bind's to say.
+ */
+static bool listened_on(const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	int fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len, false,
+			    cfg->o.mptcp[SIDE_CLIENT]);
+
+	if (fd < 0)
+		return errno == EADDRINUSE;
+	close(fd);
+	return false;
+}
+
+/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
  * @px:		the process
@@ -307,6 +400,7 @@ static int open_sockets(struct proxy *px, struct listener *l,
 {
 	const struct endpoint *ep = &cfg->o.listen;
 	int ns = cfg->netns[SIDE_CLIENT], e = 0, low = 0;
+	bool taken = false;
 
 	if (px->helper.fds) {
 		e = helper_sockets(px, l, cfg);
@@ -317,6 +411,10 @@ static int open_sockets(struct proxy *px, struct listener *l,
 		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
 			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
 		return -1;
+	}
+	if (!px->opt->share_address && !ours(px, cfg) && listened_on(cfg)) {
+		taken = true;
+		e = EADDRINUSE;
 	}
 	for (unsigned i = 0; i < l->nworkers && !e; i++) {
 		l->fds[i] =
@@ -330,11 +428,15 @@ static int open_sockets(struct proxy *px, struct listener *l,
 	if (ns >= 0)
 		netns_enter(netns_home());
 out:
-	if (e) {
+	if (taken)
+		snprintf(
+			err, errlen,
+			"listener %s: cannot listen on %s%s%s: Address already in use: another process listens there (if an smbsplice, the two would share its clients): stop it or choose another address; to start a new smbsplice beside an old one and then stop the old (drain and start), give --share-address",
+			cfg->o.name, ep->text, ns >= 0 ? " in " : "",
+			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "");
+	else if (e)
 		listen_failed(err, errlen, cfg, ns >= 0, e, low);
-		return -1;
-	}
-	return 0;
+	return e ? -1 : 0;
 }
 
 /**

@@ -357,10 +357,12 @@ def reserve_port(family=socket.AF_INET, host="127.0.0.1"):
     until smbsplice does: bound with SO_REUSEPORT but not listening, it
     lets smbsplice's own SO_REUSEPORT sockets bind beside it, while every
     other bind(0) on the machine passes the port over. Without it, two
-    tests running at once could pick the same port, and two smbsplice
-    would share it silently (SO_REUSEPORT), each serving the other's
-    clients. Close the holder once smbsplice listens."""
+    tests running at once could pick the same port. SO_REUSEADDR too, so
+    that smbsplice's probe for another process listening there (a socket
+    with SO_REUSEADDR alone) binds beside it: a socket that only holds
+    the port does not listen. Close the holder once smbsplice listens."""
     s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     s.bind((host, 0))
     return s.getsockname()[1], s

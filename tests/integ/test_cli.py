@@ -9,7 +9,8 @@ refused with FILE:LINE by --check, at start and on reload. A section
 given twice is named, in a row or apart. A file that cannot be read
 says so and why, not blaming --user. --check binds each listen address
 once, so a port below 1024 without CAP_NET_BIND_SERVICE fails it as it
-would fail the start. Without
+would fail the start. A second smbsplice on an address the first listens
+on is refused in one line, exit 1, unless --share-address. Without
 --workers, the workers are one per two CPUs of the affinity mask, at least
 one."""
 import os
@@ -105,6 +106,7 @@ def main():
     section_twice()
     unreadable()
     privileged_port()
+    second_instance()
 
 
 def started_workers(cpus, *args):
@@ -251,6 +253,62 @@ def privileged_port():
                            capture_output=True, text=True, timeout=10)
         check(r.returncode == 0 and "configuration OK" in r.stdout,
               f"--check {' '.join(args)}{' as nobody' if pre else ''}: exit {r.returncode}, {r.stderr.strip()}")
+
+
+def answers(px):
+    """What a client of @px reads: the backend's one line."""
+    with px.connect() as c:
+        return recv_exact(c, 2)
+
+
+def second_instance():
+    """A second smbsplice on the address the first listens on, with another
+    backend, is refused in one line and exit 1 (without the check it would
+    start, its SO_REUSEPORT sockets joining the first's group, and take
+    about half its clients), also for the wildcard address over the first's
+    127.0.0.1; the first serves on. --share-address lets it start (drain and
+    start, test_upgrade.py). One process with listeners on 127.0.0.1:P and
+    0.0.0.0:P is not refused by its own sockets."""
+    srv_a = Server(lambda c: c.sendall(b"A\n"))
+    srv_b = Server(lambda c: c.sendall(b"B\n"))
+    px = Proxy(srv_a.addr, "--mode", "tcp")
+    want = (f"smbsplice: error: listener main: cannot listen on HOST:{px.port}: Address already in use: another "
+            "process listens there (if an smbsplice, the two would share its clients): stop it or choose another "
+            "address; to start a new smbsplice beside an old one and then stop the old (drain and start), "
+            "give --share-address")
+    for host in ("127.0.0.1", "0.0.0.0"):
+        p = subprocess.Popen([SMBSPLICE, "--mode", "tcp", "-l", f"{host}:{px.port}", "-b", srv_b.addr],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise TestFailure(f"a second smbsplice on {host}:{px.port}, where one listens, still runs after 10 s")
+        lines = err.splitlines()
+        check(p.returncode == 1 and lines == [want.replace("HOST", host)],
+              f"a second smbsplice on {host}:{px.port}: exit {p.returncode}, {lines}")
+    got = {answers(px) for _ in range(20)}
+    check(got == {b"A\n"} and px.proc.poll() is None, f"... and the first serves on: 20 clients read {sorted(got)}")
+    shared = Proxy(srv_b.addr, "--mode", "tcp", "--share-address", port=px.port)
+    got = {answers(px) for _ in range(64)}
+    check(got == {b"A\n", b"B\n"}, f"--share-address: the second starts, and 64 clients read {sorted(got)}")
+    shared.stop()
+    px.stop()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as d:
+        conf = os.path.join(d, "smbsplice.conf")
+        with open(conf, "w") as f:
+            f.write(f"[lo]\nlisten = 127.0.0.1:{port}\nbackend = {srv_a.addr}\nmode = tcp\n"
+                    f"[any]\nlisten = 0.0.0.0:{port}\nbackend = {srv_b.addr}\nmode = tcp\n")
+        both = Proxy(None, "-c", conf, listen=False)
+        both.port, both.host = port, "127.0.0.1"
+        got = answers(both)
+        check(got == b"A\n", f"listeners on 127.0.0.1:{port} and 0.0.0.0:{port} in one process: both open, "
+              f"127.0.0.1 answered by its own ({got})")
+        both.stop()
+    srv_a.close()
+    srv_b.close()
 
 
 if __name__ == "__main__":

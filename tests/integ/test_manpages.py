@@ -3,8 +3,8 @@
 - Every long option `smbsplice --help` lists has an entry in smbsplice(8)'s
   OPTIONS (`*--name*`, with its short form when it has one: `*-l*,
   *--listen*`).
-- Every config-file key (every long option but config, check, help and
-  version) has an entry in smbsplice.conf(5) (`*name* = ...`), under GLOBAL
+- Every config-file key (every long option but config, check,
+  share-address, help and version) has an entry in smbsplice.conf(5) (`*name* = ...`), under GLOBAL
   KEYS or LISTENER KEYS as the program itself places it: each key is tried
   in a listener's section of a scratch file with `smbsplice --check`, which
   says "belongs in [global]" for a process-wide key and "unknown key" for a
@@ -28,7 +28,7 @@ MAN8 = os.path.join(SRCDIR, "contrib/man/smbsplice.8.scd")
 MAN5 = os.path.join(SRCDIR, "contrib/man/smbsplice.conf.5.scd")
 MAN1_ADVISE = os.path.join(SRCDIR, "contrib/man/smbsplice-advise.1.scd")
 ADVISE = os.environ.get("SMBSPLICE_ADVISE", os.path.join(SRCDIR, "advise/smbsplice-advise"))
-CLI_ONLY = {"config", "check", "help", "version"}
+CLI_ONLY = {"config", "check", "share-address", "help", "version"}
 
 
 def sections(path):
