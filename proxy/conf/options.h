@@ -117,8 +117,9 @@ struct listen_opts {
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
- * @share_address:	bind listen addresses other sockets of this user listen
- *			on, and share their clients (SO_REUSEPORT)
+ * @share_address:	listen where another process listens already, sharing
+ *			its clients (a drain and start); without it, such an
+ *			address refuses the start
  * @syslog:		log to syslog instead of standard error
  * @trace:		headers-only capture file; empty for none
  * @control:		the control socket's path; empty for none
