@@ -346,7 +346,8 @@ static void usage(FILE *out)
 		"usage: smbsplice ctl [--control PATH] [--timeout SECONDS] COMMAND [ARG] [--json]\n"
 		"  PATH defaults to " CONTROL_DEFAULT_PATH ", SECONDS to %d\n"
 		"  COMMAND: conns, conn ID, listeners, drain LISTENER,\n"
-		"           resume LISTENER, kill ID, top [N], help\n",
+		"           resume LISTENER, kill ID, top [N], help,\n"
+		"           backend LISTENER BACKEND drain|maint|ready\n",
 		CTL_TIMEOUT);
 }
 

@@ -122,8 +122,15 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 
 	r->name = l->name;
 	r->nbackends = o->nbackends;
-	for (unsigned b = 0; b < o->nbackends; b++)
+	for (unsigned b = 0; b < o->nbackends; b++) {
+		const struct bstate *s = &l->cfg->be[b];
+
 		r->backends[b] = o->backend[b].text;
+		r->backend_admin[b] = s->admin;
+		r->backend_down[b] = s->down;
+		r->backend_changes[b] =
+			__atomic_load_n(&s->changes, __ATOMIC_RELAXED);
+	}
 	for (unsigned w = 0; w < l->nworkers; w++) {
 		const struct lstats *st = &l->st[w];
 

@@ -24,6 +24,7 @@
 
 #include "conf/options.h"
 #include "observe/counters.h"
+#include "net/listener.h"
 #include "control/promtext.h"
 
 static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
@@ -321,6 +322,41 @@ static const struct {
 };
 
 /**
+ * backend_states() - each backend's admin state, and how often it changed
+ * @out:	the page
+ * @ls:		the listeners' reports
+ * @lab:	their labels, escaped
+ * @n:		how many
+ *
+ * The admin state is one series per state, 1 for the one it is in, so
+ * that a panel can count drained backends with a sum.
+ */
+static void backend_states(FILE *out, const struct lreport *ls,
+			   const struct lnames *lab, unsigned n)
+{
+	metric_head(
+		out, "smbsplice_backend_admin_state", "gauge",
+		"1 for the state the control socket left the backend in: ready (dialled), drain (no new connections) or maint (no new connections, no checks).");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned b = 0; b < ls[i].nbackends; b++)
+			for (unsigned a = 0; a < BE_ADMIN_COUNT; a++)
+				fprintf(out,
+					"smbsplice_backend_admin_state{listener=\"%s\",backend=\"%s\",state=\"%s\"} %d\n",
+					lab[i].name, lab[i].backend[b],
+					listener_admin_name(a),
+					ls[i].backend_admin[b] == a);
+	metric_head(
+		out, "smbsplice_backend_state_changes_total", "counter",
+		"Changes of a backend's admin state (ready, drain, maint); each is also a log line.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned b = 0; b < ls[i].nbackends; b++)
+			fprintf(out,
+				"smbsplice_backend_state_changes_total{listener=\"%s\",backend=\"%s\"} %llu\n",
+				lab[i].name, lab[i].backend[b],
+				(unsigned long long)ls[i].backend_changes[b]);
+}
+
+/**
  * write_listeners() - what each listener accepted, refused and failed
  * @out:	where to write
  * @ls:		the listeners
@@ -363,6 +399,7 @@ static void write_listeners(FILE *out, const struct lreport *ls,
 				"smbsplice_backend_failures_total{listener=\"%s\",backend=\"%s\"} %llu\n",
 				lab[i].name, lab[i].backend[b],
 				(unsigned long long)ls[i].backend_failures[b]);
+	backend_states(out, ls, lab, n);
 	metric_head(
 		out, "smbsplice_multichannel_total", "counter",
 		"Server responses that let clients connect around smbsplice: NEGOTIATE offering multichannel, IOCTL listing the server's interfaces.");

@@ -203,6 +203,8 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 			goto undo;
 		p->old = listener_named(px, c->ls[i].name);
 		keep_inherited_address(p->cfg, p->old);
+		if (p->old) /* a drained backend stays drained */
+			listener_carry_states(p->cfg, p->old->cfg);
 		if (p->old && listener_same_socket(p->old->cfg, p->cfg))
 			continue;
 		listener_cfg_get(p->cfg); /* the new listener takes one */

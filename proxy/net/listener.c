@@ -705,3 +705,133 @@ struct listener *listener_named(struct proxy *px, const char *name)
 			return l;
 	return NULL;
 }
+
+/**
+ * listener_admin_name() - an admin state's name, as the control socket
+ *			   takes it and the log and /metrics show it
+ * @admin:	the state
+ *
+ * Return: "ready", "drain" or "maint".
+ */
+const char *listener_admin_name(enum be_admin admin)
+{
+	static const char *const name[BE_ADMIN_COUNT] = { "ready", "drain",
+							  "maint" };
+
+	return admin < BE_ADMIN_COUNT ? name[admin] : "?";
+}
+
+/**
+ * listener_pick_backend() - the backend a connection dials next
+ * @c:		the listener's settings the connection started with
+ * @from:	the first index it may take: 0 for a new connection, one
+ *		past the backend that just failed for a failover
+ *
+ * Only a backend the admin left ready is dialled. Of those, one the
+ * checks call up comes first; a down one is dialled only when no ready
+ * one from @from on is up, since the checks may be wrong and trying
+ * costs one connect, while refusing costs the client. Called by workers:
+ * the states are read atomically.
+ *
+ * Return: the index, or -1 if every backend from @from on is drained or
+ * in maintenance.
+ */
+int listener_pick_backend(const struct lcfg *c, unsigned from)
+{
+	int fallback = -1;
+
+	for (unsigned i = from; i < c->o.nbackends; i++) {
+		if (__atomic_load_n(&c->be[i].admin, __ATOMIC_RELAXED) !=
+		    BE_READY)
+			continue;
+		if (!__atomic_load_n(&c->be[i].down, __ATOMIC_RELAXED))
+			return (int)i;
+		if (fallback < 0)
+			fallback = (int)i;
+	}
+	return fallback;
+}
+
+/**
+ * note_change() - log and count one change of a backend's state
+ * @c:		the listener's settings
+ * @i:		the backend
+ * @was:	the state's name before
+ * @now:	after
+ * @why:	what changed it
+ */
+static void note_change(struct lcfg *c, unsigned i, const char *was,
+			const char *now, const char *why)
+{
+	__atomic_add_fetch(&c->be[i].changes, 1, __ATOMIC_RELAXED);
+	log_info("listener %s backend %s: %s -> %s (%s)", c->o.name,
+		 c->o.backend[i].text, was, now, why);
+}
+
+/**
+ * listener_set_admin() - the admin drains a backend, puts it in
+ *			  maintenance, or makes it ready again
+ * @c:		the listener's current settings
+ * @i:		the backend
+ * @admin:	its new state
+ * @why:	who asked, for the log line
+ *
+ * Main thread only. Open connections are not touched: a drained backend
+ * only gets no new ones.
+ */
+void listener_set_admin(struct lcfg *c, unsigned i, enum be_admin admin,
+			const char *why)
+{
+	enum be_admin was = c->be[i].admin;
+
+	if (was == admin)
+		return;
+	__atomic_store_n(&c->be[i].admin, (unsigned char)admin,
+			 __ATOMIC_RELAXED);
+	note_change(c, i, listener_admin_name(was), listener_admin_name(admin),
+		    why);
+}
+
+/**
+ * listener_set_down() - the checks found a backend down, or up again
+ * @c:		the listener's current settings
+ * @i:		the backend
+ * @down:	its new health
+ * @why:	what the last probe saw
+ *
+ * Main thread only.
+ */
+void listener_set_down(struct lcfg *c, unsigned i, bool down, const char *why)
+{
+	if (c->be[i].down == down)
+		return;
+	__atomic_store_n(&c->be[i].down, down, __ATOMIC_RELAXED);
+	note_change(c, i, down ? "up" : "down", down ? "down" : "up", why);
+}
+
+/**
+ * listener_carry_states() - new settings keep the states of the backends
+ *			     they keep
+ * @c:		the new settings, which no worker has yet
+ * @was:	the listener's settings until now
+ *
+ * A backend is the same one when its address is: it keeps its admin
+ * state, its health and its count of changes, wherever it moved in the
+ * list. A new backend starts ready and up.
+ */
+void listener_carry_states(struct lcfg *c, const struct lcfg *was)
+{
+	for (unsigned i = 0; i < c->o.nbackends; i++) {
+		const struct endpoint *e = &c->o.backend[i];
+
+		for (unsigned j = 0; j < was->o.nbackends; j++) {
+			const struct endpoint *f = &was->o.backend[j];
+
+			if (e->len == f->len &&
+			    !memcmp(&e->addr, &f->addr, e->len)) {
+				c->be[i] = was->be[j];
+				break;
+			}
+		}
+	}
+}

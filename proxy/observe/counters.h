@@ -68,6 +68,9 @@ struct totals {
  * @backends:		its backends, as configured
  * @nbackends:		how many
  * @backend_failures:	failed connects to each
+ * @backend_admin:	each one's admin state (enum be_admin, listener.h)
+ * @backend_down:	each one the health checks found down
+ * @backend_changes:	changes of each one's admin state or health
  */
 struct lreport {
 	const char *name;
@@ -78,6 +81,9 @@ struct lreport {
 	const char *backends[LREPORT_MAX_BACKENDS];
 	unsigned nbackends;
 	uint64_t backend_failures[LREPORT_MAX_BACKENDS];
+	unsigned char backend_admin[LREPORT_MAX_BACKENDS];
+	bool backend_down[LREPORT_MAX_BACKENDS];
+	uint64_t backend_changes[LREPORT_MAX_BACKENDS];
 };
 
 /**
