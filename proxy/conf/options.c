@@ -43,6 +43,9 @@ void options_listener_defaults(struct listen_opts *l, const char *name)
 	l->auth_timeout = OPT_DEFAULT_AUTH_TMO;
 	l->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	l->idle_timeout = OPT_DEFAULT_IDLE_TMO;
+	l->check_interval = OPT_DEFAULT_CHECK_INTVL;
+	l->check_rise = OPT_DEFAULT_CHECK_RISE;
+	l->check_fall = OPT_DEFAULT_CHECK_FALL;
 	l->th.min[SMB_CLASS_READ] = OPT_DEFAULT_THRESHOLD;
 	l->th.min[SMB_CLASS_WRITE] = OPT_DEFAULT_THRESHOLD;
 	/* Splicing encrypted frames cost throughput in every bench run. */

@@ -322,7 +322,8 @@ static const struct {
 };
 
 /**
- * backend_states() - each backend's admin state, and how often it changed
+ * backend_states() - each backend's health and admin state, and how often
+ *		      they changed
  * @out:	the page
  * @ls:		the listeners' reports
  * @lab:	their labels, escaped
@@ -334,6 +335,15 @@ static const struct {
 static void backend_states(FILE *out, const struct lreport *ls,
 			   const struct lnames *lab, unsigned n)
 {
+	metric_head(
+		out, "smbsplice_backend_up", "gauge",
+		"1 unless the health checks (health-check = tcp|smb) found the backend down.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned b = 0; b < ls[i].nbackends; b++)
+			fprintf(out,
+				"smbsplice_backend_up{listener=\"%s\",backend=\"%s\"} %d\n",
+				lab[i].name, lab[i].backend[b],
+				!ls[i].backend_down[b]);
 	metric_head(
 		out, "smbsplice_backend_admin_state", "gauge",
 		"1 for the state the control socket left the backend in: ready (dialled), drain (no new connections) or maint (no new connections, no checks).");
@@ -347,7 +357,7 @@ static void backend_states(FILE *out, const struct lreport *ls,
 					ls[i].backend_admin[b] == a);
 	metric_head(
 		out, "smbsplice_backend_state_changes_total", "counter",
-		"Changes of a backend's admin state (ready, drain, maint); each is also a log line.");
+		"Changes of a backend's health (up, down) or admin state (ready, drain, maint); each is also a log line.");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned b = 0; b < ls[i].nbackends; b++)
 			fprintf(out,

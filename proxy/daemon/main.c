@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 
 #include "common/counter.h"
+#include "net/health.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "control/control.h"
@@ -114,6 +115,7 @@ static void stop_now(struct proxy *px)
 		return;
 	px->state = PX_STOPPED;
 	ev_timer_stop(px->loop, &px->drain_timer);
+	health_stop();
 	handover_stop(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],

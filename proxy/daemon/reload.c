@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "net/dial.h"
+#include "net/health.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "common/netns.h"
@@ -369,6 +370,7 @@ int reload_apply(struct proxy *px, const struct config *c, char *err,
 		privhelper_commit(&px->helper);
 	free(plans);
 	worker_sync_all(px); /* so a removed listener is closed when logged */
+	health_sync(px);
 	log_debug("listeners: %u added, %u changed, %u removed", what[0],
 		  what[1], what[2]);
 	return 0;
@@ -380,6 +382,7 @@ int reload_apply(struct proxy *px, const struct config *c, char *err,
  */
 void reload_retire_all(struct proxy *px)
 {
+	health_stop();
 	for (struct listener *l = px->listeners; l; l = l->next)
 		if (!listener_is(l, LISTENER_RETIRED)) {
 			listener_mark(l, LISTENER_RETIRED);

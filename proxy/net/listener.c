@@ -759,13 +759,15 @@ int listener_pick_backend(const struct lcfg *c, unsigned from)
  * @was:	the state's name before
  * @now:	after
  * @why:	what changed it
+ * @lvl:	the line's level: a warning for a backend found down, which
+ *		`journalctl -p warning` should show; info for the rest
  */
 static void note_change(struct lcfg *c, unsigned i, const char *was,
-			const char *now, const char *why)
+			const char *now, const char *why, enum log_level lvl)
 {
 	__atomic_add_fetch(&c->be[i].changes, 1, __ATOMIC_RELAXED);
-	log_info("listener %s backend %s: %s -> %s (%s)", c->o.name,
-		 c->o.backend[i].text, was, now, why);
+	log_at(lvl, "listener %s backend %s: %s -> %s (%s)", c->o.name,
+	       c->o.backend[i].text, was, now, why);
 }
 
 /**
@@ -789,7 +791,7 @@ void listener_set_admin(struct lcfg *c, unsigned i, enum be_admin admin,
 	__atomic_store_n(&c->be[i].admin, (unsigned char)admin,
 			 __ATOMIC_RELAXED);
 	note_change(c, i, listener_admin_name(was), listener_admin_name(admin),
-		    why);
+		    why, LOG_LVL_INFO);
 }
 
 /**
@@ -806,7 +808,8 @@ void listener_set_down(struct lcfg *c, unsigned i, bool down, const char *why)
 	if (c->be[i].down == down)
 		return;
 	__atomic_store_n(&c->be[i].down, down, __ATOMIC_RELAXED);
-	note_change(c, i, down ? "up" : "down", down ? "down" : "up", why);
+	note_change(c, i, down ? "up" : "down", down ? "down" : "up", why,
+		    down ? LOG_LVL_WARN : LOG_LVL_INFO);
 }
 
 /**

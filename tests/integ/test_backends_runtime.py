@@ -1,4 +1,4 @@
-"""Backends managed at run time (issue 31).
+"""Backends managed at run time and health checks (issue 31).
 
 - `backend LISTENER BACKEND drain|maint|ready` on the control socket: a
   drained backend gets no new connection, while one already open to it
@@ -6,14 +6,22 @@
   a client is reset with a line saying so. `listeners` and /metrics show
   each backend's state; each change is a log line and counted; a reload
   that keeps a backend's address keeps its state.
+- health-check = tcp|smb: a backend that stops answering is marked down within
+  health-interval x health-fall (log line, smbsplice_backend_up 0) and new
+  clients go straight to the next one, without waiting out
+  --connect-timeout; back, it is marked up after health-rise probes.
+- a backend that accepts TCP but never answers a NEGOTIATE is down for an
+  smb check and up for a tcp one; a real smbd is up for an smb check.
 """
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
+import time
 
-from harness import (SMBSPLICE, TMPDIR, Proxy, Server, TestFailure, check, free_port, metric,
+from harness import (SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check, free_port, metric,
                      recv_exact, run, scrape, wait_for)
 
 
@@ -169,9 +177,149 @@ def test_reload_keeps_state():
         x.close()
 
 
+def full_listener():
+    """A listening socket whose accept queue is full: a connect to it
+    neither succeeds nor fails (its SYN is dropped), as a hung host's.
+    Returns (listener, fillers)."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    fillers = []
+    for _ in range(4):
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(lst.getsockname())
+        fillers.append(f)
+    time.sleep(0.2)
+    return lst, fillers
+
+
+def test_health_down_up():
+    """A backend that hangs is marked down by the checks, and new clients
+    go to the second at once rather than after --connect-timeout."""
+    b = named(b"B")
+    lst, fillers = full_listener()
+    port = lst.getsockname()[1]
+    addr = f"127.0.0.1:{port}"
+    path = sock_path()
+    # interval 0.2 s and fall 2: down within about 0.4 s (each probe times
+    # out after the interval); the client's connect timeout is 4 s.
+    px = Proxy(addr, "--backend", b.addr, "--mode", "tcp", "--control", path, "--health-check", "tcp",
+               "--health-interval", "0.2", "--health-fall", "2", "--health-rise", "2",
+               "--connect-timeout", "4", stats=True)
+    t0 = time.monotonic()
+    line = px.wait_log(rf"^smbsplice: warning: listener main backend {addr}: up -> down \(connect timed out\).*$")[0]
+    took = time.monotonic() - t0
+    check(took < 3.0, f"marked down {took:.2f} s after start (interval 0.2 x fall 2, loose bound 3 s)")
+    m = scrape(px.stats_port)
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=addr) == 0, "/metrics: backend_up 0")
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=b.addr) == 1, "/metrics: the other 1")
+    check(backends(path)[0]["health"] == "down", "listeners --json: down")
+    t0 = time.monotonic()
+    c, tag = reached(px)
+    took = time.monotonic() - t0
+    check(tag == b"B" and took < 2.0,
+          f"a new client reaches the second backend in {took:.2f} s, not after the 4 s connect timeout")
+    c.close()
+
+    # The first comes back on the same port: up after rise probes.
+    for f in fillers:
+        f.close()
+    lst.close()
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(64)
+    px.wait_log(rf"^.*listener main backend {addr}: down -> up \(2 tcp checks passed\).*$")
+    check(metric(scrape(px.stats_port), "smbsplice_backend_up", listener="main", backend=addr) == 1,
+          "/metrics: backend_up 1 again")
+    c = px.connect()
+    c.settimeout(10)
+    s, _ = srv.accept()  # the probes' connections are accepted and closed too
+    deadline, through = time.monotonic() + 10, False
+    c.sendall(b"x")
+    while not through and time.monotonic() < deadline:
+        s.settimeout(0.5)
+        try:
+            through = s.recv(1) == b"x"
+        except socket.timeout:
+            pass
+        s.close()
+        if not through:
+            s, _ = srv.accept()
+    check(through, "a new client reaches the first backend again")
+    c.close()
+    s.close()
+
+    # Killed (its port now refuses): down again after fall probes.
+    srv.close()
+    px.wait_log(rf"^smbsplice: warning: listener main backend {addr}: up -> down "
+                rf"\(connect: Connection refused\)$")
+    c, tag = reached(px)
+    check(tag == b"B", "killed and found down: a new client reaches the second backend")
+    c.close()
+    px.stop()
+    b.close()
+
+
+def silent(s):
+    """A backend that takes the connection and reads, and never answers."""
+    while s.recv(4096):
+        pass
+
+
+def test_smb_vs_tcp_check():
+    """An smb check calls a TCP sink that never answers a NEGOTIATE down,
+    and a real smbd up; a tcp check calls the sink up."""
+    sink = Server(silent)
+    smb = Samba()
+    args = ("--health-interval", "0.3", "--health-fall", "2", "--health-rise", "1", "--connect-timeout", "1")
+    px = Proxy(sink.addr, "--backend", smb.addr, "--health-check", "smb", *args, stats=True)
+    px.wait_log(rf"^.*listener main backend {sink.addr}: up -> down "
+                rf"\(no answer to the NEGOTIATE in time\).*$")
+
+    # Several probes of the smbd have run by now (the sink needed two that
+    # timed out): it must still be up, and never have gone down.
+    time.sleep(1.0)
+    check(not any(f"backend {smb.addr}: up -> down" in x for x in px.whole_lines()),
+          "a real smbd answers the probe's NEGOTIATE: never marked down")
+    m = scrape(px.stats_port)
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=sink.addr) == 0, "sink: backend_up 0")
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=smb.addr) == 1, "smbd: backend_up 1")
+    # A client through the proxy is served by the smbd, the sink skipped.
+    out = smb.smbclient(px.port, cmd="ls")
+    check("blocks" in out or "blocks available" in out, f"smbclient through the proxy lists the share: {out[-200:]}")
+    px.stop()
+
+    px = Proxy(sink.addr, "--backend", smb.addr, "--health-check", "tcp", *args, stats=True)
+    n0 = sink.accepted
+    wait_for("three tcp probes of the sink", lambda: sink.accepted >= n0 + 3, timeout=10)
+    check(metric(scrape(px.stats_port), "smbsplice_backend_up", listener="main", backend=sink.addr) == 1,
+          "tcp check: sink backend_up 1")
+    check(not any(f"backend {sink.addr}: up -> down" in x for x in px.whole_lines()),
+          "a tcp check calls the sink up: it accepts")
+    px.stop()
+    smb.stop()
+    sink.close()
+
+
+def test_check_options():
+    """The options are checked as the table says."""
+    for args, words in ((("--health-check", "http"), "expected off, tcp or smb"),
+                        (("--health-interval", "0"), "greater than 0"),
+                        (("--health-fall", "0"), "health-fall"),
+                        (("--health-rise", "101"), "health-rise")):
+        r = subprocess.run([SMBSPLICE, "--listen", "127.0.0.1:1", "--backend", "127.0.0.1:2", *args, "--check"],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and words in r.stderr, f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+
+
 def main():
+    test_check_options()
     test_admin_states()
     test_reload_keeps_state()
+    test_health_down_up()
+    test_smb_vs_tcp_check()
 
 
 if __name__ == "__main__":
