@@ -12,6 +12,8 @@ set -euo pipefail
 
 pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev libinih-dev libsystemd-dev scdoc
+	libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev gnutls-bin
+	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
 	clang libclang-rt-14-dev iperf3 iputils-ping

@@ -76,6 +76,11 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @check_interval:	seconds from one probe of a backend to the next
  * @check_rise:		probes in a row that pass before a down backend is up
  * @check_fall:		probes in a row that fail before an up backend is down
+ * @quic:		the listener is SMB over QUIC (listen = quic:HOST:PORT):
+ *			a UDP socket, its streams bridged to connections
+ *			(proxy/quic/)
+ * @quic_cert:		quic: the server's certificate chain, PEM
+ * @quic_key:		quic: its private key, PEM
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -111,6 +116,9 @@ struct listen_opts {
 	enum check_mode check;
 	double check_interval;
 	unsigned check_rise, check_fall;
+	bool quic;
+	char quic_cert[OPT_PATH_LEN];
+	char quic_key[OPT_PATH_LEN];
 	bool save_syn;
 };
 

@@ -222,6 +222,36 @@ enum opt_result opt_set_endpoint(const struct opt_def *d, struct options *o,
 	return r ? endpoint_bad(d, arg, r, err, errlen) : OPT_OK;
 }
 
+/**
+ * opt_set_listen() - --listen: HOST:PORT for TCP, quic:HOST:PORT for SMB
+ *		      over QUIC
+ * @d:		the row
+ * @o:		the process-wide settings
+ * @l:		the listener's
+ * @arg:	the value
+ * @err:	the complaint
+ * @errlen:	room in @err
+ *
+ * The transport is a prefix of the address, so that one key says where
+ * and how a listener listens, and a reload that changes it makes a new
+ * listener, as a new address does.
+ *
+ * Return: OPT_OK, OPT_BAD or OPT_UNRESOLVED.
+ */
+enum opt_result opt_set_listen(const struct opt_def *d, struct options *o,
+			       struct listen_opts *l, const char *arg,
+			       char *err, size_t errlen)
+{
+	bool quic = !strncmp(arg, "quic:", 5);
+	int r = parse_endpoint(quic ? arg + 5 : arg, &l->listen, true);
+
+	if (r)
+		return endpoint_bad(d, arg, r, err, errlen);
+	l->quic = quic;
+	snprintf(l->listen.text, sizeof(l->listen.text), "%s", arg);
+	return OPT_OK;
+}
+
 enum opt_result opt_set_threshold(const struct opt_def *d, struct options *o,
 				  struct listen_opts *l, const char *arg,
 				  char *err, size_t errlen)

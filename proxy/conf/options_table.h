@@ -95,7 +95,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 53
+#define OPT_TABLE_LEN 55
 
 extern const struct opt_def opt_table[];
 
@@ -112,6 +112,7 @@ OPT_APPLY(opt_set_count);
 OPT_APPLY(opt_set_true);
 OPT_APPLY(opt_set_false);
 OPT_APPLY(opt_set_endpoint);
+OPT_APPLY(opt_set_listen);
 OPT_APPLY(opt_add_backend);
 OPT_APPLY(opt_set_mode);
 OPT_APPLY(opt_set_size);

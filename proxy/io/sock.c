@@ -88,6 +88,9 @@ int sock_set_linger0(int fd)
  * was never set, which is what MSG_MORE and SPLICE_F_MORE leave behind.
  * Without this push the kernel sends the tail only when its 200 ms
  * probe timer fires. The flag keeps the call to the times it is needed.
+ * A socket that is not TCP (a QUIC stream's socketpair, proxy/quic/)
+ * holds nothing back for MORE and has no TCP_CORK: its EOPNOTSUPP is no
+ * failure.
  *
  * Return: 0, or -1 with errno set.
  */
@@ -98,7 +101,10 @@ int sock_uncork(struct sock *s)
 	if (!s->corked)
 		return 0;
 	s->corked = false;
-	return setsockopt(s->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+	if (setsockopt(s->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero)) &&
+	    errno != EOPNOTSUPP)
+		return -1;
+	return 0;
 }
 
 /* Deeper than any kernel allows: listen() clamps it to net.core.somaxconn,
@@ -166,6 +172,38 @@ int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
 	if (reuseport &&
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
 		goto fail;
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len))
+		goto fail;
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/**
+ * sock_udp_bound() - a non-blocking UDP socket bound to an address, for a
+ *		      QUIC listener
+ * @sa:		address to bind
+ * @len:	its length
+ *
+ * No SO_REUSEPORT: one worker serves a QUIC listener, and a second
+ * process on the same address must fail to bind rather than take half
+ * of every connection's datagrams.
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_udp_bound(const struct sockaddr *sa, socklen_t len)
+{
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -1;
 	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, sa, len))

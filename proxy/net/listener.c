@@ -141,6 +141,7 @@ bool listener_same_socket(const struct lcfg *a, const struct lcfg *b)
 	const struct endpoint *x = &a->o.listen, *y = &b->o.listen;
 
 	return x->len == y->len && !memcmp(&x->addr, &y->addr, x->len) &&
+	       a->o.quic == b->o.quic &&
 	       a->netns_ino[SIDE_CLIENT] == b->netns_ino[SIDE_CLIENT] &&
 	       a->o.mptcp[SIDE_CLIENT] == b->o.mptcp[SIDE_CLIENT];
 }
@@ -402,7 +403,10 @@ static int open_sockets(struct proxy *px, struct listener *l,
 	int ns = cfg->netns[SIDE_CLIENT], e = 0, low = 0;
 	bool taken = false;
 
-	if (px->helper.fds) {
+	/* A QUIC listener reloaded after --user binds as the user: the
+	 * helper makes only TCP sockets (a port below 1024 then needs a
+	 * restart, as the line says). */
+	if (px->helper.fds && !cfg->o.quic) {
 		e = helper_sockets(px, l, cfg);
 		ns = cfg->o.netns[SIDE_CLIENT][0] ? 0 : -1; /* for the line */
 		goto out;
@@ -412,11 +416,18 @@ static int open_sockets(struct proxy *px, struct listener *l,
 			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
-	if (!px->opt->share_address && !ours(px, cfg) && listened_on(cfg)) {
+	if (cfg->o.quic) {
+		/* One worker serves a QUIC listener (proxy/quic/README.md). */
+		l->fds[0] = sock_udp_bound((const struct sockaddr *)&ep->addr,
+					   ep->len);
+		if (l->fds[0] < 0)
+			e = errno;
+	} else if (!px->opt->share_address && !ours(px, cfg) &&
+		   listened_on(cfg)) {
 		taken = true;
 		e = EADDRINUSE;
 	}
-	for (unsigned i = 0; i < l->nworkers && !e; i++) {
+	for (unsigned i = 0; i < l->nworkers && !e && !cfg->o.quic; i++) {
 		l->fds[i] =
 			sock_listen((const struct sockaddr *)&ep->addr, ep->len,
 				    true, cfg->o.mptcp[SIDE_CLIENT]);
@@ -468,8 +479,12 @@ int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
-	fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len, true,
-			cfg->o.mptcp[SIDE_CLIENT]);
+	if (cfg->o.quic)
+		fd = sock_udp_bound((const struct sockaddr *)&ep->addr,
+				    ep->len);
+	else
+		fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len,
+				true, cfg->o.mptcp[SIDE_CLIENT]);
 	e = fd < 0 ? errno : 0;
 	if (fd >= 0)
 		close(fd);
@@ -513,7 +528,13 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	l->cfg = cfg;
 	for (unsigned i = 0; i < l->nworkers; i++)
 		l->fds[i] = -1;
-	if (take_handed(px, l, &cfg->o.listen)) {
+	if (cfg->o.quic) {
+		/* Bound here always: a QUIC listener's socket is not handed
+		 * over (issue 33) nor taken from systemd. */
+		if (open_sockets(px, l, cfg, err, errlen))
+			goto fail;
+		return l;
+	} else if (take_handed(px, l, &cfg->o.listen)) {
 		/* Bound already, by the process that handed over. */
 		listener_mark(l, LISTENER_HANDED);
 	} else if ((fd = take_inherited(px, cfg)) >= 0) {
@@ -576,7 +597,7 @@ int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 			 "listening socket cannot return to autotuning)",
 			 l->name, was);
 	for (unsigned i = 0; i < l->nworkers; i++)
-		if (l->fds[i] >= 0 &&
+		if (l->fds[i] >= 0 && !cfg->o.quic &&
 		    dial_client_side(l->fds[i], &cfg->o, err, errlen)) {
 			listener_cfg_put(cfg);
 			return -1;

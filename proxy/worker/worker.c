@@ -165,6 +165,8 @@ static void add_run(struct worker *w, struct worker_cmd *c)
 {
 	if (w->state != WS_RUNNING)
 		add_drop(c);
+	else if (c->l->cfg->o.quic)
+		quic_add(&w->quic, c->l, c->fd);
 	else
 		accept_add(&w->acc, c->l, c->fd);
 }
@@ -192,9 +194,12 @@ static void update_drop(struct worker_cmd *c)
 static void update_run(struct worker *w, struct worker_cmd *c)
 {
 	struct wlistener *wl = accept_find(&w->acc, c->l);
+	struct qlistener *ql = quic_find(&w->quic, c->l);
 
 	if (wl)
 		accept_set_cfg(wl, c->cfg);
+	else if (ql)
+		quic_set_cfg(ql, c->cfg);
 	else
 		update_drop(c);
 }
@@ -213,9 +218,12 @@ const struct worker_cmd_ops worker_cmd_update = {
 static void remove_run(struct worker *w, struct worker_cmd *c)
 {
 	struct wlistener *wl = accept_find(&w->acc, c->l);
+	struct qlistener *ql = quic_find(&w->quic, c->l);
 
 	if (wl)
 		accept_remove(wl, true);
+	if (ql)
+		quic_remove(ql);
 }
 
 const struct worker_cmd_ops worker_cmd_remove = { .run = remove_run };
@@ -232,6 +240,7 @@ static void drain_run(struct worker *w, struct worker_cmd *c)
 	if (w->state != WS_DRAINING && w->state != WS_IDLE)
 		worker_set_state(w, WS_DRAINING);
 	accept_remove_all(&w->acc, true);
+	quic_remove_all(&w->quic);
 	worker_conn_ended(w);
 }
 
@@ -250,6 +259,7 @@ static void stop_run(struct worker *w, struct worker_cmd *c)
 {
 	(void)c;
 	accept_remove_all(&w->acc, false);
+	quic_remove_all(&w->quic);
 	conn_close_all(&w->host);
 	ev_timer_stop(w->loop, &w->trim);
 	ev_async_stop(w->loop, &w->wake);
@@ -453,6 +463,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 		       &w->timing, &worker_conn_ops, w);
 	conn_host_sits_in(&w->host, w->netns_ino);
 	accept_init(&w->acc, px, w->loop, id, &w->host, &worker_accept_ops);
+	quic_host_init(&w->quic, &w->acc);
 	return 0;
 }
 

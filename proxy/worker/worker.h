@@ -15,6 +15,7 @@
 #include "io/pipepool.h"
 #include "observe/timing.h"
 #include "observe/counters.h"
+#include "quic/quic.h"
 
 struct lcfg;
 struct listener;
@@ -128,6 +129,7 @@ struct worker {
 	struct buf_pool bufs;
 	struct timing_pool timing;
 	struct acceptor acc;
+	struct quic_host quic;
 	struct conn_host host;
 	ev_async wake;
 	pthread_mutex_t lock;

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_NGQ_H
+#define SMBSPLICE_NGQ_H
+
+/* ngq.h - the QUIC library behind one door: every ngtcp2 and GnuTLS call
+ * of the daemon is in ngq.c, so that moving to ngtcp2 1.x (whose API
+ * changed) is one file. Nothing here knows of the event loop or of
+ * connections; quic.c drives it with datagrams, times and bytes.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct sockaddr;
+struct ngq_creds;
+struct ngq_conn;
+
+/* The longest connection ID QUIC v1 allows. */
+#define NGQ_MAX_CIDLEN 20
+/* The stateless reset secret's size. */
+#define NGQ_SECRET_LEN 32
+/* The length of the connection IDs we issue: short-header packets carry
+ * no length, so the router reads this many bytes. */
+#define NGQ_SCID_LEN 18
+
+/**
+ * struct ngq_cb - what a QUIC connection tells its owner (quic.c)
+ * @stream_open:	the client opened a stream; return 0 to take it as
+ *			the connection's one, -1 to refuse it
+ * @stream_data:	in-order bytes of the stream, and whether they end
+ *			it; return 0, or -1 to close the connection (a
+ *			client that sent past its window)
+ * @stream_reset:	the client reset the stream or asked it stopped
+ * @stream_acked:	the client acknowledged @n more bytes sent to it
+ * @cid_add:		a connection ID of ours to route by; return 0 or -1
+ * @cid_del:		one retired
+ *
+ * Each gets the @ud given to ngq_accept().
+ */
+struct ngq_cb {
+	int (*stream_open)(void *ud, int64_t sid);
+	int (*stream_data)(void *ud, const uint8_t *d, size_t n, bool fin);
+	void (*stream_reset)(void *ud);
+	void (*stream_acked)(void *ud, uint64_t n);
+	int (*cid_add)(void *ud, const uint8_t *id, size_t len);
+	void (*cid_del)(void *ud, const uint8_t *id, size_t len);
+};
+
+/**
+ * struct ngq_path - the two addresses of a datagram
+ * @local:	ours
+ * @locallen:	its length
+ * @remote:	the client's
+ * @remotelen:	its length
+ */
+struct ngq_path {
+	const struct sockaddr *local;
+	size_t locallen;
+	const struct sockaddr *remote;
+	size_t remotelen;
+};
+
+/**
+ * struct ngq_info - a connection's state, for ctl
+ * @version:	the QUIC version
+ * @rtt_ns:	smoothed round-trip time
+ * @cwnd:	congestion window, bytes
+ * @in_flight:	bytes sent and not yet acknowledged nor lost
+ */
+struct ngq_info {
+	uint32_t version;
+	uint64_t rtt_ns;
+	uint64_t cwnd;
+	uint64_t in_flight;
+};
+
+/* What ngq_read() says of a connection. */
+enum ngq_state {
+	NGQ_OK,	   /* carry on */
+	NGQ_CLOSE, /* send ngq_close_pkt()'s packet, then end it */
+	NGQ_DRAIN, /* the peer closed it: wait out the drain, send nothing */
+	NGQ_DEAD,  /* end it now, send nothing */
+};
+
+/* What ngq_peek() says of a datagram. */
+enum ngq_kind {
+	NGQ_GARBAGE, /* not QUIC: dropped */
+	NGQ_PACKET,  /* QUIC: route it by its destination ID */
+	NGQ_VERSION, /* a long header of a version we do not speak */
+};
+
+int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
+		   char *err, size_t errlen);
+void ngq_creds_free(struct ngq_creds *cr);
+enum ngq_kind ngq_peek(const uint8_t *pkt, size_t len, const uint8_t **dcid,
+		       size_t *dcidlen);
+ssize_t ngq_version_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
+			size_t cap);
+bool ngq_is_initial(const uint8_t *pkt, size_t len);
+void ngq_random(uint8_t *out, size_t len);
+int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
+	       const uint8_t *secret, const struct ngq_path *path,
+	       const uint8_t *pkt, size_t len, size_t window,
+	       const struct ngq_cb *cb, void *ud, uint64_t now);
+enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
+			const uint8_t *pkt, size_t len, uint64_t now);
+ssize_t ngq_write(struct ngq_conn *c, uint8_t *buf, size_t cap,
+		  const struct iovec *iov, int iovcnt, bool fin, ssize_t *taken,
+		  struct sockaddr *to, size_t *tolen, uint64_t now);
+void ngq_sent(struct ngq_conn *c, uint64_t now);
+ssize_t ngq_close_pkt(struct ngq_conn *c, uint8_t *buf, size_t cap,
+		      uint64_t now);
+uint64_t ngq_expiry(struct ngq_conn *c);
+enum ngq_state ngq_timeout(struct ngq_conn *c, uint64_t now);
+uint64_t ngq_drain_ns(struct ngq_conn *c);
+void ngq_consumed(struct ngq_conn *c, size_t n);
+void ngq_reset(struct ngq_conn *c);
+void ngq_info(struct ngq_conn *c, struct ngq_info *out);
+void ngq_free(struct ngq_conn *c);
+
+#endif /* SMBSPLICE_NGQ_H */

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_QUIC_T_H
+#define SMBSPLICE_QUIC_T_H
+
+/* quic-t.h - the QUIC listener's and connection's state, for quic.c and
+ * bridge.c alone.
+ */
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "core/limits.h"
+#include "quic/ngq.h"
+#include "quic/quic.h"
+
+/* Connection IDs routed per connection: ngtcp2 offers the client up to 8
+ * of ours at a time, and the client's first one routes its Initials. */
+#define QUIC_CIDS 12
+/* Buckets of a listener's connection ID table (a power of 2). */
+#define QUIC_BUCKETS 1024
+/* Bytes of the stream kept for the client until it acknowledges them,
+ * and the window it may send ahead into the socketpair (powers of 2). */
+#define QUIC_SBUF (256u << 10)
+#define QUIC_RWIN (256u << 10)
+/* How long a connection whose stream is over both ways waits for the
+ * client to close it: closing first could lose the client's last read
+ * (a client's stream may fail at a close before it read the FIN). */
+#define QUIC_LINGER_NS 2000000000ull
+/* The largest datagram received or sent. */
+#define QUIC_DGRAM 2048
+
+struct qconn;
+
+/**
+ * struct qcid - one connection ID a connection is found by
+ * @c:		the connection, NULL for a free slot
+ * @len:	its length
+ * @id:		its bytes
+ * @next:	the bucket's chain
+ */
+struct qcid {
+	struct qconn *c;
+	uint8_t len;
+	uint8_t id[NGQ_MAX_CIDLEN];
+	struct qcid *next;
+};
+
+/**
+ * struct qlistener - one QUIC listener, as its one worker serves it
+ * @qh:		the worker's QUIC host
+ * @l:		the listener (a reference)
+ * @cfg:	the settings new streams start with (a reference): the
+ *		worker's own, as accept.c's wlistener has
+ * @fd:		its UDP socket
+ * @io:		readable watcher on @fd
+ * @local:	the address it is bound to, every path's local end
+ * @locallen:	its length
+ * @creds:	its certificate and key
+ * @secret:	its stateless reset secret
+ * @table:	connection IDs to connections
+ * @conns:	its connections
+ * @st:		its counters
+ * @next:	the worker's list
+ */
+struct qlistener {
+	struct quic_host *qh;
+	struct listener *l;
+	struct lcfg *cfg;
+	int fd;
+	ev_io io;
+	struct sockaddr_storage local;
+	socklen_t locallen;
+	struct ngq_creds *creds;
+	uint8_t secret[NGQ_SECRET_LEN];
+	struct qcid *table[QUIC_BUCKETS];
+	struct qconn *conns;
+	struct quic_stats st;
+	struct qlistener *next;
+};
+
+/**
+ * struct qconn - one QUIC connection and its stream's bridge
+ * @ql:		its listener
+ * @nc:		the QUIC connection (ngq.c)
+ * @cids:	the IDs it is found by
+ * @peer:	the client's address as last seen
+ * @peerlen:	its length
+ * @key:	the client as the caps count it (admit_client())
+ * @timer:	ngtcp2's next expiry
+ * @fd:		our end of the socketpair, -1 before the stream opens
+ * @rio:	@fd readable: bytes for the client
+ * @wio:	@fd writable: room for the client's bytes
+ * @sbuf:	the client's bytes ring: read from @fd, sent, kept until
+ *		acknowledged (QUIC_SBUF)
+ * @s_acked:	stream offset acknowledged by the client
+ * @s_sent:	stream offset handed to ngtcp2
+ * @s_tail:	stream offset read from @fd
+ * @rbuf:	the client's bytes that @fd did not take yet (QUIC_RWIN)
+ * @r_head:	offset written to @fd
+ * @r_tail:	offset received
+ * @s_eof:	@fd said end of file: the stream's FIN is due
+ * @s_fin:	the FIN went out
+ * @r_fin:	the client's FIN came
+ * @r_shut:	and @fd was shut for writing after the last byte
+ * @done_at:	when the connection closes if the client has not: set
+ *		once the stream is over both ways, 0 before
+ * @opened:	the stream became a connection: it holds the admission and
+ *		two descriptors; before, this does
+ * @dead:	to be freed once the callback that found it returns
+ * @send_close:	and a CONNECTION_CLOSE sent first
+ * @next:	the listener's list
+ * @prev:	the link to this one
+ */
+struct qconn {
+	struct qlistener *ql;
+	struct ngq_conn *nc;
+	struct qcid cids[QUIC_CIDS];
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	struct source_key key;
+	ev_timer timer;
+	int fd;
+	ev_io rio, wio;
+	uint8_t *sbuf;
+	uint64_t s_acked, s_sent, s_tail;
+	uint8_t *rbuf;
+	uint64_t r_head, r_tail;
+	bool s_eof, s_fin, r_fin, r_shut;
+	uint64_t done_at;
+	bool opened, dead, send_close;
+	struct qconn *next, **prev;
+};
+
+/* bridge.c */
+int quic_bridge_open(void *ud, int64_t sid);
+int quic_bridge_data(void *ud, const uint8_t *d, size_t n, bool fin);
+void quic_bridge_reset(void *ud);
+void quic_bridge_acked(void *ud, uint64_t n);
+void quic_bridge_init(struct qconn *qc);
+void quic_bridge_close(struct qconn *qc);
+void quic_bridge_free(struct qconn *qc);
+bool quic_bridge_done(const struct qconn *qc);
+int quic_bridge_iov(struct qconn *qc, struct iovec *iov);
+
+/* quic.c */
+uint64_t quic_now(void);
+void quic_conn_end(struct qconn *qc, bool send_close);
+void quic_conn_settle(struct qconn *qc, enum ngq_state s);
+
+#endif /* SMBSPLICE_QUIC_T_H */

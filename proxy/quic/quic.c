@@ -1,0 +1,722 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* quic.c - SMB over QUIC listeners: datagrams in, connections found by
+ *	    their IDs, packets out, timers
+ *
+ * Theory of operation (README.md has the whole): one worker serves a QUIC
+ * listener's UDP socket. Each datagram is routed by its destination
+ * connection ID to its connection; one that names none is a new
+ * connection only if it is a well-formed client Initial of QUIC v1 from
+ * an admitted client (--allow, the caps, the descriptor budget), and is
+ * dropped otherwise without a byte of state. Each connection's stream is
+ * bridged to a socketpair by bridge.c; every ngtcp2 and GnuTLS call is in
+ * ngq.c.
+ *
+ * Timers: each connection has one ev_timer, set to ngtcp2's next expiry
+ * in nanoseconds, converted to libev's double seconds without rounding.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/counter.h"
+#include "common/log.h"
+#include "conf/options.h"
+#include "core/proxy.h"
+#include "io/budget.h"
+#include "io/sock.h"
+#include "net/accept.h"
+#include "net/admit.h"
+#include "net/listener.h"
+#include "quic/quic-t.h"
+
+/* Datagrams read per wake, so that a flood cannot starve the rest. */
+#define QUIC_RECV_BATCH 64
+/* Packets written per connection per turn before yielding to others. */
+#define QUIC_SEND_BURST 64
+
+/**
+ * quic_built() - was the daemon built with QUIC
+ *
+ * Return: true if it was.
+ */
+bool quic_built(void)
+{
+	return true;
+}
+
+/**
+ * quic_now() - the time for ngtcp2
+ *
+ * Return: CLOCK_MONOTONIC, ns.
+ */
+uint64_t quic_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/**
+ * quic_check_listener() - can a QUIC listener start as configured
+ * @o:		its settings
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * The certificate and key are read (and matched) here, so that start and
+ * --check fail on a missing, unreadable or mismatched file, not the first
+ * client's handshake.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
+{
+	struct ngq_creds *cr;
+	char why[512];
+
+	if (!o->quic) {
+		if (!*o->quic_cert && !*o->quic_key)
+			return 0;
+		snprintf(
+			err, errlen,
+			"listener %s: quic-cert and quic-key need a QUIC listen address (listen = quic:HOST:PORT)",
+			o->name);
+		return -1;
+	}
+	if (o->accept_proxy || o->transparent || o->mptcp[SIDE_CLIENT]) {
+		snprintf(
+			err, errlen,
+			"listener %s: accept-proxy, transparent and mptcp listen do not apply to a QUIC listener",
+			o->name);
+		return -1;
+	}
+	if (ngq_creds_load(o->quic_cert, o->quic_key, &cr, why, sizeof(why))) {
+		snprintf(err, errlen, "listener %s: %s", o->name, why);
+		return -1;
+	}
+	ngq_creds_free(cr);
+	return 0;
+}
+
+/**
+ * cid_hash() - a connection ID's bucket
+ * @id:		its bytes (random: ours are, and a client's own only hurt
+ *		that client)
+ * @len:	its length
+ *
+ * Return: the bucket.
+ */
+static unsigned cid_hash(const uint8_t *id, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ id[i]) * 16777619u;
+	return h & (QUIC_BUCKETS - 1);
+}
+
+/**
+ * cid_find() - the connection a connection ID names
+ * @ql:		the listener
+ * @id:		the ID
+ * @len:	its length
+ *
+ * Return: the connection, or NULL.
+ */
+static struct qconn *cid_find(struct qlistener *ql, const uint8_t *id,
+			      size_t len)
+{
+	for (struct qcid *e = ql->table[cid_hash(id, len)]; e; e = e->next)
+		if (e->len == len && !memcmp(e->id, id, len))
+			return e->c;
+	return NULL;
+}
+
+/**
+ * quic_cid_add() - route a connection ID to a connection
+ * @qc:		the connection
+ * @id:		the ID
+ * @len:	its length
+ *
+ * Return: 0, or -1 if the connection's slots are full.
+ */
+static int quic_cid_add(struct qconn *qc, const uint8_t *id, size_t len)
+{
+	struct qcid **b;
+
+	if (len > NGQ_MAX_CIDLEN)
+		return -1;
+	if (cid_find(qc->ql, id, len))
+		return 0;
+	for (unsigned i = 0; i < QUIC_CIDS; i++) {
+		struct qcid *e = &qc->cids[i];
+
+		if (e->c)
+			continue;
+		e->c = qc;
+		e->len = len;
+		memcpy(e->id, id, len);
+		b = &qc->ql->table[cid_hash(id, len)];
+		e->next = *b;
+		*b = e;
+		return 0;
+	}
+	return -1;
+}
+
+/**
+ * cid_unlink() - take one slot out of its bucket
+ * @ql:	the listener
+ * @e:	the slot, in use
+ */
+static void cid_unlink(struct qlistener *ql, struct qcid *e)
+{
+	struct qcid **p = &ql->table[cid_hash(e->id, e->len)];
+
+	while (*p && *p != e)
+		p = &(*p)->next;
+	if (*p)
+		*p = e->next;
+	e->c = NULL;
+}
+
+/**
+ * quic_cid_del() - stop routing a connection ID
+ * @qc:		the connection
+ * @id:		the ID
+ * @len:	its length
+ */
+static void quic_cid_del(struct qconn *qc, const uint8_t *id, size_t len)
+{
+	for (unsigned i = 0; i < QUIC_CIDS; i++) {
+		struct qcid *e = &qc->cids[i];
+
+		if (e->c && e->len == len && !memcmp(e->id, id, len))
+			cid_unlink(qc->ql, e);
+	}
+}
+
+/**
+ * on_cid_add() - ngq.c: a new ID of ours, or the client's first
+ * @ud:		the connection
+ * @id:		the ID
+ * @len:	its length
+ *
+ * Return: 0 or -1.
+ */
+static int on_cid_add(void *ud, const uint8_t *id, size_t len)
+{
+	return quic_cid_add(ud, id, len);
+}
+
+/**
+ * on_cid_del() - ngq.c: an ID retired
+ * @ud:		the connection
+ * @id:		the ID
+ * @len:	its length
+ */
+static void on_cid_del(void *ud, const uint8_t *id, size_t len)
+{
+	quic_cid_del(ud, id, len);
+}
+
+/* What a connection's QUIC side tells this file and bridge.c. */
+static const struct ngq_cb quic_cb = {
+	.stream_open = quic_bridge_open,
+	.stream_data = quic_bridge_data,
+	.stream_reset = quic_bridge_reset,
+	.stream_acked = quic_bridge_acked,
+	.cid_add = on_cid_add,
+	.cid_del = on_cid_del,
+};
+
+/**
+ * conn_path() - a datagram's path as ngq.c takes it
+ * @qc:		the connection (its listener's address, its client's)
+ * @p:		filled in
+ */
+static void conn_path(const struct qconn *qc, struct ngq_path *p)
+{
+	*p = (struct ngq_path){ .local =
+					(const struct sockaddr *)&qc->ql->local,
+				.locallen = qc->ql->locallen,
+				.remote = (const struct sockaddr *)&qc->peer,
+				.remotelen = qc->peerlen };
+}
+
+/**
+ * arm_timer() - set a connection's timer to ngtcp2's next expiry
+ * @qc:		the connection
+ * @soon:	it has more to send now (its burst ran out): fire at once
+ */
+static void arm_timer(struct qconn *qc, bool soon)
+{
+	struct ev_loop *loop = qc->ql->qh->acc->loop;
+	uint64_t exp = ngq_expiry(qc->nc), now = quic_now();
+	double after;
+
+	if (qc->done_at && qc->done_at < exp)
+		exp = qc->done_at;
+	ev_timer_stop(loop, &qc->timer);
+	if (soon)
+		after = 0.;
+	else if (exp == UINT64_MAX)
+		return;
+	else
+		after = exp > now ? (double)(exp - now) / 1e9 : 0.;
+	ev_timer_set(&qc->timer, after, 0.);
+	ev_timer_start(loop, &qc->timer);
+}
+
+/**
+ * send_pkt() - one datagram to a client
+ * @ql:		the listener
+ * @buf:	the datagram
+ * @len:	its length
+ * @to:		the client
+ * @tolen:	its length
+ *
+ * A full socket buffer drops it: QUIC's loss recovery sends again.
+ */
+static void send_pkt(struct qlistener *ql, const uint8_t *buf, size_t len,
+		     const struct sockaddr *to, socklen_t tolen)
+{
+	while (sendto(ql->fd, buf, len, 0, to, tolen) < 0 && errno == EINTR)
+		;
+}
+
+/**
+ * quic_conn_flush() - send what a connection has to send
+ * @qc:	the connection
+ *
+ * Stream bytes go from the bridge's ring straight into packets; ngtcp2
+ * keeps pointers into the ring until they are acknowledged.
+ */
+static void quic_conn_flush(struct qconn *qc)
+{
+	uint8_t buf[QUIC_DGRAM];
+	struct sockaddr_storage to;
+	struct iovec iov[2];
+	uint64_t now = quic_now();
+	int i;
+
+	for (i = 0; i < QUIC_SEND_BURST; i++) {
+		int n = quic_bridge_iov(qc, iov);
+		bool fin = qc->s_eof && !qc->s_fin;
+		size_t tolen = sizeof(to);
+		ssize_t taken = -1, len;
+
+		len = ngq_write(qc->nc, buf, sizeof(buf), iov, n, fin, &taken,
+				(struct sockaddr *)&to, &tolen, now);
+		if (len < 0) {
+			quic_conn_end(qc, true);
+			return;
+		}
+		if (taken > 0)
+			qc->s_sent += taken;
+		if (fin && taken >= 0 && qc->s_sent == qc->s_tail)
+			qc->s_fin = true;
+		if (!len)
+			break;
+		send_pkt(qc->ql, buf, len, (struct sockaddr *)&to, tolen);
+	}
+	ngq_sent(qc->nc, now);
+	arm_timer(qc, i == QUIC_SEND_BURST);
+}
+
+/**
+ * conn_free() - forget a connection: its IDs, its bridge, its budget
+ * @qc:	the connection
+ */
+static void conn_free(struct qconn *qc)
+{
+	struct qlistener *ql = qc->ql;
+	struct acceptor *acc = ql->qh->acc;
+
+	ev_timer_stop(acc->loop, &qc->timer);
+	for (unsigned i = 0; i < QUIC_CIDS; i++)
+		if (qc->cids[i].c)
+			cid_unlink(ql, &qc->cids[i]);
+	quic_bridge_close(qc);
+	if (!qc->opened) {
+		/* The stream never became a connection: what it would have
+		 * taken over is given back here. */
+		limits_release(&acc->px->limits, &qc->key,
+			       ql->cfg->o.mode == MODE_SMB);
+		acc->ops->unreserve(acc->host);
+	}
+	budget_give(&acc->px->limits.fds, 1);
+	if (qc->nc)
+		ngq_free(qc->nc);
+	quic_bridge_free(qc);
+	*qc->prev = qc->next;
+	if (qc->next)
+		qc->next->prev = qc->prev;
+	counter_sub(&ql->st.active, 1);
+	free(qc);
+}
+
+/**
+ * quic_conn_end() - mark a connection to end, saying so to the client or
+ *		     not
+ * @qc:		the connection
+ * @send_close:	send a CONNECTION_CLOSE (ngq.c chooses the code)
+ *
+ * Only marked: it may be inside an ngq.c callback. quic_conn_settle()
+ * sends the close and frees it, at once, without the closing period's
+ * lingering: a late packet of the client then finds nothing and is
+ * dropped, and the client, which had the close, ends too.
+ */
+void quic_conn_end(struct qconn *qc, bool send_close)
+{
+	if (qc->dead)
+		return;
+	qc->dead = true;
+	qc->send_close = send_close;
+}
+
+/**
+ * quic_conn_settle() - act on what a connection's read, timer or bridge
+ *			said: send what is due, or end it
+ * @qc:		the connection, freed here if it ended
+ * @s:		enum ngq_state
+ */
+void quic_conn_settle(struct qconn *qc, enum ngq_state s)
+{
+	uint8_t buf[QUIC_DGRAM];
+	ssize_t len;
+
+	if (s == NGQ_CLOSE)
+		quic_conn_end(qc, true);
+	else if (s != NGQ_OK)
+		quic_conn_end(qc, false);
+	if (!qc->dead && quic_bridge_done(qc)) {
+		uint64_t now = quic_now();
+
+		if (!qc->done_at)
+			qc->done_at = now + QUIC_LINGER_NS;
+		else if (now >= qc->done_at)
+			quic_conn_end(qc, true);
+	}
+	if (!qc->dead)
+		quic_conn_flush(qc);
+	if (!qc->dead)
+		return;
+	if (qc->send_close && qc->nc) {
+		len = ngq_close_pkt(qc->nc, buf, sizeof(buf), quic_now());
+		if (len > 0)
+			send_pkt(qc->ql, buf, len, (struct sockaddr *)&qc->peer,
+				 qc->peerlen);
+	}
+	conn_free(qc);
+}
+
+/**
+ * on_timer() - a connection's timer fired
+ * @loop:	the loop
+ * @t:		&qconn.timer
+ * @revents:	unused
+ */
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct qconn *qc = t->data;
+
+	quic_conn_settle(qc, ngq_timeout(qc->nc, quic_now()));
+}
+
+/**
+ * admit() - may this client begin a connection, and take its budget
+ * @ql:		the listener
+ * @peer:	the client
+ * @key:	its key for the caps, set
+ *
+ * Return: true if admitted; its admission and three descriptors (the
+ * socketpair's two, the backend's) are then held.
+ */
+static bool admit(struct qlistener *ql, const struct sockaddr *peer,
+		  struct source_key *key)
+{
+	struct acceptor *acc = ql->qh->acc;
+	struct lstats *st = &ql->l->st[acc->id];
+	const struct listen_opts *lo = &ql->cfg->o;
+	char why[160], text[64];
+	enum admit a;
+
+	a = admit_client(acc->px, lo, peer, true, key, why, sizeof(why));
+	if (a != ADMIT_OK) {
+		counter_add(a == ADMIT_DENIED ? &st->denied : &st->refused[a],
+			    1);
+		goto refuse;
+	}
+	if (!acc->ops->reserve(acc->host)) {
+		snprintf(why, sizeof(why), "out of descriptors");
+		goto release;
+	}
+	if (!budget_take(&acc->px->limits.fds, 1)) {
+		budget_give(&acc->px->limits.fds, 1);
+		acc->ops->unreserve(acc->host);
+		snprintf(why, sizeof(why), "out of descriptors");
+		goto release;
+	}
+	return true;
+release:
+	limits_release(&acc->px->limits, key, lo->mode == MODE_SMB);
+refuse:
+	counter_add(&ql->st.refused, 1);
+	sock_addr_text(peer, text, sizeof(text));
+	log_rate(LOG_LVL_WARN, "quic %s refused by listener %s: %s", text,
+		 ql->l->name, why);
+	return false;
+}
+
+/**
+ * conn_new() - a client's first Initial: a new connection
+ * @ql:		the listener
+ * @peer:	the client
+ * @peerlen:	its length
+ * @pkt:	the datagram
+ * @len:	its length
+ */
+static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
+		     socklen_t peerlen, const uint8_t *pkt, size_t len)
+{
+	struct qconn *qc;
+	struct ngq_path p;
+	struct source_key key;
+
+	if (!admit(ql, peer, &key))
+		return;
+	qc = calloc(1, sizeof(*qc));
+	if (!qc) {
+		log_rate(LOG_LVL_ERR, "quic: out of memory for a connection");
+		limits_release(&ql->qh->acc->px->limits, &key,
+			       ql->cfg->o.mode == MODE_SMB);
+		ql->qh->acc->ops->unreserve(ql->qh->acc->host);
+		budget_give(&ql->qh->acc->px->limits.fds, 1);
+		return;
+	}
+	qc->ql = ql;
+	qc->key = key;
+	memcpy(&qc->peer, peer, peerlen);
+	qc->peerlen = peerlen;
+	qc->fd = -1;
+	ev_timer_init(&qc->timer, on_timer, 0., 0.);
+	qc->timer.data = qc;
+	quic_bridge_init(qc);
+	qc->next = ql->conns;
+	if (qc->next)
+		qc->next->prev = &qc->next;
+	qc->prev = &ql->conns;
+	ql->conns = qc;
+	counter_add(&ql->st.active, 1);
+	conn_path(qc, &p);
+	if (ngq_accept(&qc->nc, ql->creds, ql->secret, &p, pkt, len, QUIC_RWIN,
+		       &quic_cb, qc, quic_now())) {
+		qc->nc = NULL;
+		conn_free(qc);
+		return;
+	}
+	counter_add(&ql->st.handshakes, 1);
+	quic_conn_settle(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
+}
+
+/**
+ * route() - hand one datagram to its connection, or make one, or drop it
+ * @ql:		the listener
+ * @buf:	the datagram
+ * @len:	its length
+ * @peer:	where it came from
+ * @peerlen:	its length
+ */
+static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
+		  const struct sockaddr *peer, socklen_t peerlen)
+{
+	uint8_t out[QUIC_DGRAM];
+	const uint8_t *dcid;
+	struct ngq_path p;
+	struct qconn *qc;
+	size_t dcidlen;
+	ssize_t n;
+
+	switch (ngq_peek(buf, len, &dcid, &dcidlen)) {
+	case NGQ_GARBAGE:
+		counter_add(&ql->st.dropped, 1);
+		return;
+	case NGQ_VERSION:
+		counter_add(&ql->st.dropped, 1);
+		n = ngq_version_pkt(buf, len, out, sizeof(out));
+		if (n > 0)
+			send_pkt(ql, out, n, peer, peerlen);
+		return;
+	case NGQ_PACKET:
+		break;
+	}
+	qc = cid_find(ql, dcid, dcidlen);
+	if (!qc) {
+		if (ngq_is_initial(buf, len))
+			conn_new(ql, peer, peerlen, buf, len);
+		else
+			counter_add(&ql->st.dropped, 1);
+		return;
+	}
+	memcpy(&qc->peer, peer, peerlen);
+	qc->peerlen = peerlen;
+	conn_path(qc, &p);
+	quic_conn_settle(qc, ngq_read(qc->nc, &p, buf, len, quic_now()));
+}
+
+/**
+ * on_readable() - datagrams wait on a listener's socket
+ * @loop:	the loop
+ * @io:		&qlistener.io
+ * @revents:	unused
+ */
+static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
+{
+	struct qlistener *ql = io->data;
+	uint8_t buf[QUIC_DGRAM];
+	struct sockaddr_storage peer;
+	socklen_t plen;
+	ssize_t n;
+
+	for (int i = 0; i < QUIC_RECV_BATCH; i++) {
+		plen = sizeof(peer);
+		n = recvfrom(ql->fd, buf, sizeof(buf), MSG_TRUNC,
+			     (struct sockaddr *)&peer, &plen);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR)
+				log_rate(LOG_LVL_ERR, "quic recvfrom: %s",
+					 strerror(errno));
+			return;
+		}
+		counter_add(&ql->st.datagrams, 1);
+		if ((size_t)n > sizeof(buf)) {
+			counter_add(&ql->st.dropped, 1);
+			continue;
+		}
+		route(ql, buf, n, (struct sockaddr *)&peer, plen);
+	}
+}
+
+/**
+ * quic_host_init() - a worker's QUIC side, with no listener yet
+ * @qh:		the worker's
+ * @acc:	its acceptor: where streams become connections
+ */
+void quic_host_init(struct quic_host *qh, struct acceptor *acc)
+{
+	*qh = (struct quic_host){ .acc = acc };
+}
+
+/**
+ * quic_add() - serve a QUIC listener's socket in this worker
+ * @qh:		the worker's QUIC side
+ * @l:		the listener, whose reference the worker now holds
+ * @fd:		its UDP socket, the worker's now
+ *
+ * Return: true, or false if it could not (logged; socket and reference
+ * given back).
+ */
+bool quic_add(struct quic_host *qh, struct listener *l, int fd)
+{
+	struct qlistener *ql = calloc(1, sizeof(*ql));
+	const struct listen_opts *o = &l->cfg->o;
+	char err[512];
+
+	if (!ql || ngq_creds_load(o->quic_cert, o->quic_key, &ql->creds, err,
+				  sizeof(err))) {
+		log_err("listener %s: %s", l->name, ql ? err : "out of memory");
+		free(ql);
+		close(fd);
+		listener_put(l);
+		return false;
+	}
+	ql->qh = qh;
+	ql->l = l;
+	ql->cfg = l->cfg;
+	listener_cfg_get(ql->cfg);
+	ql->fd = fd;
+	ql->locallen = sizeof(ql->local);
+	getsockname(fd, (struct sockaddr *)&ql->local, &ql->locallen);
+	ngq_random(ql->secret, sizeof(ql->secret));
+	ev_io_init(&ql->io, on_readable, fd, EV_READ);
+	ql->io.data = ql;
+	ev_io_start(qh->acc->loop, &ql->io);
+	ql->next = qh->list;
+	qh->list = ql;
+	return true;
+}
+
+/**
+ * quic_find() - the worker's handle on a QUIC listener
+ * @qh:	the worker's QUIC side
+ * @l:	the listener
+ *
+ * Return: the handle, or NULL if the worker does not serve it.
+ */
+struct qlistener *quic_find(struct quic_host *qh, const struct listener *l)
+{
+	for (struct qlistener *ql = qh->list; ql; ql = ql->next)
+		if (ql->l == l)
+			return ql;
+	return NULL;
+}
+
+/**
+ * quic_set_cfg() - new streams start with new settings
+ * @ql:		the worker's QUIC listener
+ * @cfg:	the settings, whose reference the worker now holds
+ *
+ * The certificate is the one read when the listener opened: a reload
+ * that changes quic-cert or quic-key is told to restart (reload.c).
+ */
+void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg)
+{
+	listener_cfg_put(ql->cfg);
+	ql->cfg = cfg;
+}
+
+/**
+ * quic_remove() - stop serving a QUIC listener: its connections end
+ * @ql:	the listener in this worker, unlinked and freed here
+ *
+ * A QUIC connection lives in this process's memory and cannot outlive
+ * its socket: each is closed (the client is told) and its stream's
+ * connection ends. Carrying them across a reload or an upgrade is
+ * issue 33's.
+ */
+void quic_remove(struct qlistener *ql)
+{
+	struct quic_host *qh = ql->qh;
+	struct qlistener **link = &qh->list;
+
+	while (*link != ql)
+		link = &(*link)->next;
+	*link = ql->next;
+	ev_io_stop(qh->acc->loop, &ql->io);
+	while (ql->conns) {
+		quic_conn_end(ql->conns, true);
+		quic_conn_settle(ql->conns, NGQ_OK);
+	}
+	close(ql->fd);
+	ngq_creds_free(ql->creds);
+	listener_cfg_put(ql->cfg);
+	listener_put(ql->l);
+	free(ql);
+}
+
+/**
+ * quic_remove_all() - stop serving every QUIC listener of a worker
+ * @qh:	the worker's QUIC side
+ */
+void quic_remove_all(struct quic_host *qh)
+{
+	while (qh->list)
+		quic_remove(qh->list);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef SMBSPLICE_QUIC_H
+#define SMBSPLICE_QUIC_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct acceptor;
+struct listen_opts;
+struct listener;
+struct qlistener;
+
+/**
+ * struct quic_host - a worker's QUIC listeners
+ * @acc:	the worker's acceptor: its process, loop, number and where
+ *		streams become connections (accept_ops)
+ * @list:	the QUIC listeners it serves
+ */
+struct quic_host {
+	struct acceptor *acc;
+	struct qlistener *list;
+};
+
+/**
+ * struct quic_stats - what a QUIC listener's datagrams did, in its worker
+ * @datagrams:	datagrams received
+ * @dropped:	of them, dropped without any state: not QUIC, too short
+ *		for an Initial, or for no connection
+ * @handshakes:	connections begun (a valid Initial, admitted)
+ * @refused:	Initials of clients refused (--allow, caps, descriptors)
+ * @streams:	streams made connections
+ * @active:	QUIC connections open now
+ */
+struct quic_stats {
+	uint64_t datagrams, dropped, handshakes, refused, streams;
+	uint64_t active;
+};
+
+void quic_host_init(struct quic_host *qh, struct acceptor *acc);
+bool quic_add(struct quic_host *qh, struct listener *l, int fd);
+struct qlistener *quic_find(struct quic_host *qh, const struct listener *l);
+struct lcfg;
+void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg);
+void quic_remove(struct qlistener *ql);
+void quic_remove_all(struct quic_host *qh);
+int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen);
+bool quic_built(void);
+
+#endif /* SMBSPLICE_QUIC_H */
