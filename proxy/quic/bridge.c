@@ -41,6 +41,7 @@
 #include "net/accept.h"
 #include "net/listener.h"
 #include "quic/quic-t.h"
+#include "quic/quic.h"
 
 /**
  * ring_iov() - a ring's bytes from one offset to another, as at most two

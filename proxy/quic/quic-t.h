@@ -14,7 +14,6 @@
 
 #include "core/limits.h"
 #include "quic/ngq.h"
-#include "quic/quic.h"
 
 /* Connection IDs routed per connection: ngtcp2 offers the client up to 8
  * of ours at a time, and the client's first one routes its Initials. */
@@ -33,6 +32,22 @@
 #define QUIC_DGRAM 2048
 
 struct qconn;
+struct quic_host;
+
+/**
+ * struct quic_stats - what a QUIC listener's datagrams did, in its worker
+ * @datagrams:	datagrams received
+ * @dropped:	of them, dropped without any state: not QUIC, too short
+ *		for an Initial, or for no connection
+ * @handshakes:	connections begun (a valid Initial, admitted)
+ * @refused:	Initials of clients refused (--allow, caps, descriptors)
+ * @streams:	streams made connections
+ * @active:	QUIC connections open now
+ */
+struct quic_stats {
+	uint64_t datagrams, dropped, handshakes, refused, streams;
+	uint64_t active;
+};
 
 /**
  * struct qcid - one connection ID a connection is found by

@@ -33,6 +33,7 @@
 #include "net/admit.h"
 #include "net/listener.h"
 #include "quic/quic-t.h"
+#include "quic/quic.h"
 
 /* Datagrams read per wake, so that a flood cannot starve the rest. */
 #define QUIC_RECV_BATCH 64

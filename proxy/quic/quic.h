@@ -23,21 +23,6 @@ struct quic_host {
 	struct qlistener *list;
 };
 
-/**
- * struct quic_stats - what a QUIC listener's datagrams did, in its worker
- * @datagrams:	datagrams received
- * @dropped:	of them, dropped without any state: not QUIC, too short
- *		for an Initial, or for no connection
- * @handshakes:	connections begun (a valid Initial, admitted)
- * @refused:	Initials of clients refused (--allow, caps, descriptors)
- * @streams:	streams made connections
- * @active:	QUIC connections open now
- */
-struct quic_stats {
-	uint64_t datagrams, dropped, handshakes, refused, streams;
-	uint64_t active;
-};
-
 void quic_host_init(struct quic_host *qh, struct acceptor *acc);
 bool quic_add(struct quic_host *qh, struct listener *l, int fd);
 struct qlistener *quic_find(struct quic_host *qh, const struct listener *l);

@@ -49,6 +49,7 @@ LAYERS = [
     "proxy/core",
     "proxy/net",
     "proxy/pp2",
+    "proxy/quic",
     "proxy/conn",
     "proxy/worker",
     "proxy/control",
