@@ -449,6 +449,12 @@ static const char *refusal(const struct proxy *px)
 	for (const struct listener *l = px->listeners; l; l = l->next)
 		if (l->held && !listener_is(l, LISTENER_RETIRED))
 			return "a listener is drained through the control socket (smbsplice ctl resume it first)";
+	/* A QUIC connection's state is inside ngtcp2 in this process and
+	 * cannot be carried: refused rather than reset (issue 33). */
+	for (const struct listener *l = px->listeners; l; l = l->next)
+		if (l->cfg && l->cfg->o.quic &&
+		    !listener_is(l, LISTENER_RETIRED))
+			return "a QUIC listener's connections cannot be handed over yet (restart instead)";
 	return NULL;
 }
 

@@ -78,6 +78,9 @@ struct qcid {
  * @table:	connection IDs to connections
  * @conns:	its connections
  * @st:		its counters
+ * @draining:	removed or draining: no new connection; the listener goes
+ *		when its last connection has (@reap)
+ * @reap:	removes it, outside any of its callbacks
  * @next:	the worker's list
  */
 struct qlistener {
@@ -93,6 +96,8 @@ struct qlistener {
 	struct qcid *table[QUIC_BUCKETS];
 	struct qconn *conns;
 	struct quic_stats st;
+	bool draining;
+	ev_timer reap;
 	struct qlistener *next;
 };
 

@@ -360,6 +360,8 @@ static void conn_free(struct qconn *qc)
 		qc->next->prev = qc->prev;
 	counter_sub(&ql->st.active, 1);
 	free(qc);
+	if (ql->draining && !ql->conns)
+		ev_timer_start(acc->loop, &ql->reap);
 }
 
 /**
@@ -559,7 +561,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	}
 	qc = cid_find(ql, dcid, dcidlen);
 	if (!qc) {
-		if (ngq_is_initial(buf, len))
+		if (!ql->draining && ngq_is_initial(buf, len))
 			conn_new(ql, peer, peerlen, buf, len);
 		else
 			counter_add(&ql->st.dropped, 1);
@@ -606,13 +608,34 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 }
 
 /**
+ * on_reap() - a draining listener's last connection has ended
+ * @loop:	the loop
+ * @t:		&qlistener.reap
+ * @revents:	unused
+ */
+static void on_reap(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct qlistener *ql = t->data;
+	struct quic_host *qh = ql->qh;
+
+	if (ql->conns)
+		return;
+	quic_remove(ql);
+	if (!qh->list && qh->drained)
+		qh->drained(qh->ctx);
+}
+
+/**
  * quic_host_init() - a worker's QUIC side, with no listener yet
  * @qh:		the worker's
  * @acc:	its acceptor: where streams become connections
+ * @drained:	called when the last draining QUIC listener has gone
+ * @ctx:	its argument
  */
-void quic_host_init(struct quic_host *qh, struct acceptor *acc)
+void quic_host_init(struct quic_host *qh, struct acceptor *acc,
+		    void (*drained)(void *ctx), void *ctx)
 {
-	*qh = (struct quic_host){ .acc = acc };
+	*qh = (struct quic_host){ .acc = acc, .drained = drained, .ctx = ctx };
 }
 
 /**
@@ -648,6 +671,8 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	ngq_random(ql->secret, sizeof(ql->secret));
 	ev_io_init(&ql->io, on_readable, fd, EV_READ);
 	ql->io.data = ql;
+	ev_timer_init(&ql->reap, on_reap, 0., 0.);
+	ql->reap.data = ql;
 	ev_io_start(qh->acc->loop, &ql->io);
 	ql->next = qh->list;
 	qh->list = ql;
@@ -701,6 +726,7 @@ void quic_remove(struct qlistener *ql)
 		link = &(*link)->next;
 	*link = ql->next;
 	ev_io_stop(qh->acc->loop, &ql->io);
+	ev_timer_stop(qh->acc->loop, &ql->reap);
 	while (ql->conns) {
 		quic_conn_end(ql->conns, true);
 		quic_conn_settle(ql->conns, NGQ_OK);
@@ -710,6 +736,37 @@ void quic_remove(struct qlistener *ql)
 	listener_cfg_put(ql->cfg);
 	listener_put(ql->l);
 	free(ql);
+}
+
+/**
+ * quic_drain() - take no new connection on a QUIC listener; remove it
+ *		  when its last connection has ended
+ * @ql:	the listener in this worker
+ *
+ * A QUIC connection needs its listener's socket to the end, so a drain
+ * (SIGTERM) or a reload that removes the listener keeps the socket open
+ * for the connections it has, as a TCP listener's connections run on
+ * without it. New clients' Initials are dropped meanwhile.
+ */
+void quic_drain(struct qlistener *ql)
+{
+	ql->draining = true;
+	if (!ql->conns)
+		quic_remove(ql);
+}
+
+/**
+ * quic_drain_all() - drain every QUIC listener of a worker
+ * @qh:	the worker's QUIC side
+ */
+void quic_drain_all(struct quic_host *qh)
+{
+	struct qlistener *next;
+
+	for (struct qlistener *ql = qh->list; ql; ql = next) {
+		next = ql->next;
+		quic_drain(ql);
+	}
 }
 
 /**

@@ -48,11 +48,13 @@ int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
  * quic_host_init() - a worker's QUIC side: nothing
  * @qh:		the worker's
  * @acc:	its acceptor
+ * @drained:	never called
+ * @ctx:	its argument
  */
-void quic_host_init(struct quic_host *qh, struct acceptor *acc)
+void quic_host_init(struct quic_host *qh, struct acceptor *acc,
+		    void (*drained)(void *ctx), void *ctx)
 {
-	qh->acc = acc;
-	qh->list = NULL;
+	*qh = (struct quic_host){ .acc = acc, .drained = drained, .ctx = ctx };
 }
 
 /**
@@ -96,6 +98,22 @@ void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg)
  * @ql:	unused
  */
 void quic_remove(struct qlistener *ql)
+{
+}
+
+/**
+ * quic_drain() - never called
+ * @ql:	unused
+ */
+void quic_drain(struct qlistener *ql)
+{
+}
+
+/**
+ * quic_drain_all() - nothing to drain
+ * @qh:	the worker's QUIC side
+ */
+void quic_drain_all(struct quic_host *qh)
 {
 }
 

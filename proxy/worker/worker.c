@@ -105,13 +105,16 @@ bool worker_is_idle(const struct worker *w)
  * worker_conn_ended() - a connection of this worker has ended
  * @ctx:	the worker
  *
- * While draining, the last one tells the main thread.
+ * While draining, the last one tells the main thread; a QUIC listener
+ * still serving connections (whose streams have ended, but which wait for
+ * their clients' close) holds the drain until it has gone too.
  */
 static void worker_conn_ended(void *ctx)
 {
 	struct worker *w = ctx;
 
-	if (w->state != WS_DRAINING || !conn_host_empty(&w->host))
+	if (w->state != WS_DRAINING || !conn_host_empty(&w->host) ||
+	    w->quic.list)
 		return;
 	worker_set_state(w, WS_IDLE);
 	ev_async_send(w->px->loop, &w->px->drained_w);
@@ -223,7 +226,7 @@ static void remove_run(struct worker *w, struct worker_cmd *c)
 	if (wl)
 		accept_remove(wl, true);
 	if (ql)
-		quic_remove(ql);
+		quic_drain(ql);
 }
 
 const struct worker_cmd_ops worker_cmd_remove = { .run = remove_run };
@@ -240,7 +243,7 @@ static void drain_run(struct worker *w, struct worker_cmd *c)
 	if (w->state != WS_DRAINING && w->state != WS_IDLE)
 		worker_set_state(w, WS_DRAINING);
 	accept_remove_all(&w->acc, true);
-	quic_remove_all(&w->quic);
+	quic_drain_all(&w->quic);
 	worker_conn_ended(w);
 }
 
@@ -463,7 +466,7 @@ int worker_init(struct worker *w, struct proxy *px, unsigned id)
 		       &w->timing, &worker_conn_ops, w);
 	conn_host_sits_in(&w->host, w->netns_ino);
 	accept_init(&w->acc, px, w->loop, id, &w->host, &worker_accept_ops);
-	quic_host_init(&w->quic, &w->acc);
+	quic_host_init(&w->quic, &w->acc, worker_conn_ended, w);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -182,6 +183,32 @@ def test_backend_fin(certs):
     srv.close()
 
 
+def test_drain(certs):
+    """SIGUSR2 is refused while a QUIC listener is configured (its
+    connections cannot be carried); SIGTERM's drain keeps a QUIC
+    connection running to its end, then the process stops."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp")
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"a")
+    p.stdin.flush()
+    wait_for("the stream is a connection", lambda: q.conns(), timeout=10)
+    q.px.proc.send_signal(signal.SIGUSR2)
+    q.px.wait_log(r"SIGUSR2: a QUIC listener's connections cannot be handed over yet")
+    check(q.px.proc.poll() is None, "SIGUSR2 with a QUIC listener: refused in one line, the process runs on")
+    q.px.proc.send_signal(signal.SIGTERM)
+    q.px.wait_log(r"draining: listeners closed, 1 connections open")
+    p.stdin.write(b"b")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(timeout=30) == 0 and out == b"ab", f"the QUIC connection runs on through the drain ({out!r})")
+    q.px.wait_log(r"drained: every connection has ended")
+    check(q.px.proc.wait(timeout=30) == 0, "then the process stops, exit status 0")
+    q.px.stop(check_fds=False)
+    srv.close()
+
+
 def test_ctl(q):
     """A held stream is a row of ctl conns, from the client's UDP port."""
     p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
@@ -310,6 +337,7 @@ def main():
     test_check(certs)
     test_nc(certs)
     test_backend_fin(certs)
+    test_drain(certs)
     test_samba(certs)
 
 
