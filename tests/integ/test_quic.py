@@ -209,6 +209,30 @@ def test_drain(certs):
     srv.close()
 
 
+def test_max_conns(certs):
+    """A QUIC connection counts against --max-conns from its first
+    Initial: one past the cap gets no answer and no state, and is served
+    once a place is free."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp", "--max-conns", "1")
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"a")
+    p.stdin.flush()
+    wait_for("the first stream is a connection", lambda: q.conns(), timeout=10)
+    r = q.smbqc("-timeout", "2s", "nc", stdin=subprocess.DEVNULL)
+    check(r.returncode == 2, f"a second QUIC client past --max-conns 1 is not served ({r.stderr.decode().strip()})")
+    q.px.wait_log(r"quic 127\.0\.0\.1:\d+ refused by listener main: too many connections \(--max-conns 1\)")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(timeout=30) == 0 and out == b"a", "the first runs on")
+    r = wait_for("a place is free", lambda: (lambda r: r if r.returncode == 0 else None)(
+        q.smbqc("-timeout", "2s", "nc", stdin=subprocess.DEVNULL)), timeout=20)
+    check(r.returncode == 0, "once it has ended, a new client is served")
+    q.px.stop()
+    srv.close()
+
+
 def test_ctl(q):
     """A held stream is a row of ctl conns, from the client's UDP port."""
     p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
@@ -338,6 +362,7 @@ def main():
     test_nc(certs)
     test_backend_fin(certs)
     test_drain(certs)
+    test_max_conns(certs)
     test_samba(certs)
 
 
