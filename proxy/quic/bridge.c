@@ -7,8 +7,9 @@
  * client's UDP address, the other kept here. Bytes move both ways with
  * flow control tied to the socketpair:
  *
- * - client to backend: stream bytes are written into the socketpair as
- *   they come; what it does not take waits in @rbuf, and the client's
+ * - client to backend: stream bytes are gathered in @rbuf and written into
+ *   the socketpair once per batch of datagrams (one writev() for many
+ *   packets); what it does not take waits there, and the client's
  *   window (ngq_consumed()) grows only by bytes the socketpair took. So
  *   @rbuf never holds more than the window, QUIC_RWIN.
  * - backend to client: bytes are read from the socketpair into @sbuf, a
@@ -142,6 +143,41 @@ static void failed(struct qconn *qc)
 }
 
 /**
+ * quic_bridge_push() - write the client's waiting bytes into the
+ *			socketpair, as many as it takes
+ * @qc:	the connection
+ *
+ * The client's window grows by what was written; what was not waits for
+ * the socketpair to be writable. Called once per batch of datagrams, so
+ * that one writev() carries the stream bytes of many packets.
+ */
+void quic_bridge_push(struct qconn *qc)
+{
+	struct ev_loop *loop = qc->ql->qh->acc->loop;
+	struct iovec iov[2];
+	int cnt;
+	ssize_t n;
+
+	if (qc->fd < 0)
+		return;
+	cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_head, qc->r_tail, iov);
+	n = cnt ? writev(qc->fd, iov, cnt) : 0;
+	if (n > 0) {
+		qc->r_head += n;
+		ngq_consumed(qc->nc, n);
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		failed(qc);
+		return;
+	}
+	if (qc->r_head != qc->r_tail) {
+		ev_io_start(loop, &qc->wio);
+		return;
+	}
+	ev_io_stop(loop, &qc->wio);
+	shut_if_done(qc);
+}
+
+/**
  * on_wio() - the socketpair has room for the client's waiting bytes
  * @loop:	the loop
  * @w:		&qconn.wio
@@ -149,23 +185,7 @@ static void failed(struct qconn *qc)
  */
 static void on_wio(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct qconn *qc = w->data;
-	struct iovec iov[2];
-	int cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_head, qc->r_tail, iov);
-	ssize_t n = cnt ? writev(qc->fd, iov, cnt) : 0;
-
-	if (n > 0) {
-		qc->r_head += n;
-		ngq_consumed(qc->nc, n);
-	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		failed(qc);
-	}
-	if (qc->r_head == qc->r_tail) {
-		ev_io_stop(loop, w);
-		if (!qc->dead)
-			shut_if_done(qc);
-	}
-	quic_conn_settle(qc, NGQ_OK);
+	quic_conn_settle(w->data, NGQ_OK); /* which pushes first */
 }
 
 /**
@@ -237,37 +257,20 @@ int quic_bridge_data(void *ud, const uint8_t *d, size_t n, bool fin)
 {
 	struct qconn *qc = ud;
 	struct iovec iov[2];
-	ssize_t w = 0;
 	int cnt;
 
 	if (qc->fd < 0 || qc->dead)
 		return 0;
-	if (qc->r_head == qc->r_tail && n) {
-		w = write(qc->fd, d, n);
-		if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			failed(qc);
-			return 0;
-		}
-		w = w < 0 ? 0 : w;
-		qc->r_head += w;
-		qc->r_tail += w;
-		ngq_consumed(qc->nc, w);
-	}
-	if ((size_t)w < n) {
-		if (qc->r_tail - qc->r_head + (n - w) > QUIC_RWIN)
-			return -1;
-		cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_tail,
-			       qc->r_tail + (n - w), iov);
-		memcpy(iov[0].iov_base, d + w, iov[0].iov_len);
-		if (cnt == 2)
-			memcpy(iov[1].iov_base, d + w + iov[0].iov_len,
-			       iov[1].iov_len);
-		qc->r_tail += n - w;
-		ev_io_start(qc->ql->qh->acc->loop, &qc->wio);
-	}
+	if (qc->r_tail - qc->r_head + n > QUIC_RWIN)
+		return -1;
+	cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_tail, qc->r_tail + n, iov);
+	if (cnt)
+		memcpy(iov[0].iov_base, d, iov[0].iov_len);
+	if (cnt == 2)
+		memcpy(iov[1].iov_base, d + iov[0].iov_len, iov[1].iov_len);
+	qc->r_tail += n;
 	if (fin)
 		qc->r_fin = true;
-	shut_if_done(qc);
 	return 0;
 }
 

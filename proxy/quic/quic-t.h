@@ -30,6 +30,26 @@
 #define QUIC_LINGER_NS 2000000000ull
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
+/* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
+ * sendmsg() (udp.c). */
+#define QUIC_RECV_BATCH 64
+#define QUIC_GSO_SEGS	16
+
+/**
+ * struct qbatch - packets of one connection waiting to go out as one
+ *		   segmented send (udp.c)
+ * @used:	bytes of the listener's send buffer they fill
+ * @seg:	the first packet's size, every one's but the last
+ * @n:		how many
+ * @to:		where they go
+ * @tolen:	its length
+ */
+struct qbatch {
+	size_t used, seg;
+	unsigned n;
+	struct sockaddr_storage to;
+	socklen_t tolen;
+};
 
 struct qconn;
 struct quic_host;
@@ -81,6 +101,16 @@ struct qcid {
  * @draining:	removed or draining: no new connection; the listener goes
  *		when its last connection has (@reap)
  * @reap:	removes it, outside any of its callbacks
+ * @no_gso:	the kernel refused UDP_SEGMENT: one send per packet
+ * @dirty:	connections that datagrams of the batch being read reached,
+ *		settled once the batch is read (so that their packets, acks
+ *		and bytes for the socketpair go out together)
+ * @ndirty:	how many
+ * @gbuf:	the send buffer of a batch of packets
+ * @rbufs:	the receive buffers of a batch of datagrams
+ * @riov:	their iovecs
+ * @peers:	their senders
+ * @msgs:	recvmmsg()'s headers
  * @next:	the worker's list
  */
 struct qlistener {
@@ -98,6 +128,14 @@ struct qlistener {
 	struct quic_stats st;
 	bool draining;
 	ev_timer reap;
+	bool no_gso;
+	struct qconn *dirty[QUIC_RECV_BATCH];
+	unsigned ndirty;
+	uint8_t gbuf[QUIC_GSO_SEGS * QUIC_DGRAM];
+	uint8_t rbufs[QUIC_RECV_BATCH][QUIC_DGRAM];
+	struct iovec riov[QUIC_RECV_BATCH];
+	struct sockaddr_storage peers[QUIC_RECV_BATCH];
+	struct mmsghdr msgs[QUIC_RECV_BATCH];
 	struct qlistener *next;
 };
 
@@ -127,6 +165,8 @@ struct qlistener {
  * @r_shut:	and @fd was shut for writing after the last byte
  * @done_at:	when the connection closes if the client has not: set
  *		once the stream is over both ways, 0 before
+ * @dirty:	in its listener's @dirty
+ * @pend:	what the batch's datagrams said of it (enum ngq_state)
  * @opened:	the stream became a connection: it holds the admission and
  *		two descriptors; before, this does
  * @dead:	to be freed once the callback that found it returns
@@ -150,6 +190,8 @@ struct qconn {
 	uint64_t r_head, r_tail;
 	bool s_eof, s_fin, r_fin, r_shut;
 	uint64_t done_at;
+	bool dirty;
+	enum ngq_state pend;
 	bool opened, dead, send_close;
 	struct qconn *next, **prev;
 };
@@ -164,6 +206,16 @@ void quic_bridge_close(struct qconn *qc);
 void quic_bridge_free(struct qconn *qc);
 bool quic_bridge_done(const struct qconn *qc);
 int quic_bridge_iov(struct qconn *qc, struct iovec *iov);
+void quic_bridge_push(struct qconn *qc);
+
+/* udp.c */
+void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
+		   const struct sockaddr *to, socklen_t tolen);
+int quic_udp_recv(struct qlistener *ql);
+uint8_t *quic_batch_room(struct qlistener *ql, struct qbatch *b, size_t *cap);
+void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
+		    const struct sockaddr *to, socklen_t tolen);
+void quic_batch_send(struct qlistener *ql, struct qbatch *b);
 
 /* quic.c */
 uint64_t quic_now(void);

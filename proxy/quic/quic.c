@@ -35,8 +35,9 @@
 #include "quic/quic-t.h"
 #include "quic/quic.h"
 
-/* Datagrams read per wake, so that a flood cannot starve the rest. */
-#define QUIC_RECV_BATCH 64
+/* Batches of datagrams read per wake, so that a flood cannot starve the
+ * rest of the worker. */
+#define QUIC_RECV_ROUNDS 4
 /* Packets written per connection per turn before yielding to others. */
 #define QUIC_SEND_BURST 64
 
@@ -275,23 +276,6 @@ static void arm_timer(struct qconn *qc, bool soon)
 }
 
 /**
- * send_pkt() - one datagram to a client
- * @ql:		the listener
- * @buf:	the datagram
- * @len:	its length
- * @to:		the client
- * @tolen:	its length
- *
- * A full socket buffer drops it: QUIC's loss recovery sends again.
- */
-static void send_pkt(struct qlistener *ql, const uint8_t *buf, size_t len,
-		     const struct sockaddr *to, socklen_t tolen)
-{
-	while (sendto(ql->fd, buf, len, 0, to, tolen) < 0 && errno == EINTR)
-		;
-}
-
-/**
  * quic_conn_flush() - send what a connection has to send
  * @qc:	the connection
  *
@@ -300,8 +284,9 @@ static void send_pkt(struct qlistener *ql, const uint8_t *buf, size_t len,
  */
 static void quic_conn_flush(struct qconn *qc)
 {
-	uint8_t buf[QUIC_DGRAM];
+	struct qlistener *ql = qc->ql;
 	struct sockaddr_storage to;
+	struct qbatch b = { 0 };
 	struct iovec iov[2];
 	uint64_t now = quic_now();
 	int i;
@@ -309,14 +294,15 @@ static void quic_conn_flush(struct qconn *qc)
 	for (i = 0; i < QUIC_SEND_BURST; i++) {
 		int n = quic_bridge_iov(qc, iov);
 		bool fin = qc->s_eof && !qc->s_fin;
-		size_t tolen = sizeof(to);
+		size_t tolen = sizeof(to), cap;
+		uint8_t *buf = quic_batch_room(ql, &b, &cap);
 		ssize_t taken = -1, len;
 
-		len = ngq_write(qc->nc, buf, sizeof(buf), iov, n, fin, &taken,
+		len = ngq_write(qc->nc, buf, cap, iov, n, fin, &taken,
 				(struct sockaddr *)&to, &tolen, now);
 		if (len < 0) {
 			quic_conn_end(qc, true);
-			return;
+			break;
 		}
 		if (taken > 0)
 			qc->s_sent += taken;
@@ -324,8 +310,12 @@ static void quic_conn_flush(struct qconn *qc)
 			qc->s_fin = true;
 		if (!len)
 			break;
-		send_pkt(qc->ql, buf, len, (struct sockaddr *)&to, tolen);
+		quic_batch_add(ql, &b, len, (struct sockaddr *)&to, tolen);
 	}
+	if (b.n)
+		quic_batch_send(ql, &b);
+	if (qc->dead)
+		return;
 	ngq_sent(qc->nc, now);
 	arm_timer(qc, i == QUIC_SEND_BURST);
 }
@@ -398,6 +388,8 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 		quic_conn_end(qc, true);
 	else if (s != NGQ_OK)
 		quic_conn_end(qc, false);
+	if (!qc->dead)
+		quic_bridge_push(qc);
 	if (!qc->dead && quic_bridge_done(qc)) {
 		uint64_t now = quic_now();
 
@@ -413,8 +405,9 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 	if (qc->send_close && qc->nc) {
 		len = ngq_close_pkt(qc->nc, buf, sizeof(buf), quic_now());
 		if (len > 0)
-			send_pkt(qc->ql, buf, len, (struct sockaddr *)&qc->peer,
-				 qc->peerlen);
+			quic_udp_send(qc->ql, buf, len,
+				      (struct sockaddr *)&qc->peer,
+				      qc->peerlen);
 	}
 	conn_free(qc);
 }
@@ -430,6 +423,42 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 	struct qconn *qc = t->data;
 
 	quic_conn_settle(qc, ngq_timeout(qc->nc, quic_now()));
+}
+
+/**
+ * mark() - a datagram of the batch reached a connection: settle it once
+ *	    the batch is read
+ * @qc:		the connection
+ * @s:		what ngq_read() said; the first word that is not NGQ_OK
+ *		stands
+ */
+static void mark(struct qconn *qc, enum ngq_state s)
+{
+	struct qlistener *ql = qc->ql;
+
+	if (qc->pend == NGQ_OK)
+		qc->pend = s;
+	if (qc->dirty)
+		return;
+	qc->dirty = true;
+	ql->dirty[ql->ndirty++] = qc;
+}
+
+/**
+ * settle_batch() - settle every connection the batch's datagrams reached
+ * @ql:	the listener
+ */
+static void settle_batch(struct qlistener *ql)
+{
+	for (unsigned i = 0; i < ql->ndirty; i++) {
+		struct qconn *qc = ql->dirty[i];
+		enum ngq_state s = qc->pend;
+
+		qc->dirty = false;
+		qc->pend = NGQ_OK;
+		quic_conn_settle(qc, s);
+	}
+	ql->ndirty = 0;
 }
 
 /**
@@ -525,7 +554,7 @@ static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
 		return;
 	}
 	counter_add(&ql->st.handshakes, 1);
-	quic_conn_settle(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
+	mark(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
 }
 
 /**
@@ -554,7 +583,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 		counter_add(&ql->st.dropped, 1);
 		n = ngq_version_pkt(buf, len, out, sizeof(out));
 		if (n > 0)
-			send_pkt(ql, out, n, peer, peerlen);
+			quic_udp_send(ql, out, n, peer, peerlen);
 		return;
 	case NGQ_PACKET:
 		break;
@@ -570,7 +599,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	memcpy(&qc->peer, peer, peerlen);
 	qc->peerlen = peerlen;
 	conn_path(qc, &p);
-	quic_conn_settle(qc, ngq_read(qc->nc, &p, buf, len, quic_now()));
+	mark(qc, ngq_read(qc->nc, &p, buf, len, quic_now()));
 }
 
 /**
@@ -582,28 +611,29 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct qlistener *ql = io->data;
-	uint8_t buf[QUIC_DGRAM];
-	struct sockaddr_storage peer;
-	socklen_t plen;
-	ssize_t n;
 
-	for (int i = 0; i < QUIC_RECV_BATCH; i++) {
-		plen = sizeof(peer);
-		n = recvfrom(ql->fd, buf, sizeof(buf), MSG_TRUNC,
-			     (struct sockaddr *)&peer, &plen);
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR)
-				log_rate(LOG_LVL_ERR, "quic recvfrom: %s",
-					 strerror(errno));
+	for (int r = 0; r < QUIC_RECV_ROUNDS; r++) {
+		int n = quic_udp_recv(ql);
+
+		if (n < 0)
+			log_rate(LOG_LVL_ERR, "quic recvmmsg: %s",
+				 strerror(errno));
+		if (n <= 0)
 			return;
+		counter_add(&ql->st.datagrams, n);
+		for (int i = 0; i < n; i++) {
+			const struct msghdr *h = &ql->msgs[i].msg_hdr;
+
+			if (h->msg_flags & MSG_TRUNC)
+				counter_add(&ql->st.dropped, 1);
+			else
+				route(ql, ql->rbufs[i], ql->msgs[i].msg_len,
+				      (struct sockaddr *)&ql->peers[i],
+				      h->msg_namelen);
 		}
-		counter_add(&ql->st.datagrams, 1);
-		if ((size_t)n > sizeof(buf)) {
-			counter_add(&ql->st.dropped, 1);
-			continue;
-		}
-		route(ql, buf, n, (struct sockaddr *)&peer, plen);
+		settle_batch(ql);
+		if (n < QUIC_RECV_BATCH)
+			return;
 	}
 }
 

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* udp.c - a QUIC listener's datagrams, in batches
+ *
+ * Theory of operation: QUIC moves a stream in datagrams of about 1,200
+ * bytes, one system call each unless batched. Received: recvmmsg() takes
+ * up to QUIC_RECV_BATCH datagrams per call into the listener's buffers.
+ * Sent: a connection's packets are written by ngtcp2 one after another
+ * into the listener's send buffer and go out as one sendmsg() with
+ * UDP_SEGMENT (generic segmentation offload): the kernel cuts the buffer
+ * into datagrams of the first packet's size, the last one allowed to be
+ * shorter. So a batch ends at a shorter packet, at a larger one (which
+ * starts the next), at a change of destination, or at QUIC_GSO_SEGS
+ * packets: 16, which the design notes measured best on this machine
+ * (64 overran the send quantum). Where the kernel or the device refuses
+ * UDP_SEGMENT, the listener falls back to one sendto() per packet, for
+ * good.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "net/listener.h"
+#include "quic/quic-t.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+/**
+ * quic_udp_send() - one datagram
+ * @ql:		the listener
+ * @buf:	the datagram
+ * @len:	its length
+ * @to:		where
+ * @tolen:	its length
+ *
+ * A full socket buffer drops it: QUIC's loss recovery sends again.
+ */
+void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
+		   const struct sockaddr *to, socklen_t tolen)
+{
+	while (sendto(ql->fd, buf, len, 0, to, tolen) < 0 && errno == EINTR)
+		;
+}
+
+/**
+ * send_gso() - a batch of packets as one sendmsg() with UDP_SEGMENT
+ * @ql:		the listener
+ * @b:		the batch, of two packets or more
+ *
+ * Return: 0, or -1 if the kernel refused segmentation itself.
+ */
+static int send_gso(struct qlistener *ql, const struct qbatch *b)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { ql->gbuf, b->used };
+	struct msghdr mh = { .msg_name = (void *)&b->to,
+			     .msg_namelen = b->tolen,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	uint16_t seg = b->seg;
+
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	while (sendmsg(ql->fd, &mh, 0) < 0) {
+		if (errno == EINTR)
+			continue;
+		/* EIO: the device cannot segment; EINVAL, ENOPROTOOPT: the
+		 * kernel has no UDP_SEGMENT. Anything else (a full buffer)
+		 * is a loss like any other. */
+		return errno == EIO || errno == EINVAL || errno == ENOPROTOOPT
+			       ? -1
+			       : 0;
+	}
+	return 0;
+}
+
+/**
+ * quic_batch_send() - send a batch's packets, and empty it
+ * @ql:		the listener
+ * @b:		the batch
+ */
+void quic_batch_send(struct qlistener *ql, struct qbatch *b)
+{
+	const struct sockaddr *to = (const struct sockaddr *)&b->to;
+
+	if (b->n > 1 && !ql->no_gso && send_gso(ql, b)) {
+		log_warn(
+			"listener %s: the kernel refused UDP_SEGMENT (%s); sending one datagram per packet",
+			ql->l->name, strerror(errno));
+		ql->no_gso = true;
+	} else if (b->n > 1 && !ql->no_gso) {
+		b->n = b->used = 0;
+		return;
+	}
+	for (size_t at = 0; at < b->used; at += b->seg)
+		quic_udp_send(ql, ql->gbuf + at,
+			      b->used - at < b->seg ? b->used - at : b->seg, to,
+			      b->tolen);
+	b->n = b->used = 0;
+}
+
+/**
+ * quic_batch_room() - where the next packet is written, and its room
+ * @ql:		the listener
+ * @b:		the batch
+ * @cap:	the room, filled in
+ *
+ * Return: the place in the listener's send buffer.
+ */
+uint8_t *quic_batch_room(struct qlistener *ql, struct qbatch *b, size_t *cap)
+{
+	*cap = QUIC_DGRAM;
+	return ql->gbuf + b->used;
+}
+
+/**
+ * quic_batch_add() - the packet written at quic_batch_room() joins the
+ *		      batch, which goes out when it must
+ * @ql:		the listener
+ * @b:		the batch
+ * @len:	the packet's length
+ * @to:		where it goes
+ * @tolen:	its length
+ */
+void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
+		    const struct sockaddr *to, socklen_t tolen)
+{
+	uint8_t *at = ql->gbuf + b->used;
+
+	if (b->n &&
+	    (len > b->seg || tolen != b->tolen || memcmp(to, &b->to, tolen))) {
+		quic_batch_send(ql, b);
+		memmove(ql->gbuf, at, len);
+	}
+	if (!b->n) {
+		b->seg = len;
+		memcpy(&b->to, to, tolen);
+		b->tolen = tolen;
+	}
+	b->used += len;
+	b->n++;
+	if (len < b->seg || b->n == QUIC_GSO_SEGS)
+		quic_batch_send(ql, b);
+}
+
+/**
+ * quic_udp_recv() - the datagrams waiting on a listener's socket, a batch
+ * @ql:		the listener; its @msgs are filled in
+ *
+ * Return: how many (0 if none), or -1 with errno set.
+ */
+int quic_udp_recv(struct qlistener *ql)
+{
+	for (unsigned i = 0; i < QUIC_RECV_BATCH; i++) {
+		ql->riov[i] = (struct iovec){ ql->rbufs[i], QUIC_DGRAM };
+		ql->msgs[i].msg_hdr = (struct msghdr){
+			.msg_name = &ql->peers[i],
+			.msg_namelen = sizeof(ql->peers[i]),
+			.msg_iov = &ql->riov[i],
+			.msg_iovlen = 1,
+		};
+	}
+	for (;;) {
+		int n = recvmmsg(ql->fd, ql->msgs, QUIC_RECV_BATCH, 0, NULL);
+
+		if (n >= 0 || errno != EINTR)
+			return n < 0 && (errno == EAGAIN ||
+					 errno == EWOULDBLOCK)
+				       ? 0
+				       : n;
+	}
+}
