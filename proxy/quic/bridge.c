@@ -19,7 +19,9 @@
  *   socket into the ring; the packet's encryption reads them from there.
  *
  * Ends: the client's FIN shuts the socketpair for writing once the last
- * byte is in; end of file from the socketpair sends the stream's FIN. A
+ * byte is in; end of file from the socketpair sends the stream's FIN, or
+ * resets the stream if the connection behind it closed outright while
+ * the client was still sending (aborted()). A
  * RESET_STREAM or STOP_SENDING from the client closes the socketpair (the
  * connection behind it ends) and the QUIC connection; a write or read
  * error on the socketpair resets the stream and closes the connection.
@@ -31,6 +33,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -85,6 +88,27 @@ int quic_bridge_iov(struct qconn *qc, struct iovec *iov)
 }
 
 /**
+ * aborted() - did the connection behind the socketpair end while the
+ *	       client's side of the stream was still open
+ * @qc:	the connection, whose socketpair just said end of file
+ *
+ * A connection that half-closes (the backend's FIN) shuts its end for
+ * writing: ours is then shut for reading only. One that ends (the
+ * backend's reset, a timeout, a kill) closes its end: ours is shut both
+ * ways, which poll() says as POLLHUP. If the client had not finished
+ * sending, that end is an abort, and the stream is reset rather than
+ * ended with a FIN that would look like a clean end.
+ *
+ * Return: true for an abort.
+ */
+static bool aborted(const struct qconn *qc)
+{
+	struct pollfd p = { .fd = qc->fd, .events = POLLOUT };
+
+	return !qc->r_fin && poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
+/**
  * on_rio() - the socketpair has bytes for the client
  * @loop:	the loop
  * @w:		&qconn.rio
@@ -108,6 +132,9 @@ static void on_rio(struct ev_loop *loop, ev_io *w, int revents)
 	n = readv(qc->fd, iov, cnt);
 	if (n > 0) {
 		qc->s_tail += n;
+	} else if (!n && aborted(qc)) {
+		ngq_reset(qc->nc);
+		quic_conn_end(qc, true);
 	} else if (!n) {
 		qc->s_eof = true;
 		ev_io_stop(loop, w);

@@ -5,7 +5,10 @@ smbsplice's ngtcp2).
 - nc mode (a QUIC netcat, ALPN smb) through smbsplice --mode tcp to a TCP
   echo backend: 0 B, 1 MiB and 64 MiB byte-exact (sha256), the client's
   half-close (its FIN after its last byte, the echo still coming back);
-  the backend's half-close (its FIN while the client still sends).
+  the backend's half-close (its FIN while the client still sends); the
+  backend's reset resets the stream.
+- a drain keeps a QUIC connection to its end; SIGUSR2 is refused; a
+  client past --max-conns is not served.
 - put and get through smbsplice (smb mode) to a real smbd, signed, and
   sealed on a share that demands encryption, byte-exact.
 - garbage datagrams (random bytes, truncated Initials, short headers for
@@ -28,6 +31,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
 
@@ -179,6 +183,30 @@ def test_backend_fin(certs):
     check(got == [100000], f"the client's 100,000 bytes reach the backend ({got})")
     check(rc == 0 and out == b"hello\n",
           f"the backend's bytes and its FIN reach the client while the client's stdin is open ({rc}, {out[:20]!r})")
+    q.px.stop()
+    srv.close()
+
+
+def test_backend_reset(certs):
+    """A backend that resets while the client still sends: the stream is
+    reset, not ended with a FIN a client would take for a clean end."""
+    def reset_after_a_byte(c):
+        c.recv(1)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    srv = Server(reset_after_a_byte)
+    q = Quic(srv.addr, certs, "--mode", "tcp")
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(b"x")
+    p.stdin.flush()
+    try:
+        rc = p.wait(timeout=30)
+        err = p.stderr.read().decode()
+    finally:
+        p.stdin.close()
+    check(rc == 4, f"the client's stream fails (exit 4) when the backend resets ({rc}: {err.strip()[-120:]})")
+    q.px.wait_log(r"^.* conn .* end=rst .*$")
     q.px.stop()
     srv.close()
 
@@ -361,6 +389,7 @@ def main():
     test_check(certs)
     test_nc(certs)
     test_backend_fin(certs)
+    test_backend_reset(certs)
     test_drain(certs)
     test_max_conns(certs)
     test_samba(certs)
