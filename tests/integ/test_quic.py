@@ -211,6 +211,30 @@ def test_backend_reset(certs):
     srv.close()
 
 
+def test_config_ipv6(certs):
+    """A quic listener from a config file, on IPv6 (quic:[::1]:PORT)."""
+    ca, cert, key, _ = certs
+    srv = Server(echo)
+    s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s6.bind(("::1", 0))
+    port = s6.getsockname()[1]
+    s6.close()
+    conf = os.path.join(TMPDIR, "quic6.conf")
+    with open(conf, "w") as f:
+        f.write(f"[files6]\nlisten = quic:[::1]:{port}\nquic-cert = {cert}\nquic-key = {key}\n"
+                f"backend = {srv.addr}\nmode = tcp\n")
+    r = subprocess.run([SMBSPLICE, "--check", "-c", conf], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"--check -c takes a quic listener section ({r.stderr.strip()})")
+    px = Proxy(None, "-c", conf, listen=False)
+    data = os.urandom(1 << 20)
+    r = subprocess.run([SMBQC, "-addr", f"[::1]:{port}", "-name", NAME, "-ca", ca, "nc"], input=data,
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0 and r.stdout == data, f"1 MiB over quic:[::1]:{port} from a config file, byte-exact")
+    px.wait_log(r"^.* conn \[::1\]:\d+ -> .* listener=files6 .*end=fin .*$")
+    px.stop()
+    srv.close()
+
+
 def test_drain(certs):
     """SIGUSR2 is refused while a QUIC listener is configured (its
     connections cannot be carried); SIGTERM's drain keeps a QUIC
@@ -390,6 +414,7 @@ def main():
     test_nc(certs)
     test_backend_fin(certs)
     test_backend_reset(certs)
+    test_config_ipv6(certs)
     test_drain(certs)
     test_max_conns(certs)
     test_samba(certs)
