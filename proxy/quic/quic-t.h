@@ -163,6 +163,11 @@ struct qlistener {
  * @s_fin:	the FIN went out
  * @r_fin:	the client's FIN came
  * @r_shut:	and @fd was shut for writing after the last byte
+ * @open_by:	when the connection closes if the client has opened no
+ *		stream: --handshake-timeout after its first Initial, so
+ *		that a client cannot hold an admission and three
+ *		descriptors with a handshake alone (our PINGs would keep
+ *		it from ever going idle)
  * @done_at:	when the connection closes if the client has not: set
  *		once the stream is over both ways, 0 before
  * @dirty:	in its listener's @dirty
@@ -189,7 +194,7 @@ struct qconn {
 	uint8_t *rbuf;
 	uint64_t r_head, r_tail;
 	bool s_eof, s_fin, r_fin, r_shut;
-	uint64_t done_at;
+	uint64_t open_by, done_at;
 	bool dirty;
 	enum ngq_state pend;
 	bool opened, dead, send_close;

@@ -264,6 +264,8 @@ static void arm_timer(struct qconn *qc, bool soon)
 
 	if (qc->done_at && qc->done_at < exp)
 		exp = qc->done_at;
+	if (!qc->opened && qc->open_by < exp)
+		exp = qc->open_by;
 	ev_timer_stop(loop, &qc->timer);
 	if (soon)
 		after = 0.;
@@ -374,6 +376,22 @@ void quic_conn_end(struct qconn *qc, bool send_close)
 }
 
 /**
+ * no_stream() - the client opened no stream in time: end its connection
+ * @qc:	the connection
+ */
+static void no_stream(struct qconn *qc)
+{
+	char text[64];
+
+	sock_addr_text((struct sockaddr *)&qc->peer, text, sizeof(text));
+	log_rate(
+		LOG_LVL_WARN,
+		"quic %s: listener %s: no stream within %gs (--handshake-timeout): closed",
+		text, qc->ql->l->name, qc->ql->cfg->o.handshake_timeout);
+	quic_conn_end(qc, true);
+}
+
+/**
  * quic_conn_settle() - act on what a connection's read, timer or bridge
  *			said: send what is due, or end it
  * @qc:		the connection, freed here if it ended
@@ -390,6 +408,8 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 		quic_conn_end(qc, false);
 	if (!qc->dead)
 		quic_bridge_push(qc);
+	if (!qc->dead && !qc->opened && quic_now() >= qc->open_by)
+		no_stream(qc);
 	if (!qc->dead && quic_bridge_done(qc)) {
 		uint64_t now = quic_now();
 
@@ -534,6 +554,8 @@ static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	}
 	qc->ql = ql;
 	qc->key = key;
+	qc->open_by =
+		quic_now() + (uint64_t)(ql->cfg->o.handshake_timeout * 1e9);
 	memcpy(&qc->peer, peer, peerlen);
 	qc->peerlen = peerlen;
 	qc->fd = -1;

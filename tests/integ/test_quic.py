@@ -235,6 +235,27 @@ def test_config_ipv6(certs):
     srv.close()
 
 
+def test_no_stream(certs):
+    """A client that completes the handshake and opens no stream holds its
+    place only for --handshake-timeout: our keepalive PINGs would keep
+    its connection from ever going idle."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp", "--handshake-timeout", "1")
+    t0 = time.monotonic()
+    # quic-go opens the stream with its first byte: none is sent.
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        rc = p.wait(timeout=15)
+    finally:
+        p.stdin.close()
+    secs = time.monotonic() - t0
+    check(rc != 0 and secs < 10, f"a QUIC connection with no stream is closed after --handshake-timeout 1 ({secs:.1f} s)")
+    q.px.wait_log(r"quic 127\.0\.0\.1:\d+: listener main: no stream within 1s \(--handshake-timeout\): closed")
+    q.px.stop()
+    srv.close()
+
+
 def test_drain(certs):
     """SIGUSR2 is refused while a QUIC listener is configured (its
     connections cannot be carried); SIGTERM's drain keeps a QUIC
@@ -415,6 +436,7 @@ def main():
     test_backend_fin(certs)
     test_backend_reset(certs)
     test_config_ipv6(certs)
+    test_no_stream(certs)
     test_drain(certs)
     test_max_conns(certs)
     test_samba(certs)
