@@ -358,6 +358,16 @@ def test_garbage(q):
     check(rss1 - rss0 < 1024, f"the daemon's memory did not grow with them ({rss0} -> {rss1} KiB)")
     r = q.smbqc("nc", stdin=subprocess.DEVNULL)
     check(r.returncode == 0, "a client after them is served")
+    # A full-sized Initial of a version we do not speak: Version
+    # Negotiation (version 0) offering QUIC v1, with the IDs swapped.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    dcid, scid = os.urandom(8), os.urandom(8)
+    s.sendto(bytes([0xc0]) + b"\x1a\x2a\x3a\x4a" + bytes([8]) + dcid + bytes([8]) + scid + os.urandom(1200), ("127.0.0.1", q.port))
+    vn = s.recv(2048)
+    s.close()
+    check(vn[1:5] == b"\0\0\0\0" and vn[6:14] == scid and vn[15:23] == dcid and b"\0\0\0\1" in vn[23:],
+          "an Initial of an unknown version is answered with Version Negotiation offering v1")
 
 
 def test_alpn(q):
