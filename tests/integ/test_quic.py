@@ -306,6 +306,19 @@ def test_max_conns(certs):
     srv.close()
 
 
+def test_allow(certs):
+    """--allow judges a QUIC client by its UDP address at its first
+    Initial: one outside it gets no answer and no state."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp", "--allow", "192.0.2.0/24")
+    r = q.smbqc("-timeout", "2s", "nc", stdin=subprocess.DEVNULL)
+    check(r.returncode == 2, f"a QUIC client outside --allow is not served ({r.stderr.decode().strip()})")
+    q.px.wait_log(r"quic 127\.0\.0\.1:\d+ refused by listener main: not in --allow")
+    check(q.conns() == [], "and holds nothing")
+    q.px.stop()
+    srv.close()
+
+
 def test_ctl(q):
     """A held stream is a row of ctl conns, from the client's UDP port."""
     p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
@@ -449,6 +462,7 @@ def main():
     test_no_stream(certs)
     test_drain(certs)
     test_max_conns(certs)
+    test_allow(certs)
     test_samba(certs)
 
 
