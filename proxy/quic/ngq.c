@@ -17,11 +17,12 @@
  *
  * Idle: a connection with no packet for NGQ_IDLE seconds ends (the
  * transport parameter; the smaller of both ends' applies). While it is
- * otherwise silent, a PING goes out every NGQ_KEEPALIVE seconds, which
- * the client acknowledges: so an SMB session idle for hours (a mapped
- * drive) keeps its connection and its NAT binding (home routers forget
- * UDP after 30 s to 2 min), and a client that vanished is found within
- * NGQ_IDLE.
+ * otherwise silent, a PING goes out every NGQ_KEEPALIVE seconds, or every
+ * half of the client's own idle timeout if that is shorter (set once the
+ * handshake has told it), which the client acknowledges: so an SMB
+ * session idle for hours (a mapped drive) keeps its connection and its
+ * NAT binding (home routers forget UDP after 30 s to 2 min), and a client
+ * that vanished is found within the idle timeout.
  */
 #include "config.h"
 
@@ -302,6 +303,26 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
 }
 
 /**
+ * on_handshake() - the handshake is over: the client's idle timeout is
+ *		    known, and keepalives come often enough for it
+ * @conn:	the connection
+ * @ud:		our connection
+ *
+ * Return: 0.
+ */
+static int on_handshake(ngtcp2_conn *conn, void *ud)
+{
+	const ngtcp2_transport_params *p =
+		ngtcp2_conn_get_remote_transport_params(conn);
+	ngtcp2_duration ka = NGQ_KEEPALIVE;
+
+	if (p && p->max_idle_timeout && p->max_idle_timeout / 2 < ka)
+		ka = p->max_idle_timeout / 2;
+	ngtcp2_conn_set_keep_alive_timeout(conn, ka);
+	return 0;
+}
+
+/**
  * on_rand() - ngtcp2 asks for random bytes
  * @dest:	where
  * @len:	how many
@@ -464,6 +485,7 @@ static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
 static const ngtcp2_callbacks ngq_callbacks = {
 	.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
 	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
+	.handshake_completed = on_handshake,
 	.encrypt = ngtcp2_crypto_encrypt_cb,
 	.decrypt = ngtcp2_crypto_decrypt_cb,
 	.hp_mask = ngtcp2_crypto_hp_mask_cb,
@@ -572,7 +594,6 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 				   &ngq_callbacks, &st, &params, NULL, c))
 		goto fail;
 	ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
-	ngtcp2_conn_set_keep_alive_timeout(c->conn, NGQ_KEEPALIVE);
 	if (cb->cid_add(ud, scid.data, scid.datalen) ||
 	    cb->cid_add(ud, hd.dcid.data, hd.dcid.datalen))
 		goto fail;
