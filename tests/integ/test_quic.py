@@ -256,6 +256,50 @@ def test_no_stream(certs):
     srv.close()
 
 
+def test_reload_remove(certs):
+    """A reload that removes a QUIC listener: its connection runs on to its
+    end, no new client is served, and the UDP port is let go after."""
+    ca, cert, key, _ = certs
+    srv = Server(echo)
+    port = free_udp_port()
+    conf = os.path.join(TMPDIR, "reload.conf")
+    tcp = free_port()
+    quic = f"[q]\nlisten = quic:127.0.0.1:{port}\nquic-cert = {cert}\nquic-key = {key}\nbackend = {srv.addr}\nmode = tcp\n"
+    plain = f"[t]\nlisten = 127.0.0.1:{tcp}\nbackend = {srv.addr}\nmode = tcp\n"
+    with open(conf, "w") as f:
+        f.write(quic + plain)
+    px = Proxy(None, "-c", conf, listen=False)
+    argv = [SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca]
+    p = subprocess.Popen(argv + ["nc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"a")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"a", "a QUIC connection through listener q")
+    with open(conf, "w") as f:
+        f.write(plain)
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read, 1 listener")
+    r = subprocess.run(argv + ["-timeout", "2s", "nc"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    check(r.returncode == 2, "SIGHUP removed q: a new QUIC client is not served")
+    p.stdin.write(b"b")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(timeout=30) == 0 and out == b"b", f"... while its connection ran on to its end ({out!r})")
+
+    def port_free():
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+    wait_for("the removed QUIC listener's socket is closed", port_free, timeout=10)
+    check(True, "then its UDP port was let go")
+    px.stop()
+    srv.close()
+
+
 def test_drain(certs):
     """SIGUSR2 is refused while a QUIC listener is configured (its
     connections cannot be carried); SIGTERM's drain keeps a QUIC
@@ -459,6 +503,7 @@ def main():
     test_backend_fin(certs)
     test_backend_reset(certs)
     test_config_ipv6(certs)
+    test_reload_remove(certs)
     test_no_stream(certs)
     test_drain(certs)
     test_max_conns(certs)
