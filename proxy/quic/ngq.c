@@ -52,9 +52,13 @@
 /**
  * struct ngq_creds - a listener's certificate and key
  * @cred:	GnuTLS's
+ * @refs:	the listener's 1 while current, and one per connection whose
+ *		TLS session uses them: a reload that rereads the files
+ *		leaves connections on the old ones to their end
  */
 struct ngq_creds {
 	gnutls_certificate_credentials_t cred;
+	unsigned refs;
 };
 
 /**
@@ -68,6 +72,7 @@ struct ngq_creds {
  * @secret:	the listener's stateless reset secret
  * @sid:	the stream served, -1 before the client opens it
  * @bad_alpn:	the client offered no "smb"
+ * @creds:	the certificate its session uses (a reference)
  */
 struct ngq_conn {
 	ngtcp2_conn *conn;
@@ -79,6 +84,7 @@ struct ngq_conn {
 	const uint8_t *secret;
 	int64_t sid;
 	bool bad_alpn;
+	struct ngq_creds *creds;
 };
 
 /**
@@ -145,17 +151,20 @@ int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 		ngq_creds_free(cr);
 		return -1;
 	}
+	cr->refs = 1;
 	*out = cr;
 	return 0;
 }
 
 /**
- * ngq_creds_free() - forget a listener's certificate
+ * ngq_creds_free() - drop a reference to a certificate; the last frees it
  * @cr:	the credentials, or NULL
+ *
+ * Connections and credentials live in one worker: no atomics.
  */
 void ngq_creds_free(struct ngq_creds *cr)
 {
-	if (!cr)
+	if (!cr || --cr->refs > 0)
 		return;
 	gnutls_certificate_free_credentials(cr->cred);
 	free(cr);
@@ -288,6 +297,8 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
 
 	if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA))
 		return -1;
+	c->creds = cr;
+	cr->refs++;
 	c->ref.get_conn = get_conn;
 	c->ref.user_data = c;
 	gnutls_session_set_ptr(c->tls, &c->ref);
@@ -833,5 +844,6 @@ void ngq_free(struct ngq_conn *c)
 		ngtcp2_conn_del(c->conn);
 	if (c->tls)
 		gnutls_deinit(c->tls);
+	ngq_creds_free(c->creds);
 	free(c);
 }

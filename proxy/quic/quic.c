@@ -747,17 +747,32 @@ struct qlistener *quic_find(struct quic_host *qh, const struct listener *l)
 }
 
 /**
- * quic_set_cfg() - new streams start with new settings
+ * quic_set_cfg() - a reload: new streams start with new settings, and new
+ *		    connections with the certificate read again
  * @ql:		the worker's QUIC listener
  * @cfg:	the settings, whose reference the worker now holds
  *
- * The certificate is the one read when the listener opened: a reload
- * that changes quic-cert or quic-key is told to restart (reload.c).
+ * The files are read again even where their names did not change, since
+ * a renewed certificate is written over the old one; reload.c checked
+ * them already. Should they fail here, new connections keep the old
+ * certificate, with one line. Connections open keep theirs to their end.
  */
 void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg)
 {
+	struct ngq_creds *cr;
+	char err[512];
+
 	listener_cfg_put(ql->cfg);
 	ql->cfg = cfg;
+	if (ngq_creds_load(cfg->o.quic_cert, cfg->o.quic_key, &cr, err,
+			   sizeof(err))) {
+		log_warn(
+			"listener %s: %s; new connections keep the old certificate",
+			ql->l->name, err);
+		return;
+	}
+	ngq_creds_free(ql->creds);
+	ql->creds = cr;
 }
 
 /**

@@ -60,7 +60,7 @@ static int send_gso(struct qlistener *ql, const struct qbatch *b)
 	union {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
-	} u;
+	} u = { { 0 } }; /* the padding goes to the kernel too */
 	struct iovec iov = { ql->gbuf, b->used };
 	struct msghdr mh = { .msg_name = (void *)&b->to,
 			     .msg_namelen = b->tolen,

@@ -18,6 +18,8 @@ smbsplice's ngtcp2).
 - a client offering another ALPN is refused with alert 120.
 - ctl conns shows a QUIC client's stream as a connection from its UDP
   address.
+- a reload reads the certificate again (a renewal over the same files);
+  a reload that removes a QUIC listener lets its connection finish.
 - --check: a missing certificate, a key that is not the certificate's,
   and quic-cert on a TCP listener are each one line and exit status 2.
 
@@ -29,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -253,6 +256,46 @@ def test_no_stream(certs):
     check(rc != 0 and secs < 10, f"a QUIC connection with no stream is closed after --handshake-timeout 1 ({secs:.1f} s)")
     q.px.wait_log(r"quic 127\.0\.0\.1:\d+: listener main: no stream within 1s \(--handshake-timeout\): closed")
     q.px.stop()
+    srv.close()
+
+
+def test_reload_cert(certs):
+    """A reload reads the certificate again, even under the same file
+    name (a renewal): new connections get the new one, a connection open
+    keeps its own to its end."""
+    ca, cert, key, _ = certs
+    d2 = os.path.join(TMPDIR, "ca2")
+    os.makedirs(d2, exist_ok=True)
+    ca2, cert2, key2, _ = make_certs(d2)
+    live_cert, live_key = os.path.join(TMPDIR, "live.pem"), os.path.join(TMPDIR, "live.key")
+    shutil.copy(cert, live_cert)
+    shutil.copy(key, live_key)
+    srv = Server(echo)
+    port = free_udp_port()
+    conf = os.path.join(TMPDIR, "cert.conf")
+    with open(conf, "w") as f:
+        f.write(f"[q]\nlisten = quic:127.0.0.1:{port}\nquic-cert = {live_cert}\nquic-key = {live_key}\n"
+                f"backend = {srv.addr}\nmode = tcp\n")
+    px = Proxy(None, "-c", conf, listen=False)
+    nc = lambda ca_: subprocess.run([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca_, "-timeout", "3s",  # noqa: E731
+                                     "nc"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30).returncode
+    check(nc(ca) == 0 and nc(ca2) == 2, "the first certificate is served (CA 1 verifies it, CA 2 does not)")
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"a")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"a", "a connection under the first certificate")
+    shutil.copy(cert2, live_cert)
+    shutil.copy(key2, live_key)
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read, 1 listener")
+    check(wait_for("the new certificate", lambda: nc(ca2) == 0, timeout=10) and nc(ca) == 2,
+          "SIGHUP after a renewal over the same files: the new certificate is served")
+    p.stdin.write(b"b")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(timeout=30) == 0 and out == b"b", "the connection opened before ran on to its end")
+    px.stop()
     srv.close()
 
 
@@ -504,6 +547,7 @@ def main():
     test_backend_reset(certs)
     test_config_ipv6(certs)
     test_reload_remove(certs)
+    test_reload_cert(certs)
     test_no_stream(certs)
     test_drain(certs)
     test_max_conns(certs)
