@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "control/metrics.h"
 #include "core/proxy.h"
+#include "quic/quic.h"
 #include "worker/worker.h"
 
 /* Connections `top` shows unless told otherwise, and at most. */
@@ -74,10 +75,13 @@ static const struct worker_cmd_ops controlcmd_kill = { .run = kill_run };
 static void hold_listener(struct worker *w, struct listener *l, bool hold)
 {
 	struct wlistener *wl = accept_find(&w->acc, l);
+	struct qlistener *ql = quic_find(&w->quic, l);
 
 	if (wl && accept_hold(wl, hold))
 		log_warn("worker %u cannot %s listener %s: %s", w->id,
 			 hold ? "drain" : "resume", l->name, strerror(errno));
+	if (ql)
+		quic_hold(ql, hold);
 }
 
 /**

@@ -103,6 +103,8 @@ struct qcid {
  * @draining:	removed or draining: no new connection; the listener goes
  *		when its last connection has (@reap)
  * @reap:	removes it, outside any of its callbacks
+ * @held:	drained through the control socket: no new connection until
+ *		resumed; those open run on
  * @no_gso:	the kernel refused UDP_SEGMENT: one send per packet
  * @dirty:	connections that datagrams of the batch being read reached,
  *		settled once the batch is read (so that their packets, acks
@@ -130,6 +132,7 @@ struct qlistener {
 	struct quic_stats st;
 	bool draining;
 	ev_timer reap;
+	bool held;
 	bool no_gso;
 	struct qconn *dirty[QUIC_RECV_BATCH];
 	unsigned ndirty;

@@ -612,7 +612,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	}
 	qc = cid_find(ql, dcid, dcidlen);
 	if (!qc) {
-		if (!ql->draining && ngq_is_initial(buf, len))
+		if (!ql->draining && !ql->held && ngq_is_initial(buf, len))
 			conn_new(ql, peer, peerlen, buf, len);
 		else
 			counter_add(&ql->st.dropped, 1);
@@ -820,6 +820,19 @@ void quic_drain(struct qlistener *ql)
 	ql->draining = true;
 	if (!ql->conns)
 		quic_remove(ql);
+}
+
+/**
+ * quic_hold() - take no new connection on a QUIC listener, or again
+ * @ql:		the listener in this worker
+ * @hold:	true to stop (ctl drain), false to resume
+ *
+ * New clients' Initials are dropped meanwhile, as if nothing listened;
+ * the connections open run on, as a held TCP listener's do.
+ */
+void quic_hold(struct qlistener *ql, bool hold)
+{
+	ql->held = hold;
 }
 
 /**

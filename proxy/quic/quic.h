@@ -36,6 +36,7 @@ struct lcfg;
 void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg);
 void quic_remove(struct qlistener *ql);
 void quic_drain(struct qlistener *ql);
+void quic_hold(struct qlistener *ql, bool hold);
 void quic_drain_all(struct quic_host *qh);
 void quic_remove_all(struct quic_host *qh);
 int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen);

@@ -110,6 +110,15 @@ void quic_drain(struct qlistener *ql)
 }
 
 /**
+ * quic_hold() - never called
+ * @ql:		unused
+ * @hold:	unused
+ */
+void quic_hold(struct qlistener *ql, bool hold)
+{
+}
+
+/**
  * quic_drain_all() - nothing to drain
  * @qh:	the worker's QUIC side
  */

@@ -16,6 +16,7 @@ smbsplice's ngtcp2).
   conn line and no growth of the daemon's memory, and a client after
   them is served.
 - a client offering another ALPN is refused with alert 120.
+- ctl drain and resume hold and release a QUIC listener.
 - ctl conns shows a QUIC client's stream as a connection from its UDP
   address.
 - a reload reads the certificate again (a renewal over the same files);
@@ -393,6 +394,33 @@ def test_max_conns(certs):
     srv.close()
 
 
+def test_ctl_drain(certs):
+    """ctl drain holds a QUIC listener: no new client is served, the
+    connection open runs on; ctl resume serves new clients again."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp")
+    ctl = lambda *a: subprocess.run([SMBSPLICE, "ctl", "--control", q.control, *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=30)
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"a")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"a", "a QUIC connection is open")
+    r = ctl("drain", "main")
+    check(r.returncode == 0, f"ctl drain main ({r.stdout.strip()} {r.stderr.strip()})")
+    r = q.smbqc("-timeout", "2s", "nc", stdin=subprocess.DEVNULL)
+    check(r.returncode == 2, "a held QUIC listener serves no new client")
+    p.stdin.write(b"b")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(timeout=30) == 0 and out == b"b", "... while the connection open runs on to its end")
+    r = ctl("resume", "main")
+    check(r.returncode == 0 and q.smbqc("-timeout", "3s", "nc", stdin=subprocess.DEVNULL).returncode == 0,
+          "ctl resume main: new clients are served again")
+    q.px.stop()
+    srv.close()
+
+
 def test_allow(certs):
     """--allow judges a QUIC client by its UDP address at its first
     Initial: one outside it gets no answer and no state."""
@@ -552,6 +580,7 @@ def main():
     test_drain(certs)
     test_max_conns(certs)
     test_allow(certs)
+    test_ctl_drain(certs)
     test_samba(certs)
 
 
