@@ -780,6 +780,7 @@ void conn_free(struct conn *c)
 	conn_host_unreserve(h);
 	listener_cfg_put(c->cfg);
 	listener_put(c->l);
+	free(c->who);
 	free(c);
 }
 

@@ -76,7 +76,7 @@ static uint32_t image_layout(void)
 		sizeof(struct img_lstats),	 sizeof(struct img_conn),
 		sizeof(struct dir_saved),	 sizeof(struct pump_saved),
 		sizeof(struct smb_framer_saved), sizeof(struct timing_saved),
-		sizeof(struct trace_conn_saved),
+		sizeof(struct trace_conn_saved), sizeof(struct smb_who_saved),
 	};
 	uint32_t h = 2166136261u;
 

@@ -17,7 +17,7 @@
  * image of another number, and the one that wrote it goes on forwarding.
  * Any change to a record below, or to a struct it embeds, bumps it. */
 #define IMG_MAGIC   "SMBSPHO"
-#define IMG_VERSION 2u
+#define IMG_VERSION 3u
 
 enum img_type {
 	IMG_PROCESS = 1, /* struct img_process, first and once */
@@ -98,6 +98,7 @@ struct img_lstats {
 #define IMG_SAME_FLAG_FLAG   ~, 1
 #define IMG_SAME_LEN_LEN     ~, 1
 #define IMG_SAME_DIR_DIR     ~, 1
+#define IMG_SAME_WHO_WHO     ~, 1
 
 /* A row's fields in part P, each through E(type, name, dims). */
 #define IMG_ROW_COPY(E, P, m, part, type) IMG_IF_SAME(P, part, E(type, m, ))
@@ -125,6 +126,7 @@ struct img_lstats {
 	IMG_ROW_##how(IMG_FIELD, FLAG, m, __VA_ARGS__)
 #define IMG_PART_LEN(m, how, ...)   IMG_ROW_##how(IMG_FIELD, LEN, m, __VA_ARGS__)
 #define IMG_PART_DIR(m, how, ...)   IMG_ROW_##how(IMG_FIELD, DIR, m, __VA_ARGS__)
+#define IMG_PART_WHO(m, how, ...)   IMG_ROW_##how(IMG_FIELD, WHO, m, __VA_ARGS__)
 #define IMG_COUNT_FLAG(m, how, ...) IMG_ROW_##how(IMG_ONE, FLAG, m, __VA_ARGS__)
 
 /* The record's flags, each 0 or 1, which the decoder checks as one array. */
@@ -164,6 +166,7 @@ struct img_lstats {
  *		struct timing_saved that holds anything
  * @trace_len:	0, or sizeof(struct trace_conn_saved)
  * @dir:	its directions, when open
+ * @who:	its session's view (smb/who.h), @who.present 0 for none
  *
  * Every field but @pad comes from a row of CONN_CARRIED, in this order.
  */
@@ -184,6 +187,7 @@ struct img_conn {
 	uint8_t pad[2];
 	CONN_CARRIED(IMG_PART_LEN)
 	CONN_CARRIED(IMG_PART_DIR)
+	CONN_CARRIED(IMG_PART_WHO)
 	/* clang-format on */
 };
 
