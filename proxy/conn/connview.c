@@ -17,13 +17,58 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conn/conn.h"
 #include "conn/connview.h"
 #include "common/monotime.h"
+
+/**
+ * fill_who() - who the session is and what it has open
+ * @w:	the connection's view, or NULL for none yet
+ * @r:	its record
+ */
+static void fill_who(const struct smb_who *w, struct conn_rec *r)
+{
+	if (!w)
+		return;
+	r->session_id = w->session_id ? w->session_id : w->sealed_id;
+	r->auth = smb_who_auth_text(w->auth);
+	memcpy(r->user, w->user, sizeof(r->user));
+	memcpy(r->domain, w->domain, sizeof(r->domain));
+	memcpy(r->share, w->share, sizeof(r->share));
+	r->nshares = w->nshares;
+	r->more_shares = w->more_shares;
+	r->open_files = w->open_files;
+	r->sealed = w->sealed;
+}
+
+/**
+ * backend_port() - the backend socket's own port
+ * @fd:	the socket, or -1
+ *
+ * A system call per connection listed: only when the admin asks.
+ *
+ * Return: the port, or 0 (no socket, not bound yet, an error).
+ */
+static uint16_t backend_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len))
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
 
 /**
  * fill_smb() - what the framers saw of the SMB session
@@ -42,6 +87,7 @@ static void fill_smb(const struct conn *c, struct conn_rec *r)
 	}
 	r->signed_ = u->signed_seen || d->signed_seen;
 	r->encrypted = u->encrypted_seen || d->encrypted_seen;
+	fill_who(c->who, r);
 }
 
 /**
@@ -81,6 +127,8 @@ static void fill_rec(const struct conn *c, struct conn_rec *r, ev_tstamp now,
 	r->oldest_cmd = sent ? smb_command_name(cmd) : NULL;
 	r->oldest_age = sent && now_ns > sent ? (now_ns - sent) / 1e9 : 0;
 	r->unauth = c->unauth;
+	r->bport = backend_port(c->srv.fd);
+	r->transparent = c->lo->transparent;
 	fill_smb(c, r);
 }
 

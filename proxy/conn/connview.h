@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "smb/who.h"
 #include "conf/options.h"
 #include "observe/dirindex.h"
 
@@ -39,6 +40,22 @@ struct conn_host;
  *		before the NEGOTIATE response)
  * @signed_:	a signed message was seen
  * @encrypted:	an encrypted message was seen
+ * @bport:	the backend socket's local port, 0 before there is one:
+ *		what smbstatus shows as the client's port, unless
+ *		@transparent
+ * @transparent: --transparent: the backend sees the client's own
+ *		address and port
+ * @session_id:	SessionId of the last session setup that succeeded (or
+ *		of the last encrypted frame, if none was seen); 0 for none
+ * @auth:	how its user is known (smb_who_auth_text()), NULL if no
+ *		session setup has succeeded
+ * @user:	its user as the client named it, "" if not known
+ * @domain:	its domain, likewise
+ * @share:	shares connected (the first SMB_WHO_SHARES)
+ * @nshares:	how many of @share count
+ * @more_shares: shares connected beyond those
+ * @open_files:	files opened and not closed
+ * @sealed:	the session encrypts: trees and files are not seen since
  */
 struct conn_rec {
 	uint64_t id;
@@ -57,6 +74,16 @@ struct conn_rec {
 	bool unauth;
 	char dialect[16];
 	bool signed_, encrypted;
+	uint16_t bport;
+	bool transparent;
+	uint64_t session_id;
+	const char *auth;
+	char user[SMB_WHO_USER_MAX];
+	char domain[SMB_WHO_DOMAIN_MAX];
+	char share[SMB_WHO_SHARES][SMB_WHO_SHARE_MAX];
+	unsigned nshares;
+	uint32_t more_shares, open_files;
+	bool sealed;
 };
 
 /**
