@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "smb/login.h"
 #include "smb/who.h"
@@ -566,6 +567,32 @@ const char *smb_who_auth_text(unsigned auth)
 	};
 
 	return auth < SMB_WHO_AUTH_COUNT ? text[auth] : NULL;
+}
+
+/**
+ * smb_who_user_is() - is a session's user the one an admin named
+ * @w:		the view, or NULL for none
+ * @name:	"user", or "DOMAIN\user"
+ *
+ * For acting on a user's connections (`ctl kill user`). Only a name
+ * NTLMSSP gave counts: a Kerberos or anonymous session, or one whose
+ * name was not read, matches no name. Letters compare without case in
+ * ASCII alone, as the names are the client's to spell (Windows and
+ * Samba take "Alice" for "alice"); a domain is matched only when named.
+ *
+ * Return: true if @name is the session's user.
+ */
+bool smb_who_user_is(const struct smb_who *w, const char *name)
+{
+	const char *slash = strchr(name, '\\');
+	size_t dlen = slash ? (size_t)(slash - name) : 0;
+
+	if (!w || w->auth != SMB_WHO_NTLMSSP || !w->user[0])
+		return false;
+	if (slash &&
+	    (strlen(w->domain) != dlen || strncasecmp(w->domain, name, dlen)))
+		return false;
+	return !strcasecmp(w->user, slash ? slash + 1 : name);
 }
 
 /**

@@ -143,6 +143,7 @@ void smb_who_bytes(struct smb_who *w, uint32_t at, const uint8_t *p,
 void smb_who_response(struct smb_who *w, const uint8_t *h);
 void smb_who_sealed(struct smb_who *w, uint64_t session_id);
 const char *smb_who_auth_text(unsigned auth);
+bool smb_who_user_is(const struct smb_who *w, const char *name);
 void smb_who_save(const struct smb_who *w, struct smb_who_saved *s);
 int smb_who_restore(struct smb_who *w, const struct smb_who_saved *s);
 

@@ -154,6 +154,41 @@ void connview_fill(const struct conn_host *h, struct connview *v)
 }
 
 /**
+ * connview_user() - a connection's user, as its session setup named it
+ * @c:		the connection, in its worker's thread
+ * @domain:	if not NULL, set to the user's domain ("" if none) when
+ *		a user is returned
+ *
+ * So that acting on a user's connections needs nothing of smb/who.h.
+ *
+ * Return: the user (UTF-8, no control characters), or NULL when no
+ * NTLMSSP session setup named one (none yet, Kerberos, anonymous, tcp
+ * mode).
+ */
+const char *connview_user(const struct conn *c, const char **domain)
+{
+	const struct smb_who *w = c->who;
+
+	if (!w || w->auth != SMB_WHO_NTLMSSP || !w->user[0])
+		return NULL;
+	if (domain)
+		*domain = w->domain;
+	return w->user;
+}
+
+/**
+ * connview_user_is() - is a connection's user the one an admin named
+ * @c:		the connection, in its worker's thread
+ * @name:	"user", or "DOMAIN\user"; letters match without case
+ *
+ * Return: true if it is (smb_who_user_is()).
+ */
+bool connview_user_is(const struct conn *c, const char *name)
+{
+	return smb_who_user_is(c->who, name);
+}
+
+/**
  * connview_kill() - reset one connection of this worker, if it has it
  * @h:	the worker's connections, in its thread
  * @k:	the id and who asked; @found is set if it was here

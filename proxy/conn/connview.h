@@ -14,6 +14,7 @@
 #include "conf/options.h"
 #include "observe/dirindex.h"
 
+struct conn;
 struct conn_host;
 
 /**
@@ -114,5 +115,7 @@ struct conn_kill {
 
 void connview_fill(const struct conn_host *h, struct connview *v);
 bool connview_kill(struct conn_host *h, struct conn_kill *k);
+const char *connview_user(const struct conn *c, const char **domain);
+bool connview_user_is(const struct conn *c, const char *name);
 
 #endif /* SMBSPLICE_CONNVIEW_H */

@@ -628,6 +628,36 @@ static void test_saved(void **state)
 	assert_int_equal(smb_who_restore(&back, &bad), -1);
 }
 
+/* A user an admin names: with or without the domain, letters in any
+ * case; never a session NTLMSSP did not name. */
+static void test_user_is(void **state)
+{
+	struct smb_who w = { 0 };
+
+	(void)state;
+	assert_false(smb_who_user_is(NULL, "alice"));
+	strcpy(w.user, "Alice");
+	strcpy(w.domain, "EAST");
+	assert_false(smb_who_user_is(&w, "alice")); /* no session setup */
+	w.auth = SMB_WHO_NTLMSSP;
+	assert_true(smb_who_user_is(&w, "alice"));
+	assert_true(smb_who_user_is(&w, "east\\ALICE"));
+	assert_false(smb_who_user_is(&w, "WEST\\alice"));
+	assert_false(smb_who_user_is(&w, "EAS\\alice"));
+	assert_false(smb_who_user_is(&w, "\\alice")); /* an empty domain */
+	assert_false(smb_who_user_is(&w, "alic"));
+	assert_false(smb_who_user_is(&w, "alicex"));
+	assert_false(smb_who_user_is(&w, ""));
+	assert_false(smb_who_user_is(&w, "EAST\\"));
+	w.domain[0] = 0;
+	assert_true(smb_who_user_is(&w, "\\alice"));
+	w.auth = SMB_WHO_KERBEROS;
+	assert_false(smb_who_user_is(&w, "alice"));
+	w.auth = SMB_WHO_NTLMSSP;
+	w.user[0] = 0;
+	assert_false(smb_who_user_is(&w, ""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +671,7 @@ int main(void)
 		cmocka_unit_test(test_shares_and_files),
 		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_saved),
+		cmocka_unit_test(test_user_is),
 	};
 
 	srand(31);
