@@ -12,6 +12,11 @@ hostname), and that session has the user and the share the record names.
 - a live handover (SIGUSR2) carries the view: the new process shows the
   same session, user, share and open file, and counts the files opened
   after it.
+- --transparent, on loopback (no namespaces needed: 127.0.0.2 is this
+  host's, so a backend socket bound to it gets smbd's replies): a client
+  from 127.0.0.2 joins smbstatus's session whose hostname is
+  ipv4:127.0.0.2:PORT, PORT still the backend port, and the record says
+  "transparent": true (the text table marks the port with "t").
 - none of the names reaches the log.
 """
 import json
@@ -61,6 +66,12 @@ def join(st, rec):
 
 def tcons_of(st, sid):
     return sorted(t["service"] for t in st["tcons"].values() if t["session_id"] == sid)
+
+
+def opens_of(st, session):
+    """Files smbstatus has open by a session's smbd."""
+    pid = session["server_id"]["pid"]
+    return sum(o["server_id"]["pid"] == pid for f in st.get("open_files", {}).values() for o in f["opens"].values())
 
 
 def held_smbclient(smb, port, *args):
@@ -116,7 +127,8 @@ def files_held(smb, path, port):
         check(len(m) == 1 and m[0]["username"] == rec["user"] == "root",
               f"raw NTLMSSP (names after the NT response): joins, user {rec['user']!r}")
         check(rec["shares"] == ["share"] == tcons_of(st, rec["session_id"]), "... share 'share' both sides")
-        check(rec["open_files"] == 1, "two CREATEs and a CLOSE: one file open")
+        check(rec["open_files"] == 1 == opens_of(st, m[0]),
+              f"two CREATEs and a CLOSE: one file open, as smbstatus counts it ({opens_of(st, m[0])})")
         c.close(b)
         wait_rec(path, lambda r: r["id"] == rec["id"] and r["open_files"] == 0, "with no file open", secs=10)
         check(True, "... and none once the other is closed")
@@ -142,6 +154,29 @@ def handed_over(smb, path, px):
         check(True, "... and the new process counts a file opened after it")
     finally:
         c.sock.close()
+
+
+def transparent(smb):
+    """The join under --transparent: smbd sees the client's own address
+    and the backend socket's port."""
+    path = os.path.join(TMPDIR, "control-t")
+    px = Proxy(smb.addr, "--transparent", "--control", path)
+    c = Smb2Client("127.0.0.1", px.port, source="127.0.0.2")
+    try:
+        c.login("root", smb.password)
+        c.tree_connect("\\\\127.0.0.1\\share")
+        rec = wait_rec(path, lambda r: r["session_id"] and r["shares"] == ["share"], "transparent, with a share")
+        m = join(smbstatus(smb), rec)
+        check(rec["transparent"] is True and len(m) == 1 and m[0]["hostname"] == f"ipv4:127.0.0.2:{rec['backend_port']}",
+              f"--transparent: joins smbstatus's session from the client's own address and the backend port "
+              f"({m and m[0]['hostname']}, port {rec['backend_port']})")
+        check(m[0]["username"] == rec["user"] == "root", "... the same user")
+        line = [l for l in ctl(path, "conns").splitlines() if l.split()[0] == str(rec["id"])][0]
+        check(f" {rec['backend_port']}t " in line, f"... and the text table marks the port: {line}")
+        check("(smbd sees the client's own address)" in ctl(path, "conn", str(rec["id"])), "... and conn ID says so")
+    finally:
+        c.sock.close()
+    px.stop()
 
 
 def sealed_session(smb, path, port):
@@ -175,6 +210,7 @@ def main():
     files_held(smb, path, px.port)
     sealed_session(smb, path, px.port)
     handed_over(smb, path, px)
+    transparent(smb)
     px.wait_log(r"end=", count=4)
     log = px.log()
     check("WORKGROUP" not in log and "SMBSPLICE" not in log and "root" not in log,
