@@ -84,7 +84,7 @@ struct smb_who_pending {
  *		path, [1] the domain
  * @reading:	a request's names are being read (@sink counts)
  *
- * About 400 bytes, made once a connection sets up a session (the
+ * 552 bytes (x86-64), made once a connection sets up a session (the
  * framer's smb_who_fn), whatever it sends next: names are cut to their
  * bounds as they pass, and trees beyond SMB_WHO_SHARES only counted.
  * Only the client's framer reads requests into it; both framers note

@@ -11,7 +11,7 @@
  *
  * A third thing looks, in smb mode always: the view `ctl conns` shows
  * of a session (smb/who.c), which the framers fill in. It costs nothing
- * till the client sets up a session, then one block of some 400 bytes,
+ * till the client sets up a session, then one block of 552 bytes,
  * freed with the connection; a handover carries it.
  */
 #include "config.h"
