@@ -12,6 +12,10 @@
  * bound, the buffers it was lent are left to it (never freed under it) and the
  * answer says so.
  *
+ * `kill` names one connection or a group (struct conn_sel,
+ * kill_kinds): each worker resets its own connections of the group and
+ * counts them in a struct of its own.
+ *
  * `top` ranks connections by bytes per second since the previous `top`
  * (the baseline kept here, one per process): `smbsplice ctl top` asks
  * twice, an interval apart. A connection younger than the interval is
@@ -23,6 +27,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "control/connrec.h"
 #include "control/controlcmd.h"
@@ -38,6 +44,8 @@
 #define TOP_MAX	    1000
 /* Room asked of a worker past the connections it had a moment ago. */
 #define SNAP_SLACK 64
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /**
  * snapshot_run() - controlcmd_snapshot: copy a worker's connections
@@ -383,41 +391,118 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 }
 
 /**
- * cmd_kill() - `kill ID`: reset one connection, both peers
+ * kill_all() - ask every worker to reset what @sel names
  * @px:		the process
- * @id:		the connection
- * @who:	the asker's credentials, for the connection's end line
- * @json:	JSON, not text
- * @out:	the answer
+ * @sel:	the connections
+ * @who:	the asker's credentials, for the end lines
+ * @n:		set to how many were reset
+ *
+ * Each worker is lent a struct conn_kill of its own, so that none writes
+ * another's count.
+ *
+ * Return: 0, or -1 (memory, or a worker that did not answer: then what
+ * was lent is left to it).
  */
-static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
-		     struct outbuf *out)
+static int kill_all(struct proxy *px, const struct conn_sel *sel,
+		    const char *who, unsigned *n)
 {
-	struct conn_kill *k = calloc(1, sizeof(*k));
+	struct conn_kill *k = calloc(px->nworkers, sizeof(*k));
 
-	if (!k) {
-		answer_error(out, json, "out of memory");
-		return;
-	}
-	k->id = id;
-	snprintf(k->who, sizeof(k->who), "control socket (%s)", who);
-	for (unsigned i = 0; i < px->nworkers; i++)
+	*n = 0;
+	if (!k)
+		return -1;
+	for (unsigned i = 0; i < px->nworkers; i++) {
+		k[i].sel = *sel;
+		snprintf(k[i].who, sizeof(k[i].who), "control socket (%s)",
+			 who);
 		worker_run(&px->workers[i],
 			   &(struct worker_cmd){ .ops = &controlcmd_kill,
-						 .arg = k },
+						 .arg = &k[i] },
 			   WORKER_CMD_NOWAIT);
-	if (worker_sync_all(px)) {
-		answer_error(out, json, "a worker did not answer");
-		return; /* @k may still be read: not freed */
 	}
-	if (!k->found)
-		answer_error(out, json, "no such connection");
-	else if (json)
-		outbuf_printf(out, "{\"killed\":%llu}\n",
-			      (unsigned long long)id);
-	else
-		outbuf_printf(out, "killed %llu\n", (unsigned long long)id);
+	if (worker_sync_all(px))
+		return -1; /* @k may still be written: not freed */
+	for (unsigned i = 0; i < px->nworkers; i++)
+		*n += k[i].killed;
 	free(k);
+	return 0;
+}
+
+/**
+ * backend_named() - does any listener name this backend now
+ * @px:		the process
+ * @sel:	a CONN_SEL_BACKEND selector
+ *
+ * Return: true if one does, by name or by address.
+ */
+static bool backend_named(struct proxy *px, const struct conn_sel *sel)
+{
+	for (struct listener *l = px->listeners; l; l = l->next) {
+		const struct listen_opts *o = &l->cfg->o;
+
+		for (unsigned b = 0; b < o->nbackends; b++)
+			if (!strcmp(o->backend[b].text, sel->text) ||
+			    (sel->has_addr &&
+			     connview_addr_match(sel, &o->backend[b].addr)))
+				return true;
+	}
+	return false;
+}
+
+/**
+ * cmd_kill() - `kill ID`: reset one connection, both peers; `kill client
+ *		ADDR[:PORT]`, `kill backend HOST:PORT`: every one of a group
+ * @px:		the process
+ * @sel:	the connections
+ * @kind:	the group's word (kill_kinds), NULL for `kill ID`
+ * @arg:	the group's argument as given (checked printable), for the
+ *		answer
+ * @who:	the asker's credentials, for the end lines
+ * @json:	JSON, not text
+ * @out:	the answer
+ *
+ * A group that has no connection is no error (there is nothing left of
+ * it, which is what was asked), unless it is a backend no listener
+ * names: that is a typo.
+ */
+static void cmd_kill(struct proxy *px, const struct conn_sel *sel,
+		     const char *kind, const char *arg, const char *who,
+		     bool json, struct outbuf *out)
+{
+	unsigned n;
+
+	if (kill_all(px, sel, who, &n)) {
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
+		return;
+	}
+	if (sel->kind == CONN_SEL_ID) {
+		if (!n)
+			answer_error(out, json, "no such connection");
+		else if (json)
+			outbuf_printf(out, "{\"killed\":%llu}\n",
+				      (unsigned long long)sel->id);
+		else
+			outbuf_printf(out, "killed %llu\n",
+				      (unsigned long long)sel->id);
+		return;
+	}
+	if (!n && sel->kind == CONN_SEL_BACKEND && !backend_named(px, sel)) {
+		answer_error(
+			out, json,
+			"no listener has that backend; name it as listeners prints it, or by ADDR[:PORT]");
+		return;
+	}
+	log_info("control socket (%s): kill %s %s: %u connection%s reset", who,
+		 kind, arg, n, n == 1 ? "" : "s");
+	if (json) {
+		outbuf_printf(out, "{\"kill\":\"%s\",\"match\":", kind);
+		outbuf_json_str(out, arg);
+		outbuf_printf(out, ",\"killed\":%u}\n", n);
+	} else {
+		outbuf_printf(out, "killed %u connection%s of %s %s\n", n,
+			      n == 1 ? "" : "s", kind, arg);
+	}
 }
 
 /**
@@ -596,15 +681,214 @@ static bool parse_id(const char *s, uint64_t *v)
 	return !*end && !errno && *v;
 }
 
-static const char control_help[] =
-	"commands (add --json for JSON):\n"
-	"  conns             every live connection\n"
-	"  conn ID           one connection in full\n"
-	"  listeners         listeners, backends and their failures\n"
-	"  drain LISTENER    stop accepting on a listener\n"
-	"  resume LISTENER   accept on it again\n"
-	"  kill ID           reset one connection\n"
-	"  top [N]           the N busiest since the previous top\n";
+/**
+ * printable() - is a command's argument fit to be echoed and logged
+ * @s:		the word
+ * @max:	its longest length
+ *
+ * Return: true for 1 to @max printable ASCII characters.
+ */
+static bool printable(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if (n >= max || s[n] < 0x21 || s[n] > 0x7e)
+			return false;
+	return n > 0;
+}
+
+/**
+ * port_of() - a port number, 1 to 65535, in decimal digits alone
+ * @s:	the text
+ * @p:	set to it
+ *
+ * Return: true if @s is one.
+ */
+static bool port_of(const char *s, unsigned *p)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (!n || n > 5 || s[n])
+		return false;
+	*p = (unsigned)atoi(s);
+	return *p >= 1 && *p <= 65535;
+}
+
+/**
+ * sel_addr() - a numeric address, with or without a port: 192.0.2.7,
+ *		192.0.2.7:445, 2001:db8::7, [2001:db8::7], [2001:db8::7]:445
+ * @arg:	the text, printable (printable())
+ * @sel:	its @addr, @has_addr and @port are set
+ *
+ * A name is not looked up: the main thread would wait on DNS.
+ *
+ * Return: true if @arg is one.
+ */
+static bool sel_addr(const char *arg, struct conn_sel *sel)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&sel->addr;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&sel->addr;
+	const char *colon = strchr(arg, ':'), *src = arg, *port = NULL, *rb;
+	char host[INET6_ADDRSTRLEN];
+	size_t n = strlen(arg);
+	unsigned p = 0;
+
+	if (arg[0] == '[') {
+		rb = strchr(arg, ']');
+		if (!rb || (rb[1] && rb[1] != ':'))
+			return false;
+		src = arg + 1;
+		n = (size_t)(rb - src);
+		port = rb[1] ? rb + 2 : NULL;
+	} else if (colon && !strchr(colon + 1, ':')) {
+		n = (size_t)(colon - arg); /* IPv4:PORT; two colons are IPv6 */
+		port = colon + 1;
+	}
+	if (!n || n >= sizeof(host) || (port && !port_of(port, &p)))
+		return false;
+	memcpy(host, src, n);
+	host[n] = '\0';
+	memset(&sel->addr, 0, sizeof(sel->addr));
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)p);
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)p);
+	} else {
+		return false;
+	}
+	sel->has_addr = true;
+	sel->port = port != NULL;
+	return true;
+}
+
+/**
+ * sel_client() - `kill client ADDR[:PORT]`
+ * @arg:	the argument
+ * @sel:	set to the selector
+ *
+ * Return: true if @arg is an address.
+ */
+static bool sel_client(const char *arg, struct conn_sel *sel)
+{
+	sel->kind = CONN_SEL_CLIENT;
+	return printable(arg, INET6_ADDRSTRLEN + 8) && sel_addr(arg, sel);
+}
+
+/**
+ * sel_backend() - `kill backend HOST:PORT`: as the listener names it, or
+ *		   `kill backend ADDR[:PORT]`: a numeric address (and port)
+ *		   its name resolved to
+ * @arg:	the argument
+ * @sel:	set to the selector
+ *
+ * Return: true if @arg could name a backend.
+ */
+static bool sel_backend(const char *arg, struct conn_sel *sel)
+{
+	struct conn_sel a = { 0 };
+
+	sel->kind = CONN_SEL_BACKEND;
+	if (!printable(arg, sizeof(sel->text) - 1))
+		return false;
+	snprintf(sel->text, sizeof(sel->text), "%s", arg);
+	if (sel_addr(arg, &a)) { /* an address alone: any port of it */
+		sel->addr = a.addr;
+		sel->has_addr = true;
+		sel->port = a.port;
+	}
+	return true;
+}
+
+/**
+ * struct kill_kind - a group `kill` can name
+ * @word:	its word after `kill`
+ * @parse:	makes the selector of its argument
+ * @bad:	the complaint for an argument it refuses
+ *
+ * `kill user NAME` is one more row, once connections carry a user name
+ * (with CONN_SEL_USER and its case in connview.c's sel_match()).
+ */
+static const struct kill_kind {
+	const char *word;
+	bool (*parse)(const char *arg, struct conn_sel *sel);
+	const char *bad;
+} kill_kinds[] = {
+	{ "client", sel_client,
+	  "bad client address: want ADDR, ADDR:PORT or [ADDR6]:PORT, numeric IPv4 or IPv6" },
+	{ "backend", sel_backend,
+	  "bad backend: want HOST:PORT as listeners prints it, or ADDR[:PORT] (at most 127 printable characters)" },
+};
+
+/**
+ * run_kill() - `kill ID` or `kill GROUP ARG`: the words checked, then
+ *		cmd_kill()
+ * @px:		the process
+ * @w:		the words, w[0] being "kill"
+ * @n:		how many
+ * @who:	the asker's credentials
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void run_kill(struct proxy *px, char **w, unsigned n, const char *who,
+		     bool json, struct outbuf *out)
+{
+	struct conn_sel sel = { .kind = CONN_SEL_ID };
+
+	if (n == 2 && parse_id(w[1], &sel.id)) {
+		cmd_kill(px, &sel, NULL, NULL, who, json, out);
+		return;
+	}
+	for (size_t i = 0; n == 3 && i < ARRAY_SIZE(kill_kinds); i++) {
+		if (strcmp(w[1], kill_kinds[i].word))
+			continue;
+		if (kill_kinds[i].parse(w[2], &sel))
+			cmd_kill(px, &sel, w[1], w[2], who, json, out);
+		else
+			answer_error(out, json, kill_kinds[i].bad);
+		return;
+	}
+	answer_error(
+		out, json,
+		"kill what? kill ID, kill client ADDR[:PORT] or kill backend ADDR[:PORT]");
+}
+
+/**
+ * struct command - a command, for help
+ * @name:	its first word
+ * @usage:	with its arguments
+ * @help:	what it does
+ */
+static const struct command {
+	const char *name, *usage, *help;
+} commands[] = {
+	{ "conns", "conns", "every live connection" },
+	{ "conn", "conn ID", "one connection in full" },
+	{ "listeners", "listeners", "listeners, backends and their failures" },
+	{ "top", "top [N]", "the N busiest since the previous top" },
+	{ "help", "help", "this list" },
+	{ "drain", "drain LISTENER", "stop accepting on a listener" },
+	{ "resume", "resume LISTENER", "accept on it again" },
+	{ "kill", "kill ID", "reset one connection" },
+	{ "kill", "kill client ADDR[:PORT]",
+	  "reset every connection from an address" },
+	{ "kill", "kill backend ADDR[:PORT]",
+	  "reset every connection to a backend" },
+};
+
+/**
+ * cmd_help() - `help`: the commands
+ * @out:	the answer
+ */
+static void cmd_help(struct outbuf *out)
+{
+	outbuf_printf(out, "commands (add --json for JSON):\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		outbuf_printf(out, "  %-24s %s\n", commands[i].usage,
+			      commands[i].help);
+}
 
 /**
  * controlcmd_run() - run one request line
@@ -628,26 +912,28 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 		else if (n < 4)
 			w[n++] = t;
 	}
-	if (!n || !strcmp(w[0], "help"))
-		outbuf_printf(out, "%s", control_help);
-	else if (!strcmp(w[0], "conns") && n == 1)
+	if (!n || !strcmp(w[0], "help")) {
+		cmd_help(out);
+	} else if (!strcmp(w[0], "conns") && n == 1) {
 		cmd_conns(px, 0, json, out);
-	else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v))
+	} else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v)) {
 		cmd_conns(px, v, json, out);
-	else if (!strcmp(w[0], "listeners") && n == 1)
+	} else if (!strcmp(w[0], "listeners") && n == 1) {
 		cmd_listeners(px, json, out);
-	else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) && n == 2)
+	} else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) &&
+		   n == 2) {
 		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);
-	else if (!strcmp(w[0], "kill") && n == 2 && parse_id(w[1], &v))
-		cmd_kill(px, v, who, json, out);
-	else if (!strcmp(w[0], "top") && n <= 2 &&
-		 (n == 1 || parse_id(w[1], &v)))
+	} else if (!strcmp(w[0], "kill")) {
+		run_kill(px, w, n, who, json, out);
+	} else if (!strcmp(w[0], "top") && n <= 2 &&
+		   (n == 1 || parse_id(w[1], &v))) {
 		cmd_top(px,
 			n == 1	      ? TOP_DEFAULT
 			: v > TOP_MAX ? TOP_MAX
 				      : v,
 			json, out);
-	else
+	} else {
 		answer_error(out, json,
 			     "unknown command or bad argument; try help");
+	}
 }

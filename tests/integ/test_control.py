@@ -9,6 +9,11 @@ through `smbsplice ctl`, against real traffic.
   bytes growing, the data still echoed byte for byte;
 - clients that connect and send nothing do not block the next one;
 - `kill ID` resets that connection only, and the log says who asked;
+- `kill client ADDR[:PORT]` resets every connection from 127.0.0.2 (or
+  one port of it) while 127.0.0.3's forward on, its IPv4-mapped form
+  names the same client; `kill backend HOST:PORT` resets one listener's
+  connections while the other's forward on, `kill backend ADDR` those
+  to any port of it;
 - `drain` stops new connections on one listener while another keeps
   accepting, and `resume` undoes it;
 - `top` (not a terminal) prints one screen, the busiest first;
@@ -34,7 +39,7 @@ import threading
 import time
 
 from harness import (NO_LOGIN, NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check,
-                     free_port, random_file, run, user_copy, wait_for)
+                     free_port, random_file, recv_exact, run, user_copy, wait_for)
 from test_scale import EchoServer
 
 
@@ -315,6 +320,96 @@ def kill_one():
     px.stop()
 
 
+def from_addr(port, src):
+    """A connection to 127.0.0.1:port from the loopback address src, one
+    echo round trip done."""
+    s = socket.socket()
+    s.settimeout(5)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"ping")
+    check(s.recv(4) == b"ping", f"a connection from {src} echoes")
+    return s
+
+
+def was_reset(s):
+    """Whether the proxy reset this client (its next read says so)."""
+    try:
+        s.recv(10)
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def still_echoes(s):
+    s.sendall(b"again")
+    return recv_exact(s, 5) == b"again"
+
+
+def two_listeners(extra=""):
+    """A daemon with listeners a and b, each to an echo server of its own,
+    its control socket: (proxy, its path, a path beside it, conf,
+    a's port, b's port, a's backend, b's backend)."""
+    sa, sb = Server(echo), Server(echo)
+    path = sock_path("control")
+    ro = os.path.join(os.path.dirname(path), "control-ro")
+    pa, pb = free_port(), free_port()
+    conf = os.path.join(os.path.dirname(path), "smbsplice.conf")
+    with open(conf, "w") as f:
+        f.write(f"[global]\ncontrol = {path}\nworkers = 2\n{extra}\n"
+                f"[a]\nlisten = 127.0.0.1:{pa}\nbackend = {sa.addr}\nfirst-frame = any\n\n"
+                f"[b]\nlisten = 127.0.0.1:{pb}\nbackend = {sb.addr}\nfirst-frame = any\n")
+    px = Proxy(None, "-c", conf, listen=False)
+    px.wait_log(r"listener b: listening on")
+    return px, path, ro, conf, pa, pb, sa.addr, sb.addr
+
+
+def group_kills():
+    """kill client ADDR[:PORT] resets every connection from that address
+    and no other; kill backend HOST:PORT every one to that backend."""
+    px, path, _, _, pa, pb, ba, bb = two_listeners()
+    two = [from_addr(pa, "127.0.0.2") for _ in range(2)]
+    three = [from_addr(pa, "127.0.0.3") for _ in range(2)]
+    on_b = [from_addr(pb, "127.0.0.4") for _ in range(3)]
+    out = ctl(path, "kill", "client", "127.0.0.2").stdout
+    check(out == "killed 2 connections of client 127.0.0.2\n", f"kill client 127.0.0.2 (text): {out!r}")
+    check(all(was_reset(s) for s in two), "both of 127.0.0.2's connections are reset")
+    check(all(still_echoes(s) for s in three + on_b), "127.0.0.3's and b's still forward bytes")
+    px.wait_log(r"control socket \(uid 0 pid \d+\): kill client 127\.0\.0\.2: 2 connections reset")
+    lines = px.wait_log(r"^.*conn 127\.0\.0\.2:\d+ .* end=error \(killed by control socket \(uid 0 pid \d+\)\).*$",
+                        count=2)
+    check(len(lines) == 2, f"each has its end line saying who killed it: {lines}")
+    port = three[0].getsockname()[1]
+    r = ctl_json(path, "kill", "client", f"127.0.0.3:{port}")
+    check(r == {"kill": "client", "match": f"127.0.0.3:{port}", "killed": 1},
+          f"kill client ADDR:PORT --json: that one connection: {r}")
+    check(was_reset(three[0]) and still_echoes(three[1]), "... its sibling from the same address lives on")
+    r = ctl_json(path, "kill", "client", "127.0.0.2")
+    check(r["killed"] == 0, f"a client with nothing left: killed 0, no error: {r}")
+    # The IPv4-mapped form names the same client.
+    r = ctl_json(path, "kill", "client", "::ffff:127.0.0.3")
+    check(r["killed"] == 1 and was_reset(three[1]), f"kill client ::ffff:127.0.0.3 names 127.0.0.3: {r}")
+    named = [x["backends"][0]["address"] for x in ctl_json(path, "listeners")["listeners"] if x["name"] == "b"]
+    check(named == [bb], f"listeners names b's backend {bb}: {named}")
+    survivor = from_addr(pa, "127.0.0.5")
+    out = ctl(path, "kill", "backend", bb).stdout
+    check(out == f"killed 3 connections of backend {bb}\n", f"kill backend (as listeners names it): {out!r}")
+    check(all(was_reset(s) for s in on_b) and still_echoes(survivor),
+          "b's three connections are reset; a's, to another backend, still forwards bytes")
+    r = ctl(path, "kill", "backend", "127.0.0.1:9", ok=False)
+    check(r.returncode == 1 and "no listener has that backend" in r.stdout, f"a backend no listener has: {r.stdout!r}")
+    ids = [x["id"] for x in ctl_json(path, "conns")["conns"]]
+    check(len(ids) == 1, f"one connection is left: {ids}")
+    check(ctl_json(path, "kill", str(ids[0])) == {"killed": ids[0]} and was_reset(survivor), "kill ID still works")
+    # An address without a port names every backend there: a's and b's.
+    last = [from_addr(pa, "127.0.0.6"), from_addr(pb, "127.0.0.6")]
+    r = ctl_json(path, "kill", "backend", "127.0.0.1")
+    check(r["killed"] == 2 and all(was_reset(s) for s in last), f"kill backend ADDR: every port of it: {r}")
+    for s in two + three + on_b + [survivor] + last:
+        s.close()
+    px.stop()
+
+
 def drain_resume():
     """drain stops new connections on one listener; resume undoes it."""
     srv = Server(echo)
@@ -447,6 +542,7 @@ def main():
     silent_clients()
     kill_one()
     drain_resume()
+    group_kills()
     samba_in_flight()
     many_moving()
 
