@@ -32,6 +32,7 @@
 
 #include "control/connrec.h"
 #include "control/controlcmd.h"
+#include "control/ctlinfo.h"
 #include "net/accept.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -868,6 +869,7 @@ static const struct command {
 	{ "conn", "conn ID", "one connection in full" },
 	{ "listeners", "listeners", "listeners, backends and their failures" },
 	{ "top", "top [N]", "the N busiest since the previous top" },
+	{ "info", "info", "version, pid, uptime, workers, limits, build" },
 	{ "help", "help", "this list" },
 	{ "drain", "drain LISTENER", "stop accepting on a listener" },
 	{ "resume", "resume LISTENER", "accept on it again" },
@@ -920,6 +922,8 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 		cmd_conns(px, v, json, out);
 	} else if (!strcmp(w[0], "listeners") && n == 1) {
 		cmd_listeners(px, json, out);
+	} else if (!strcmp(w[0], "info") && n == 1) {
+		ctlinfo_run(px, json, out);
 	} else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) &&
 		   n == 2) {
 		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);

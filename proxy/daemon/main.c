@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -46,6 +47,7 @@
 #include "common/counter.h"
 #include "net/listener.h"
 #include "common/log.h"
+#include "common/monotime.h"
 #include "control/control.h"
 #include "control/ctl.h"
 #include "core/fdbudget.h"
@@ -253,6 +255,8 @@ static int start(struct proxy *px, struct options *opt)
 {
 	char err[512];
 
+	px->started_ns = mono_ns(); /* `info`'s uptime */
+	px->started_at = time(NULL);
 	px->workers = NULL;
 	if (reload_apply(px, px->cfg, err, sizeof(err))) {
 		log_err("%s", err);

@@ -14,6 +14,8 @@ through `smbsplice ctl`, against real traffic.
   names the same client; `kill backend HOST:PORT` resets one listener's
   connections while the other's forward on, `kill backend ADDR` those
   to any port of it;
+- `info`: the pid, the version, an uptime that grows, workers,
+  listeners, connections, --max-conns and the descriptor budget, build;
 - `drain` stops new connections on one listener while another keeps
   accepting, and `resume` undoes it;
 - `top` (not a terminal) prints one screen, the busiest first;
@@ -410,6 +412,44 @@ def group_kills():
     px.stop()
 
 
+def info_fields():
+    """info: version, pid, uptime, workers, listeners, connections, limits
+    and build, in text and JSON, and sane."""
+    px, path, ro, _, pa, _, _, _ = two_listeners("max-conns = 500\n")
+    held = [from_addr(pa, "127.0.0.2") for _ in range(3)]
+    version = subprocess.run([SMBSPLICE, "--version"], capture_output=True, text=True).stdout.split()[1]
+    i1 = ctl_json(path, "info")
+    time.sleep(1.2)
+    i2 = ctl_json(path, "info")
+    print("info:", json.dumps(i2), flush=True)
+    check(i1["version"] == version and i1["pid"] == px.proc.pid, f"version {version} and pid {px.proc.pid}: {i1}")
+    check(0 <= i1["uptime"] < 60 and i2["uptime"] >= i1["uptime"] + 1.0,
+          f"uptime grows with the clock: {i1['uptime']} then {i2['uptime']}")
+    check(i1["workers"] == 2 and i1["listeners"] == 2 and i1["listeners_drained"] == 0,
+          "two workers, two listeners, none drained")
+    check(i1["conns"] == 3 and i1["conns_total"] >= 3, f"three connections now: {i1['conns']}, {i1['conns_total']}")
+    check(i1["state"] == "running", "running")
+    lim = i1["limits"]
+    nofile = int(open(f"/proc/{px.proc.pid}/limits").read().split("Max open files")[1].split()[0])
+    check(lim["max_conns"] == 500 and lim["max_conns_per_source"] is None and lim["open_files"] == nofile
+          and 0 < lim["descriptors_limit"] < nofile and lim["descriptors_used"] >= 6
+          and lim["max_pipes"] == 1024 and lim["pipe_size"] > 0 and lim["buffer_size"] == 65536
+          and lim["unpipe_limit"] == lim["max_pipes"] * lim["pipe_size"],
+          f"limits: --max-conns, none per source, the open-files limit {nofile}, the descriptor budget: {lim}")
+    b = i1["build"]
+    check(b["allocator"] in ("jemalloc", "glibc", "AddressSanitizer") and isinstance(b["sanitizers"], bool)
+          and b["libsystemd"] is True and b["compiler"], f"build: {b}")
+    check(b["sanitizers"] == ("ASAN_OPTIONS" in os.environ or b["allocator"] == "AddressSanitizer"),
+          "sanitizers: as this build was made")
+    text = ctl(path, "info").stdout
+    check(f"pid: {px.proc.pid}\n" in text and "max_conns: 500\n" in text
+          and "max_conns_per_source: none\n" in text and text.startswith(f"version: {version}\n"),
+          f"info (text): key: value lines: {text!r}")
+    for s in held:
+        s.close()
+    px.stop()
+
+
 def drain_resume():
     """drain stops new connections on one listener; resume undoes it."""
     srv = Server(echo)
@@ -543,6 +583,7 @@ def main():
     kill_one()
     drain_resume()
     group_kills()
+    info_fields()
     samba_in_flight()
     many_moving()
 
