@@ -77,7 +77,7 @@ struct connview {
 /* What a kill names: one connection, or every connection of a group.
  * Another group (a user, once connections carry one) is one more kind
  * here, one more case in connview.c's sel_match(), and one more row of
- * controlcmd.c's kill_kinds. */
+ * control/ctlsel.c's kill_kinds. */
 enum conn_sel_kind {
 	CONN_SEL_ID,	  /* @id */
 	CONN_SEL_CLIENT,  /* the client's address, and port if @port */

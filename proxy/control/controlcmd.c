@@ -13,7 +13,7 @@
  * answer says so.
  *
  * `kill` names one connection or a group (struct conn_sel,
- * kill_kinds): each worker resets its own connections of the group and
+ * ctlsel.c): each worker resets its own connections of the group and
  * counts them in a struct of its own.
  *
  * `top` ranks connections by bytes per second since the previous `top`
@@ -27,11 +27,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include "control/connrec.h"
 #include "control/controlcmd.h"
+#include "control/ctlsel.h"
 #include "control/ctlinfo.h"
 #include "net/accept.h"
 #include "net/listener.h"
@@ -455,7 +454,7 @@ static bool backend_named(struct proxy *px, const struct conn_sel *sel)
  *		ADDR[:PORT]`, `kill backend HOST:PORT`: every one of a group
  * @px:		the process
  * @sel:	the connections
- * @kind:	the group's word (kill_kinds), NULL for `kill ID`
+ * @kind:	the group's word (ctlsel.c's kill_kinds), NULL for `kill ID`
  * @arg:	the group's argument as given (checked printable), for the
  *		answer
  * @who:	the asker's credentials, for the end lines
@@ -683,147 +682,6 @@ static bool parse_id(const char *s, uint64_t *v)
 }
 
 /**
- * printable() - is a command's argument fit to be echoed and logged
- * @s:		the word
- * @max:	its longest length
- *
- * Return: true for 1 to @max printable ASCII characters.
- */
-static bool printable(const char *s, size_t max)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		if (n >= max || s[n] < 0x21 || s[n] > 0x7e)
-			return false;
-	return n > 0;
-}
-
-/**
- * port_of() - a port number, 1 to 65535, in decimal digits alone
- * @s:	the text
- * @p:	set to it
- *
- * Return: true if @s is one.
- */
-static bool port_of(const char *s, unsigned *p)
-{
-	size_t n = strspn(s, "0123456789");
-
-	if (!n || n > 5 || s[n])
-		return false;
-	*p = (unsigned)atoi(s);
-	return *p >= 1 && *p <= 65535;
-}
-
-/**
- * sel_addr() - a numeric address, with or without a port: 192.0.2.7,
- *		192.0.2.7:445, 2001:db8::7, [2001:db8::7], [2001:db8::7]:445
- * @arg:	the text, printable (printable())
- * @sel:	its @addr, @has_addr and @port are set
- *
- * A name is not looked up: the main thread would wait on DNS.
- *
- * Return: true if @arg is one.
- */
-static bool sel_addr(const char *arg, struct conn_sel *sel)
-{
-	struct sockaddr_in *a4 = (struct sockaddr_in *)&sel->addr;
-	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&sel->addr;
-	const char *colon = strchr(arg, ':'), *src = arg, *port = NULL, *rb;
-	char host[INET6_ADDRSTRLEN];
-	size_t n = strlen(arg);
-	unsigned p = 0;
-
-	if (arg[0] == '[') {
-		rb = strchr(arg, ']');
-		if (!rb || (rb[1] && rb[1] != ':'))
-			return false;
-		src = arg + 1;
-		n = (size_t)(rb - src);
-		port = rb[1] ? rb + 2 : NULL;
-	} else if (colon && !strchr(colon + 1, ':')) {
-		n = (size_t)(colon - arg); /* IPv4:PORT; two colons are IPv6 */
-		port = colon + 1;
-	}
-	if (!n || n >= sizeof(host) || (port && !port_of(port, &p)))
-		return false;
-	memcpy(host, src, n);
-	host[n] = '\0';
-	memset(&sel->addr, 0, sizeof(sel->addr));
-	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)p);
-	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)p);
-	} else {
-		return false;
-	}
-	sel->has_addr = true;
-	sel->port = port != NULL;
-	return true;
-}
-
-/**
- * sel_client() - `kill client ADDR[:PORT]`
- * @arg:	the argument
- * @sel:	set to the selector
- *
- * Return: true if @arg is an address.
- */
-static bool sel_client(const char *arg, struct conn_sel *sel)
-{
-	sel->kind = CONN_SEL_CLIENT;
-	return printable(arg, INET6_ADDRSTRLEN + 8) && sel_addr(arg, sel);
-}
-
-/**
- * sel_backend() - `kill backend HOST:PORT`: as the listener names it, or
- *		   `kill backend ADDR[:PORT]`: a numeric address (and port)
- *		   its name resolved to
- * @arg:	the argument
- * @sel:	set to the selector
- *
- * Return: true if @arg could name a backend.
- */
-static bool sel_backend(const char *arg, struct conn_sel *sel)
-{
-	struct conn_sel a = { 0 };
-
-	sel->kind = CONN_SEL_BACKEND;
-	if (!printable(arg, sizeof(sel->text) - 1))
-		return false;
-	snprintf(sel->text, sizeof(sel->text), "%s", arg);
-	if (sel_addr(arg, &a)) { /* an address alone: any port of it */
-		sel->addr = a.addr;
-		sel->has_addr = true;
-		sel->port = a.port;
-	}
-	return true;
-}
-
-/**
- * struct kill_kind - a group `kill` can name
- * @word:	its word after `kill`
- * @parse:	makes the selector of its argument
- * @bad:	the complaint for an argument it refuses
- *
- * `kill user NAME` is one more row, once connections carry a user name
- * (with CONN_SEL_USER and its case in connview.c's sel_match()).
- */
-static const struct kill_kind {
-	const char *word;
-	bool (*parse)(const char *arg, struct conn_sel *sel);
-	const char *bad;
-} kill_kinds[] = {
-	{ "client", sel_client,
-	  "bad client address: want ADDR, ADDR:PORT or [ADDR6]:PORT, numeric IPv4 or IPv6" },
-	{ "backend", sel_backend,
-	  "bad backend: want HOST:PORT as listeners prints it, or ADDR[:PORT] (at most 127 printable characters)" },
-};
-
-/**
  * run_kill() - `kill ID` or `kill GROUP ARG`: the words checked, then
  *		cmd_kill()
  * @px:		the process
@@ -837,18 +695,18 @@ static void run_kill(struct proxy *px, char **w, unsigned n, const char *who,
 		     bool json, struct outbuf *out)
 {
 	struct conn_sel sel = { .kind = CONN_SEL_ID };
+	const char *bad;
 
 	if (n == 2 && parse_id(w[1], &sel.id)) {
 		cmd_kill(px, &sel, NULL, NULL, who, json, out);
 		return;
 	}
-	for (size_t i = 0; n == 3 && i < ARRAY_SIZE(kill_kinds); i++) {
-		if (strcmp(w[1], kill_kinds[i].word))
-			continue;
-		if (kill_kinds[i].parse(w[2], &sel))
-			cmd_kill(px, &sel, w[1], w[2], who, json, out);
-		else
-			answer_error(out, json, kill_kinds[i].bad);
+	switch (n == 3 ? ctlsel_parse(w[1], w[2], &sel, &bad) : -2) {
+	case 0:
+		cmd_kill(px, &sel, w[1], w[2], who, json, out);
+		return;
+	case -1:
+		answer_error(out, json, bad);
 		return;
 	}
 	answer_error(
