@@ -12,7 +12,10 @@
  * bound, the buffers it was lent are left to it (never freed under it) and the
  * answer says so.
  *
- * `kill` names one connection or a group (struct conn_sel,
+ * A socket has a level (enum control_level): the read-only one serves
+ * what looks and refuses, before reading any argument, what acts (drain,
+ * resume, kill), so that its clients can see everything and change
+ * nothing. `kill` names one connection or a group (struct conn_sel,
  * ctlsel.c): each worker resets its own connections of the group and
  * counts them in a struct of its own.
  *
@@ -715,39 +718,94 @@ static void run_kill(struct proxy *px, char **w, unsigned n, const char *who,
 }
 
 /**
- * struct command - a command, for help
+ * struct command - a command, for help and for the socket's level
  * @name:	its first word
  * @usage:	with its arguments
  * @help:	what it does
+ * @acts:	it changes something: the admin socket alone serves it
  */
 static const struct command {
 	const char *name, *usage, *help;
+	bool acts;
 } commands[] = {
-	{ "conns", "conns", "every live connection" },
-	{ "conn", "conn ID", "one connection in full" },
-	{ "listeners", "listeners", "listeners, backends and their failures" },
-	{ "top", "top [N]", "the N busiest since the previous top" },
-	{ "info", "info", "version, pid, uptime, workers, limits, build" },
-	{ "help", "help", "this list" },
-	{ "drain", "drain LISTENER", "stop accepting on a listener" },
-	{ "resume", "resume LISTENER", "accept on it again" },
-	{ "kill", "kill ID", "reset one connection" },
+	{ "conns", "conns", "every live connection", false },
+	{ "conn", "conn ID", "one connection in full", false },
+	{ "listeners", "listeners", "listeners, backends and their failures",
+	  false },
+	{ "top", "top [N]", "the N busiest since the previous top", false },
+	{ "info", "info", "version, pid, uptime, workers, limits, build",
+	  false },
+	{ "help", "help", "this list", false },
+	{ "drain", "drain LISTENER", "stop accepting on a listener", true },
+	{ "resume", "resume LISTENER", "accept on it again", true },
+	{ "kill", "kill ID", "reset one connection", true },
 	{ "kill", "kill client ADDR[:PORT]",
-	  "reset every connection from an address" },
+	  "reset every connection from an address", true },
 	{ "kill", "kill backend ADDR[:PORT]",
-	  "reset every connection to a backend" },
+	  "reset every connection to a backend", true },
 };
 
 /**
- * cmd_help() - `help`: the commands
+ * command_acts() - what a command's first word is, for the socket's level
+ * @name:	the first word
+ *
+ * Return: 0 for a command that only looks, 1 for one that acts, -1 for
+ * a word that names none. The read-only socket runs only a 0: a command
+ * added to controlcmd_run() without its row here is refused there, not
+ * served.
+ */
+static int command_acts(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return commands[i].acts;
+	return -1;
+}
+
+/**
+ * refuse_view() - answer a read-only socket's client what it may not run
+ * @w0:		the command's first word, not one that only looks
+ * @who:	the asker's credentials
+ * @json:	JSON, not text
  * @out:	the answer
  */
-static void cmd_help(struct outbuf *out)
+static void refuse_view(const char *w0, const char *who, bool json,
+			struct outbuf *out)
+{
+	char why[160];
+
+	if (command_acts(w0) < 0) {
+		answer_error(out, json,
+			     "unknown command or bad argument; try help");
+		return;
+	}
+	log_rate(LOG_LVL_WARN,
+		 "control socket: %s refused to %s: the socket is read-only",
+		 who, w0);
+	/* @w0 is a command's name from the table: no need to escape it */
+	snprintf(
+		why, sizeof(why),
+		"permission denied: this socket is read-only (level view); %s is served on the admin socket (--control)",
+		w0);
+	answer_error(out, json, why);
+}
+
+/**
+ * cmd_help() - `help`: the commands this socket serves
+ * @level:	the socket's
+ * @out:	the answer
+ */
+static void cmd_help(enum control_level level, struct outbuf *out)
 {
 	outbuf_printf(out, "commands (add --json for JSON):\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		outbuf_printf(out, "  %-24s %s\n", commands[i].usage,
-			      commands[i].help);
+		if (level == CONTROL_ADMIN || !commands[i].acts)
+			outbuf_printf(out, "  %-24s %s\n", commands[i].usage,
+				      commands[i].help);
+	if (level != CONTROL_ADMIN)
+		outbuf_printf(out, "this socket is read-only (level view): "
+				   "the commands that act are served on the "
+				   "admin socket (--control)\n");
 }
 
 /**
@@ -755,10 +813,11 @@ static void cmd_help(struct outbuf *out)
  * @px:		the process
  * @line:	the line, without its newline (split in place)
  * @who:	the asker's credentials
+ * @level:	what the socket it came on may do
  * @out:	the answer
  */
 void controlcmd_run(struct proxy *px, char *line, const char *who,
-		    struct outbuf *out)
+		    enum control_level level, struct outbuf *out)
 {
 	char *w[4] = { 0 }, *save = NULL, *t;
 	unsigned n = 0;
@@ -772,8 +831,10 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 		else if (n < 4)
 			w[n++] = t;
 	}
-	if (!n || !strcmp(w[0], "help")) {
-		cmd_help(out);
+	if (n && level != CONTROL_ADMIN && command_acts(w[0]) != 0) {
+		refuse_view(w[0], who, json, out);
+	} else if (!n || !strcmp(w[0], "help")) {
+		cmd_help(level, out);
 	} else if (!strcmp(w[0], "conns") && n == 1) {
 		cmd_conns(px, 0, json, out);
 	} else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v)) {
@@ -781,7 +842,7 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 	} else if (!strcmp(w[0], "listeners") && n == 1) {
 		cmd_listeners(px, json, out);
 	} else if (!strcmp(w[0], "info") && n == 1) {
-		ctlinfo_run(px, json, out);
+		ctlinfo_run(px, level, json, out);
 	} else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) &&
 		   n == 2) {
 		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);

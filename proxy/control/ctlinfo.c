@@ -136,8 +136,10 @@ static void info_group(struct info_out *o, const char *name)
  *		    connections
  * @o:		the answer
  * @px:		the process
+ * @level:	the asking socket's
  */
-static void info_process(struct info_out *o, struct proxy *px)
+static void info_process(struct info_out *o, struct proxy *px,
+			 enum control_level level)
 {
 	static const char *const state[] = { [PX_RUNNING] = "running",
 					     [PX_DRAINING] = "draining",
@@ -163,6 +165,7 @@ static void info_process(struct info_out *o, struct proxy *px)
 	outbuf_printf(o->out, o->json ? "%.1f" : "%.1f s\n",
 		      (double)(mono_ns() - px->started_ns) / 1e9);
 	info_str(o, "state", state[px->state]);
+	info_str(o, "level", level == CONTROL_ADMIN ? "admin" : "view");
 	info_num(o, "workers", px->nworkers);
 	info_num(o, "listeners", nls);
 	info_num(o, "listeners_drained", held);
@@ -231,16 +234,18 @@ static void info_build(struct info_out *o)
 /**
  * ctlinfo_run() - `info`
  * @px:		the process
+ * @level:	the asking socket's level
  * @json:	JSON, not text
  * @out:	the answer
  */
-void ctlinfo_run(struct proxy *px, bool json, struct outbuf *out)
+void ctlinfo_run(struct proxy *px, enum control_level level, bool json,
+		 struct outbuf *out)
 {
 	struct info_out o = { .out = out, .json = json };
 
 	if (json)
 		outbuf_printf(out, "{");
-	info_process(&o, px);
+	info_process(&o, px, level);
 	info_limits(&o, px);
 	info_build(&o);
 	if (json)

@@ -6,10 +6,12 @@
 
 #include <stdbool.h>
 
+#include "control/ctllevel.h"
 #include "control/outbuf.h"
 
 struct proxy;
 
-void ctlinfo_run(struct proxy *px, bool json, struct outbuf *out);
+void ctlinfo_run(struct proxy *px, enum control_level level, bool json,
+		 struct outbuf *out);
 
 #endif /* SMBSPLICE_CTLINFO_H */

@@ -253,6 +253,7 @@ static int check_config(struct proxy *px)
  */
 static int start(struct proxy *px, struct options *opt)
 {
+	int handed[CONTROL_NLEVELS];
 	char err[512];
 
 	px->started_ns = mono_ns(); /* `info`'s uptime */
@@ -268,9 +269,11 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	worker_choose_netns(px);
-	if (metrics_start(px, handover_fd(false)) ||
-	    control_start(px, handover_fd(true)) ||
-	    handover_init(px, stop_now) || become_user(px))
+	handed[CONTROL_ADMIN] = handover_fd(HANDED_CONTROL);
+	handed[CONTROL_VIEW] = handover_fd(HANDED_CONTROL_RO);
+	if (metrics_start(px, handover_fd(HANDED_METRICS)) ||
+	    control_start(px, handed) || handover_init(px, stop_now) ||
+	    become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
 	 * opening a name that user may plant would follow the user's links. */
