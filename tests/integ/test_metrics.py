@@ -3,8 +3,10 @@ the traffic, connection gauges, and plain HTTP errors for anything else.
 Idle sockets cannot take the page away (two scrapes per address, a second
 for the request line), and only --stats-allow networks, loopback by
 default, are served. A listener named with quotes, a comma and a
-backslash leaves the page parseable, its label read back as written."""
+backslash leaves the page parseable, its label read back as written. smbsplice_build_info and the process_*
+family agree with config.h and /proc."""
 import os
+import re
 import select
 import signal
 import socket
@@ -151,6 +153,66 @@ def odd_name(srv):
     px.stop()
 
 
+def config_h():
+    """{macro: value} of the build's config.h: what configure decided."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(harness.SMBSPLICE))), "config.h")
+    with open(path) as f:
+        return dict(re.findall(r'^#define (\w+) (.*)$', f.read(), re.M))
+
+
+def proc_cpu(pid):
+    """utime + stime of @pid, in seconds, as /proc gives them."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid, key):
+    """A "kB" line of /proc/PID/status, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+
+
+def process_family(srv):
+    """smbsplice_build_info says what configure built, and the process_*
+    family (as the Prometheus client libraries define it) agrees with what
+    /proc and the limits say of the daemon."""
+    t0 = time.time()
+    px = Proxy(srv.addr, "--mode", "tcp", stats=True, rlimit_nofile=3000)
+    c = px.connect()
+    c.sendall(b"p" * 2000000)
+    recv_exact(c, 2000000)
+    pid = px.proc.pid
+    cpu0 = proc_cpu(pid)
+    m = scrape(px.stats_port)
+    cpu1 = proc_cpu(pid)
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    rss, vsz = proc_status(pid, "VmRSS"), proc_status(pid, "VmSize")
+    t1 = time.time()
+    conf = config_h()
+    built = [dict(ls) for (n, ls), v in m.items() if n == "smbsplice_build_info" and v == 1]
+    want = {"version": conf["PACKAGE_VERSION"].strip('"'),
+            "jemalloc": "yes" if "HAVE_JEMALLOC" in conf else "no",
+            "sanitizers": "yes" if "HAVE_SANITIZERS" in conf else "no",
+            "libsystemd": conf["LIBSYSTEMD_VERSION"].strip('"')}
+    check(built == [want], f"smbsplice_build_info 1 {built}, as config.h has it")
+    got = {n: v for (n, ls), v in m.items() if n.startswith("process_")}
+    check(got.get("process_max_fds") == 3000, f"process_max_fds {got.get('process_max_fds')}: the limit it was given")
+    check(abs(got.get("process_open_fds", -9) - fds) <= 1,
+          f"process_open_fds {got.get('process_open_fds')}, /proc/{pid}/fd holds {fds} (and the scrape's socket)")
+    check(0.5 * rss <= got.get("process_resident_memory_bytes", 0) <= 2 * rss,
+          f"process_resident_memory_bytes {got.get('process_resident_memory_bytes'):.0f}, VmRSS {rss}")
+    check(0.5 * vsz <= got.get("process_virtual_memory_bytes", 0) <= 2 * vsz,
+          f"process_virtual_memory_bytes {got.get('process_virtual_memory_bytes'):.0f}, VmSize {vsz}")
+    check(t0 - 1 <= got.get("process_start_time_seconds", 0) <= t1,
+          f"process_start_time_seconds {got.get('process_start_time_seconds'):.2f}: started within [{t0:.2f}, {t1:.2f}]")
+    check(cpu0 - 0.01 <= got.get("process_cpu_seconds_total", -1) <= cpu1 + 0.01,
+          f"process_cpu_seconds_total {got.get('process_cpu_seconds_total')}: between {cpu0} and {cpu1}, read around it")
+    c.close()
+    px.wait_log(r" end=fin ")
+    px.stop()
+
+
 def main():
     srv = Server(echo)
     px = Proxy(srv.addr, "--mode", "tcp", stats=True)
@@ -243,6 +305,7 @@ def main():
     px.stop()
     allow_list(srv)
     odd_name(srv)
+    process_family(srv)
     srv.close()
 
 
