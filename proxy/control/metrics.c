@@ -137,6 +137,7 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 
 		counters_add_totals(&r->tot, &st->tot);
 		r->accepted += counter_read(&st->accepted);
+		r->active += counter_read(&l->counters->active[w]);
 		r->denied += counter_read(&st->denied);
 		r->refused_conns += counter_read(&st->refused[ADMIT_MAX_CONNS]);
 		r->refused_source +=

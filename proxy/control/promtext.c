@@ -388,6 +388,12 @@ static void write_listeners(FILE *out, const struct lreport *ls,
 				per_listener[m].name, lab[i].name,
 				listener_counter(&ls[i], per_listener[m].off));
 	}
+	metric_head(out, "smbsplice_connections_active", "gauge",
+		    "Connections open now.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_connections_active{listener=\"%s\"} %llu\n",
+			lab[i].name, (unsigned long long)ls[i].active);
 	metric_head(
 		out, "smbsplice_refused_total", "counter",
 		"Clients reset before the backend was dialled: a cap was reached, (first_frame) the first frame was not one an SMB server answers, or (proxy) --accept-proxy got no valid PROXY header or a peer outside --proxy-from.");
@@ -435,8 +441,6 @@ static void write_listeners(FILE *out, const struct lreport *ls,
  */
 static void write_process(FILE *out, const struct gauges *g)
 {
-	write_scalar(out, "smbsplice_connections_active", "gauge",
-		     "Connections open now.", g->active);
 	write_scalar(out, "smbsplice_connections_total", "counter",
 		     "Connections accepted since start.", g->total);
 	write_scalar(
@@ -462,7 +466,7 @@ static void write_process(FILE *out, const struct gauges *g)
 	write_scalar(out, "smbsplice_buffers_lent", "gauge",
 		     "Copy buffers holding bytes in flight.", g->bufs_lent);
 	write_scalar(
-		out, "smbsplice_buffer_bytes_lent", "gauge",
+		out, "smbsplice_buffer_lent_bytes", "gauge",
 		"Bytes of the copy buffers holding bytes in flight, the larger ones holding a stalled pipe's bytes included.",
 		g->buf_bytes_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",

@@ -153,6 +153,37 @@ def odd_name(srv):
     px.stop()
 
 
+def active_per_listener(srv):
+    """smbsplice_connections_active counts connections, so it carries the
+    listener label as every such series does: two connections open on one
+    listener and one on another read as 2 and 1, and a close takes one
+    off its own listener's."""
+    ports = harness.free_ports(2)
+    conf = os.path.join(harness.TMPDIR, "two.conf")
+    with open(conf, "w") as f:
+        for name, port in zip(("east", "west"), ports):
+            f.write(f"[{name}]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\nmode = tcp\n")
+    px = Proxy(None, "-c", conf, listen=False, stats=True)
+    conns = []
+    for port in (ports[0], ports[0], ports[1]):
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"a")
+        recv_exact(c, 1)
+        conns.append(c)
+    m = scrape(px.stats_port)
+    series = {ls: v for (n, ls), v in m.items() if n == "smbsplice_connections_active"}
+    check(series == {(("listener", "east"),): 2, (("listener", "west"),): 1},
+          f"smbsplice_connections_active by listener: {series}")
+    conns.pop(0).close()
+    check(harness.wait_metric(px.stats_port, "smbsplice_connections_active", 1, listener="east")
+          and metric(scrape(px.stats_port), "smbsplice_connections_active", listener="west") == 1,
+          "a close takes one off its own listener's")
+    for c in conns:
+        c.close()
+    check(harness.wait_metric(px.stats_port, "smbsplice_connections_active", 0), "none open once all closed")
+    px.stop()
+
+
 def config_h():
     """{macro: value} of the build's config.h: what configure decided."""
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(harness.SMBSPLICE))), "config.h")
@@ -305,6 +336,7 @@ def main():
     px.stop()
     allow_list(srv)
     odd_name(srv)
+    active_per_listener(srv)
     process_family(srv)
     srv.close()
 
