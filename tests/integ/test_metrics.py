@@ -131,7 +131,7 @@ def allow_list(srv):
 def odd_name(srv):
     """A listener's name is the user's text: one with a double quote, a
     comma and a backslash (which --check accepts) goes out escaped, so the
-    page still parses (harness.parse_sample, as strict as Prometheus) and
+    page passes `promtool check metrics` and prometheus_client's parser, and
     the label reads back as written."""
     name = 'my "files", east\\x'
     port = harness.free_port()
@@ -252,6 +252,7 @@ def main():
         check(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), "Prometheus text content type")
         body = r.read().decode()
     harness.note_scrape(px.stats_port)
+    harness.check_page(body)
     for name in ("smbsplice_bytes_total", "smbsplice_messages_total", "smbsplice_splice_calls_total",
                  "smbsplice_copy_calls_total", "smbsplice_cork_writes_total", "smbsplice_uncork_calls_total",
                  "smbsplice_connections_active", "smbsplice_connections_total",
@@ -317,6 +318,7 @@ def main():
     # longer than that, and one past it gets a fresh page, as it should.
     t0 = time.monotonic()
     first = raw()
+    harness.check_page(first.decode())
     c = px.connect()
     c.sendall(b"y" * 1000)
     recv_exact(c, 1000)
