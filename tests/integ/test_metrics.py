@@ -3,8 +3,10 @@ the traffic, connection gauges, and plain HTTP errors for anything else.
 Idle sockets cannot take the page away (two scrapes per address, a second
 for the request line), and only --stats-allow networks, loopback by
 default, are served. A listener named with quotes, a comma and a
-backslash leaves the page parseable, its label read back as written. smbsplice_build_info and the process_*
-family agree with config.h and /proc."""
+backslash leaves the page parseable, its label read back as written.
+smbsplice_connections_active is per listener; a name with a unit ends
+with it. smbsplice_build_info and the process_* family agree with
+config.h and /proc."""
 import os
 import re
 import select
@@ -244,6 +246,24 @@ def process_family(srv):
     px.stop()
 
 
+UNITS = ("bytes", "seconds")
+
+
+def unit_suffixes(body):
+    """A name that carries a unit ends with it (before _total), as the
+    Prometheus naming conventions ask, so that a reader and the tools
+    (Grafana's unit guessing, promtool) can tell bytes from counts:
+    smbsplice_buffer_lent_bytes, not smbsplice_buffer_bytes_lent."""
+    names = re.findall(r"^# TYPE (\S+) ", body, re.M)
+    wrong = []
+    for name in names:
+        words = re.sub(r"_total$", "", name).split("_")
+        if any(u in words[:-1] for u in UNITS) and words[-1] not in UNITS:
+            wrong.append(name)
+    check(names and not wrong, f"{len(names)} metric names end with their unit, if any"
+          + (f": not {', '.join(wrong)}" if wrong else ""))
+
+
 def main():
     srv = Server(echo)
     px = Proxy(srv.addr, "--mode", "tcp", stats=True)
@@ -253,6 +273,7 @@ def main():
         body = r.read().decode()
     harness.note_scrape(px.stats_port)
     harness.check_page(body)
+    unit_suffixes(body)
     for name in ("smbsplice_bytes_total", "smbsplice_messages_total", "smbsplice_splice_calls_total",
                  "smbsplice_copy_calls_total", "smbsplice_cork_writes_total", "smbsplice_uncork_calls_total",
                  "smbsplice_connections_active", "smbsplice_connections_total",
