@@ -294,8 +294,13 @@ static void listener_json(struct outbuf *out, const struct listener *l,
 	for (unsigned b = 0; b < r->nbackends; b++) {
 		outbuf_printf(out, "%s{\"address\":", b ? "," : "");
 		outbuf_json_str(out, r->backends[b]);
-		outbuf_printf(out, ",\"failures\":%llu}",
-			      (unsigned long long)r->backend_failures[b]);
+		outbuf_printf(out,
+			      ",\"failures\":%llu,\"admin\":\"%s\","
+			      "\"health\":\"%s\",\"changes\":%llu}",
+			      (unsigned long long)r->backend_failures[b],
+			      listener_admin_name(r->backend_admin[b]),
+			      r->backend_down[b] ? "down" : "up",
+			      (unsigned long long)r->backend_changes[b]);
 	}
 	outbuf_printf(out, "]}");
 }
@@ -321,7 +326,7 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 		      json ? "{\"listeners\":["
 			   : "%-12s %-24s %-8s %6s %10s %s\n",
 		      "NAME", "LISTEN", "STATE", "CONNS", "TOTAL",
-		      "BACKENDS (FAILURES)");
+		      "BACKENDS (FAILURES ADMIN HEALTH)");
 	for (struct listener *l = px->listeners; l; l = l->next) {
 		struct lreport r = { 0 };
 		unsigned now = listener_conns(recs, n, l->name);
@@ -339,9 +344,10 @@ static void cmd_listeners(struct proxy *px, bool json, struct outbuf *out)
 			      l->held ? "drained" : "open", now,
 			      (unsigned long long)r.accepted);
 		for (unsigned b = 0; b < r.nbackends; b++)
-			outbuf_printf(
-				out, " %s (%llu)", r.backends[b],
-				(unsigned long long)r.backend_failures[b]);
+			outbuf_printf(out, " %s (%llu %s %s)", r.backends[b],
+				      (unsigned long long)r.backend_failures[b],
+				      listener_admin_name(r.backend_admin[b]),
+				      r.backend_down[b] ? "down" : "up");
 		outbuf_printf(out, "\n");
 	}
 	if (json)
@@ -390,6 +396,76 @@ static void cmd_hold(struct proxy *px, const char *name, bool hold,
 	} else {
 		outbuf_printf(out, "listener %s %s\n", name,
 			      hold ? "drained" : "resumed");
+	}
+}
+
+/**
+ * find_backend() - a listener's backend, by its address as configured or
+ *		    its place in the list, from 1
+ * @lo:		the listener's settings
+ * @word:	the command's word
+ *
+ * Return: its index, or -1.
+ */
+static int find_backend(const struct listen_opts *lo, const char *word)
+{
+	char *end;
+	unsigned long k;
+
+	for (unsigned i = 0; i < lo->nbackends; i++)
+		if (!strcmp(lo->backend[i].text, word))
+			return (int)i;
+	errno = 0;
+	k = strtoul(word, &end, 10);
+	if (isdigit((unsigned char)*word) && !*end && !errno && k >= 1 &&
+	    k <= lo->nbackends)
+		return (int)k - 1;
+	return -1;
+}
+
+/**
+ * cmd_backend() - `backend LISTENER BACKEND drain|maint|ready`: take a
+ *		   backend out of service, or put it back, without a reload
+ * @px:		the process
+ * @w:		the command's words after "backend"
+ * @who:	the asker's credentials, for the log
+ * @json:	JSON, not text
+ * @out:	the answer
+ *
+ * Connections open to it run on; only new ones are steered
+ * (listener_pick_backend()).
+ */
+static void cmd_backend(struct proxy *px, char *const w[3], const char *who,
+			bool json, struct outbuf *out)
+{
+	struct listener *l = listener_named(px, w[0]);
+	int be = l ? find_backend(&l->cfg->o, w[1]) : -1;
+	int admin = -1;
+	char why[160];
+
+	for (int a = 0; a < BE_ADMIN_COUNT; a++)
+		if (!strcmp(w[2], listener_admin_name(a)))
+			admin = a;
+	if (!l || be < 0 || admin < 0) {
+		answer_error(out, json,
+			     !l	      ? "no such listener"
+			     : be < 0 ? "no such backend on that listener "
+					"(its address as configured, or its "
+					"place from 1)"
+				      : "expected drain, maint or ready");
+		return;
+	}
+	snprintf(why, sizeof(why), "by control socket (%s)", who);
+	listener_set_admin(l->cfg, (unsigned)be, (enum be_admin)admin, why);
+	if (json) {
+		outbuf_printf(out, "{\"listener\":");
+		outbuf_json_str(out, l->name);
+		outbuf_printf(out, ",\"backend\":");
+		outbuf_json_str(out, l->cfg->o.backend[be].text);
+		outbuf_printf(out, ",\"admin\":\"%s\"}\n", w[2]);
+	} else {
+		outbuf_printf(out, "listener %s backend %s %s\n", l->name,
+			      l->cfg->o.backend[be].text, w[2]);
 	}
 }
 
@@ -738,6 +814,8 @@ static const struct command {
 	{ "help", "help", "this list", false },
 	{ "drain", "drain LISTENER", "stop accepting on a listener", true },
 	{ "resume", "resume LISTENER", "accept on it again", true },
+	{ "backend", "backend LISTENER BACKEND drain|maint|ready",
+	  "steer new connections off a backend, or back", true },
 	{ "kill", "kill ID", "reset one connection", true },
 	{ "kill", "kill client ADDR[:PORT]",
 	  "reset every connection from an address", true },
@@ -846,6 +924,8 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 	} else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) &&
 		   n == 2) {
 		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);
+	} else if (!strcmp(w[0], "backend") && n == 4) {
+		cmd_backend(px, &w[1], who, json, out);
 	} else if (!strcmp(w[0], "kill")) {
 		run_kill(px, w, n, who, json, out);
 	} else if (!strcmp(w[0], "top") && n <= 2 &&

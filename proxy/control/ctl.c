@@ -347,7 +347,8 @@ static void usage(FILE *out)
 		"  PATH defaults to " CONTROL_DEFAULT_PATH ", SECONDS to %d\n"
 		"  COMMAND: conns, conn ID, listeners, info, top [N], help,\n"
 		"           drain LISTENER, resume LISTENER, kill ID,\n"
-		"           kill client ADDR[:PORT], kill backend ADDR[:PORT]\n",
+		"           kill client ADDR[:PORT], kill backend ADDR[:PORT],\n"
+		"           backend LISTENER BACKEND drain|maint|ready\n",
 		CTL_TIMEOUT);
 }
 

@@ -47,6 +47,9 @@ enum proxy_state {
  *			that moved bytes are bounded as pipes are
  * @listeners:		every listener, retired ones included until their
  *			last connection ends
+ * @opening:		listeners a start or reload has made and not yet put
+ *			in @listeners, chained by @next: their sockets listen
+ *			already, and a later listener's probe must know them
  * @workers:		the worker threads
  * @nworkers:		how many
  * @worker_netns:	the backend namespace every worker enters at start,
@@ -96,6 +99,7 @@ struct proxy {
 	struct pipe_budget pipe_budget;
 	struct budget unpipe;
 	struct listener *listeners;
+	struct listener *opening;
 	struct worker *workers;
 	unsigned nworkers;
 	int worker_netns;
