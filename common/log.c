@@ -24,10 +24,15 @@
  * log_limit_expired() and says it in a line of its own.
  *
  * With --syslog the same lines go to syslog(3), each with its level's
- * priority, instead of standard error. When standard error is journald's
- * stream (JOURNAL_STREAM names its device and inode), each line starts
- * with its priority, "<4>" for a warning, which journald takes off and
- * keeps as the entry's PRIORITY: `journalctl -p warning` then finds it.
+ * priority, instead of standard error. syslog(3) drops every line, without
+ * a word, when nothing listens on /dev/log (a container, a chroot, a
+ * syslogd not yet started): a start that fails would say nothing at all.
+ * So log_use_syslog() first connects to /dev/log itself, as syslog(3)
+ * would; if that fails, one line on standard error says why, and the log
+ * stays there. SIGUSR1 (log_reopen()) looks again, either way. When standard
+ * error is journald's stream (JOURNAL_STREAM names its device and inode), each
+ * line starts with its priority, "<4>" for a warning, which journald takes off
+ * and keeps as the entry's PRIORITY: `journalctl -p warning` then finds it.
  */
 #include "config.h"
 
@@ -41,7 +46,9 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "common/log.h"
 #include "common/ring.h"
@@ -60,7 +67,10 @@ const char *log_ident = "smbsplice";
 static const char *const level_word[] = { "error", "warning", "info", "debug" };
 static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 
-/* Lines go to syslog(3) rather than standard error (--syslog). */
+/* Syslog was asked for (--syslog); lines go to syslog(3) rather than
+ * standard error while it answers. The writer thread reads to_syslog; the
+ * main thread sets it. */
+static bool want_syslog;
 static bool to_syslog;
 
 /* Standard error is journald's: lines carry their priority. Decided once,
@@ -99,7 +109,7 @@ static void journal_check(void)
 static int line_head(char *line, size_t len, enum log_level lvl)
 {
 	pthread_once(&journal_once, journal_check);
-	if (to_journal && !to_syslog)
+	if (to_journal && !__atomic_load_n(&to_syslog, __ATOMIC_RELAXED))
 		return snprintf(line, len, "<%d>%s: %s: ", level_prio[lvl],
 				log_ident, level_word[lvl]);
 	return snprintf(line, len, "%s: %s: ", log_ident, level_word[lvl]);
@@ -167,33 +177,94 @@ static void syslog_lines(const char *p, size_t n)
  */
 static void out(const char *p, size_t n)
 {
-	if (to_syslog)
+	if (__atomic_load_n(&to_syslog, __ATOMIC_RELAXED))
 		syslog_lines(p, n);
 	else
 		write_all(p, n);
 }
 
 /**
- * log_use_syslog() - send the log to syslog(3) from now on
+ * syslog_probe() - does anything take lines on /dev/log
+ *
+ * Connects as syslog(3) does: a datagram socket, else a stream one.
+ *
+ * Return: 0, or the errno of the connect that failed.
+ */
+static int syslog_probe(void)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, r, e = 0;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", _PATH_LOG);
+	for (unsigned i = 0; i < 2; i++) {
+		fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return errno;
+		r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+		e = r ? errno : 0;
+		close(fd);
+		if (e != EPROTOTYPE)
+			break;
+	}
+	return e;
+}
+
+/**
+ * syslog_switch() - send lines to syslog if it answers, else to standard
+ *		     error, and say so when that changes or syslog is missing
+ * @first:	the first look: syslog being missing is said even though
+ *		lines were going to standard error already
+ */
+static void syslog_switch(bool first)
+{
+	int e = syslog_probe();
+	bool was = __atomic_load_n(&to_syslog, __ATOMIC_RELAXED);
+
+	if (!e) {
+		openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+		__atomic_store_n(&to_syslog, true, __ATOMIC_RELAXED);
+		if (!was && !first)
+			log_at(LOG_LVL_INFO,
+			       "syslog answers on %s again: "
+			       "the log goes there from now on",
+			       _PATH_LOG);
+		return;
+	}
+	__atomic_store_n(&to_syslog, false, __ATOMIC_RELAXED);
+	closelog();
+	if (was || first)
+		log_at(LOG_LVL_WARN,
+		       "syslog is unavailable (%s: %s): the log goes to standard error; SIGUSR1 looks again",
+		       _PATH_LOG, strerror(e));
+}
+
+/**
+ * log_use_syslog() - send the log to syslog(3) from now on, if it answers
+ *
+ * If nothing takes lines on /dev/log, they stay on standard error, where
+ * one line says why: a start that fails must still say why it failed.
  */
 void log_use_syslog(void)
 {
-	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
-	to_syslog = true;
+	want_syslog = true;
+	syslog_switch(true);
 }
 
 /**
  * log_reopen() - reopen the log, for log rotation (SIGUSR1)
  *
  * Standard error belongs to whoever started smbsplice, so only the syslog
- * connection is reopened.
+ * connection is reopened: with --syslog, /dev/log is looked at again, and
+ * the log goes back to syslog, or falls back to standard error, with a
+ * line saying so.
  */
 void log_reopen(void)
 {
-	if (!to_syslog)
+	if (!want_syslog)
 		return;
 	closelog();
-	openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	syslog_switch(false);
 }
 
 /**

@@ -14,6 +14,7 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	libev-dev libjemalloc-dev libcmocka-dev libpcap-dev libinih-dev libsystemd-dev scdoc
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
+	prometheus python3-prometheus-client
 	clang libclang-rt-14-dev iperf3 iputils-ping
 	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0
 	dpkg-dev debhelper lintian)

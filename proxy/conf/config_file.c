@@ -8,6 +8,14 @@
  * what its option means on the command line. This file knows sections,
  * keys and lines, and nothing of any option; it calls nothing above it.
  *
+ * libinih says which section a key is in, not where a section starts: a
+ * section given twice in a row ([a] ... [a]) would read as one, and its
+ * second "listen" as the same key given twice. So read_line() notes each
+ * line that libinih will take for a section's start (its first character
+ * other than a blank is '['), and the next key starts a section entry even
+ * when its name is the one before; options.c then says "[a] appears twice"
+ * however the two are placed.
+ *
  * The read stops at the first line that is not INI at all, or a key
  * before any section; options_load() applies the entries before that
  * line first, so that whichever error comes first in the file is the one
@@ -21,12 +29,12 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <ini.h>
 
 #include "conf/config_file.h"
@@ -43,6 +51,9 @@
  * @limit:	the longest line libinih takes, once one was too long
  * @out:	what was read so far
  * @section:	the current section's name, to see when it changes
+ * @read_errno:	why the file could not be read to its end, 0 if it could
+ * @header:	the line of the last section start read since the last key,
+ *		0 if none
  * @why:	why the read stopped at a line, if libinih does not say
  */
 struct reader {
@@ -54,8 +65,27 @@ struct reader {
 	size_t limit;
 	struct config_text *out;
 	char section[CONFIG_SECTION_LEN];
+	int read_errno;
+	int header;
 	char why[200];
 };
+
+/**
+ * starts_section() - would libinih take this line for a section's start
+ * @s:		the line
+ * @first:	it is the file's first line, which may begin with a UTF-8
+ *		byte order mark that libinih skips
+ *
+ * Return: true if its first character other than a blank is '['.
+ */
+static bool starts_section(const char *s, bool first)
+{
+	if (first && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3;
+	while (isspace((unsigned char)*s))
+		s++;
+	return *s == '[';
+}
 
 /**
  * read_line() - libinih's reader: the next whole line, or the end
@@ -76,7 +106,12 @@ static char *read_line(char *str, int num, void *stream)
 	ssize_t n = getline(&r->buf, &r->cap, r->f);
 	size_t body;
 
-	if (n < 0 || num < 4)
+	if (n < 0) {
+		/* A directory opens, and says EISDIR at the first read. */
+		r->read_errno = ferror(r->f) ? errno : 0;
+		return NULL;
+	}
+	if (num < 4)
 		return NULL;
 	r->line++;
 	body = (size_t)n;
@@ -90,6 +125,8 @@ static char *read_line(char *str, int num, void *stream)
 	}
 	memcpy(str, r->buf, body);
 	memcpy(str + body, "\n", 2);
+	if (starts_section(str, r->line == 1))
+		r->header = r->line;
 	return str;
 }
 
@@ -99,11 +136,12 @@ static char *read_line(char *str, int num, void *stream)
  * @section:	its section
  * @key:	its key, or NULL for a section starting
  * @value:	its value
+ * @line:	its line
  *
  * Return: 1, or 0 if memory ran out (the read stops, and says so).
  */
 static int add_entry(struct reader *r, const char *section, const char *key,
-		     const char *value)
+		     const char *value, int line)
 {
 	struct config_text *t = r->out;
 	struct config_entry *e;
@@ -119,7 +157,7 @@ static int add_entry(struct reader *r, const char *section, const char *key,
 		t->cap = cap;
 	}
 	e = &t->e[t->n];
-	*e = (struct config_entry){ .line = r->line };
+	*e = (struct config_entry){ .line = line };
 	e->section = strdup(section);
 	e->key = key ? strdup(key) : NULL;
 	e->value = key ? strdup(value) : NULL;
@@ -157,16 +195,20 @@ static int on_key(void *user, const char *section, const char *key,
 			key);
 		return 0;
 	}
-	/* libinih may or may not say when a section starts: a key of
-	 * another section than the last one starts it too. */
-	if (!key || strcmp(section, r->section)) {
+	/* libinih may or may not say when a section starts: a key after a
+	 * section's line, or of another section than the last one, starts
+	 * it too. */
+	if (!key || r->header || strcmp(section, r->section)) {
+		int at = r->header ? r->header : r->line;
+
+		r->header = 0;
 		snprintf(r->section, sizeof(r->section), "%s", section);
-		if (!add_entry(r, section, NULL, NULL))
+		if (!add_entry(r, section, NULL, NULL, at))
 			return 0;
 		if (!key)
 			return 1;
 	}
-	return add_entry(r, section, key, value);
+	return add_entry(r, section, key, value, r->line);
 }
 
 /**
@@ -180,7 +222,9 @@ static int on_key(void *user, const char *section, const char *key,
  *
  * Return: 0 if the whole file was read; a line number if the read stopped
  * at that line, with @err set (the entries before it are in @t); -1 if
- * the file could not be read at all, with @err set.
+ * the file could not be opened or read to its end, with @err set to
+ * "FILE: cannot be read: " and why: nothing more, for this file cannot
+ * know why the process is who it is (reload.c adds --user's part).
  */
 int config_file_read(const char *path, struct config_text *t, char *err,
 		     size_t errlen)
@@ -195,11 +239,8 @@ int config_file_read(const char *path, struct config_text *t, char *err,
 	if (!rd.f) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: %s%s", path, strerror(e),
-			 e == EACCES && geteuid()
-				 ? " (smbsplice no longer runs as root: the"
-				   " file must be readable by its --user)"
-				 : "");
+		snprintf(err, errlen, "%s: cannot be read: %s", path,
+			 strerror(e));
 		return -1;
 	}
 	line = ini_parse_stream(read_line, &rd, on_key, &rd);
@@ -211,6 +252,11 @@ int config_file_read(const char *path, struct config_text *t, char *err,
 	}
 	free(rd.buf);
 	fclose(rd.f);
+	if (rd.read_errno) {
+		snprintf(err, errlen, "%s: cannot be read: %s", path,
+			 strerror(rd.read_errno));
+		return -1;
+	}
 	if (line < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;

@@ -43,6 +43,9 @@ void options_listener_defaults(struct listen_opts *l, const char *name)
 	l->auth_timeout = OPT_DEFAULT_AUTH_TMO;
 	l->connect_timeout = OPT_DEFAULT_CONNECT_TMO;
 	l->idle_timeout = OPT_DEFAULT_IDLE_TMO;
+	l->check_interval = OPT_DEFAULT_CHECK_INTVL;
+	l->check_rise = OPT_DEFAULT_CHECK_RISE;
+	l->check_fall = OPT_DEFAULT_CHECK_FALL;
 	l->th.min[SMB_CLASS_READ] = OPT_DEFAULT_THRESHOLD;
 	l->th.min[SMB_CLASS_WRITE] = OPT_DEFAULT_THRESHOLD;
 	/* Splicing encrypted frames cost throughput in every bench run. */
@@ -276,10 +279,12 @@ enum opt_result options_apply(struct config *c, struct listen_opts *l,
  * struct file_state - where options_load() is in a config file
  * @l:		the current section's listener, NULL in [global]
  * @seen:	keys given in the current section
+ * @global:	[global] was given
  */
 struct file_state {
 	struct listen_opts *l;
 	bool seen[OPT_COUNT];
+	bool global;
 };
 
 /**
@@ -291,7 +296,8 @@ struct file_state {
  * @errlen:	its size
  *
  * [global] holds the process-wide settings; every other section is one
- * listener, named by the section.
+ * listener, named by the section. Each may be given once: a second
+ * [global] would silently undo what the first set.
  *
  * Return: OPT_OK or OPT_BAD.
  */
@@ -306,6 +312,13 @@ static enum opt_result file_section(struct config *c, struct file_state *fs,
 	}
 	memset(fs->seen, 0, sizeof(fs->seen));
 	if (!strcmp(name, "global")) {
+		if (fs->global) {
+			snprintf(
+				err, errlen,
+				"[global] appears twice; put every process-wide setting in one [global] section");
+			return OPT_BAD;
+		}
+		fs->global = true;
 		fs->l = NULL;
 		return OPT_OK;
 	}

@@ -16,6 +16,13 @@ enum fwd_mode {
 	MODE_TCP, /* opaque: pump and cork chosen from the flow itself */
 };
 
+/* How a listener's backends are probed (health.c). */
+enum check_mode {
+	CHECK_OFF, /* not at all: a backend is taken to be up */
+	CHECK_TCP, /* a connect */
+	CHECK_SMB, /* a connect, and an SMB2 NEGOTIATE answered */
+};
+
 /* The two sockets of a connection, for settings made per side. */
 enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
 
@@ -65,6 +72,10 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @mptcp:		open that side with IPPROTO_MPTCP
  * @foreign_netns:	its namespaces may be owned by another user namespace
  *			than smbsplice's (a rootless container's)
+ * @check:		how its backends are probed, CHECK_*
+ * @check_interval:	seconds from one probe of a backend to the next
+ * @check_rise:		probes in a row that pass before a down backend is up
+ * @check_fall:		probes in a row that fail before an up backend is down
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -97,6 +108,9 @@ struct listen_opts {
 	struct endpoint source;
 	bool mptcp[SIDE_COUNT];
 	bool foreign_netns;
+	enum check_mode check;
+	double check_interval;
+	unsigned check_rise, check_fall;
 	bool save_syn;
 };
 
@@ -117,10 +131,16 @@ struct listen_opts {
  * @verbose:		log level: 0 connections and errors, 1+ debug
  * @user:		user to run as once the sockets are open; empty for
  *			no change
+ * @share_address:	listen where another process listens already, sharing
+ *			its clients (a drain and start); without it, such an
+ *			address refuses the start
  * @syslog:		log to syslog instead of standard error
  * @trace:		headers-only capture file; empty for none
  * @control:		the control socket's path; empty for none
  * @control_group:	a group the control socket is open to (mode 0660)
+ * @control_ro:		the read-only (view) control socket's path; empty
+ *			for none
+ * @control_ro_group:	a group that socket is open to (mode 0660)
  * @trace_max:		rotate it past this many bytes; 0 for never
  * @drain_timeout:	seconds SIGTERM lets open connections run; 0 for
  *			as long as they last
@@ -138,10 +158,13 @@ struct options {
 	unsigned max_conns, max_per_source, source_prefix6, max_preauth;
 	int verbose;
 	char user[OPT_NAME_LEN];
+	bool share_address;
 	bool syslog;
 	char trace[OPT_PATH_LEN];
 	char control[OPT_PATH_LEN];
 	char control_group[OPT_NAME_LEN];
+	char control_ro[OPT_PATH_LEN];
+	char control_ro_group[OPT_NAME_LEN];
 	uint64_t trace_max;
 	double drain_timeout;
 	char config[OPT_PATH_LEN];
@@ -177,18 +200,24 @@ struct config {
 #define OPT_DEFAULT_DRAIN_TMO	  60.0
 #define OPT_DEFAULT_TRACE_MAX	  (100u << 20)
 #define OPT_DEFAULT_PREFIX6	  64u
+/* HAProxy's rise and fall; a longer interval than its 2 s, since on Samba
+ * every smb probe costs a forked smbd. */
+#define OPT_DEFAULT_CHECK_INTVL 5.0
+#define OPT_DEFAULT_CHECK_RISE	2u
+#define OPT_DEFAULT_CHECK_FALL	3u
 
 /* The limits of values; their rows in options_table.c state them. */
-#define OPT_MAX_WORKERS	  1024u
-#define OPT_MAX_CONNS	  10000000u
-#define OPT_MAX_PIPES	  1000000u
-#define OPT_MIN_PIPE_SIZE (4u << 10)
-#define OPT_MAX_PIPE_SIZE (1024u << 20)
-#define OPT_MIN_BUF_SIZE  (1u << 10)
-#define OPT_MAX_BUF_SIZE  (64u << 20)
-#define OPT_MIN_TRACE_MAX (64u << 10)
-#define OPT_MIN_SOCKBUF	  (4u << 10)
-#define OPT_MAX_SOCKBUF	  (1024u << 20)
+#define OPT_MAX_WORKERS	    1024u
+#define OPT_MAX_CHECK_COUNT 100u
+#define OPT_MAX_CONNS	    10000000u
+#define OPT_MAX_PIPES	    1000000u
+#define OPT_MIN_PIPE_SIZE   (4u << 10)
+#define OPT_MAX_PIPE_SIZE   (1024u << 20)
+#define OPT_MIN_BUF_SIZE    (1u << 10)
+#define OPT_MAX_BUF_SIZE    (64u << 20)
+#define OPT_MIN_TRACE_MAX   (64u << 10)
+#define OPT_MIN_SOCKBUF	    (4u << 10)
+#define OPT_MAX_SOCKBUF	    (1024u << 20)
 /* listen_opts.sockbuf values that are not a size */
 #define SOCKBUF_KERNEL 0u
 #define SOCKBUF_AUTO   UINT_MAX

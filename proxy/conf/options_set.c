@@ -249,6 +249,21 @@ enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 	return OPT_OK;
 }
 
+enum opt_result opt_set_check(const struct opt_def *d, struct options *o,
+			      struct listen_opts *l, const char *arg, char *err,
+			      size_t errlen)
+{
+	if (!strcmp(arg, "off"))
+		l->check = CHECK_OFF;
+	else if (!strcmp(arg, "tcp"))
+		l->check = CHECK_TCP;
+	else if (!strcmp(arg, "smb"))
+		l->check = CHECK_SMB;
+	else
+		return bad(err, errlen, d, arg, "expected off, tcp or smb");
+	return OPT_OK;
+}
+
 enum opt_result opt_set_netns(const struct opt_def *d, struct options *o,
 			      struct listen_opts *l, const char *arg, char *err,
 			      size_t errlen)

@@ -99,6 +99,7 @@
 #define FIRST_FRAME_POLL 0.05
 
 static void conn_connect(struct conn *c);
+static void conn_dial_first(struct conn *c);
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why);
 static void conn_peek_first(struct conn *c);
@@ -349,19 +350,44 @@ static void conn_dial(struct conn *c)
 }
 
 /**
+ * conn_dial_first() - dial the first backend that takes new connections
+ * @c:	the connection, past its handshake
+ *
+ * With every backend drained or in maintenance the client is reset, with
+ * a line that says so: dialling one would undo what the admin asked.
+ */
+static void conn_dial_first(struct conn *c)
+{
+	int be = listener_pick_backend(c->cfg, 0);
+
+	conn_set_state(c, CS_CONNECTING); /* the one way to ended from new */
+	if (be < 0) {
+		conn_end(c, END_ERROR,
+			 "no backend takes new connections: every one is "
+			 "drained or in maintenance (smbsplice ctl backend "
+			 "LISTENER BACKEND ready puts one back)");
+		return;
+	}
+	c->be = (unsigned)be;
+	conn_dial(c);
+}
+
+/**
  * conn_backend_failed() - the backend being dialled failed: try the next
  * @c:		the connection, in CS_CONNECTING
  * @end:	how the connection ends if no backend is left
  * @why:	what failed
  *
- * Backends are tried in the order given, from the first, for every
- * client: a second server is a failover, not a share of the load. Each
- * failure is counted against its backend.
+ * Backends are tried in the order given, for every client: a second
+ * server is a failover, not a share of the load. Those drained or in
+ * maintenance are skipped, and those the checks call down come last
+ * (listener_pick_backend()). Each failure is counted against its backend.
  */
 static void conn_backend_failed(struct conn *c, enum conn_end end,
 				const char *why)
 {
 	const struct listen_opts *lo = c->lo;
+	int next = listener_pick_backend(c->cfg, c->be + 1);
 	char text[256];
 
 	counter_add(&c->st->backend_failures[c->be], 1);
@@ -369,11 +395,11 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
 	c->srv.fd = -1;
-	if (c->be + 1 < lo->nbackends) {
+	if (next >= 0) {
 		log_rate(LOG_LVL_WARN, "conn %s: backend %s: %s; trying %s",
 			 c->cli_text, lo->backend[c->be].text, why,
-			 lo->backend[c->be + 1].text);
-		c->be++;
+			 lo->backend[next].text);
+		c->be = (unsigned)next;
 		conn_dial(c);
 		return;
 	}
@@ -468,7 +494,7 @@ static void conn_peek_first(struct conn *c)
 
 	v = handshake_peek(c->cli.fd, c->lo->any_first_frame, &c->peeked, &p);
 	if (conn_peeked(c, v, &p, &c->st->bad_openings, ""))
-		conn_dial(c);
+		conn_dial_first(c);
 }
 
 /**
@@ -481,7 +507,7 @@ static void conn_peek_first(struct conn *c)
 static void conn_first_frame(struct conn *c)
 {
 	if (c->lo->mode != MODE_SMB) {
-		conn_dial(c);
+		conn_dial_first(c);
 		return;
 	}
 	conn_set_state(c, CS_HANDSHAKE);
@@ -775,6 +801,7 @@ void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	counter_sub(&h->active, 1);
+	counter_sub(&c->l->counters->active[h->id], 1);
 	if (c->admitted)
 		limits_release(&h->px->limits, &c->source, c->unauth);
 	conn_host_unreserve(h);

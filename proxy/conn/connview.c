@@ -10,7 +10,9 @@
  * `conns` shows is exact for each worker at one instant, and costs a
  * worker one pass over its list, a copy of a few hundred bytes per
  * connection: no lock is taken on the data path, no counter is added to
- * it. A controlcmd_kill is answered the same way, by connview_kill().
+ * it. A controlcmd_kill is answered the same way, by connview_kill(): it
+ * resets the connections a selector (struct conn_sel) names, one by its
+ * id or a group by client or backend address.
  *
  * The records' text and JSON forms are the control socket's
  * (control/connrec.c).
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include "conn/conn.h"
 #include "conn/connview.h"
@@ -189,26 +192,106 @@ bool connview_user_is(const struct conn *c, const char *name)
 }
 
 /**
- * connview_kill() - reset one connection of this worker, if it has it
- * @h:	the worker's connections, in its thread
- * @k:	the id and who asked; @found is set if it was here
+ * addr_key() - an address's 16 bytes as IPv6 (IPv4 mapped) and its port
+ * @sa:		the address
+ * @key:	set to its bytes
+ * @port:	set to its port, host order
  *
- * Both peers are reset (linger 0), as for any end but a clean one; the
- * end line, its one log line, says who asked.
+ * So that a client of a dual-stack [::] listener, whose address comes as
+ * ::ffff:192.0.2.7, matches `kill client 192.0.2.7`.
  *
- * Return: true if it was here.
+ * Return: false for a family that is neither.
  */
-bool connview_kill(struct conn_host *h, struct conn_kill *k)
+static bool addr_key(const struct sockaddr_storage *sa, uint8_t key[16],
+		     unsigned *port)
 {
-	char why[128];
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)sa;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
 
-	for (struct conn *c = h->conns; c; c = c->next) {
-		if (c->id != k->id || c->state == CS_ENDED)
-			continue;
-		snprintf(why, sizeof(why), "killed by %s", k->who);
-		conn_end(c, END_ERROR, why);
-		k->found = true;
+	if (sa->ss_family == AF_INET6) {
+		memcpy(key, &a6->sin6_addr, 16);
+		*port = ntohs(a6->sin6_port);
 		return true;
 	}
+	if (sa->ss_family != AF_INET)
+		return false;
+	memset(key, 0, 10);
+	key[10] = key[11] = 0xff;
+	memcpy(key + 12, &a4->sin_addr, 4);
+	*port = ntohs(a4->sin_port);
+	return true;
+}
+
+/**
+ * connview_addr_match() - is @sa the selector's address (and port, if it
+ *			   names one)
+ * @s:	the selector, with @s->has_addr
+ * @sa:	a connection's or a backend's address
+ *
+ * Return: true if so.
+ */
+bool connview_addr_match(const struct conn_sel *s,
+			 const struct sockaddr_storage *sa)
+{
+	uint8_t a[16], b[16];
+	unsigned pa, pb;
+
+	return addr_key(&s->addr, a, &pa) && addr_key(sa, b, &pb) &&
+	       !memcmp(a, b, 16) && (!s->port || pa == pb);
+}
+
+/**
+ * sel_match() - is a connection one the selector names
+ * @c:	the connection, in its worker's thread
+ * @s:	the selector
+ *
+ * A connection matches a backend once it dials it (as `conns` shows
+ * it), by the name the listener gives it or by its resolved address.
+ *
+ * Return: true if so.
+ */
+static bool sel_match(const struct conn *c, const struct conn_sel *s)
+{
+	const struct endpoint *be = &c->lo->backend[c->be];
+
+	switch (s->kind) {
+	case CONN_SEL_ID:
+		return c->id == s->id;
+	case CONN_SEL_CLIENT:
+		return connview_addr_match(s, &c->peer);
+	case CONN_SEL_BACKEND:
+		return c->srv.fd >= 0 &&
+		       (!strcmp(be->text, s->text) ||
+			(s->has_addr && connview_addr_match(s, &be->addr)));
+	}
 	return false;
+}
+
+/**
+ * connview_kill() - reset the connections of this worker a selector names
+ * @h:	the worker's connections, in its thread
+ * @k:	the selector and who asked; @killed is set to how many
+ *
+ * Both peers are reset (linger 0), as for any end but a clean one; each
+ * end line, its one log line, says who asked.
+ *
+ * Return: how many were reset.
+ */
+unsigned connview_kill(struct conn_host *h, struct conn_kill *k)
+{
+	struct conn *c, *next;
+	char why[128];
+
+	snprintf(why, sizeof(why), "killed by %s", k->who);
+	k->killed = 0;
+	for (c = h->conns; c; c = next) {
+		next = c->next; /* conn_end() frees @c */
+		if (c->state == CS_ENDED || !sel_match(c, &k->sel))
+			continue;
+		conn_end(c, END_ERROR, why);
+		k->killed++;
+		if (k->sel.kind == CONN_SEL_ID)
+			break; /* ids are unique */
+	}
+	return k->killed;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "smb/who.h"
 #include "conf/options.h"
@@ -101,20 +102,53 @@ struct connview {
 	unsigned cap, n, total;
 };
 
+/* What a kill names: one connection, or every connection of a group.
+ * Another group (a user, once connections carry one) is one more kind
+ * here, one more case in connview.c's sel_match(), and one more row of
+ * control/ctlsel.c's kill_kinds. */
+enum conn_sel_kind {
+	CONN_SEL_ID,	  /* @id */
+	CONN_SEL_CLIENT,  /* the client's address, and port if @port */
+	CONN_SEL_BACKEND, /* the backend, as named (@text) or by address */
+};
+
 /**
- * struct conn_kill - what the main thread asks a worker to reset
- * @id:		the connection
- * @who:	who asked, for the log line
- * @found:	set by the worker that had it
+ * struct conn_sel - which connections a command is about
+ * @kind:	what the selector matches on
+ * @id:		CONN_SEL_ID: the connection's number
+ * @addr:	CONN_SEL_CLIENT, or CONN_SEL_BACKEND with @has_addr: the
+ *		address (IPv4 or IPv6; an IPv4 one also matches its
+ *		IPv4-mapped IPv6 form)
+ * @has_addr:	@addr is set
+ * @port:	the port in @addr must match too
+ * @text:	CONN_SEL_BACKEND: the backend as the listener names it
+ *		(its HOST:PORT as written, what `listeners` prints)
+ */
+struct conn_sel {
+	enum conn_sel_kind kind;
+	uint64_t id;
+	struct sockaddr_storage addr;
+	bool has_addr, port;
+	char text[128];
+};
+
+/**
+ * struct conn_kill - what the main thread asks one worker to reset
+ * @sel:	the connections
+ * @who:	who asked, for the end lines
+ * @killed:	set by the worker: how many it reset (each worker is lent
+ *		its own struct, so none writes another's count)
  */
 struct conn_kill {
-	uint64_t id;
+	struct conn_sel sel;
 	char who[96];
-	bool found;
+	unsigned killed;
 };
 
 void connview_fill(const struct conn_host *h, struct connview *v);
-bool connview_kill(struct conn_host *h, struct conn_kill *k);
+unsigned connview_kill(struct conn_host *h, struct conn_kill *k);
+bool connview_addr_match(const struct conn_sel *s,
+			 const struct sockaddr_storage *sa);
 const char *connview_user(const struct conn *c, const char **domain);
 bool connview_user_is(const struct conn *c, const char *name);
 

@@ -39,6 +39,7 @@
 #include "net/listener.h"
 #include "common/log.h"
 #include "control/metrics.h"
+#include "control/procstat.h"
 #include "control/promtext.h"
 #include "observe/tracefile.h"
 #include "core/proxy.h"
@@ -122,13 +123,21 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 
 	r->name = l->name;
 	r->nbackends = o->nbackends;
-	for (unsigned b = 0; b < o->nbackends; b++)
+	for (unsigned b = 0; b < o->nbackends; b++) {
+		const struct bstate *s = &l->cfg->be[b];
+
 		r->backends[b] = o->backend[b].text;
+		r->backend_admin[b] = s->admin;
+		r->backend_down[b] = s->down;
+		r->backend_changes[b] =
+			__atomic_load_n(&s->changes, __ATOMIC_RELAXED);
+	}
 	for (unsigned w = 0; w < l->nworkers; w++) {
 		const struct lstats *st = &l->st[w];
 
 		counters_add_totals(&r->tot, &st->tot);
 		r->accepted += counter_read(&st->accepted);
+		r->active += counter_read(&l->counters->active[w]);
 		r->denied += counter_read(&st->denied);
 		r->refused_conns += counter_read(&st->refused[ADMIT_MAX_CONNS]);
 		r->refused_source +=
@@ -155,6 +164,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
 	struct lreport *ls = NULL;
 	struct gauges g = { 0 };
+	struct procstat ps;
 	const struct listener *l;
 	char *body = NULL;
 	unsigned n = 0;
@@ -178,10 +188,11 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	g.log_dropped = log_dropped();
 	tracefile_counts(&g.trace_records, &g.trace_dropped);
 	g.draining = px->state == PX_DRAINING;
+	procstat_read(&ps);
 	out = open_memstream(&body, len);
 	if (out) {
-		int bad =
-			promtext_write(out, ls, n, &g, accepted, px->nworkers);
+		int bad = promtext_write(out, ls, n, &g, accepted, px->nworkers,
+					 &ps);
 
 		if (fclose(out) || bad) {
 			free(body);

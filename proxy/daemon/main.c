@@ -39,13 +39,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "common/counter.h"
+#include "net/health.h"
 #include "net/listener.h"
 #include "common/log.h"
+#include "common/monotime.h"
 #include "control/control.h"
 #include "control/ctl.h"
 #include "core/fdbudget.h"
@@ -114,6 +117,7 @@ static void stop_now(struct proxy *px)
 		return;
 	px->state = PX_STOPPED;
 	ev_timer_stop(px->loop, &px->drain_timer);
+	health_stop();
 	handover_stop(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
@@ -205,8 +209,10 @@ static uint64_t destroy_all(struct proxy *px)
  *
  * Beyond the syntax, it opens the namespaces and tries each side's socket
  * options (congestion control, --transparent's privilege, --source, MPTCP)
- * on sockets made as a start would make them, but binds no listening
- * address: the smbsplice it is run for may hold them.
+ * on sockets made as a start would make them, and binds each listening
+ * address once, without listening, to find what a start's bind would
+ * refuse (a port below 1024 without the capability); an address in use
+ * passes, for the smbsplice it is run for may hold it.
  *
  * Return: 0 if it can, 2 otherwise (after saying why).
  */
@@ -214,6 +220,13 @@ static int check_config(struct proxy *px)
 {
 	char err[512];
 
+	/* First: a process that cannot become --user would not bind as root
+	 * either, and the listeners' lines would blame the wrong thing. */
+	if (*px->opt->user &&
+	    privs_check_user(px->opt->user, err, sizeof(err))) {
+		fprintf(stderr, "smbsplice: %s\n", err);
+		return 2;
+	}
 	for (unsigned i = 0; i < px->cfg->nls; i++) {
 		struct lcfg *c =
 			listener_cfg_new(&px->cfg->ls[i], err, sizeof(err));
@@ -221,18 +234,14 @@ static int check_config(struct proxy *px)
 		if (!px->cfg->ls[i].listen.len)
 			printf("smbsplice: listener %s has no listen address: it needs a socket from systemd (socket activation)\n",
 			       px->cfg->ls[i].name);
-		if (!c || reload_check_listener(px, c, err, sizeof(err))) {
+		if (!c || reload_check_listener(px, c, err, sizeof(err)) ||
+		    listener_check_bind(c, err, sizeof(err))) {
 			fprintf(stderr, "smbsplice: %s\n", err);
 			if (c)
 				listener_cfg_put(c);
 			return 2;
 		}
 		listener_cfg_put(c);
-	}
-	if (*px->opt->user &&
-	    privs_check_user(px->opt->user, err, sizeof(err))) {
-		fprintf(stderr, "smbsplice: %s\n", err);
-		return 2;
 	}
 	printf("smbsplice: configuration OK: %u listener%s", px->cfg->nls,
 	       px->cfg->nls == 1 ? "" : "s");
@@ -251,8 +260,11 @@ static int check_config(struct proxy *px)
  */
 static int start(struct proxy *px, struct options *opt)
 {
+	int handed[CONTROL_NLEVELS];
 	char err[512];
 
+	px->started_ns = mono_ns(); /* `info`'s uptime */
+	px->started_at = time(NULL);
 	px->workers = NULL;
 	if (reload_apply(px, px->cfg, err, sizeof(err))) {
 		log_err("%s", err);
@@ -264,9 +276,11 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	worker_choose_netns(px);
-	if (metrics_start(px, handover_fd(false)) ||
-	    control_start(px, handover_fd(true)) ||
-	    handover_init(px, stop_now) || become_user(px))
+	handed[CONTROL_ADMIN] = handover_fd(HANDED_CONTROL);
+	handed[CONTROL_VIEW] = handover_fd(HANDED_CONTROL_RO);
+	if (metrics_start(px, handover_fd(HANDED_METRICS)) ||
+	    control_start(px, handed) || handover_init(px, stop_now) ||
+	    become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
 	 * opening a name that user may plant would follow the user's links. */

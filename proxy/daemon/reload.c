@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "net/dial.h"
+#include "net/health.h"
 #include "net/listener.h"
 #include "common/log.h"
 #include "common/netns.h"
@@ -203,15 +204,22 @@ static int prepare(struct proxy *px, const struct config *c, struct plan *plans,
 			goto undo;
 		p->old = listener_named(px, c->ls[i].name);
 		keep_inherited_address(p->cfg, p->old);
+		if (p->old) /* a drained backend stays drained */
+			listener_carry_states(p->cfg, p->old->cfg);
 		if (p->old && listener_same_socket(p->old->cfg, p->cfg))
 			continue;
 		listener_cfg_get(p->cfg); /* the new listener takes one */
 		p->fresh = listener_new(px, p->cfg, err, errlen);
 		if (!p->fresh)
 			goto undo;
+		/* commit() chains it into px->listeners instead. */
+		p->fresh->next = px->opening;
+		px->opening = p->fresh;
 	}
+	px->opening = NULL;
 	return 0;
 undo:
+	px->opening = NULL;
 	for (unsigned j = 0; j <= i && j < c->nls; j++) {
 		if (plans[j].fresh)
 			listener_free(plans[j].fresh);
@@ -362,6 +370,7 @@ int reload_apply(struct proxy *px, const struct config *c, char *err,
 		privhelper_commit(&px->helper);
 	free(plans);
 	worker_sync_all(px); /* so a removed listener is closed when logged */
+	health_sync(px);
 	log_debug("listeners: %u added, %u changed, %u removed", what[0],
 		  what[1], what[2]);
 	return 0;
@@ -373,6 +382,7 @@ int reload_apply(struct proxy *px, const struct config *c, char *err,
  */
 void reload_retire_all(struct proxy *px)
 {
+	health_stop();
 	for (struct listener *l = px->listeners; l; l = l->next)
 		if (!listener_is(l, LISTENER_RETIRED)) {
 			listener_mark(l, LISTENER_RETIRED);
@@ -461,6 +471,29 @@ static void apply_globals(struct proxy *px, const struct options *now)
 }
 
 /**
+ * user_hint() - whether --user is why the config file cannot be read
+ * @px:		the process
+ * @buf:	buffer for the hint
+ * @len:	its size
+ *
+ * The file was read as root at start; a reload reads it as --user. A
+ * file that user cannot read is refused for a reason the start never met,
+ * and the line says so; any other failure is the file's own.
+ *
+ * Return: @buf: the hint, starting with a blank, or empty.
+ */
+static const char *user_hint(const struct proxy *px, char *buf, size_t len)
+{
+	*buf = '\0';
+	if (*px->opt->user && access(px->opt->config, R_OK) && errno == EACCES)
+		snprintf(
+			buf, len,
+			" (smbsplice has run as --user %s since it started: that user must be able to read the file, and to search each directory above it)",
+			px->opt->user);
+	return buf;
+}
+
+/**
  * reload_run() - SIGHUP: reopen the trace, re-read the config file and
  *		  apply it
  * @px:		the process
@@ -473,7 +506,7 @@ static void apply_globals(struct proxy *px, const struct options *now)
 void reload_run(struct proxy *px, int signum)
 {
 	struct config *c;
-	char err[512];
+	char err[512], hint[200];
 
 	tracefile_reopen();
 	if (px->state != PX_RUNNING)
@@ -492,8 +525,8 @@ void reload_run(struct proxy *px, int signum)
 	} else if (options_parse(c, px->argc, px->argv, px->activated, err,
 				 sizeof(err)) != OPT_OK ||
 		   reload_apply(px, c, err, sizeof(err))) {
-		log_err("reload refused: %s; the running configuration stays",
-			err);
+		log_err("reload refused: %s%s; the running configuration stays",
+			err, user_hint(px, hint, sizeof(hint)));
 		free(c);
 	} else {
 		apply_globals(px, &c->o);

@@ -215,7 +215,9 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 		.last_id = conn_host_last_id(),
 		.now = ev_time(),
 		.metrics_fd = image_write_fd(w, metrics_socket(px)),
-		.control_fd = image_write_fd(w, control_socket()),
+		.control_fd = image_write_fd(w, control_socket(CONTROL_ADMIN)),
+		.control_ro_fd =
+			image_write_fd(w, control_socket(CONTROL_VIEW)),
 		.lstats_words = sizeof(struct lstats) / sizeof(uint64_t),
 	};
 

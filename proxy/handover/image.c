@@ -357,7 +357,9 @@ static int dec_process(struct decoder *d, const uint8_t *p, size_t len)
 		return bad(d, "worker count out of range");
 	if (!pr->lstats_words || pr->lstats_words > (1u << 16))
 		return bad(d, "counter count out of range");
-	if (!fd_ok(d, pr->metrics_fd, true) || !fd_ok(d, pr->control_fd, true))
+	if (!fd_ok(d, pr->metrics_fd, true) ||
+	    !fd_ok(d, pr->control_fd, true) ||
+	    !fd_ok(d, pr->control_ro_fd, true))
 		return bad(d, "process record names a bad descriptor");
 	return 0;
 }

@@ -17,7 +17,7 @@
  * image of another number, and the one that wrote it goes on forwarding.
  * Any change to a record below, or to a struct it embeds, bumps it. */
 #define IMG_MAGIC   "SMBSPHO"
-#define IMG_VERSION 3u
+#define IMG_VERSION 4u
 
 enum img_type {
 	IMG_PROCESS = 1, /* struct img_process, first and once */
@@ -35,8 +35,9 @@ enum img_type {
  *		absolute times on the same clock)
  * @metrics_fd:	descriptor index of the --stats socket, or -1
  * @control_fd:	descriptor index of the --control socket, or -1
+ * @control_ro_fd: descriptor index of the --control-ro socket, or -1
+ *		(version 3: it took the place of a pad)
  * @lstats_words: uint64_t counters per listener and worker
- * @pad:	zero
  * @accepted:	connections it and those before it accepted
  */
 struct img_process {
@@ -44,8 +45,8 @@ struct img_process {
 	int32_t pid;
 	uint64_t last_id;
 	double now;
-	int32_t metrics_fd, control_fd;
-	uint32_t lstats_words, pad;
+	int32_t metrics_fd, control_fd, control_ro_fd;
+	uint32_t lstats_words;
 	uint64_t accepted;
 };
 

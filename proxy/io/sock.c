@@ -139,18 +139,23 @@ int sock_stream(int family, bool mptcp)
 }
 
 /**
- * sock_listen() - open a non-blocking listening socket
+ * sock_bound() - a non-blocking socket bound as a listening one is, not
+ *		  yet listening
  * @sa:		address to bind
  * @len:	its length
  * @reuseport:	share the address with other sockets of this user
  *		(SO_REUSEPORT): one per worker, and a new smbsplice
  *		starting while an old one drains
- * @mptcp:	listen for Multipath TCP (and plain TCP) clients
+ * @mptcp:	Multipath TCP (and plain TCP)
+ *
+ * Without listen(), so that whether a listening socket can be had is
+ * found out without taking a single client: --check binds one and closes
+ * it.
  *
  * Return: the socket, or -1 with errno set.
  */
-int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
-		bool mptcp)
+int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
+	       bool mptcp)
 {
 	int fd, one = 1, err;
 
@@ -163,10 +168,32 @@ int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
 		goto fail;
 	if (sa->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, sa, len) || listen(fd, LISTEN_BACKLOG))
+	if (bind(fd, sa, len))
 		goto fail;
 	return fd;
 fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/**
+ * sock_listen() - open a non-blocking listening socket
+ * @sa:		address to bind
+ * @len:	its length
+ * @reuseport:	SO_REUSEPORT, as for sock_bound()
+ * @mptcp:	listen for Multipath TCP (and plain TCP) clients
+ *
+ * Return: the socket, or -1 with errno set.
+ */
+int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
+		bool mptcp)
+{
+	int fd = sock_bound(sa, len, reuseport, mptcp), err;
+
+	if (fd < 0 || !listen(fd, LISTEN_BACKLOG))
+		return fd;
 	err = errno;
 	close(fd);
 	errno = err;

@@ -31,6 +31,8 @@ int sock_uncork(struct sock *s);
 int sock_set_rcvlowat(int fd, int n);
 bool sock_peer_shut(int fd);
 int sock_stream(int family, bool mptcp);
+int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
+	       bool mptcp);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
 		bool mptcp);
 int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len);

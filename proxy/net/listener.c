@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
 #include "net/dial.h"
@@ -234,6 +236,155 @@ static int helper_sockets(struct proxy *px, struct listener *l,
 }
 
 /**
+ * unprivileged_port_start() - the lowest port a process may bind without
+ *			       CAP_NET_BIND_SERVICE, in this thread's network
+ *			       namespace
+ *
+ * Return: net.ipv4.ip_unprivileged_port_start, or 1024 if it cannot be
+ * read.
+ */
+static int unprivileged_port_start(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+	int port = 1024;
+
+	if (f) {
+		if (fscanf(f, "%d", &port) != 1)
+			port = 1024;
+		fclose(f);
+	}
+	return port;
+}
+
+/**
+ * listen_failed() - the line for a listening socket that cannot be had
+ * @err:	buffer for it
+ * @errlen:	its size
+ * @cfg:	the listener's settings
+ * @in_ns:	the socket was made in the listen namespace, which the line
+ *		names
+ * @e:		the errno
+ * @low:	for EACCES, the lowest port bound without a capability in that
+ *		namespace (unprivileged_port_start())
+ *
+ * A start and --check say the same, and what to do.
+ */
+static void listen_failed(char *err, size_t errlen, const struct lcfg *cfg,
+			  bool in_ns, int e, int low)
+{
+	char why[400] = "";
+
+	if (e == EACCES)
+		snprintf(
+			why, sizeof(why),
+			" (ports below %d need root or CAP_NET_BIND_SERVICE: start smbsplice as root, with --user to give root up once it listens; grant it the capability, AmbientCapabilities=CAP_NET_BIND_SERVICE as smbsplice.service does; or have systemd pass the socket, as smbsplice.socket does)",
+			low);
+	else if (e == EADDRNOTAVAIL)
+		snprintf(
+			why, sizeof(why),
+			" (no interface of this host has that address: give one it has, or 0.0.0.0 or [::] for all)");
+	else if (e == EADDRINUSE)
+		snprintf(
+			why, sizeof(why),
+			" (another program, or another user's smbsplice, listens there)");
+	snprintf(err, errlen, "listener %s: cannot listen on %s%s%s: %s%s%s",
+		 cfg->o.name, cfg->o.listen.text, in_ns ? " in " : "",
+		 in_ns ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e), why,
+		 privhelper_hint(e));
+}
+
+/**
+ * overlap() - would sockets on two addresses share their clients
+ * @a:	an address
+ * @b:	another
+ *
+ * Listening sockets are IPV6_V6ONLY (sock_bound()), so an IPv4 and an
+ * IPv6 address never overlap; one family's wildcard overlaps all of it.
+ *
+ * Return: true if the ports are the same and the hosts the same, or one
+ * of them is the wildcard.
+ */
+static bool overlap(const struct endpoint *a, const struct endpoint *b)
+{
+	const struct sockaddr_in *x4 = (const void *)&a->addr,
+				 *y4 = (const void *)&b->addr;
+	const struct sockaddr_in6 *x6 = (const void *)&a->addr,
+				  *y6 = (const void *)&b->addr;
+
+	if (a->addr.ss_family != b->addr.ss_family)
+		return false;
+	if (a->addr.ss_family == AF_INET)
+		return x4->sin_port == y4->sin_port &&
+		       (x4->sin_addr.s_addr == y4->sin_addr.s_addr ||
+			x4->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			y4->sin_addr.s_addr == htonl(INADDR_ANY));
+	return x6->sin6_port == y6->sin6_port &&
+	       (IN6_ARE_ADDR_EQUAL(&x6->sin6_addr, &y6->sin6_addr) ||
+		IN6_IS_ADDR_UNSPECIFIED(&x6->sin6_addr) ||
+		IN6_IS_ADDR_UNSPECIFIED(&y6->sin6_addr));
+}
+
+/**
+ * ours() - does this process listen on that address already
+ * @px:		the process
+ * @cfg:	the new listener's settings
+ *
+ * Its own sockets would fail listened_on()'s probe: a reload that makes
+ * a new socket where a listener of its own listens (its MPTCP changed,
+ * say) binds beside it as the workers do, and the old one is retired
+ * once the new one is in place; and two listeners may listen on
+ * 0.0.0.0:445 and 127.0.0.1:445. Such an address is not probed, so a
+ * foreign socket on it goes unseen, as before the probe.
+ *
+ * Return: true if a listener of @px, running, retired or opening in the
+ * same start or reload, has an address that overlaps it in the same
+ * namespace.
+ */
+static bool ours(const struct proxy *px, const struct lcfg *cfg)
+{
+	const struct listener *lists[] = { px->listeners, px->opening };
+
+	for (unsigned i = 0; i < 2; i++)
+		for (const struct listener *l = lists[i]; l; l = l->next)
+			if (l->cfg && l->cfg->o.listen.len &&
+			    overlap(&l->cfg->o.listen, &cfg->o.listen) &&
+			    l->cfg->netns_ino[SIDE_CLIENT] ==
+				    cfg->netns_ino[SIDE_CLIENT])
+				return true;
+	return false;
+}
+
+/**
+ * listened_on() - does another socket listen on the address already
+ * @cfg:	the listener's settings, in its listen namespace
+ *
+ * SO_REUSEPORT, which the workers' sockets need, would also let this
+ * process join the group of another process of the same user on the
+ * same address (a second smbsplice with another backend, say), and take
+ * half its clients without a word. So a socket with SO_REUSEADDR and
+ * without SO_REUSEPORT is bound first and closed: the kernel refuses it
+ * where any socket listens on the address or one that overlaps it
+ * (0.0.0.0 and 127.0.0.1), but not for connections a stopped smbsplice
+ * left (TIME_WAIT, or still draining), nor for sockets bound with
+ * SO_REUSEADDR and not listening. Two smbsplice started at the same
+ * instant may both pass it before either listens; a start after another
+ * listens cannot.
+ *
+ * Return: true if one does; any other failure is the real bind's to say.
+ */
+static bool listened_on(const struct lcfg *cfg)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	int fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len, false,
+			    cfg->o.mptcp[SIDE_CLIENT]);
+
+	if (fd < 0)
+		return errno == EADDRINUSE;
+	close(fd);
+	return false;
+}
+
+/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
  * @px:		the process
@@ -248,7 +399,8 @@ static int open_sockets(struct proxy *px, struct listener *l,
 			const struct lcfg *cfg, char *err, size_t errlen)
 {
 	const struct endpoint *ep = &cfg->o.listen;
-	int ns = cfg->netns[SIDE_CLIENT], e = 0;
+	int ns = cfg->netns[SIDE_CLIENT], e = 0, low = 0;
+	bool taken = false;
 
 	if (px->helper.fds) {
 		e = helper_sockets(px, l, cfg);
@@ -260,6 +412,10 @@ static int open_sockets(struct proxy *px, struct listener *l,
 			 l->name, cfg->o.netns[SIDE_CLIENT], strerror(errno));
 		return -1;
 	}
+	if (!px->opt->share_address && !ours(px, cfg) && listened_on(cfg)) {
+		taken = true;
+		e = EADDRINUSE;
+	}
 	for (unsigned i = 0; i < l->nworkers && !e; i++) {
 		l->fds[i] =
 			sock_listen((const struct sockaddr *)&ep->addr, ep->len,
@@ -267,24 +423,64 @@ static int open_sockets(struct proxy *px, struct listener *l,
 		if (l->fds[i] < 0)
 			e = errno;
 	}
+	if (e == EACCES)
+		low = unprivileged_port_start();
 	if (ns >= 0)
 		netns_enter(netns_home());
 out:
-	if (e) {
+	if (taken)
 		snprintf(
 			err, errlen,
-			"listener %s: cannot listen on %s%s%s: %s%s%s", l->name,
-			ep->text, ns >= 0 ? " in " : "",
-			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "", strerror(e),
-			e == EACCES
-				? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
-			: e == EADDRINUSE
-				? " (another program, or another user's smbsplice, listens there)"
-				: "",
-			privhelper_hint(e));
+			"listener %s: cannot listen on %s%s%s: Address already in use: another process listens there (if an smbsplice, the two would share its clients): stop it or choose another address; to start a new smbsplice beside an old one and then stop the old (drain and start), give --share-address",
+			cfg->o.name, ep->text, ns >= 0 ? " in " : "",
+			ns >= 0 ? cfg->o.netns[SIDE_CLIENT] : "");
+	else if (e)
+		listen_failed(err, errlen, cfg, ns >= 0, e, low);
+	return e ? -1 : 0;
+}
+
+/**
+ * listener_check_bind() - --check: could a start bind this listener's
+ *			   address
+ * @cfg:	the listener's settings
+ * @err:	buffer for one line saying why not
+ * @errlen:	its size
+ *
+ * One socket is bound as a start binds it, in the listen namespace, and
+ * closed without listening: a port below net.ipv4.ip_unprivileged_port_start
+ * without CAP_NET_BIND_SERVICE, or an address not on this host, fails
+ * here as it would at start. An address in use passes: the smbsplice
+ * that --check is run for may hold it. A listener with no listen address
+ * waits for systemd's socket and binds nothing.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen)
+{
+	const struct endpoint *ep = &cfg->o.listen;
+	int ns = cfg->netns[SIDE_CLIENT], fd, e, low = 0;
+
+	if (!ep->len)
+		return 0;
+	if (ns >= 0 && netns_enter(ns)) {
+		snprintf(err, errlen, "listener %s: cannot enter %s: %s",
+			 cfg->o.name, cfg->o.netns[SIDE_CLIENT],
+			 strerror(errno));
 		return -1;
 	}
-	return 0;
+	fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len, true,
+			cfg->o.mptcp[SIDE_CLIENT]);
+	e = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (e == EACCES)
+		low = unprivileged_port_start();
+	if (ns >= 0)
+		netns_enter(netns_home());
+	if (!e || e == EADDRINUSE)
+		return 0;
+	listen_failed(err, errlen, cfg, ns >= 0, e, low);
+	return -1;
 }
 
 /**
@@ -304,12 +500,15 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	int fd;
 
 	if (!l || !(l->fds = malloc(px->nworkers * sizeof(int))) ||
-	    !(l->counters = calloc(1, sizeof(*l->counters) +
-					      px->nworkers * sizeof(*l->st)))) {
+	    !(l->counters =
+		      calloc(1, sizeof(*l->counters) +
+					px->nworkers * (sizeof(*l->st) +
+							sizeof(uint64_t))))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	l->counters->users = 1;
+	l->counters->active = (uint64_t *)&l->counters->w[px->nworkers];
 	l->st = l->counters->w;
 	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
 	l->nworkers = px->nworkers;
@@ -508,4 +707,137 @@ struct listener *listener_named(struct proxy *px, const char *name)
 		if (!listener_is(l, LISTENER_RETIRED) && !strcmp(l->name, name))
 			return l;
 	return NULL;
+}
+
+/**
+ * listener_admin_name() - an admin state's name, as the control socket
+ *			   takes it and the log and /metrics show it
+ * @admin:	the state
+ *
+ * Return: "ready", "drain" or "maint".
+ */
+const char *listener_admin_name(enum be_admin admin)
+{
+	static const char *const name[BE_ADMIN_COUNT] = { "ready", "drain",
+							  "maint" };
+
+	return admin < BE_ADMIN_COUNT ? name[admin] : "?";
+}
+
+/**
+ * listener_pick_backend() - the backend a connection dials next
+ * @c:		the listener's settings the connection started with
+ * @from:	the first index it may take: 0 for a new connection, one
+ *		past the backend that just failed for a failover
+ *
+ * Only a backend the admin left ready is dialled. Of those, one the
+ * checks call up comes first; a down one is dialled only when no ready
+ * one from @from on is up, since the checks may be wrong and trying
+ * costs one connect, while refusing costs the client. Called by workers:
+ * the states are read atomically.
+ *
+ * Return: the index, or -1 if every backend from @from on is drained or
+ * in maintenance.
+ */
+int listener_pick_backend(const struct lcfg *c, unsigned from)
+{
+	int fallback = -1;
+
+	for (unsigned i = from; i < c->o.nbackends; i++) {
+		if (__atomic_load_n(&c->be[i].admin, __ATOMIC_RELAXED) !=
+		    BE_READY)
+			continue;
+		if (!__atomic_load_n(&c->be[i].down, __ATOMIC_RELAXED))
+			return (int)i;
+		if (fallback < 0)
+			fallback = (int)i;
+	}
+	return fallback;
+}
+
+/**
+ * note_change() - log and count one change of a backend's state
+ * @c:		the listener's settings
+ * @i:		the backend
+ * @was:	the state's name before
+ * @now:	after
+ * @why:	what changed it
+ * @lvl:	the line's level: a warning for a backend found down, which
+ *		`journalctl -p warning` should show; info for the rest
+ */
+static void note_change(struct lcfg *c, unsigned i, const char *was,
+			const char *now, const char *why, enum log_level lvl)
+{
+	__atomic_add_fetch(&c->be[i].changes, 1, __ATOMIC_RELAXED);
+	log_at(lvl, "listener %s backend %s: %s -> %s (%s)", c->o.name,
+	       c->o.backend[i].text, was, now, why);
+}
+
+/**
+ * listener_set_admin() - the admin drains a backend, puts it in
+ *			  maintenance, or makes it ready again
+ * @c:		the listener's current settings
+ * @i:		the backend
+ * @admin:	its new state
+ * @why:	who asked, for the log line
+ *
+ * Main thread only. Open connections are not touched: a drained backend
+ * only gets no new ones.
+ */
+void listener_set_admin(struct lcfg *c, unsigned i, enum be_admin admin,
+			const char *why)
+{
+	enum be_admin was = c->be[i].admin;
+
+	if (was == admin)
+		return;
+	__atomic_store_n(&c->be[i].admin, (unsigned char)admin,
+			 __ATOMIC_RELAXED);
+	note_change(c, i, listener_admin_name(was), listener_admin_name(admin),
+		    why, LOG_LVL_INFO);
+}
+
+/**
+ * listener_set_down() - the checks found a backend down, or up again
+ * @c:		the listener's current settings
+ * @i:		the backend
+ * @down:	its new health
+ * @why:	what the last probe saw
+ *
+ * Main thread only.
+ */
+void listener_set_down(struct lcfg *c, unsigned i, bool down, const char *why)
+{
+	if (c->be[i].down == down)
+		return;
+	__atomic_store_n(&c->be[i].down, down, __ATOMIC_RELAXED);
+	note_change(c, i, down ? "up" : "down", down ? "down" : "up", why,
+		    down ? LOG_LVL_WARN : LOG_LVL_INFO);
+}
+
+/**
+ * listener_carry_states() - new settings keep the states of the backends
+ *			     they keep
+ * @c:		the new settings, which no worker has yet
+ * @was:	the listener's settings until now
+ *
+ * A backend is the same one when its address is: it keeps its admin
+ * state, its health and its count of changes, wherever it moved in the
+ * list. A new backend starts ready and up.
+ */
+void listener_carry_states(struct lcfg *c, const struct lcfg *was)
+{
+	for (unsigned i = 0; i < c->o.nbackends; i++) {
+		const struct endpoint *e = &c->o.backend[i];
+
+		for (unsigned j = 0; j < was->o.nbackends; j++) {
+			const struct endpoint *f = &was->o.backend[j];
+
+			if (e->len == f->len &&
+			    !memcmp(&e->addr, &f->addr, e->len)) {
+				c->be[i] = was->be[j];
+				break;
+			}
+		}
+	}
 }

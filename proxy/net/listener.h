@@ -39,11 +39,43 @@ struct lstats {
  * struct lcounters - a listener name's counters, one set per worker
  * @users:	listeners counting into them: more than one while a listener
  *		replaced by a reload still has connections (main thread only)
+ * @active:	connections open now, indexed by worker (gauges: the
+ *		worker's conn_host_link() adds, its conn_free() takes away);
+ *		in the same allocation, after @w
  * @w:		the sets, indexed by worker
+ *
+ * @active is apart from struct lstats, which a handover copies into the
+ * next process word for word: the next process counts what is open
+ * itself, as it adopts each connection, and the state image keeps its
+ * format.
  */
 struct lcounters {
 	unsigned users;
+	uint64_t *active;
 	struct lstats w[];
+};
+
+/* A backend's state as the control socket sets it (backend command). */
+enum be_admin {
+	BE_READY, /* dialled */
+	BE_DRAIN, /* not dialled; its connections run on */
+	BE_MAINT, /* as drain, and not probed either */
+	BE_ADMIN_COUNT,
+};
+
+/**
+ * struct bstate - one backend's state, which every worker reads
+ * @admin:	enum be_admin
+ * @down:	the health checks found it down
+ * @changes:	how often @admin or @down changed (counted for /metrics)
+ *
+ * The main thread alone writes them (the control socket, the checks);
+ * workers read them, atomically, when they choose a backend to dial.
+ */
+struct bstate {
+	unsigned char admin;
+	bool down;
+	uint64_t changes;
 };
 
 /**
@@ -54,15 +86,19 @@ struct lcounters {
  * @netns_ino:	their inodes, which identify them; 0 for the process's own
  * @refs:	the listener's 1 while current, and one per worker and per
  *		connection that uses them (atomic)
+ * @be:		its backends' states, as @o.backend is ordered
  *
- * Immutable once made: a reload makes a new one, and connections carry on
- * with the one they started with.
+ * Immutable once made but for @be: a reload makes a new one, and
+ * connections carry on with the one they started with. The states of
+ * backends whose address the new one keeps go with them
+ * (listener_carry_states()), so that a drained server stays drained.
  */
 struct lcfg {
 	struct listen_opts o;
 	int netns[SIDE_COUNT];
 	ino_t netns_ino[SIDE_COUNT];
 	unsigned refs;
+	struct bstate be[OPT_MAX_BACKENDS];
 };
 
 /* What has happened to a listener; each bit is set once, through
@@ -118,6 +154,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 			      size_t errlen);
 void listener_get(struct listener *l);
 void listener_put(struct listener *l);
+int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen);
 bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);
@@ -139,6 +176,12 @@ static inline bool listener_is(const struct listener *l,
 	return l->flags & flag;
 }
 void listener_reap(struct proxy *px);
+int listener_pick_backend(const struct lcfg *c, unsigned from);
+void listener_set_admin(struct lcfg *c, unsigned i, enum be_admin admin,
+			const char *why);
+void listener_set_down(struct lcfg *c, unsigned i, bool down, const char *why);
+void listener_carry_states(struct lcfg *c, const struct lcfg *was);
+const char *listener_admin_name(enum be_admin admin);
 struct listener *listener_named(struct proxy *px, const char *name);
 void listener_restore_counters(struct listener *l, unsigned worker,
 			       const void *words);

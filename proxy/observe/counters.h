@@ -57,6 +57,7 @@ struct totals {
  * @name:		the listener's name
  * @tot:		what its connections moved
  * @accepted:		connections it accepted
+ * @active:		its connections open now
  * @denied:		clients --allow refused
  * @refused_conns:	clients reset for --max-conns
  * @refused_source:	clients reset for --max-conns-per-source
@@ -68,21 +69,26 @@ struct totals {
  * @backends:		its backends, as configured
  * @nbackends:		how many
  * @backend_failures:	failed connects to each
+ * @backend_admin:	each one's admin state (enum be_admin, listener.h)
+ * @backend_down:	each one the health checks found down
+ * @backend_changes:	changes of each one's admin state or health
  */
 struct lreport {
 	const char *name;
 	struct totals tot;
-	uint64_t accepted, denied, refused_conns, refused_source;
+	uint64_t accepted, active, denied, refused_conns, refused_source;
 	uint64_t refused_preauth, bad_openings, auth_timeouts;
 	uint64_t proxy_refused;
 	const char *backends[LREPORT_MAX_BACKENDS];
 	unsigned nbackends;
 	uint64_t backend_failures[LREPORT_MAX_BACKENDS];
+	unsigned char backend_admin[LREPORT_MAX_BACKENDS];
+	bool backend_down[LREPORT_MAX_BACKENDS];
+	uint64_t backend_changes[LREPORT_MAX_BACKENDS];
 };
 
 /**
  * struct gauges - the process's state now, for /metrics
- * @active:		connections open
  * @total:		connections accepted since start
  * @pipes_open:		splice pipes open
  * @pipes_lent:		splice pipes holding a splice in flight
@@ -100,7 +106,7 @@ struct lreport {
  * @draining:		SIGTERM came and the process is draining
  */
 struct gauges {
-	uint64_t active, total;
+	uint64_t total;
 	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
 	uint64_t pipe_stalls;
 	uint64_t bufs_lent, bufs_free, buf_bytes_lent;

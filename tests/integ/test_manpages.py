@@ -3,8 +3,8 @@
 - Every long option `smbsplice --help` lists has an entry in smbsplice(8)'s
   OPTIONS (`*--name*`, with its short form when it has one: `*-l*,
   *--listen*`).
-- Every config-file key (every long option but config, check, help and
-  version) has an entry in smbsplice.conf(5) (`*name* = ...`), under GLOBAL
+- Every config-file key (every long option but config, check,
+  share-address, help and version) has an entry in smbsplice.conf(5) (`*name* = ...`), under GLOBAL
   KEYS or LISTENER KEYS as the program itself places it: each key is tried
   in a listener's section of a scratch file with `smbsplice --check`, which
   says "belongs in [global]" for a process-wide key and "unknown key" for a
@@ -22,13 +22,13 @@ import subprocess
 import tempfile
 import urllib.request
 
-from harness import SMBSPLICE, SRCDIR, TMPDIR, Proxy, TestFailure, check, note_scrape, run
+from harness import SMBSPLICE, SRCDIR, TMPDIR, Proxy, TestFailure, check, check_page, note_scrape, run
 
 MAN8 = os.path.join(SRCDIR, "contrib/man/smbsplice.8.scd")
 MAN5 = os.path.join(SRCDIR, "contrib/man/smbsplice.conf.5.scd")
 MAN1_ADVISE = os.path.join(SRCDIR, "contrib/man/smbsplice-advise.1.scd")
 ADVISE = os.environ.get("SMBSPLICE_ADVISE", os.path.join(SRCDIR, "advise/smbsplice-advise"))
-CLI_ONLY = {"config", "check", "help", "version"}
+CLI_ONLY = {"config", "check", "share-address", "help", "version"}
 
 
 def sections(path):
@@ -115,6 +115,7 @@ def page_metrics(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
     note_scrape(port)
+    check_page(text, f"127.0.0.1:{port}/metrics")
     metrics = {m.group(1): (m.group(2), set()) for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M)}
     seen = set()
     for m in re.finditer(r"^(\w+)\{([^}]*)\} ", text, re.M):

@@ -1,5 +1,5 @@
 """Upgrade without refusing a client: a second smbsplice binds the address
-the first one listens on (SO_REUSEPORT), the first is sent SIGTERM and
+the first one listens on (--share-address: SO_REUSEPORT), the first is sent SIGTERM and
 drains, and through all of it clients that connect, send 1 KiB and read
 it back in a loop see no refusal, no reset and no short read, while one
 long connection to the old process runs on to its end, after which the
@@ -105,8 +105,8 @@ def upgrade(procs):
                                stdout=subprocess.PIPE, text=True)
     procs.append(clients)
     time.sleep(1.5)
-    new = Proxy(backend, "--mode", "tcp", port=port, wrap=wrap)
-    check(True, f"a second smbsplice binds 127.0.0.1:{port} while the first listens there")
+    new = Proxy(backend, "--mode", "tcp", "--share-address", port=port, wrap=wrap)
+    check(True, f"a second smbsplice, --share-address, binds 127.0.0.1:{port} while the first listens there")
     time.sleep(1.0)
     before = conns(new)
     old.proc.send_signal(signal.SIGTERM)

@@ -96,7 +96,7 @@ def main():
         f.write(first + f"[b]\nlisten = 127.0.0.1:{other}\nbackend = {srv.addr}\n")
     px.proc.send_signal(signal.SIGHUP)
     line = px.wait_log(r"^.*reload refused.*$")[0]
-    check("Permission denied (smbsplice no longer runs as root: the file must be readable by its --user)" in line,
+    check(f"{conf}: cannot be read: Permission denied (smbsplice has run as --user nobody since it started:" in line,
           f"reload of a file nobody cannot read: {line.strip()}")
     os.chmod(os.path.dirname(conf), 0o755)
     os.chmod(conf, 0o644)

@@ -149,6 +149,15 @@ static void test_mistakes(void **state)
 	expect_bad(text, NULL, NULL, ":5: mode given twice", NULL);
 	snprintf(text, sizeof(text), "[a]\n%s[b]\n%s[a]\n%s", lst, lst, lst);
 	expect_bad(text, NULL, NULL, "[a] appears twice", NULL);
+	/* In a row too: libinih reads the two as one section. */
+	snprintf(text, sizeof(text), "[a]\n%s [a]\n%s", lst, lst);
+	expect_bad(text, NULL, NULL, ":4: [a] appears twice", NULL);
+	snprintf(text, sizeof(text),
+		 "[global]\nworkers = 1\n[global]\nworkers = 2\n[a]\n%s", lst);
+	expect_bad(text, NULL, NULL, ":3: [global] appears twice", NULL);
+	snprintf(text, sizeof(text),
+		 "[global]\nworkers = 1\n[a]\n%s[global]\nworkers = 2\n", lst);
+	expect_bad(text, NULL, NULL, ":6: [global] appears twice", NULL);
 	snprintf(text, sizeof(text), "[a]\n%stransparent = maybe\n", lst);
 	expect_bad(text, NULL, NULL, ":4: transparent 'maybe'", NULL);
 	expect_bad("listen = 127.0.0.1:1\n", NULL, NULL,
@@ -225,8 +234,9 @@ static void test_missing_file(void **state)
 
 	assert_int_equal(options_parse(&c, 3, argv, false, err, sizeof(err)),
 			 OPT_BAD);
-	assert_non_null(
-		strstr(err, "/nonexistent/smbsplice.conf: No such file"));
+	assert_non_null(strstr(
+		err,
+		"/nonexistent/smbsplice.conf: cannot be read: No such file"));
 }
 
 /* Every option but the command line's own is a config key, and --help
