@@ -263,6 +263,8 @@ static bool sel_match(const struct conn *c, const struct conn_sel *s)
 		return c->srv.fd >= 0 &&
 		       (!strcmp(be->text, s->text) ||
 			(s->has_addr && connview_addr_match(s, &be->addr)));
+	case CONN_SEL_USER:
+		return connview_user_is(c, s->text);
 	}
 	return false;
 }

@@ -103,13 +103,14 @@ struct connview {
 };
 
 /* What a kill names: one connection, or every connection of a group.
- * Another group (a user, once connections carry one) is one more kind
- * here, one more case in connview.c's sel_match(), and one more row of
- * control/ctlsel.c's kill_kinds. */
+ * Another group is one more kind here, one more case in connview.c's
+ * sel_match(), and one more row of control/ctlsel.c's kill_kinds. */
 enum conn_sel_kind {
 	CONN_SEL_ID,	  /* @id */
 	CONN_SEL_CLIENT,  /* the client's address, and port if @port */
 	CONN_SEL_BACKEND, /* the backend, as named (@text) or by address */
+	CONN_SEL_USER, /* the session's user, "user" or "DOMAIN\\user" (@text)
+			*/
 };
 
 /**
@@ -122,7 +123,8 @@ enum conn_sel_kind {
  * @has_addr:	@addr is set
  * @port:	the port in @addr must match too
  * @text:	CONN_SEL_BACKEND: the backend as the listener names it
- *		(its HOST:PORT as written, what `listeners` prints)
+ *		(its HOST:PORT as written, what `listeners` prints);
+ *		CONN_SEL_USER: the user's name (connview_user_is())
  */
 struct conn_sel {
 	enum conn_sel_kind kind;

@@ -530,11 +530,12 @@ static bool backend_named(struct proxy *px, const struct conn_sel *sel)
 
 /**
  * cmd_kill() - `kill ID`: reset one connection, both peers; `kill client
- *		ADDR[:PORT]`, `kill backend HOST:PORT`: every one of a group
+ *		ADDR[:PORT]`, `kill backend HOST:PORT`, `kill user NAME`:
+ *		every one of a group
  * @px:		the process
  * @sel:	the connections
  * @kind:	the group's word (ctlsel.c's kill_kinds), NULL for `kill ID`
- * @arg:	the group's argument as given (checked printable), for the
+ * @arg:	the group's argument as given (no control characters), for the
  *		answer
  * @who:	the asker's credentials, for the end lines
  * @json:	JSON, not text
@@ -790,7 +791,7 @@ static void run_kill(struct proxy *px, char **w, unsigned n, const char *who,
 	}
 	answer_error(
 		out, json,
-		"kill what? kill ID, kill client ADDR[:PORT] or kill backend ADDR[:PORT]");
+		"kill what? kill ID, kill client ADDR[:PORT], kill backend ADDR[:PORT] or kill user [DOMAIN\\]NAME");
 }
 
 /**
@@ -821,6 +822,8 @@ static const struct command {
 	  "reset every connection from an address", true },
 	{ "kill", "kill backend ADDR[:PORT]",
 	  "reset every connection to a backend", true },
+	{ "kill", "kill user [DOMAIN\\]NAME",
+	  "reset every connection of a user's sessions", true },
 };
 
 /**

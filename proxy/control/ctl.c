@@ -348,6 +348,7 @@ static void usage(FILE *out)
 		"  COMMAND: conns, conn ID, listeners, info, top [N], help,\n"
 		"           drain LISTENER, resume LISTENER, kill ID,\n"
 		"           kill client ADDR[:PORT], kill backend ADDR[:PORT],\n"
+		"           kill user [DOMAIN\\]NAME,\n"
 		"           backend LISTENER BACKEND drain|maint|ready\n",
 		CTL_TIMEOUT);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* ctlsel.c - the groups `kill` names: `kill client ADDR[:PORT]`, `kill
- *	      backend ADDR[:PORT]`
+ *	      backend ADDR[:PORT]`, `kill user [DOMAIN\\]NAME`
  *
  * Theory of operation: a command's words become a struct conn_sel
  * (conn/connview.h), which each worker matches against its own
@@ -8,10 +8,6 @@
  * main thread wait on DNS while every control client waits behind it.
  * An argument is checked printable before it is echoed in the answer
  * and the log line.
- *
- * `kill user NAME` plugs in here: one row of kill_kinds with its parser,
- * once connections carry a user (CONN_SEL_USER, and its case in
- * connview.c's sel_match()).
  */
 #include "config.h"
 
@@ -148,13 +144,37 @@ static bool sel_backend(const char *arg, struct conn_sel *sel)
 }
 
 /**
+ * sel_user() - `kill user NAME` or `kill user DOMAIN\\NAME`: every
+ *		connection whose session setup named that user in clear
+ * @arg:	the argument
+ * @sel:	set to the selector
+ *
+ * Bytes from 0x80 up are taken as they come, so that a name `conns`
+ * shows in UTF-8 can be given back; control characters, spaces and DEL
+ * are not (the words are split at spaces, and the argument is logged).
+ *
+ * Return: true if @arg could be a user's name.
+ */
+static bool sel_user(const char *arg, struct conn_sel *sel)
+{
+	size_t n = 0;
+
+	sel->kind = CONN_SEL_USER;
+	for (; arg[n]; n++)
+		if (n >= sizeof(sel->text) - 1 ||
+		    (unsigned char)arg[n] < 0x21 || arg[n] == 0x7f)
+			return false;
+	if (!n || arg[n - 1] == '\\')
+		return false;
+	snprintf(sel->text, sizeof(sel->text), "%s", arg);
+	return true;
+}
+
+/**
  * struct kill_kind - a group `kill` can name
  * @word:	its word after `kill`
  * @parse:	makes the selector of its argument
  * @bad:	the complaint for an argument it refuses
- *
- * `kill user NAME` is one more row, once connections carry a user name
- * (with CONN_SEL_USER and its case in connview.c's sel_match()).
  */
 static const struct kill_kind {
 	const char *word;
@@ -165,11 +185,13 @@ static const struct kill_kind {
 	  "bad client address: want ADDR, ADDR:PORT or [ADDR6]:PORT, numeric IPv4 or IPv6" },
 	{ "backend", sel_backend,
 	  "bad backend: want HOST:PORT as listeners prints it, or ADDR[:PORT] (at most 127 printable characters)" },
+	{ "user", sel_user,
+	  "bad user: want NAME or DOMAIN\\NAME as conns prints it (at most 127 bytes, no spaces or control characters)" },
 };
 
 /**
  * ctlsel_parse() - the selector of `kill WORD ARG`
- * @word:	the group's word (client, backend)
+ * @word:	the group's word (client, backend, user)
  * @arg:	its argument
  * @sel:	set to the selector
  * @bad:	set to the complaint when -1 is returned
