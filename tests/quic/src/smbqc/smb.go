@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/ioutil"
@@ -14,6 +15,9 @@ import (
 	"sync"
 
 	smb2 "github.com/hirochachacha/go-smb2"
+	quic "github.com/lucas-clemente/quic-go"
+
+	"squic"
 )
 
 // smbErr is an error with the exit code it should end smbqc with.
@@ -49,6 +53,7 @@ func open() (*session, error) {
 	if err != nil {
 		return nil, errc(exitQUIC, "quic", err)
 	}
+	w.dropInterim = o.sign
 	d := &smb2.Dialer{
 		Negotiator: smb2.Negotiator{RequireMessageSigning: o.sign},
 		Initiator:  &smb2.NTLMInitiator{User: o.user, Password: o.pass, Domain: o.domain},
@@ -57,9 +62,10 @@ func open() (*session, error) {
 	defer cancel()
 	s, err := d.DialContext(ctx, w)
 	if err != nil {
+		err = setupErr(w, err)
 		w.Close()
 		w.pc.Close()
-		return nil, errc(exitSMB, "smb", err)
+		return nil, err
 	}
 	fs, err := s.Mount(fmt.Sprintf(`\\%s\%s`, o.name, o.share))
 	if err != nil {
@@ -71,15 +77,36 @@ func open() (*session, error) {
 	return &session{w: w, s: s, fs: fs}, nil
 }
 
-// close logs off (so that every answer has come) and checks -seal and
-// -sign against the frames counted since the mount.
+// setupErr classifies a failed SMB setup: in TLS 1.3 the server judges a
+// client certificate after the client's handshake is done, so a refusal
+// (a TLS alert) comes as the stream's end, and is a QUIC failure.
+func setupErr(w *wireConn, err error) error {
+	var te *quic.TransportError
+	var ae *quic.ApplicationError
+	var ie *quic.IdleTimeoutError
+	if re := w.readErr; re != nil && (errors.As(re, &te) || errors.As(re, &ae) || errors.As(re, &ie)) {
+		return errc(exitQUIC, "quic", fmt.Errorf("%s", squic.Describe(re)))
+	}
+	if w.Conn.Context().Err() != nil {
+		// The connection ended under go-smb2, which kept only the text.
+		return errc(exitQUIC, "quic", fmt.Errorf("connection closed during SMB setup: %v", err))
+	}
+	return errc(exitSMB, "smb", err)
+}
+
+// close disconnects the tree (its answer is the last of the share's, so
+// every answer has come), logs off, and checks -seal and -sign against
+// the answers counted from the mount to the tree disconnect.
 func (ss *session) close() error {
 	ss.fs.Umount()
+	// Counted before the LOGOFF: where only the share asks for
+	// encryption, a session-level request is signed, not sealed.
+	plain, signed, enc := ss.w.frames.since()
 	ss.s.Logoff()
 	ss.w.Close()
 	ss.w.pc.Close()
-	plain, signed, enc := ss.w.frames.since()
-	fmt.Printf("session frames plain=%d signed=%d encrypted=%d bytes=%d\n", plain, signed, enc, ss.w.bytes)
+	fmt.Printf("session frames plain=%d signed=%d encrypted=%d interim=%d bytes=%d\n", plain, signed, enc,
+		ss.w.frames.interim, ss.w.bytes)
 	if o.seal && (plain+signed > 0 || enc == 0) {
 		return errc(exitVerify, "verify", fmt.Errorf("not sealed: %d answers after the mount were not encrypted, %d were", plain+signed, enc))
 	}
@@ -281,6 +308,7 @@ func netcat() {
 	if err != nil {
 		die(errc(exitQUIC, "quic", err))
 	}
+	w.raw = true
 	up := make(chan int64, 1)
 	go func() {
 		n, _ := io.Copy(struct{ io.Writer }{w}, os.Stdin)

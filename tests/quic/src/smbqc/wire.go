@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,66 +11,53 @@ import (
 	"squic"
 )
 
-// frameCounter follows the server-to-client byte stream (4-byte Direct
-// TCP prefix, then the message) and counts the messages by kind, so that
-// -seal and -sign can check what really went over the wire rather than
-// trust go-smb2's private state.
+// frameCounter counts the server's messages by kind, so that -seal and
+// -sign check what really went over the wire rather than trust go-smb2's
+// private state.
 type frameCounter struct {
-	mu        sync.Mutex
-	hdr       [4]byte
-	hdrN      int
-	body      []byte // the first bytes of the message (protocol id, flags)
-	left      int    // bytes of the current message still to come
-	plain     int
-	signed    int
-	encrypted int
-	mark      [3]int // counts when mark() was called (after the mount)
+	mu                                sync.Mutex
+	plain, signed, encrypted, interim int
+	mark                              [3]int // counts when markNow was called (after the mount)
 }
 
-// feed consumes bytes read from the server.
-func (f *frameCounter) feed(p []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for len(p) > 0 {
-		if f.left == 0 {
-			n := copy(f.hdr[f.hdrN:], p)
-			f.hdrN += n
-			p = p[n:]
-			if f.hdrN == 4 {
-				f.left = int(binary.BigEndian.Uint32(f.hdr[:]) & 0xffffff)
-				f.hdrN = 0
-				f.body = f.body[:0]
-			}
-			continue
-		}
-		n := len(p)
-		if n > f.left {
-			n = f.left
-		}
-		if len(f.body) < 20 {
-			want := 20 - len(f.body)
-			if want > n {
-				want = n
-			}
-			f.body = append(f.body, p[:want]...)
-		}
-		f.left -= n
-		p = p[n:]
-		if f.left == 0 {
-			f.classify()
-		}
-	}
-}
+// Message kinds.
+const (
+	kindPlain = iota
+	kindSigned
+	kindEncrypted
+	kindInterim // unsigned async STATUS_PENDING, plain by the protocol
+)
 
-// classify counts the message just completed: 0xFD 'SMB' is a transform
-// header (encrypted), 0xFE 'SMB' with SMB2_FLAGS_SIGNED is signed.
-func (f *frameCounter) classify() {
-	b := f.body
+// classify says what one message (without its 4-byte prefix) is: 0xFD
+// 'SMB' a transform header (encrypted), 0xFE 'SMB' with SMB2_FLAGS_SIGNED
+// signed, an async STATUS_PENDING without the flag an interim response.
+func classify(b []byte) int {
 	switch {
 	case len(b) >= 4 && b[0] == 0xfd && string(b[1:4]) == "SMB":
+		return kindEncrypted
+	case len(b) >= 64 && b[0] == 0xfe && string(b[1:4]) == "SMB":
+		flags := binary.LittleEndian.Uint32(b[16:20])
+		if flags&0x8 != 0 {
+			return kindSigned
+		}
+		if flags&0x2 != 0 && binary.LittleEndian.Uint32(b[8:12]) == 0x103 {
+			return kindInterim
+		}
+	}
+	return kindPlain
+}
+
+// count adds one message of a kind.
+func (f *frameCounter) count(kind int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch kind {
+	case kindEncrypted:
 		f.encrypted++
-	case len(b) >= 20 && b[0] == 0xfe && binary.LittleEndian.Uint32(b[16:20])&0x8 != 0:
+	case kindSigned:
 		f.signed++
+	case kindInterim:
+		f.interim++
 	default:
 		f.plain++
 	}
@@ -94,7 +82,13 @@ func (f *frameCounter) since() (int, int, int) {
 // and moves the client to a new UDP port once -rebind-after bytes passed.
 type wireConn struct {
 	*squic.StreamConn
+	raw         bool // nc: bytes as they come, no framing
+	dropInterim bool // -sign: hide unsigned interim responses from go-smb2
+	hdr         [4]byte
+	rbuf        []byte
+	rpos, rend  int
 	frames      frameCounter
+	readErr     error // the stream's first error: why it ended
 	bytes       int64
 	rebindAfter int64
 	rebindOnce  sync.Once
@@ -102,20 +96,67 @@ type wireConn struct {
 	keepOld     bool
 }
 
-// Read reads from the stream and counts what came.
+// Read hands go-smb2 the stream's bytes a whole message at a time, each
+// message counted by kind.
 func (w *wireConn) Read(p []byte) (int, error) {
-	n, err := w.StreamConn.Read(p)
-	if n > 0 {
-		w.frames.feed(p[:n])
+	if w.raw {
+		n, err := w.StreamConn.Read(p)
 		w.moved(n)
+		return n, err
 	}
-	return n, err
+	for w.rpos == w.rend {
+		if err := w.nextFrame(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, w.rbuf[w.rpos:w.rend])
+	w.rpos += n
+	return n, nil
+}
+
+// nextFrame reads one message with its prefix into rbuf. go-smb2 1.1.0
+// rejects an unsigned interim response (STATUS_PENDING) when signing is
+// required, though MS-SMB2 has servers send them unsigned (Samba does for
+// asynchronous writes): with -sign such a message is counted and not
+// passed on, the final response follows it with the same MessageId.
+func (w *wireConn) nextFrame() error {
+	n, err := io.ReadFull(w.StreamConn, w.hdr[:])
+	w.moved(n)
+	if err != nil {
+		w.readErr = err
+		return err
+	}
+	size := 4 + int(binary.BigEndian.Uint32(w.hdr[:])&0xffffff)
+	if cap(w.rbuf) < size {
+		w.rbuf = make([]byte, size)
+	}
+	w.rbuf = w.rbuf[:size]
+	copy(w.rbuf, w.hdr[:])
+	n, err = io.ReadFull(w.StreamConn, w.rbuf[4:])
+	w.moved(n)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		w.readErr = err
+		return err
+	}
+	kind := classify(w.rbuf[4:])
+	w.frames.count(kind)
+	w.rpos, w.rend = 0, size
+	if kind == kindInterim && w.dropInterim {
+		w.rend = 0
+	}
+	return nil
 }
 
 // Write writes to the stream and counts it.
 func (w *wireConn) Write(p []byte) (int, error) {
 	n, err := w.StreamConn.Write(p)
 	w.moved(n)
+	if err != nil && w.readErr == nil {
+		w.readErr = err
+	}
 	return n, err
 }
 
