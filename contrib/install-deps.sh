@@ -8,6 +8,8 @@
 # installed, and the libraries ksmbd-tools and mount.cifs link, which the
 # guest copies from the host: ksmbd-tools itself is never installed (it
 # would remove samba), but downloaded and unpacked by tests/guest/build.sh.
+# Go, quic-go and go-smb2 build the tests' independent SMB-over-QUIC client
+# and the quic-go relay pair (tests/quic/README.md), offline.
 set -euo pipefail
 
 pkgs=(autoconf automake make gcc pkg-config python3
@@ -17,8 +19,9 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	prometheus python3-prometheus-client
 	clang libclang-rt-14-dev iperf3 iputils-ping
 	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0
-	dpkg-dev debhelper lintian)
-bench=(haproxy socat passt gnuplot-nox libsmbclient-dev)
+	dpkg-dev debhelper lintian
+	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev openssl)
+bench=(haproxy socat passt gnuplot-nox libsmbclient-dev stunnel4)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 
 missing=()
