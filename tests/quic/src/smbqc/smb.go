@@ -324,7 +324,13 @@ func netcat() {
 	w.Close()
 	w.pc.Close()
 	fmt.Fprintf(os.Stderr, "smbqc: nc up=%d down=%d\n", upn, down)
+	var te *quic.TransportError
+	if err != nil && down == 0 && errors.As(err, &te) {
+		// Refused after the client's TLS 1.3 handshake (a client
+		// certificate denied): a QUIC failure, as in SMB setup.
+		fail(exitQUIC, "quic", "%s", squic.Describe(err))
+	}
 	if err != nil {
-		fail(exitIO, "io", "stream: %v", err)
+		fail(exitIO, "io", "stream: %s", squic.Describe(err))
 	}
 }
