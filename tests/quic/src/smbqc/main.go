@@ -39,6 +39,9 @@ type opts struct {
 
 var o opts
 
+// flags is smbqc's flag set, for usage() to print.
+var flags = flag.NewFlagSet("smbqc", flag.ContinueOnError)
+
 // fail prints one "smbqc: KIND: reason" line and exits with code.
 func fail(code int, kind string, format string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, "smbqc: %s: %s\n", kind, fmt.Sprintf(format, a...))
@@ -46,7 +49,7 @@ func fail(code int, kind string, format string, a ...interface{}) {
 }
 
 func main() {
-	fs := flag.NewFlagSet("smbqc", flag.ExitOnError)
+	fs := flags
 	fs.Usage = usage
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:443", "UDP address of the QUIC server")
 	fs.StringVar(&o.name, "name", "", "server name: SNI, certificate check and \\\\NAME\\share (default: host of -addr)")
@@ -65,7 +68,9 @@ func main() {
 	fs.BoolVar(&o.keepOld, "rebind-keep-old", false, "after a rebind, still receive on the old port")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "handshake and SMB setup timeout")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "QUIC idle timeout (a server that stopped answering)")
-	fs.Parse(os.Args[1:])
+	if fs.Parse(os.Args[1:]) != nil {
+		os.Exit(exitUsage) // not the flag package's 2, which is exitQUIC
+	}
 	args := fs.Args()
 	if len(args) == 0 {
 		usage()
@@ -110,7 +115,7 @@ func usage() {
   nc                      raw: stdin -> stream, stream -> stdout
 flags:
 `)
-	flag.CommandLine = flag.NewFlagSet("smbqc", flag.ContinueOnError)
+	flags.PrintDefaults()
 	os.Exit(exitUsage)
 }
 
