@@ -35,6 +35,9 @@ def tools():
     smbqc, relay = os.path.join(BIN, "smbqc"), os.path.join(BIN, "quicrelay")
     if os.access(smbqc, os.X_OK) and os.access(relay, os.X_OK):
         return smbqc, relay
+    if os.environ.get("GO") == "no":
+        print("SKIP: configure found no go, or was given GO=no: the QUIC test tools are not built", flush=True)
+        sys.exit(77)
     need("go", "golang-go")
     for path, pkg in GO_PACKAGES.items():
         if not os.path.isdir(os.path.join(GOCODE, path)):
