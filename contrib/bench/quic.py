@@ -30,6 +30,9 @@ core-seconds per GiB moved.
                   smbsplice's --help mentions quic and --check accepts
                   both sides' command lines, it is listed as "not built"
                   with smbsplice's own words, and not run.
+  quicrelay-to-smbsplice  quicrelay client -> smbsplice's quic: listener:
+                  the QUIC front door alone, before the QUIC backend
+                  lands (needs QUIC too).
 
 The contestants are data (CONTESTANTS): a new one, or a changed command
 line when smbsplice's QUIC backend lands, is one entry.
@@ -112,6 +115,13 @@ CONTESTANTS = (
      "branch": SP + ["--listen", "{listen}", "--backend", "quic:{hq}", "--quic-name", "{name}",
                      "--quic-ca", "{ca}"],
      "wan_hq": ["--congestion", "client:bbr"], "wan_branch": ["--congestion", "backend:bbr"]},
+    # smbsplice's QUIC front door alone, behind quic-go's client side:
+    # measurable as soon as the listener is built, before the backend
+    {"name": "quicrelay-to-smbsplice", "leg": "udp", "needs": "quic",
+     "hq": SP + ["--listen", "quic:{hq}", "--quic-cert", "{cert}", "--quic-key", "{key}", "--backend", "{smbd}"],
+     "branch": ["{quicrelay}", "client", "-listen", "{listen}", "-remote", "{hq}", "-name", "{name}",
+                "-ca", "{ca}"],
+     "wan_hq": ["--congestion", "client:bbr"]},
 )
 NEEDS_QUIC = "smbsplice-quic"   # the contestant the goals are about
 
@@ -177,8 +187,8 @@ def argv_of(entry, side, values, over_wan):
 
 def not_built(entry, values):
     """Why entry cannot run with this smbsplice, or None: its `needs` is
-    not in smbsplice's --help, or --check refuses a side's command line
-    (on loopback or over the WAN)."""
+    not in smbsplice's --help, or --check refuses a smbsplice side's
+    command line (with or without the WAN's arguments)."""
     need = entry.get("needs")
     if not need:
         return None
@@ -373,10 +383,12 @@ def contestants(b, topo, files, workdir, skip):
         b.PICKED.add(e["name"])
         if e["name"] in skip:
             continue
-        tool = fill(e["hq"][0], {"smbsplice": SMBSPLICE, "quicrelay": QUICRELAY}) if "hq" in e else None
-        if tool and not shutil.which(tool):
-            skip[e["name"]] = f"{tool} not found"
-            b.log(f"quic: {tool} not found: {e['name']} left out")
+        tools = [fill(e[side][0], {"smbsplice": SMBSPLICE, "quicrelay": QUICRELAY})
+                 for side in ("hq", "branch") if side in e]
+        missing = [t for t in tools if not shutil.which(t)]
+        if missing:
+            skip[e["name"]] = f"{missing[0]} not found"
+            b.log(f"quic: {missing[0]} not found: {e['name']} left out")
             continue
         out.append(PairFront(e, topo, files, workdir))
     return out
