@@ -1139,6 +1139,12 @@ def main():
     # the quic workload: loopback with the loopback topology, and its own
     # WAN cells (contrib/bench/quic.py)
     args.quic_grid = "40:0,1:100" if args.quic_grid is None else args.quic_grid
+    if args.quic_grid not in ("", "none"):
+        import wan
+        try:
+            wan.parse_grid(args.quic_grid)
+        except ValueError as e:
+            ap.error(str(e).replace("--wan-grid", "--quic-grid"))
     args.quic_loopback = "quic" in lo_only
     args.mib_quic = mib
     args.runs = runs
