@@ -41,6 +41,7 @@ static void put_process(struct seed *s)
 				 .now = 1000.5,
 				 .metrics_fd = s->nfd++,
 				 .control_fd = -1,
+				 .control_ro_fd = -1,
 				 .lstats_words = NWORDS,
 				 .accepted = 9 };
 
