@@ -406,6 +406,9 @@ static enum smb_opaque_why parse_protocol_id(struct smb_framer *f)
 		f->facts.encrypted_seen = true;
 		if (room < SMB2_TRANSFORM_HDR_LEN)
 			return SMB_WHY_TRANSFORM_SHORT;
+		/* Counted now, as a compressed frame is: a stream cut inside
+		 * the header still carried the frame. */
+		counter_add(&f->st->encrypted, 1);
 		f->want = SMB2_TRANSFORM_HDR_LEN;
 		return SMB_WHY_NONE;
 	}
@@ -438,8 +441,10 @@ static void parse_transform(struct smb_framer *f)
 	if (w)
 		smb_who_sealed(w,
 			       get_le64(f->hold + SMB2_TRANSFORM_SESSION_ID));
-	plan_transform(f, SMB2_TRANSFORM_HDR_LEN, &f->st->encrypted,
-		       SMB_WHY_TRANSFORM_SHORT);
+	/* parse_protocol_id() counted it and saw that the frame holds it */
+	plan_skip(f, SMB2_TRANSFORM_HDR_LEN,
+		  f->frame_len - f->elem_start - SMB2_TRANSFORM_HDR_LEN,
+		  SMB_CLASS_OTHER);
 }
 
 /**
