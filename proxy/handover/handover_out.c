@@ -128,8 +128,9 @@ int handover_init(struct proxy *px, void (*done)(struct proxy *px))
  * @len:	its size
  *
  * A process that never got GO touches nothing, but it must not linger:
- * a direct child is killed and reaped; through the launcher it ends on
- * the hang-up of its socket, and the launcher reaps it.
+ * a direct child is killed and reaped (or, the service manager's, killed
+ * and seen to end); through the launcher it ends on the hang-up of its
+ * socket, and the launcher reaps it.
  */
 static void end_child(struct proxy *px, char *why, size_t len)
 {
@@ -141,11 +142,8 @@ static void end_child(struct proxy *px, char *why, size_t len)
 	for (int i = 0;
 	     i < 100 && !(r = launcher_reap(&ho->ln, ho->pid, &status)); i++)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	if (r == 0 && ho->ln.fd < 0) {
-		kill(ho->pid, SIGKILL);
-		r = launcher_reap(&ho->ln, ho->pid, &status) ||
-		    waitpid(ho->pid, &status, 0) == ho->pid;
-	}
+	if (r == 0 && ho->ln.fd < 0)
+		r = launcher_kill(ho->pid, &status);
 	if (r == 1 && WIFEXITED(status))
 		snprintf(why, len, " (it exited with status %d)",
 			 WEXITSTATUS(status));

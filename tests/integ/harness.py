@@ -619,9 +619,10 @@ class Proxy:
         now on (the log is shared: NEW writes to OLD's stderr). Return
         {"conns", "pid", "paused_ms", "took_conns", "took_listeners"}.
 
-        NEW is OLD's child; this process becomes a child subreaper first so
-        that NEW, orphaned when OLD exits, is adopted here and its exit
-        status can be read (Adopted)."""
+        NEW is OLD's child (or, under NOTIFY_SOCKET, its parent's: this
+        process's); this process becomes a child subreaper first so that
+        NEW, orphaned when OLD exits, is adopted here and its exit status
+        can be read (Adopted)."""
         become_subreaper()
         old = self.proc
         done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines(), re.M))
