@@ -10,6 +10,9 @@
 # would remove samba), but downloaded and unpacked by tests/guest/build.sh.
 # Go, quic-go and go-smb2 build the tests' independent SMB-over-QUIC client
 # and the quic-go relay pair (tests/quic/README.md), offline.
+# The systemd guest (tests/integ/test_guest_systemd.py) boots this host's
+# own Debian read-only over 9p, with its systemd as PID 1: systemd, dpkg-dev
+# and debhelper below (and QEMU's 9p, in qemu-system-x86) are all it needs.
 set -euo pipefail
 
 pkgs=(autoconf automake make gcc pkg-config python3
