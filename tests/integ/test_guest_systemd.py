@@ -37,8 +37,8 @@ as root, does what an administrator does:
   SMBSPLICE_END=fin.
 
 Skips (77) where guests cannot run, when not root, without
-dpkg-buildpackage or debhelper, and in a sanitizer build (the package
-builds with its own flags).
+dpkg-buildpackage, debhelper or systemd on the host, and in a sanitizer
+build (the package builds with its own flags).
 """
 import base64
 import json
@@ -230,6 +230,7 @@ def main():
         sys.exit(77)
     need("dpkg-buildpackage", "dpkg-dev")
     need("dh", "debhelper")
+    need("systemctl", "systemd")  # the guest boots this host's own systemd
     if SANITIZED:
         print("SKIP: a sanitizer build: the package builds with its own flags", flush=True)
         sys.exit(77)
