@@ -45,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
