@@ -23,16 +23,31 @@
  * caller whose kind of line may never come again takes the count with
  * log_limit_expired() and says it in a line of its own.
  *
- * With --syslog the same lines go to syslog(3), each with its level's
+ * A record in the ring is a small head (the message's length, the
+ * fields', the level), the message and its journal fields; the writer
+ * makes of it what its destination takes, so that the choice is made at
+ * one place, when the line goes out.
+ *
+ * With --syslog the lines go to syslog(3), each with its level's
  * priority, instead of standard error. syslog(3) drops every line, without
  * a word, when nothing listens on /dev/log (a container, a chroot, a
  * syslogd not yet started): a start that fails would say nothing at all.
  * So log_use_syslog() first connects to /dev/log itself, as syslog(3)
  * would; if that fails, one line on standard error says why, and the log
- * stays there. SIGUSR1 (log_reopen()) looks again, either way. When standard
- * error is journald's stream (JOURNAL_STREAM names its device and inode), each
- * line starts with its priority, "<4>" for a warning, which journald takes off
- * and keeps as the entry's PRIORITY: `journalctl -p warning` then finds it.
+ * stays there. SIGUSR1 (log_reopen()) looks again, either way.
+ *
+ * When standard error is journald's stream (JOURNAL_STREAM names its
+ * device and inode), each record goes as one datagram to journald's
+ * native socket: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the fields the
+ * caller gave (log_fields(): a connection's number, client, listener),
+ * which `journalctl FIELD=value` selects by. The fields are encoded only
+ * then; log.c knows nothing of what they mean. The socket is a datagram
+ * one, sent to from the writer thread, so a stalled journald stalls no
+ * worker, as with standard error. A record it does not take (no socket,
+ * journald gone for good) goes to standard error, starting with its
+ * priority, "<4>" for a warning, which journald's stream takes off and
+ * keeps as the entry's PRIORITY: the line is not lost, and `journalctl -p
+ * warning` still finds it.
  */
 #include "config.h"
 
@@ -46,6 +61,7 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <endian.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -53,7 +69,11 @@
 #include "common/log.h"
 #include "common/ring.h"
 
+/* The longest message, and the most bytes of journal fields a line has. */
 #define LINE_MAX_LEN 1024
+#define FIELDS_MAX   512
+/* journald's native socket: datagrams of fields. */
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
 /* Bytes of queued lines, each with the ring's 4-byte length: some two
  * thousand lines. */
 #define RING_SIZE (256u << 10)
@@ -66,6 +86,26 @@ const char *log_ident = "smbsplice";
 
 static const char *const level_word[] = { "error", "warning", "info", "debug" };
 static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+static const char *const level_tag[] = { "<3>", "<4>", "<6>", "<7>" };
+static const char *const level_field[] = { "PRIORITY=3\n", "PRIORITY=4\n",
+					   "PRIORITY=6\n", "PRIORITY=7\n" };
+
+/**
+ * struct rec_head - what comes before a record's message, in the ring and
+ *		     in a record written directly
+ * @msg_len:	bytes of the message, which follow, without a newline
+ * @fld_len:	bytes of journal fields after the message, already in the
+ *		native protocol's form; 0 unless journald's socket is used
+ * @lvl:	severity
+ */
+struct rec_head {
+	uint16_t msg_len, fld_len;
+	uint8_t lvl;
+};
+
+#define REC_MAX (sizeof(struct rec_head) + LINE_MAX_LEN + FIELDS_MAX)
+/* A record as a line of text: the tag, the program, the level word. */
+#define TEXT_LINE_MAX (LINE_MAX_LEN + 64)
 
 /* Syslog was asked for (--syslog); lines go to syslog(3) rather than
  * standard error while it answers. The writer thread reads to_syslog; the
@@ -73,17 +113,44 @@ static const int level_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 static bool want_syslog;
 static bool to_syslog;
 
-/* Standard error is journald's: lines carry their priority. Decided once,
- * on the first line, by journal_check(). */
-static bool to_journal;
+/* Standard error is journald's: lines carry their priority; and if its
+ * native socket answered, records go there with their fields
+ * (journal_native, journal_fd). Decided once, on the first line, by
+ * journal_check(); journal_fd is then the writer's (or, while the ring is
+ * not running, the one thread's that logs). */
+static bool to_journal, journal_native;
+static int journal_fd = -1;
 static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
 
 /**
- * journal_check() - is standard error the stream journald gave us
+ * journal_connect() - a datagram socket connected to journald's
+ *
+ * Return: the descriptor, or -1 if nothing listens there.
+ */
+static int journal_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX,
+				  .sun_path = JOURNAL_SOCKET };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/**
+ * journal_check() - is standard error the stream journald gave us, and
+ * does its native socket answer
  *
  * systemd sets JOURNAL_STREAM to "DEVICE:INODE" of the stream it connects
  * standard error to; a child whose standard error was redirected since
- * inherits the variable but not the stream, so both must match.
+ * inherits the variable but not the stream, so both must match. Only
+ * then is the native socket tried: a program run by hand on a machine
+ * with journald keeps writing to its terminal.
  */
 static void journal_check(void)
 {
@@ -95,31 +162,18 @@ static void journal_check(void)
 		     !fstat(STDERR_FILENO, &st) &&
 		     (unsigned long long)st.st_dev == dev &&
 		     (unsigned long long)st.st_ino == ino;
-}
-
-/**
- * line_head() - how a line begins: its priority for journald, if it is
- * listening, then the program and the level word
- * @line:	where to write
- * @len:	its size
- * @lvl:	severity
- *
- * Return: the length written.
- */
-static int line_head(char *line, size_t len, enum log_level lvl)
-{
-	pthread_once(&journal_once, journal_check);
-	if (to_journal && !__atomic_load_n(&to_syslog, __ATOMIC_RELAXED))
-		return snprintf(line, len, "<%d>%s: %s: ", level_prio[lvl],
-				log_ident, level_word[lvl]);
-	return snprintf(line, len, "%s: %s: ", log_ident, level_word[lvl]);
+	if (to_journal)
+		journal_fd = journal_connect();
+	journal_native = journal_fd >= 0;
 }
 
 /* Lines waiting for the writer thread (common/ring.c), and the writer's
- * copy of them: every line queued is written with one write(). The ring
- * is static so that logging needs no allocation, ever. */
+ * copy of them; the lines as text are made in sink_text, written with one
+ * write() per 64 KiB. The buffers are static so that logging needs no
+ * allocation, ever. */
 static struct ring ring = RING_INITIALIZER;
 static char ring_buf[RING_SIZE], ring_batch[RING_SIZE];
+static char sink_text[64u << 10];
 
 /**
  * write_all() - write bytes to standard error, retrying short writes
@@ -140,47 +194,140 @@ static void write_all(const char *p, size_t n)
 }
 
 /**
- * syslog_lines() - send formatted lines to syslog, each at its level
- * @p:	lines as format_line() makes them, "smbsplice: LEVEL: message\n"
- * @n:	their length
+ * field_put() - one journal field in the native protocol's form
+ * @p:		where
+ * @room:	bytes there
+ * @name:	the field's name: capitals, digits and '_'
+ * @v:		its value
+ * @vlen:	the value's length
+ *
+ * A value without a newline is NAME=value; one with a newline is the
+ * binary form: the name, a newline, the length as 64-bit little endian,
+ * the value.
+ *
+ * Return: the bytes written, 0 if the field does not fit.
  */
-static void syslog_lines(const char *p, size_t n)
+static size_t field_put(char *p, size_t room, const char *name, const char *v,
+			size_t vlen)
 {
-	const char *end = p + n, *nl, *msg;
-	int prio;
+	size_t nlen = strlen(name), n = nlen + 1 + vlen + 1;
+	uint64_t le = htole64(vlen);
+	bool bin = memchr(v, '\n', vlen);
 
-	for (; p < end; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			nl = end;
-		prio = LOG_INFO;
-		msg = p;
-		for (int l = 0; l < 4; l++) {
-			size_t w = strlen(level_word[l]);
-
-			if ((size_t)(nl - p) > 13 + w &&
-			    !memcmp(p + 11, level_word[l], w) &&
-			    p[11 + w] == ':') {
-				prio = level_prio[l];
-				msg = p + 13 + w;
-				break;
-			}
-		}
-		syslog(prio, "%.*s", (int)(nl - msg), msg);
+	if (bin)
+		n += sizeof(le);
+	if (n > room)
+		return 0;
+	memcpy(p, name, nlen);
+	p[nlen] = bin ? '\n' : '=';
+	p += nlen + 1;
+	if (bin) {
+		memcpy(p, &le, sizeof(le));
+		p += sizeof(le);
 	}
+	memcpy(p, v, vlen);
+	p[vlen] = '\n';
+	return n;
 }
 
 /**
- * out() - write lines where the log goes
- * @p:	the lines
- * @n:	their length
+ * journal_send() - send one record to journald's native socket
+ * @h:		its head
+ * @msg:	its message, then its fields
+ *
+ * A send that fails for want of a listener is tried once more on a new
+ * connection: journald may have restarted.
+ *
+ * Return: 0 if sent, -1 if the record must go elsewhere.
  */
-static void out(const char *p, size_t n)
+static int journal_send(const struct rec_head *h, const char *msg)
 {
-	if (__atomic_load_n(&to_syslog, __ATOMIC_RELAXED))
-		syslog_lines(p, n);
-	else
-		write_all(p, n);
+	bool bin = memchr(msg, '\n', h->msg_len);
+	uint64_t le = htole64(h->msg_len);
+	struct iovec iov[] = {
+		{ (void *)level_field[h->lvl], strlen(level_field[h->lvl]) },
+		{ "SYSLOG_IDENTIFIER=", 18 },
+		{ (void *)log_ident, strlen(log_ident) },
+		{ "\n", 1 },
+		{ bin ? "MESSAGE\n" : "MESSAGE=", 8 },
+		{ &le, bin ? sizeof(le) : 0 },
+		{ (void *)msg, h->msg_len },
+		{ "\n", 1 },
+		{ (void *)(msg + h->msg_len), h->fld_len },
+	};
+	struct msghdr mh = { .msg_iov = iov,
+			     .msg_iovlen = sizeof(iov) / sizeof(iov[0]) };
+
+	for (int tries = 0; tries < 2; tries++) {
+		if (sendmsg(journal_fd, &mh, MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno != ECONNREFUSED && errno != ENOTCONN &&
+		    errno != ENOENT)
+			return -1;
+		close(journal_fd);
+		journal_fd = journal_connect();
+		if (journal_fd < 0)
+			return -1;
+	}
+	return -1;
+}
+
+/**
+ * text_line() - a record as the line written to standard error
+ * @t:		where, TEXT_LINE_MAX bytes
+ * @h:		the record's head
+ * @msg:	its message
+ *
+ * Return: the line's length, its newline included.
+ */
+static size_t text_line(char *t, const struct rec_head *h, const char *msg)
+{
+	int k = snprintf(t, TEXT_LINE_MAX, "%s%s: %s: %.*s\n",
+			 to_journal ? level_tag[h->lvl] : "", log_ident,
+			 level_word[h->lvl], (int)h->msg_len, msg);
+
+	if (k < 0)
+		return 0;
+	if (k >= TEXT_LINE_MAX) {
+		k = TEXT_LINE_MAX - 1;
+		t[k - 1] = '\n';
+	}
+	return (size_t)k;
+}
+
+/**
+ * out() - write records where the log goes
+ * @p:		records, each its head, message and fields
+ * @n:		their length
+ * @text:	where lines for standard error are made
+ * @size:	its size, at least TEXT_LINE_MAX
+ *
+ * A record that journald's socket does not take goes to standard error
+ * with its priority: a line is not lost for want of the socket.
+ */
+static void out(const char *p, size_t n, char *text, size_t size)
+{
+	const char *end = p + n, *msg;
+	struct rec_head h;
+	size_t t = 0;
+
+	while ((size_t)(end - p) >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		msg = p + sizeof(h);
+		p = msg + h.msg_len + h.fld_len;
+		if (__atomic_load_n(&to_syslog, __ATOMIC_RELAXED)) {
+			syslog(level_prio[h.lvl], "%.*s", (int)h.msg_len, msg);
+			continue;
+		}
+		if (journal_fd >= 0 && !journal_send(&h, msg))
+			continue;
+		if (size - t < TEXT_LINE_MAX) {
+			write_all(text, t);
+			t = 0;
+		}
+		t += text_line(text + t, &h, msg);
+	}
+	write_all(text, t);
 }
 
 /**
@@ -268,42 +415,76 @@ void log_reopen(void)
 }
 
 /**
- * format_line() - the text of one line, with its newline
- * @line:	buffer of LINE_MAX_LEN bytes
+ * make_rec() - one record: its head, its message, its journal fields
+ * @rec:	buffer of REC_MAX bytes
  * @lvl:	severity
- * @fmt:	printf format
+ * @f:		fields for the journal, ended by a NULL name; or NULL
+ * @suffix:	appended to the message, or NULL
+ * @fmt:	printf format of the message
  * @ap:		its arguments
- * @suffix:	appended before the newline, or NULL
  *
- * Return: the line's length.
+ * Fields are encoded only when journald's socket takes them.
+ *
+ * Return: the record's length.
  */
-static size_t format_line(char *line, enum log_level lvl, const char *fmt,
-			  va_list ap, const char *suffix)
+static size_t make_rec(char *rec, enum log_level lvl, const struct log_field *f,
+		       const char *suffix, const char *fmt, va_list ap)
 {
-	int n, m;
+	struct rec_head h = { .lvl = (uint8_t)lvl };
+	char *msg = rec + sizeof(h), *fp;
+	int m;
 
-	n = line_head(line, LINE_MAX_LEN, lvl);
-	m = vsnprintf(line + n, LINE_MAX_LEN - n - 1, fmt, ap);
-	n += m < 0 ? 0 : m;
-	if (suffix && n < LINE_MAX_LEN - 2)
-		n += snprintf(line + n, LINE_MAX_LEN - n - 1, "%s", suffix);
-	if (n > LINE_MAX_LEN - 2)
-		n = LINE_MAX_LEN - 2;
-	line[n++] = '\n';
-	return (size_t)n;
+	pthread_once(&journal_once, journal_check);
+	m = vsnprintf(msg, LINE_MAX_LEN, fmt, ap);
+	h.msg_len = m < 0 ? 0 : m >= LINE_MAX_LEN ? LINE_MAX_LEN - 1 : m;
+	if (suffix && h.msg_len < LINE_MAX_LEN - 1) {
+		m = snprintf(msg + h.msg_len, LINE_MAX_LEN - h.msg_len, "%s",
+			     suffix);
+		if (m > 0)
+			h.msg_len = h.msg_len + m >= LINE_MAX_LEN
+					    ? LINE_MAX_LEN - 1
+					    : h.msg_len + m;
+	}
+	for (fp = msg + h.msg_len; journal_native && f && f->name; f++) {
+		size_t k = field_put(fp, FIELDS_MAX - h.fld_len, f->name,
+				     f->value, strlen(f->value));
+
+		h.fld_len += k;
+		fp += k;
+	}
+	memcpy(rec, &h, sizeof(h));
+	return sizeof(h) + h.msg_len + h.fld_len;
 }
 
 /**
- * emit() - hand a formatted line to the writer, or write it now
- * @line:	the line
+ * emit() - hand a record to the writer, or write it now
+ * @rec:	the record
  * @n:		its length
  */
-static void emit(const char *line, size_t n)
+static void emit(const char *rec, size_t n)
 {
+	char text[TEXT_LINE_MAX];
+
 	/* A full ring drops the line (counted, and said by the writer);
 	 * only a ring that is not running has it written here. */
-	if (ring_put(&ring, line, n) == -EPIPE)
-		out(line, n);
+	if (ring_put(&ring, rec, n) == -EPIPE)
+		out(rec, n, text, sizeof(text));
+}
+
+/**
+ * vlog() - make a record and write it
+ * @lvl:	severity
+ * @f:		journal fields, or NULL
+ * @suffix:	appended to the message, or NULL
+ * @fmt:	printf format
+ * @ap:		its arguments
+ */
+static void vlog(enum log_level lvl, const struct log_field *f,
+		 const char *suffix, const char *fmt, va_list ap)
+{
+	char rec[REC_MAX];
+
+	emit(rec, make_rec(rec, lvl, f, suffix, fmt, ap));
 }
 
 /**
@@ -313,30 +494,51 @@ static void emit(const char *line, size_t n)
  */
 void log_at(enum log_level lvl, const char *fmt, ...)
 {
-	char line[LINE_MAX_LEN];
 	va_list ap;
-	size_t n;
 
 	if (lvl == LOG_LVL_DEBUG && log_verbosity < 1)
 		return;
 	va_start(ap, fmt);
-	n = format_line(line, lvl, fmt, ap, NULL);
+	vlog(lvl, NULL, NULL, fmt, ap);
 	va_end(ap);
-	emit(line, n);
+}
+
+/**
+ * log_fields() - write one log line that has fields for the journal
+ * @f:		the fields, ended by one with a NULL name; names are
+ *		capitals, digits and '_', not starting with '_'
+ * @lvl:	severity; debug lines are dropped unless -v was given
+ * @fmt:	printf format of the message, without a newline
+ *
+ * The fields go to journald only, where `journalctl NAME=value` selects
+ * the line; the message must say what they say for every other reader.
+ * Fields that do not fit in FIELDS_MAX bytes are left off.
+ */
+void log_fields(const struct log_field *f, enum log_level lvl, const char *fmt,
+		...)
+{
+	va_list ap;
+
+	if (lvl == LOG_LVL_DEBUG && log_verbosity < 1)
+		return;
+	va_start(ap, fmt);
+	vlog(lvl, f, NULL, fmt, ap);
+	va_end(ap);
 }
 
 /**
  * log_limited() - write a line of a kind that is rate limited
  * @l:		the kind's limit, one per call site and thread
+ * @f:		journal fields as log_fields() takes them, or NULL
  * @lvl:	severity
  * @fmt:	printf format of the message
  */
-void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
+void log_limited(struct log_limit *l, const struct log_field *f,
+		 enum log_level lvl, const char *fmt, ...)
 {
-	char line[LINE_MAX_LEN], note[80] = "";
+	char note[80] = "";
 	struct timespec now;
 	va_list ap;
-	size_t n;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 	if (now.tv_sec - l->window >= LOG_LIMIT_WINDOW) {
@@ -353,9 +555,8 @@ void log_limited(struct log_limit *l, enum log_level lvl, const char *fmt, ...)
 			 " (and %lu more like it suppressed)", l->dropped);
 	l->dropped = 0;
 	va_start(ap, fmt);
-	n = format_line(line, lvl, fmt, ap, *note ? note : NULL);
+	vlog(lvl, f, *note ? note : NULL, fmt, ap);
 	va_end(ap);
-	emit(line, n);
 }
 
 /**
@@ -382,27 +583,44 @@ unsigned long log_limit_expired(struct log_limit *l)
 }
 
 /**
- * ring_sink() - the writer thread's part: write queued lines out
+ * rec_printf() - make a record of the log's own
+ * @rec:	buffer of REC_MAX bytes
+ * @lvl:	severity
+ * @fmt:	printf format of the message
+ *
+ * Return: the record's length.
+ */
+static size_t rec_printf(char *rec, enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = make_rec(rec, lvl, NULL, NULL, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/**
+ * ring_sink() - the writer thread's part: write queued records out
  * @arg:	unused
- * @p:		whole lines, in the order they were logged
+ * @p:		whole records, in the order they were logged
  * @n:		their length
  * @dropped:	lines dropped since the last note, all logged after @p's
  */
 static void ring_sink(void *arg, const void *p, size_t n, unsigned long dropped)
 {
-	char note[128];
-	int k;
+	char note[REC_MAX];
 
 	if (n)
-		out(p, n);
-	if (dropped) {
-		k = line_head(note, sizeof(note), LOG_LVL_WARN);
-		k += snprintf(
-			note + k, sizeof(note) - (size_t)k,
-			"%lu log lines dropped: standard error was not read fast enough\n",
-			dropped);
-		out(note, (size_t)k);
-	}
+		out(p, n, sink_text, sizeof(sink_text));
+	if (dropped)
+		out(note,
+		    rec_printf(
+			    note, LOG_LVL_WARN,
+			    "%lu log lines dropped: standard error was not read fast enough",
+			    dropped),
+		    sink_text, sizeof(sink_text));
 }
 
 /**

@@ -8,6 +8,11 @@
 # installed, and the libraries ksmbd-tools and mount.cifs link, which the
 # guest copies from the host: ksmbd-tools itself is never installed (it
 # would remove samba), but downloaded and unpacked by tests/guest/build.sh.
+# Go, quic-go and go-smb2 build the tests' independent SMB-over-QUIC client
+# and the quic-go relay pair (tests/quic/README.md), offline.
+# The systemd guest (tests/integ/test_guest_systemd.py) boots this host's
+# own Debian read-only over 9p, with its systemd as PID 1: systemd, dpkg-dev
+# and debhelper below (and QEMU's 9p, in qemu-system-x86) are all it needs.
 set -euo pipefail
 
 pkgs=(autoconf automake make gcc pkg-config python3
@@ -16,10 +21,12 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
+	prometheus python3-prometheus-client
 	clang libclang-rt-14-dev iperf3 iputils-ping
 	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0
-	dpkg-dev debhelper lintian)
-bench=(haproxy socat passt gnuplot-nox libsmbclient-dev)
+	dpkg-dev debhelper lintian
+	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev openssl)
+bench=(haproxy socat passt gnuplot-nox libsmbclient-dev stunnel4)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 
 missing=()

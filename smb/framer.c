@@ -25,6 +25,11 @@
  * says so: READ response data, WRITE request data, and the opaque rest of
  * encrypted, compressed and other large messages.
  *
+ * A connection's view (smb_framer_who(), smb/who.c) is told what the
+ * admin's `ctl conns` shows: a session setup or tree connect request's
+ * start, and then its rest as it passes (such a request is never
+ * spliced); responses' headers; encrypted frames' SessionIds.
+ *
  * An observer (smb_framer_observe()) is told of each message once it is
  * planned: where it lies in the stream, its header's fields and the bytes
  * held. The proxy times requests and traces headers with it, and the
@@ -126,6 +131,30 @@ void smb_framer_pair(struct smb_framer *to_client, struct smb_framer *to_server)
 }
 
 /**
+ * smb_framer_who() - note what the connection's view shows
+ * @f:		the framer
+ * @fn:		gives the view; NULL for none
+ * @ctx:	passed to @fn
+ */
+void smb_framer_who(struct smb_framer *f, smb_who_fn *fn, void *ctx)
+{
+	f->who = fn;
+	f->who_ctx = ctx;
+}
+
+/**
+ * who_of() - the connection's view
+ * @f:		the framer
+ * @create:	make it if there is none
+ *
+ * Return: the view, or NULL.
+ */
+static struct smb_who *who_of(struct smb_framer *f, bool create)
+{
+	return f->who ? f->who(f->who_ctx, create) : NULL;
+}
+
+/**
  * ledger_of() - the ledger a framer notes requests in and reads from
  * @f:	the framer
  *
@@ -177,6 +206,7 @@ static void go_opaque(struct smb_framer *f, enum smb_opaque_why why)
 {
 	f->state = FR_OPAQUE;
 	f->why = smb_opaque_text[why];
+	f->tap = false;
 	/* A client that makes its own stream unreadable (a malformed WRITE
 	 * the server only refuses) could log in anonymously unseen next. */
 	ledger_of(f)->blind = true;
@@ -258,7 +288,7 @@ static void plan_skip(struct smb_framer *f, uint32_t off, uint32_t len,
 	f->pay_start = len ? f->elem_start + off : f->pos;
 	f->pay_end = f->pay_start + len;
 	f->pay_class = cls;
-	f->pay_splice = len && smb_payload_splices(f->th, cls, len);
+	f->pay_splice = len && !f->tap && smb_payload_splices(f->th, cls, len);
 	if (len)
 		counter_add(&f->st->payloads[cls][f->pay_splice], 1);
 	if (f->pay_splice) {
@@ -374,9 +404,13 @@ static enum smb_opaque_why parse_protocol_id(struct smb_framer *f)
 		return SMB_WHY_COMPOUND_NOT_SMB2;
 	if (magic == SMB_TRANSFORM_MAGIC) {
 		f->facts.encrypted_seen = true;
-		return plan_transform(f, SMB2_TRANSFORM_HDR_LEN,
-				      &f->st->encrypted,
-				      SMB_WHY_TRANSFORM_SHORT);
+		if (room < SMB2_TRANSFORM_HDR_LEN)
+			return SMB_WHY_TRANSFORM_SHORT;
+		/* Counted now, as a compressed frame is: a stream cut inside
+		 * the header still carried the frame. */
+		counter_add(&f->st->encrypted, 1);
+		f->want = SMB2_TRANSFORM_HDR_LEN;
+		return SMB_WHY_NONE;
 	}
 	if (magic == SMB_COMPRESS_MAGIC)
 		return plan_transform(f, SMB2_COMPRESS_HDR_LEN,
@@ -391,6 +425,26 @@ static enum smb_opaque_why parse_protocol_id(struct smb_framer *f)
 		return SMB_WHY_NONE;
 	}
 	return SMB_WHY_UNKNOWN_PROTOCOL;
+}
+
+/**
+ * parse_transform() - an encryption transform header is in
+ * @f:	the framer
+ *
+ * Its SessionId tells the view which session seals; the rest of the
+ * frame is opaque.
+ */
+static void parse_transform(struct smb_framer *f)
+{
+	struct smb_who *w = who_of(f, false);
+
+	if (w)
+		smb_who_sealed(w,
+			       get_le64(f->hold + SMB2_TRANSFORM_SESSION_ID));
+	/* parse_protocol_id() counted it and saw that the frame holds it */
+	plan_skip(f, SMB2_TRANSFORM_HDR_LEN,
+		  f->frame_len - f->elem_start - SMB2_TRANSFORM_HDR_LEN,
+		  SMB_CLASS_OTHER);
 }
 
 /**
@@ -454,10 +508,38 @@ static uint32_t want_body(unsigned cmd, bool resp, uint32_t len)
 		return len < SMB2_SESS_RSP_PARSED ? len : SMB2_SESS_RSP_PARSED;
 	if (cmd == SMB2_SESSION_SETUP)
 		return len < SMB2_SESS_REQ_PARSED ? len : SMB2_SESS_REQ_PARSED;
+	if (cmd == SMB2_TREE_CONNECT && !resp)
+		return len < SMB2_TREE_REQ_PARSED ? len : SMB2_TREE_REQ_PARSED;
 	if (cmd == SMB2_IOCTL && resp)
 		return len < SMB2_IOCTL_RSP_PARSED ? len
 						   : SMB2_IOCTL_RSP_PARSED;
 	return SMB2_HDR_LEN;
+}
+
+/**
+ * note_response() - tell the view of a response it follows
+ * @f:		the framer, with a response's header in @hold
+ * @cmd:	its command
+ *
+ * Only the commands the view counts cost it a call.
+ */
+static void note_response(struct smb_framer *f, unsigned cmd)
+{
+	struct smb_who *w;
+
+	switch (cmd) {
+	case SMB2_SESSION_SETUP:
+	case SMB2_LOGOFF:
+	case SMB2_TREE_CONNECT:
+	case SMB2_TREE_DISCONNECT:
+	case SMB2_CREATE:
+	case SMB2_CLOSE:
+		if ((w = who_of(f, false)))
+			smb_who_response(w, f->hold);
+		break;
+	default:
+		break;
+	}
 }
 
 /**
@@ -486,6 +568,8 @@ static enum smb_opaque_why parse_header(struct smb_framer *f)
 		1);
 	if (flags & SMB2_FLAG_SIGNED)
 		f->facts.signed_seen = true;
+	if (flags & SMB2_FLAG_RESPONSE)
+		note_response(f, cmd);
 	f->want = want_body(cmd, flags & SMB2_FLAG_RESPONSE,
 			    f->elem_end - f->elem_start);
 	if (f->want > f->elem_end - f->elem_start)
@@ -669,16 +753,17 @@ static bool anon_answered(struct smb_anon_ledger *l, uint64_t id)
  *	buffer (as much of it as the message has, up to
  *	SMB2_SESS_REQ_PARSED)
  *
- * The buffer's bytes are read where they are held, by smb_login_blob(),
- * and then wiped: the observer (and so a trace) is told of the
- * message's fixed body only, and a handover from here on carries none
- * of them.
+ * The buffer's bytes are read where they are held, by smb_login_blob()
+ * and the view (which reads the names as the rest passes), and then
+ * wiped: the observer (and so a trace) is told of the message's fixed
+ * body only, and a handover from here on carries none of them.
  */
 static void parse_session_setup_request(struct smb_framer *f)
 {
 	const uint8_t *h = f->hold;
 	uint32_t off, len, end, have;
 	enum smb_login kind = SMB_LOGIN_OTHER;
+	struct smb_who *w;
 
 	if (f->held >= SMB2_SESS_REQ_FIXED &&
 	    get_le16(h + SMB2_BODY) == SMB2_SESS_REQ_BODY_SIZE) {
@@ -694,6 +779,9 @@ static void parse_session_setup_request(struct smb_framer *f)
 	}
 	if (kind == SMB_LOGIN_ANONYMOUS || kind == SMB_LOGIN_HIDDEN)
 		anon_note(ledger_of(f), get_le64(h + SMB2_HDR_MESSAGE_ID));
+	if ((w = who_of(f, true)))
+		f->tap = smb_who_session_request(w, h, f->held,
+						 f->elem_end - f->elem_start);
 	if (f->held > SMB2_SESS_REQ_FIXED) {
 		memset(f->hold + SMB2_SESS_REQ_FIXED, 0,
 		       f->held - SMB2_SESS_REQ_FIXED);
@@ -738,6 +826,20 @@ static void parse_session_setup_response(struct smb_framer *f)
 }
 
 /**
+ * parse_tree_connect_request() - the view reads the share's name
+ * @f:	the framer, holding the fixed body (as much as the message has)
+ */
+static void parse_tree_connect_request(struct smb_framer *f)
+{
+	struct smb_who *w = who_of(f, false);
+
+	if (w)
+		f->tap = smb_who_tree_request(w, f->hold, f->held,
+					      f->elem_end - f->elem_start);
+	plan_rest_as_other(f);
+}
+
+/**
  * parse_ioctl_response() - note a server that lists its interfaces
  * @f:	the framer
  *
@@ -777,13 +879,16 @@ static enum smb_opaque_why parse_body(struct smb_framer *f)
 	case SMB2_IOCTL:
 		parse_ioctl_response(f);
 		return SMB_WHY_NONE;
+	case SMB2_TREE_CONNECT:
+		parse_tree_connect_request(f);
+		return SMB_WHY_NONE;
 	case SMB2_SESSION_SETUP:
 		if (get_le32(h + SMB2_HDR_FLAGS) & SMB2_FLAG_RESPONSE)
 			parse_session_setup_response(f);
 		else
 			parse_session_setup_request(f);
 		return SMB_WHY_NONE;
-	default: /* want_body() asks for more only for these five */
+	default: /* want_body() asks for more only for these six */
 		parse_negotiate_response(f);
 		return SMB_WHY_NONE;
 	}
@@ -803,6 +908,8 @@ static void parse_step(struct smb_framer *f)
 		err = parse_protocol_id(f);
 	else if (get_le32(f->hold) == SMB1_MAGIC)
 		parse_smb1_header(f);
+	else if (get_le32(f->hold) == SMB_TRANSFORM_MAGIC)
+		parse_transform(f);
 	else if (f->held == SMB2_HDR_LEN)
 		err = parse_header(f);
 	else
@@ -817,6 +924,7 @@ static void parse_step(struct smb_framer *f)
  */
 static void skip_done(struct smb_framer *f)
 {
+	f->tap = false;
 	if (f->elem_end == f->frame_len) {
 		if (!f->keep_lead)
 			f->lead = 0;
@@ -830,13 +938,17 @@ static void skip_done(struct smb_framer *f)
 /**
  * skip_some() - pass up to @n bytes of the current span
  * @f:		the framer, in FR_SKIP
+ * @p:		the bytes, NULL if they went by unseen
  * @n:		bytes available
- * @spliced:	true if they went through the splice pump, unseen
+ * @spliced:	true if they went through the splice pump
  *
  * Return: bytes passed, at most to the span's end.
  */
-static size_t skip_some(struct smb_framer *f, size_t n, bool spliced)
+static size_t skip_some(struct smb_framer *f, const uint8_t *p, size_t n,
+			bool spliced)
 {
+	struct smb_who *w;
+
 	uint32_t end = f->pos < f->pay_start ? f->pay_start
 		       : f->pos < f->pay_end ? f->pay_end
 					     : f->elem_end;
@@ -849,6 +961,8 @@ static size_t skip_some(struct smb_framer *f, size_t n, bool spliced)
 		else
 			counter_add(&f->st->payload_copied[f->pay_class], k);
 	}
+	if (f->tap && p && (w = who_of(f, false)))
+		smb_who_bytes(w, f->pos - f->elem_start, p, (uint32_t)k);
 	f->pos += (uint32_t)k;
 	if (f->pos == f->elem_end)
 		skip_done(f);
@@ -893,7 +1007,7 @@ void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n)
 
 	while (done < n && f->state != FR_OPAQUE) {
 		if (f->state == FR_SKIP)
-			done += skip_some(f, n - done, false);
+			done += skip_some(f, p + done, n - done, false);
 		else
 			done += collect(f, p + done, n - done);
 	}
@@ -908,7 +1022,7 @@ void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n)
 void smb_framer_advance(struct smb_framer *f, size_t n)
 {
 	while (n && f->state == FR_SKIP)
-		n -= skip_some(f, n, true);
+		n -= skip_some(f, NULL, n, true);
 }
 
 /**
@@ -1040,6 +1154,9 @@ static bool saved_header_ok(const struct smb_framer_saved *s)
 	if (s->held < 4)
 		return false;
 	magic = get_le32(s->hold);
+	if (magic == SMB_TRANSFORM_MAGIC)
+		return s->elem_start == 0 && s->elem_end == s->frame_len &&
+		       s->want == SMB2_TRANSFORM_HDR_LEN;
 	if (magic == SMB1_MAGIC)
 		return s->elem_start == 0 && s->elem_end == s->frame_len &&
 		       (s->want == SMB1_HDR_PARSED ||

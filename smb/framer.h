@@ -9,6 +9,7 @@
 
 #include "common/counter.h"
 #include "smb/threshold.h"
+#include "smb/who.h"
 #include "smb/wire.h"
 
 /* Bytes of an element's start the framer must see: the 64-byte SMB2
@@ -17,7 +18,9 @@
 #define SMB_HOLD_MAX SMB2_SESS_REQ_PARSED
 static_assert(SMB_HOLD_MAX >= SMB2_NEG_RSP_PARSED &&
 		      SMB_HOLD_MAX >= SMB2_IOCTL_RSP_PARSED &&
-		      SMB_HOLD_MAX >= SMB1_SS_RSP_PARSED,
+		      SMB_HOLD_MAX >= SMB1_SS_RSP_PARSED &&
+		      SMB_HOLD_MAX >= SMB2_TREE_REQ_PARSED &&
+		      SMB_HOLD_MAX >= SMB2_TRANSFORM_HDR_LEN,
 	      "every parse step fits in @hold");
 
 /* Anonymous SESSION_SETUP requests a connection may have awaiting their
@@ -143,8 +146,9 @@ enum smb_msg_kind {
  * @hdr_len:	how many: the SMB2 header and the body fields it parsed
  *		(for a SESSION_SETUP request, its fixed body only: the start
  *		of its security buffer is read and wiped before),
- *		SMB1_HDR_PARSED for SMB1 (4 if its frame is shorter), 4
- *		(the protocol id) for other kinds, 0 for NetBIOS frames
+ *		SMB1_HDR_PARSED for SMB1 (4 if its frame is shorter),
+ *		SMB2_TRANSFORM_HDR_LEN for an encrypted frame, 4 (the
+ *		protocol id) for a compressed one, 0 for NetBIOS frames
  */
 struct smb_msg {
 	enum smb_msg_kind kind;
@@ -216,6 +220,16 @@ static inline uint32_t smb_msg_storable(const struct smb_msg *m)
  */
 typedef void smb_msg_fn(void *ctx, const struct smb_msg *m);
 
+/**
+ * typedef smb_who_fn - the connection's view, for the framer to note in
+ * @ctx:	the hook's context
+ * @create:	make the view if there is none yet (a session setup
+ *		request is passing)
+ *
+ * Return: the view, or NULL (none yet, or no memory for one).
+ */
+typedef struct smb_who *smb_who_fn(void *ctx, bool create);
+
 /* Why a framer went opaque (struct smb_framer's @why is the text of one):
  * an index into smb_opaque_text[], so that a live handover can carry it. */
 enum smb_opaque_why {
@@ -281,6 +295,10 @@ enum smb_framer_state {
  * @ledger:	where its requests are noted and its responses looked up:
  *		the client's framer's @anon (smb_framer_pair()), or NULL for
  *		its own (a framer fed both ways, as in tests)
+ * @who:	the connection's view (smb/who.c), or NULL for none
+ * @who_ctx:	its context
+ * @tap:	the current message's rest is handed to the view as it
+ *		passes, and never spliced
  *
  * Offsets count from the first byte after the transport prefix. Every
  * length read from the wire is checked against the frame before it is
@@ -305,6 +323,9 @@ struct smb_framer {
 	void *observer;
 	struct smb_anon_ledger anon;
 	struct smb_anon_ledger *ledger;
+	smb_who_fn *who;
+	void *who_ctx;
+	bool tap;
 };
 
 /**
@@ -344,7 +365,8 @@ struct smb_framer {
  * @hold:	the bytes collected for the parse step in progress
  *
  * Every member of struct smb_framer but its pointers (thresholds,
- * counters and observer are the new process's own), in fixed-width
+ * counters, observer and view are the new process's own) and @tap (a
+ * request being read for the view is left unread), in fixed-width
  * fields: the handover image encodes it field by field, and
  * smb_framer_restore() checks it whole, for an image is input.
  */
@@ -375,6 +397,7 @@ int smb_framer_restore(struct smb_framer *f, const struct smb_framer_saved *s);
 void smb_framer_observe(struct smb_framer *f, smb_msg_fn *fn, void *ctx);
 void smb_framer_pair(struct smb_framer *to_client,
 		     struct smb_framer *to_server);
+void smb_framer_who(struct smb_framer *f, smb_who_fn *fn, void *ctx);
 void smb_framer_feed(struct smb_framer *f, const uint8_t *p, size_t n);
 void smb_framer_advance(struct smb_framer *f, size_t n);
 

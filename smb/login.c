@@ -17,8 +17,10 @@
  * reader takes the fields in any order: a client can push the token out
  * of sight. A negTokenResp whose token the window cannot reach is
  * SMB_LOGIN_HIDDEN, and the framer treats it as anonymous. Only lengths
- * are read, never a name or a response: the bytes are the framer's
- * @hold, which it wipes once this returns.
+ * are read here, never a name or a response: the bytes are the framer's
+ * @hold, which it wipes once this returns. Where the AUTHENTICATE starts
+ * (smb_login_find()) is what the connection's view (who.c) needs to find
+ * its user and domain names, which it reads as they pass.
  */
 #include "config.h"
 
@@ -70,6 +72,7 @@ static bool der_len(const uint8_t *p, uint32_t n, uint32_t *at, uint32_t *len)
  * @n:		its length
  * @at:		where the message starts
  * @whole:	the window holds the whole security buffer
+ * @found:	set to @at when it is an AUTHENTICATE
  *
  * Return: SMB_LOGIN_NAMED or SMB_LOGIN_ANONYMOUS for an AUTHENTICATE,
  * SMB_LOGIN_OTHER for any other message or mechanism; for fixed fields
@@ -77,7 +80,7 @@ static bool der_len(const uint8_t *p, uint32_t n, uint32_t *at, uint32_t *len)
  * ends there: the server refuses a message that short).
  */
 static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
-				   bool whole)
+				   bool whole, uint32_t *found)
 {
 	const uint8_t *m = p + at;
 
@@ -88,6 +91,7 @@ static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
 	if (memcmp(m, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN) ||
 	    get_le32(m + NTLMSSP_MESSAGE_TYPE) != NTLMSSP_AUTHENTICATE)
 		return SMB_LOGIN_OTHER;
+	*found = at;
 	if (get_le16(m + NTLMSSP_AUTH_NT_LEN) == 0 &&
 	    get_le16(m + NTLMSSP_AUTH_LM_LEN) <= NTLMSSP_ANON_LM_MAX)
 		return SMB_LOGIN_ANONYMOUS;
@@ -101,6 +105,7 @@ static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
  * @at:		where the token's OCTET STRING starts
  * @rest:	bytes of the SEQUENCE from @at to its end
  * @whole:	the window holds the whole security buffer
+ * @found:	as ntlmssp_auth()
  *
  * Samba's reader takes the last responseToken of a negTokenResp: a named
  * one followed by more than a mechListMIC may be followed by an
@@ -110,7 +115,7 @@ static enum smb_login ntlmssp_auth(const uint8_t *p, uint32_t n, uint32_t at,
  * more than SPNEGO_AFTER_TOKEN_MAX bytes after it.
  */
 static enum smb_login token_then(const uint8_t *p, uint32_t n, uint32_t at,
-				 uint32_t rest, bool whole)
+				 uint32_t rest, bool whole, uint32_t *found)
 {
 	uint32_t start = at, len;
 	enum smb_login judged;
@@ -121,7 +126,7 @@ static enum smb_login token_then(const uint8_t *p, uint32_t n, uint32_t at,
 		return SMB_LOGIN_OTHER;
 	if (!der_len(p, n, &at, &len))
 		return whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
-	judged = ntlmssp_auth(p, n, at, whole);
+	judged = ntlmssp_auth(p, n, at, whole, found);
 	if (judged == SMB_LOGIN_NAMED &&
 	    (len > rest || rest - len - (at - start) > SPNEGO_AFTER_TOKEN_MAX))
 		return SMB_LOGIN_HIDDEN;
@@ -133,6 +138,7 @@ static enum smb_login token_then(const uint8_t *p, uint32_t n, uint32_t at,
  * @p:		the window, starting with SPNEGO_NEG_TOKEN_RESP
  * @n:		its length
  * @whole:	the window holds the whole security buffer
+ * @found:	as ntlmssp_auth()
  *
  * Walks the SEQUENCE's fields, skipping any before [2], however they are
  * ordered: each step moves forward by at least two bytes, so at most
@@ -141,7 +147,8 @@ static enum smb_login token_then(const uint8_t *p, uint32_t n, uint32_t at,
  * Return: what the token asks for; SMB_LOGIN_HIDDEN when a field runs
  * past the window (SMB_LOGIN_OTHER when the buffer itself ends there).
  */
-static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
+static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole,
+				   uint32_t *found)
 {
 	enum smb_login cut = whole ? SMB_LOGIN_OTHER : SMB_LOGIN_HIDDEN;
 	uint32_t at = 1, len, tag, end;
@@ -159,12 +166,40 @@ static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
 			return cut;
 		if (tag == SPNEGO_RESPONSE_TOKEN)
 			return token_then(p, n, at, end > at ? end - at : 0,
-					  whole);
+					  whole, found);
 		if (len > n - at)
 			return cut;
 		at += len;
 	}
 	return cut;
+}
+
+/**
+ * smb_login_find() - what a SESSION_SETUP request's security buffer asks,
+ *		      and where its NTLMSSP AUTHENTICATE starts
+ * @p:		its first bytes
+ * @n:		how many: at most SMB2_SESS_REQ_WINDOW
+ * @whole:	they are the whole buffer
+ * @found:	set to the AUTHENTICATE's offset in @p, if the answer is
+ *		SMB_LOGIN_NAMED or SMB_LOGIN_ANONYMOUS from one; else
+ *		UINT32_MAX
+ *
+ * Return: see enum smb_login.
+ */
+enum smb_login smb_login_find(const uint8_t *p, uint32_t n, bool whole,
+			      uint32_t *found)
+{
+	enum smb_login judged = SMB_LOGIN_OTHER;
+
+	*found = UINT32_MAX;
+	if (n >= NTLMSSP_SIGNATURE_LEN &&
+	    !memcmp(p, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN))
+		judged = ntlmssp_auth(p, n, 0, whole, found);
+	else if (n && p[0] == SPNEGO_NEG_TOKEN_RESP)
+		judged = spnego_token(p, n, whole, found);
+	if (judged != SMB_LOGIN_NAMED && judged != SMB_LOGIN_ANONYMOUS)
+		*found = UINT32_MAX;
+	return judged;
 }
 
 /**
@@ -177,10 +212,7 @@ static enum smb_login spnego_token(const uint8_t *p, uint32_t n, bool whole)
  */
 enum smb_login smb_login_blob(const uint8_t *p, uint32_t n, bool whole)
 {
-	if (n >= NTLMSSP_SIGNATURE_LEN &&
-	    !memcmp(p, NTLMSSP_SIGNATURE, NTLMSSP_SIGNATURE_LEN))
-		return ntlmssp_auth(p, n, 0, whole);
-	if (n && p[0] == SPNEGO_NEG_TOKEN_RESP)
-		return spnego_token(p, n, whole);
-	return SMB_LOGIN_OTHER;
+	uint32_t found;
+
+	return smb_login_find(p, n, whole, &found);
 }

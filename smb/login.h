@@ -19,5 +19,7 @@ enum smb_login {
 };
 
 enum smb_login smb_login_blob(const uint8_t *p, uint32_t n, bool whole);
+enum smb_login smb_login_find(const uint8_t *p, uint32_t n, bool whole,
+			      uint32_t *found);
 
 #endif /* SMBSPLICE_LOGIN_H */

@@ -36,7 +36,9 @@
 #define SMB_COMPRESS_MAGIC  0x424d53fcu /* FC 'S' 'M' 'B': compressed */
 
 #define SMB2_TRANSFORM_HDR_LEN 52
-#define SMB2_COMPRESS_HDR_LEN  8 /* the chained form's; unchained is 16 */
+/* The session whose keys seal a transform frame (MS-SMB2 2.2.41). */
+#define SMB2_TRANSFORM_SESSION_ID 44 /* u64 */
+#define SMB2_COMPRESS_HDR_LEN	  8  /* the chained form's; unchained is 16 */
 
 /* SMB2 header (64 bytes). */
 #define SMB2_HDR_LEN	     64
@@ -48,6 +50,8 @@
 #define SMB2_HDR_NEXT	     20 /* u32 NextCommand */
 #define SMB2_HDR_MESSAGE_ID  24 /* u64 */
 #define SMB2_HDR_ASYNC_ID    32 /* u64, with SMB2_FLAG_ASYNC */
+#define SMB2_HDR_TREE_ID     36 /* u32, without SMB2_FLAG_ASYNC */
+#define SMB2_HDR_SESSION_ID  40 /* u64 */
 
 #define SMB2_FLAG_RESPONSE 0x1u
 #define SMB2_FLAG_ASYNC	   0x2u
@@ -152,6 +156,16 @@ enum smb2_command {
 #define SMB2_SESS_REQ_WINDOW	 96
 #define SMB2_SESS_REQ_PARSED	 (SMB2_SESS_REQ_FIXED + SMB2_SESS_REQ_WINDOW)
 
+/* TREE_CONNECT request (MS-SMB2 2.2.9): the share's path, UTF-16LE,
+ * "\\server\share". With EXTENSION_PRESENT, PathOffset counts from an
+ * extension instead: that path is not read. */
+#define SMB2_TREE_REQ_BODY_SIZE	  9
+#define SMB2_TREE_REQ_FLAGS	  (SMB2_BODY + 2) /* u16 */
+#define SMB2_TREE_REQ_PATH_OFFSET (SMB2_BODY + 4) /* u16 */
+#define SMB2_TREE_REQ_PATH_LENGTH (SMB2_BODY + 6) /* u16 */
+#define SMB2_TREE_REQ_PARSED	  (SMB2_BODY + 8)
+#define SMB2_TREE_FLAG_EXTENSION  0x0004u
+
 /* A server that offers multichannel, and the IOCTL by which a client asks
  * it for its network interfaces (MS-SMB2 2.2.3.1, 3.3.5.15.11). */
 #define SMB2_GLOBAL_CAP_MULTI_CHANNEL	   0x00000008u
@@ -161,6 +175,7 @@ enum smb2_command {
  * [1] then a SEQUENCE of [0] negState, [1] supportedMech, [2]
  * responseToken (an OCTET STRING), [3] mechListMIC, in that order
  * under DER. */
+#define SPNEGO_NEG_TOKEN_INIT 0xa0 /* [0]; mechTypes in it are [0] too */
 #define SPNEGO_NEG_TOKEN_RESP 0xa1
 #define SPNEGO_RESPONSE_TOKEN 0xa2
 #define DER_SEQUENCE	      0x30
@@ -180,6 +195,23 @@ enum smb2_command {
 #define NTLMSSP_AUTH_NT_LEN   20 /* u16 NtChallengeResponseLen */
 #define NTLMSSP_AUTH_USER_LEN 36 /* u16 UserNameLen */
 #define NTLMSSP_AUTH_PARSED   (NTLMSSP_AUTH_USER_LEN + 2)
+/* Where the names lie, for the connection's view (smb/who.c): each an
+ * offset (u32) from the signature, after its Len and MaxLen. */
+#define NTLMSSP_AUTH_DOMAIN_LEN	  28 /* u16 DomainNameLen */
+#define NTLMSSP_AUTH_DOMAIN_OFF	  32 /* u32 DomainNameBufferOffset */
+#define NTLMSSP_AUTH_USER_OFF	  40 /* u32 UserNameBufferOffset */
+#define NTLMSSP_AUTH_NAMES	  44
+#define NTLMSSP_AUTH_FLAGS	  60 /* u32 NegotiateFlags */
+#define NTLMSSP_NEGOTIATE_UNICODE 0x00000001u
+
+/* A GSS-API InitialContextToken (RFC 2743 3.1), which opens a client's
+ * first SPNEGO leg or a bare Kerberos one; and the Kerberos mechanisms'
+ * OIDs as DER writes them, the standard one (1.2.840.113554.1.2.2) and
+ * Microsoft's (1.2.840.48018.1.2.2). */
+#define GSS_INITIAL_CONTEXT 0x60
+#define KRB5_OID_DER	    "\x06\x09\x2a\x86\x48\x86\xf7\x12\x01\x02\x02"
+#define KRB5_MS_OID_DER	    "\x06\x09\x2a\x86\x48\x82\xf7\x12\x01\x02\x02"
+#define KRB5_OID_DER_LEN    11
 /* An anonymous client (MS-NLMP 3.2.5.1.2) sends no user name, no NT
  * response, and an LM response of Z(1) or none. The user name is not
  * looked at: Samba takes a name of NUL characters as empty, and no

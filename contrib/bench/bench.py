@@ -80,6 +80,16 @@ Workloads:
          tcp, across 5 `kill -USR2` handovers: the pause each old process
          logs, the probes' round trips in steady state and around the
          handovers, and every idle connection answering afterwards.
+  quic   SMB over QUIC (contrib/bench/quic.py): smbclient get and put of
+         --mib MiB through a pair of fronts (a branch front for the client,
+         an HQ front before smbd): direct, the stunnel4 pair (TLS 1.3), the
+         quic-go relay pair (tests/quic's quicrelay), the smbsplice TCP
+         pair and the smbsplice QUIC pair (listed "not built" when this
+         smbsplice lacks QUIC); on loopback (with the loopback topology)
+         and over wanem in the cells of --quic-grid (default 40:0,1:100,
+         BBR on the smbsplice pairs' WAN leg, a transfer stopped at
+         --quic-seconds, default 30), with the AES-128-GCM floor from
+         `openssl speed`. The contestants are data: quic.CONTESTANTS.
 
 --topology loopback,ns picks the topologies: loopback runs every
 workload but ns, the namespace topology runs ns and office. The report
@@ -103,6 +113,7 @@ Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2] [--mib N]
                 [--office-files N] [--office-entries N] [--office-seconds S]
                 [--scale-counts N1,N2] [--scale-idle SEC] [--handover-counts N1,N2]
                 [--wan-grid RTTS:LOSSES:RATES] [--wan-work W1,W2] [--wan-fronts F1,F2] [--wan-seconds S] [--wan-mtu N]
+                [--quic-grid RTTS:LOSSES:RATES|none] [--quic-seconds S]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in
 docs/benchmarks.md.
@@ -449,6 +460,7 @@ class Backends:
         self.procs = []
         self.netns = False
         self.smbd_dir = None
+        self.smbd_port = None
         self.ns_smbd_dir = None
         self.ns_loadgen_port = None
 
@@ -508,6 +520,7 @@ class Backends:
         port = free_port()
         subprocess.run([os.path.join(TOP, "contrib/throwaway-smbd.sh"), "start", self.smbd_dir, str(port)],
                        check=True, env=dict(os.environ, SMB_PASS=PASSWORD))
+        self.smbd_port = port
         return port
 
     def netns_smbd(self):
@@ -958,7 +971,7 @@ OBS_RUNS = 5
 TRACE_DIR = "/var/tmp"
 TOPOLOGIES = ("loopback", "ns")
 WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
-             "office", "wan", "handover")
+             "office", "wan", "handover", "quic")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 # Backends that speak no SMB (loadgen, connstorm): smb mode dials them on
 # the first byte and lets their clients stay unauthenticated, as a test's
@@ -1084,6 +1097,12 @@ def main():
     ap.add_argument("--wan-seconds", type=float, default=10,
                     help="the WAN part's cap per get, put and mget: a transfer still running then is stopped "
                          "and measured by what came by then (default 10; 0: no cap)")
+    ap.add_argument("--quic-grid", default=None,
+                    help="the quic workload's WAN cells, RTTS:LOSSES:RATES as --wan-grid (default 40:0,1:100; "
+                         "none: loopback only)")
+    ap.add_argument("--quic-seconds", type=float, default=30,
+                    help="the quic workload's cap per get and put over the WAN, as --wan-seconds (default 30; "
+                         "0: no cap)")
     ap.add_argument("--wan-mtu", type=int, help="MTU of the WAN paths (default 1500, 9000 if a rate is above "
                     "100 Mbit/s: at 1500 wanem's packet rate is the bottleneck)")
     args = ap.parse_args()
@@ -1117,7 +1136,21 @@ def main():
     args.wan_work = args.wan_work or ("get,put" if args.quick else "get,put,mget,ls")
     args.mib_wan = args.mib or (32 if args.quick else 256)
     args.runs_wan = runs
-    if not lo_only and not ns_only and "wan" not in only:
+    # the quic workload: loopback with the loopback topology, and its own
+    # WAN cells (contrib/bench/quic.py)
+    args.quic_grid = "40:0,1:100" if args.quic_grid is None else args.quic_grid
+    if args.quic_grid not in ("", "none"):
+        import wan
+        try:
+            wan.parse_grid(args.quic_grid)
+        except ValueError as e:
+            ap.error(str(e).replace("--wan-grid", "--quic-grid"))
+    args.quic_loopback = "quic" in lo_only
+    args.mib_quic = mib
+    args.runs = runs
+    lo_only.discard("quic")
+    if not lo_only and not ns_only and "wan" not in only and not (
+            "quic" in only and (args.quic_loopback or args.quic_grid not in ("", "none"))):
         ap.error(f"--only {args.only} --topology {args.topology}: nothing to run")
 
     t_start = time.monotonic()
@@ -1292,6 +1325,10 @@ def main():
             import wan
             with part("wan"):
                 results["wan"] = wan.run_wan(args, work, spec, share_office, log)
+        if "quic" in only and (args.quic_loopback or args.quic_grid not in ("", "none")):
+            import quic
+            with part("quic"):
+                results["quic"] = quic.run_quic(args, work, be, sys.modules[__name__])
     finally:
         be.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -11,7 +11,9 @@ connections; with a baseline binary, a before/after table sets each
 take direct-ns (the client inside the namespace) as the reference and
 compare with pasta; the obs table sets --trace and --no-latency beside
 plain smbsplice; the office tables give each workload's rate against
-the reference, haproxy (and pasta) with the latency per operation. Each
+the reference, haproxy (and pasta) with the latency per operation; the
+SMB-over-QUIC tables (contrib/bench/quic.py's table()) the pairs of
+fronts, the AES-GCM floor and the QUIC pair's goals. Each
 has its own targets table. The header says how long each part took. Plots are drawn with gnuplot (Debian: gnuplot-nox) when it is
 installed; the Markdown is written either way.
 
@@ -867,6 +869,9 @@ def write(r, outdir):
     if r.get("handover"):
         import handover
         parts.append(handover.table(r["handover"]))
+    if r.get("quic"):
+        import quic
+        parts.append(quic.table(r["quic"]))
     parts.append(failed_runs(r))
     parts.append(targets(r))
     parts.append(ns_targets(r))

@@ -132,7 +132,8 @@ class Path:
 class Lab:
     """The namespaces, both paths, smbd in G and the contestants' daemons."""
 
-    def __init__(self, work, mtu):
+    def __init__(self, work, mtu, npaths=2):
+        """npaths 1: path 0 alone (no MPTCP contestant will run)."""
         self.work, self.mtu = work, mtu
         self.paths, self.procs, self.allowed, self.smbd = [], {}, None, None
         for ns in NS:
@@ -146,8 +147,9 @@ class Lab:
         for ns in NS:
             sh(*nsx(ns, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic"))
             sh("ip", "-n", ns, "mptcp", "limits", "set", "subflow", "2", "add_addr_accepted", "2")
-        self.paths = [Path(work, n, mtu) for n in (0, 1)]
-        sh("ip", "-n", NS[1], "mptcp", "endpoint", "add", PATHS[1][1], "dev", "wan1", "signal")
+        self.paths = [Path(work, n, mtu) for n in range(npaths)]
+        if npaths > 1:
+            sh("ip", "-n", NS[1], "mptcp", "endpoint", "add", PATHS[1][1], "dev", "wan1", "signal")
         self.smbd = os.path.join(work, "wan-smbd")
         env = dict(os.environ, SMB_PASS=PASSWORD, SMB_INTERFACES="127.0.0.1",
                    SMB_CONF_EXTRA="[global]\n\tserver multi channel support = no\n\tbind interfaces only = no")

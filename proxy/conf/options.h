@@ -146,6 +146,9 @@ struct listen_opts {
  * @trace:		headers-only capture file; empty for none
  * @control:		the control socket's path; empty for none
  * @control_group:	a group the control socket is open to (mode 0660)
+ * @control_ro:		the read-only (view) control socket's path; empty
+ *			for none
+ * @control_ro_group:	a group that socket is open to (mode 0660)
  * @trace_max:		rotate it past this many bytes; 0 for never
  * @drain_timeout:	seconds SIGTERM lets open connections run; 0 for
  *			as long as they last
@@ -168,6 +171,8 @@ struct options {
 	char trace[OPT_PATH_LEN];
 	char control[OPT_PATH_LEN];
 	char control_group[OPT_NAME_LEN];
+	char control_ro[OPT_PATH_LEN];
+	char control_ro_group[OPT_NAME_LEN];
 	uint64_t trace_max;
 	double drain_timeout;
 	char config[OPT_PATH_LEN];

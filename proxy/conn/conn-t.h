@@ -146,6 +146,9 @@ struct dir_saved {
  * @peeked:	in the handshake: bytes of the first frame seen so far
  * @tm:		smb mode: the clocks of its messages in flight
  * @trace:	its capture, with --trace
+ * @who:	smb mode: who its session is and what it has open, for
+ *		`ctl conns` (smb/who.c); made at its first session setup,
+ *		NULL till then
  *
  * This is all an idle connection costs smbsplice: copy buffers and pipes
  * are lent only while bytes are in flight.
@@ -172,6 +175,7 @@ struct conn {
 	unsigned peeked;
 	struct timing tm;
 	struct trace_conn *trace;
+	struct smb_who *who;
 };
 
 /*
@@ -228,7 +232,8 @@ struct conn {
 	X(lo, PAIR, FLAG, uint8_t, smb, , mode)                                \
 	X(tm, OPEN, LEN, uint32_t, timing_len, , timing)                       \
 	X(trace, OPEN, LEN, uint32_t, trace_len, , trace)                      \
-	X(dir, OPEN, DIR, struct dir_saved, dir, [DIR_COUNT], dirs)
+	X(dir, OPEN, DIR, struct dir_saved, dir, [DIR_COUNT], dirs)            \
+	X(who, OPEN, WHO, struct smb_who_saved, who, , who)
 
 /* A row that names no member of struct conn does not compile. A member
  * with no row leaves the rows' sizes short of the struct's by more than

@@ -801,11 +801,13 @@ void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	counter_sub(&h->active, 1);
+	counter_sub(&c->l->counters->active[h->id], 1);
 	if (c->admitted)
 		limits_release(&h->px->limits, &c->source, c->unauth);
 	conn_host_unreserve(h);
 	listener_cfg_put(c->cfg);
 	listener_put(c->l);
+	free(c->who);
 	free(c);
 }
 

@@ -15,6 +15,7 @@
 #include "conn/connhost.h"
 #include "common/counter.h"
 #include "core/proxy.h"
+#include "net/listener.h"
 
 /* Descriptors a connection holds: the client socket and the backend's. */
 #define CONN_FDS 2
@@ -144,7 +145,8 @@ void conn_host_unreserve(struct conn_host *h)
 /**
  * conn_host_link() - count a connection in, at the head of the host's list
  * @h:	the host
- * @c:	the connection, new or just adopted, in no list
+ * @c:	the connection, new or just adopted, in no list, its listener
+ *	set
  */
 void conn_host_link(struct conn_host *h, struct conn *c)
 {
@@ -154,6 +156,7 @@ void conn_host_link(struct conn_host *h, struct conn *c)
 		h->conns->prev = c;
 	h->conns = c;
 	counter_add(&h->active, 1);
+	counter_add(&c->l->counters->active[h->id], 1);
 }
 
 /**

@@ -14,6 +14,10 @@
  * limited per way of ending; every few seconds the worker asks for the
  * count of the lines suppressed (connlog_quiet()).
  *
+ * Under journald, each line also carries the connection's number, client
+ * and listener as journal fields (and the end line how it ended), which
+ * `journalctl SMBSPLICE_CLIENT=...` selects by.
+ *
  * The warnings are the per-connection lines, rate limited, that a reader
  * of the SMB stream has to give: a stream smbsplice cannot parse, and a
  * server that invites clients around smbsplice (multichannel). This file
@@ -91,6 +95,32 @@ static const char *conn_smb_text(const struct conn *c, char *out, size_t outlen)
 	return out;
 }
 
+/* The journal fields every line about one connection carries, so that
+ * `journalctl SMBSPLICE_CLIENT=...` finds them all: its number (as
+ * `smbsplice ctl conns` shows it), client and listener; the end line adds
+ * how it ended. */
+enum { F_CONN, F_CLIENT, F_LISTENER, F_END, F_LAST };
+
+/**
+ * conn_fields() - the journal fields of a line about a connection
+ * @c:		the connection
+ * @f:		where, F_LAST + 1 of them; ended after F_LISTENER
+ * @id:		buffer for the number, 24 bytes
+ *
+ * Return: @f.
+ */
+static struct log_field *conn_fields(const struct conn *c, struct log_field *f,
+				     char *id)
+{
+	snprintf(id, 24, "%llu", (unsigned long long)c->id);
+	f[F_CONN] = (struct log_field){ "SMBSPLICE_CONN", id };
+	f[F_CLIENT] = (struct log_field){ "SMBSPLICE_CLIENT", c->cli_text };
+	f[F_LISTENER] = (struct log_field){ "SMBSPLICE_LISTENER", c->lo->name };
+	f[F_END] = (struct log_field){ NULL, NULL };
+	f[F_LAST] = (struct log_field){ NULL, NULL };
+	return f;
+}
+
 /**
  * connlog_end() - the one line that records a connection
  * @c:		the connection
@@ -105,7 +135,8 @@ void connlog_end(const struct conn *c, enum conn_end end, const char *why)
 {
 	const struct pump *u = &c->dir[DIR_TO_SERVER].pump,
 			  *d = &c->dir[DIR_TO_CLIENT].pump;
-	char smb[256], line[1024];
+	struct log_field f[F_LAST + 1];
+	char smb[256], line[1024], id[24];
 
 	snprintf(
 		line, sizeof(line),
@@ -119,10 +150,12 @@ void connlog_end(const struct conn *c, enum conn_end end, const char *why)
 		(unsigned long long)(d->spliced + d->copied),
 		(unsigned long long)d->spliced, (unsigned long long)d->copied,
 		conn_smb_text(c, smb, sizeof(smb)));
+	conn_fields(c, f, id);
+	f[F_END] = (struct log_field){ "SMBSPLICE_END", end_word[end] };
 	if (u->spliced + u->copied + d->spliced + d->copied)
-		log_info("%s", line);
+		log_fields(f, LOG_LVL_INFO, "%s", line);
 	else
-		log_limited(&quiet_end_limit[end], LOG_LVL_INFO, "%s", line);
+		log_limited(&quiet_end_limit[end], f, LOG_LVL_INFO, "%s", line);
 }
 
 /**
@@ -150,8 +183,11 @@ void connlog_quiet(void)
  */
 void connlog_opaque(const struct dir *d)
 {
-	log_rate(
-		LOG_LVL_WARN,
+	struct log_field f[F_LAST + 1];
+	char id[24];
+
+	log_rate_fields(
+		conn_fields(d->c, f, id), LOG_LVL_WARN,
 		"conn %s: %s is not SMB as smbsplice reads it (%s); forwarding it opaque",
 		d->c->cli_text,
 		d->id == DIR_TO_SERVER ? "client to server"
@@ -175,19 +211,21 @@ void connlog_opaque(const struct dir *d)
 unsigned connlog_smb_warnings(const struct dir *d)
 {
 	const struct smb_stream_facts *f = &d->fr.facts;
+	struct log_field lf[F_LAST + 1];
 	unsigned said = 0;
+	char id[24];
 
 	if (f->multichannel && !(d->flags & DIR_F_MULTICHANNEL)) {
 		said |= DIR_F_MULTICHANNEL;
-		log_rate(
-			LOG_LVL_WARN,
+		log_rate_fields(
+			conn_fields(d->c, lf, id), LOG_LVL_WARN,
 			"conn %s: the server offers SMB3 multichannel; clients may open connections to its own addresses, around smbsplice (set 'server multi channel support = no' in smb.conf, see README)",
 			d->c->cli_text);
 	}
 	if (f->interface_list && !(d->flags & DIR_F_IFLIST)) {
 		said |= DIR_F_IFLIST;
-		log_rate(
-			LOG_LVL_WARN,
+		log_rate_fields(
+			conn_fields(d->c, lf, id), LOG_LVL_WARN,
 			"conn %s: the server sent the client its network interface list (FSCTL_QUERY_NETWORK_INTERFACE_INFO); the client may connect to those addresses directly, around smbsplice",
 			d->c->cli_text);
 	}

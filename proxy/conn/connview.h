@@ -9,10 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "smb/who.h"
 #include "conf/options.h"
 #include "observe/dirindex.h"
 
+struct conn;
 struct conn_host;
 
 /**
@@ -39,6 +42,22 @@ struct conn_host;
  *		before the NEGOTIATE response)
  * @signed_:	a signed message was seen
  * @encrypted:	an encrypted message was seen
+ * @bport:	the backend socket's local port, 0 before there is one:
+ *		what smbstatus shows as the client's port, unless
+ *		@transparent
+ * @transparent: --transparent: the backend sees the client's own
+ *		address and port
+ * @session_id:	SessionId of the last session setup that succeeded (or
+ *		of the last encrypted frame, if none was seen); 0 for none
+ * @auth:	how its user is known (smb_who_auth_text()), NULL if no
+ *		session setup has succeeded
+ * @user:	its user as the client named it, "" if not known
+ * @domain:	its domain, likewise
+ * @share:	shares connected (the first SMB_WHO_SHARES)
+ * @nshares:	how many of @share count
+ * @more_shares: shares connected beyond those
+ * @open_files:	files opened and not closed
+ * @sealed:	the session encrypts: trees and files are not seen since
  */
 struct conn_rec {
 	uint64_t id;
@@ -57,6 +76,16 @@ struct conn_rec {
 	bool unauth;
 	char dialect[16];
 	bool signed_, encrypted;
+	uint16_t bport;
+	bool transparent;
+	uint64_t session_id;
+	const char *auth;
+	char user[SMB_WHO_USER_MAX];
+	char domain[SMB_WHO_DOMAIN_MAX];
+	char share[SMB_WHO_SHARES][SMB_WHO_SHARE_MAX];
+	unsigned nshares;
+	uint32_t more_shares, open_files;
+	bool sealed;
 };
 
 /**
@@ -73,19 +102,56 @@ struct connview {
 	unsigned cap, n, total;
 };
 
+/* What a kill names: one connection, or every connection of a group.
+ * Another group is one more kind here, one more case in connview.c's
+ * sel_match(), and one more row of control/ctlsel.c's kill_kinds. */
+enum conn_sel_kind {
+	CONN_SEL_ID,	  /* @id */
+	CONN_SEL_CLIENT,  /* the client's address, and port if @port */
+	CONN_SEL_BACKEND, /* the backend, as named (@text) or by address */
+	CONN_SEL_USER, /* the session's user, "user" or "DOMAIN\\user" (@text)
+			*/
+};
+
 /**
- * struct conn_kill - what the main thread asks a worker to reset
- * @id:		the connection
- * @who:	who asked, for the log line
- * @found:	set by the worker that had it
+ * struct conn_sel - which connections a command is about
+ * @kind:	what the selector matches on
+ * @id:		CONN_SEL_ID: the connection's number
+ * @addr:	CONN_SEL_CLIENT, or CONN_SEL_BACKEND with @has_addr: the
+ *		address (IPv4 or IPv6; an IPv4 one also matches its
+ *		IPv4-mapped IPv6 form)
+ * @has_addr:	@addr is set
+ * @port:	the port in @addr must match too
+ * @text:	CONN_SEL_BACKEND: the backend as the listener names it
+ *		(its HOST:PORT as written, what `listeners` prints);
+ *		CONN_SEL_USER: the user's name (connview_user_is())
+ */
+struct conn_sel {
+	enum conn_sel_kind kind;
+	uint64_t id;
+	struct sockaddr_storage addr;
+	bool has_addr, port;
+	char text[128];
+};
+
+/**
+ * struct conn_kill - what the main thread asks one worker to reset
+ * @sel:	the connections
+ * @who:	who asked, for the end lines
+ * @killed:	set by the worker: how many it reset (each worker is lent
+ *		its own struct, so none writes another's count)
  */
 struct conn_kill {
-	uint64_t id;
+	struct conn_sel sel;
 	char who[96];
-	bool found;
+	unsigned killed;
 };
 
 void connview_fill(const struct conn_host *h, struct connview *v);
-bool connview_kill(struct conn_host *h, struct conn_kill *k);
+unsigned connview_kill(struct conn_host *h, struct conn_kill *k);
+bool connview_addr_match(const struct conn_sel *s,
+			 const struct sockaddr_storage *sa);
+const char *connview_user(const struct conn *c, const char **domain);
+bool connview_user_is(const struct conn *c, const char *name);
 
 #endif /* SMBSPLICE_CONNVIEW_H */

@@ -8,9 +8,15 @@
  * offer (smb_framer_observe(), pump_tap(), pump_watch_writes()), set here
  * only when asked for, so a connection that is neither traced nor timed
  * pays one test of a NULL pointer per read.
+ *
+ * A third thing looks, in smb mode always: the view `ctl conns` shows
+ * of a session (smb/who.c), which the framers fill in. It costs nothing
+ * till the client sets up a session, then one block of 552 bytes,
+ * freed with the connection; a handover carries it.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -90,6 +96,23 @@ void observe_begin(struct conn *c)
 }
 
 /**
+ * conn_who() - the connection's view, for its framers
+ * @ctx:	the connection
+ * @create:	make it if there is none
+ *
+ * Return: the view, or NULL (none yet; or no memory: the view stays
+ * empty, and the connection goes on).
+ */
+static struct smb_who *conn_who(void *ctx, bool create)
+{
+	struct conn *c = ctx;
+
+	if (!c->who && create)
+		c->who = calloc(1, sizeof(*c->who));
+	return c->who;
+}
+
+/**
  * observe_dir() - hang the hooks a direction needs on its framer and pump
  * @d:	the direction, its framer and pump set up
  */
@@ -99,6 +122,8 @@ void observe_dir(struct dir *d)
 
 	if (o->mode == MODE_SMB && (o->latency || d->c->trace))
 		smb_framer_observe(&d->fr, dir_saw_message, d);
+	if (o->mode == MODE_SMB)
+		smb_framer_who(&d->fr, conn_who, d->c);
 	if (o->mode == MODE_SMB && o->latency)
 		pump_watch_writes(&d->pump, dir_wrote, d);
 	if (d->c->trace)
@@ -212,4 +237,35 @@ void observe_forget(struct conn *c)
 	timing_end(&c->tm);
 	trace_conn_free(c->trace);
 	c->trace = NULL;
+}
+
+/**
+ * observe_save_who() - what a handover carries of a connection's view
+ * @c:	the connection, paused
+ * @s:	filled whole; @s->present 0 if it has none
+ */
+void observe_save_who(const struct conn *c, struct smb_who_saved *s)
+{
+	smb_who_save(c->who, s);
+}
+
+/**
+ * observe_adopt_who() - a connection a handover brought in shows its
+ *			 session as it did
+ * @c:	the connection, open, its view not yet made
+ * @s:	what the old process saved (its record, copied out aligned)
+ *
+ * Return: 0, or -1 with errno (a view the checks refuse, or memory).
+ */
+int observe_adopt_who(struct conn *c, const struct smb_who_saved *s)
+{
+	if (!s->present)
+		return 0;
+	if (!(c->who = calloc(1, sizeof(*c->who))))
+		return -1;
+	if (smb_who_restore(c->who, s)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
 }

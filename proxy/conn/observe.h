@@ -19,5 +19,7 @@ void observe_save_trace(const struct conn *c, struct trace_conn_saved *tr,
 int observe_adopt_timing(struct conn *c, const void *tm, size_t tm_len);
 int observe_adopt_trace(struct conn *c, const void *tr);
 void observe_forget(struct conn *c);
+void observe_save_who(const struct conn *c, struct smb_who_saved *s);
+int observe_adopt_who(struct conn *c, const struct smb_who_saved *s);
 
 #endif /* SMBSPLICE_OBSERVE_H */

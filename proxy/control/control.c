@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* control.c - the --control socket: conns, conn, listeners, drain,
- *	       resume, kill and top for a local administrator
+/* control.c - the --control and --control-ro sockets: conns, conn,
+ *	       listeners, info, drain, resume, kill and top for a local
+ *	       administrator, the looking ones alone for a monitor
  *
  * Theory of operation: a Unix stream socket, never a network one, made
  * readable by its owner alone (mode 0600: bound under umask 0177), or by
@@ -26,6 +27,17 @@
  *
  * `kill`, `drain` and `resume` are logged with the asker's credentials
  * (SO_PEERCRED).
+ *
+ * There are two sockets, of two levels (HAProxy's "level" of a stats
+ * socket, in two): --control, the admin socket, serves every command;
+ * --control-ro, the view socket, only those that look, and answers
+ * "permission denied" to drain, resume and kill (controlcmd.c). Who may
+ * connect to each is the file system's to say, by each node's mode and
+ * group, which `ls -l` shows and nothing in this process can get wrong:
+ * no uid is compared in code. Each socket has its own CTL_MAX_CLIENTS
+ * slots, so that the view socket's clients, however many, never keep an
+ * administrator out. Both are handed over to the next process on a
+ * SIGUSR2 (control_socket()), and a reload leaves both alone.
  */
 #include "config.h"
 
@@ -55,6 +67,7 @@
 /**
  * struct ctl_client - one control connection being served
  * @px:		the process
+ * @sock:	the socket it came on
  * @prev:	list link
  * @next:	list link
  * @fd:		its socket
@@ -69,6 +82,7 @@
  */
 struct ctl_client {
 	struct proxy *px;
+	struct ctl_sock *sock;
 	struct ctl_client *prev, *next;
 	int fd;
 	ev_io io;
@@ -82,20 +96,28 @@ struct ctl_client {
 };
 
 /**
- * struct control - the socket and its clients (one per process)
+ * struct ctl_sock - a control socket and its clients
  * @fd:		the listening socket, -1 when there is none
  * @w:		its watcher
+ * @level:	what its clients may do
  * @path:	where it is
  * @clients:	those being served, oldest first
  * @n:		how many
  */
-static struct control {
+struct ctl_sock {
 	int fd;
 	ev_io w;
+	enum control_level level;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct ctl_client *clients;
 	unsigned n;
-} ctl = { .fd = -1 };
+};
+
+/* The process's two, by level. */
+static struct ctl_sock socks[] = {
+	[CONTROL_VIEW] = { .fd = -1, .level = CONTROL_VIEW },
+	[CONTROL_ADMIN] = { .fd = -1, .level = CONTROL_ADMIN },
+};
 
 /**
  * client_end() - close and free a client
@@ -104,6 +126,7 @@ static struct control {
 static void client_end(struct ctl_client *c)
 {
 	struct ev_loop *loop = c->px->loop;
+	struct ctl_sock *s = c->sock;
 
 	ev_io_stop(loop, &c->io);
 	ev_timer_stop(loop, &c->timer);
@@ -111,14 +134,14 @@ static void client_end(struct ctl_client *c)
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		ctl.clients = c->next;
+		s->clients = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	free(c->out.p);
 	free(c);
-	ctl.n--;
-	if (ctl.fd >= 0 && !ev_is_active(&ctl.w))
-		ev_io_start(loop, &ctl.w); /* a slot is free for the backlog */
+	s->n--;
+	if (s->fd >= 0 && !ev_is_active(&s->w))
+		ev_io_start(loop, &s->w); /* a slot is free for the backlog */
 }
 
 /**
@@ -177,7 +200,7 @@ static void client_answer(struct ctl_client *c)
 	c->answering = true;
 	c->out.max = CONTROL_ANSWER_MAX;
 	if (!c->out.len) /* else it says the line was too long */
-		controlcmd_run(c->px, c->line, c->who, &c->out);
+		controlcmd_run(c->px, c->line, c->who, c->sock->level, &c->out);
 	if (c->out.full) {
 		c->out.len = 0;
 		c->out.full = false;
@@ -251,9 +274,10 @@ static void on_client_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 /**
  * client_new() - serve a new control connection
  * @px:	the process
+ * @s:	the control socket it came on
  * @fd:	its socket
  */
-static void client_new(struct proxy *px, int fd)
+static void client_new(struct proxy *px, struct ctl_sock *s, int fd)
 {
 	struct ctl_client *c = calloc(1, sizeof(*c)), **link;
 	struct ucred cr;
@@ -264,6 +288,7 @@ static void client_new(struct proxy *px, int fd)
 		return;
 	}
 	c->px = px;
+	c->sock = s;
 	c->fd = fd;
 	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
 		snprintf(c->who, sizeof(c->who), "uid %u pid %d",
@@ -276,22 +301,23 @@ static void client_new(struct proxy *px, int fd)
 	c->timer.data = c;
 	ev_io_start(px->loop, &c->io);
 	ev_timer_start(px->loop, &c->timer);
-	for (link = &ctl.clients; *link; link = &(*link)->next)
+	for (link = &s->clients; *link; link = &(*link)->next)
 		c->prev = *link;
 	*link = c;
-	ctl.n++;
+	s->n++;
 }
 
 /**
  * make_room() - at the cap, close the oldest client still silent
+ * @s:	the control socket
  *
  * Return: true if a slot is free now.
  */
-static bool make_room(void)
+static bool make_room(struct ctl_sock *s)
 {
-	if (ctl.n < CTL_MAX_CLIENTS)
+	if (s->n < CTL_MAX_CLIENTS)
 		return true;
-	for (struct ctl_client *c = ctl.clients; c; c = c->next)
+	for (struct ctl_client *c = s->clients; c; c = c->next)
 		if (!c->answering) {
 			client_end(c);
 			return true;
@@ -302,23 +328,25 @@ static bool make_room(void)
 /**
  * on_control_accept() - take the clients waiting
  * @loop:	the main loop
- * @w:		&ctl.w
+ * @w:		the control socket's watcher
  * @revents:	unused
  */
 static void on_control_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
+	struct ctl_sock *s =
+		(struct ctl_sock *)((char *)w - offsetof(struct ctl_sock, w));
 	struct proxy *px = w->data;
 	int fd;
 
 	(void)revents;
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
-		if (!make_room()) {
+		if (!make_room(s)) {
 			/* Every slot is answering: the next waits in the
 			 * backlog until one is done. */
-			ev_io_stop(loop, &ctl.w);
+			ev_io_stop(loop, &s->w);
 			return;
 		}
-		fd = accept4(ctl.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
@@ -327,7 +355,7 @@ static void on_control_accept(struct ev_loop *loop, ev_io *w, int revents)
 					 strerror(errno));
 			return;
 		}
-		client_new(px, fd);
+		client_new(px, s, fd);
 	}
 }
 
@@ -388,20 +416,24 @@ static int clear_stale(const char *path)
  * could swap in a link to any file and have root give it to the group.
  * So the node is made right: the umask gives its mode, the thread's
  * filesystem gid its group, and nothing names the path afterwards.
- * setfsgid() is per thread, and no other thread runs yet.
+ * setfsgid() is per thread, and no other thread runs yet. When @gid is
+ * the process's own group it is the filesystem gid already: no call is
+ * made, which is how a process without privilege (the shipped unit's,
+ * whose system call filter refuses chown() and setfsgid()) gives a
+ * socket to a group, by running as it (Group=).
  *
  * Return: bind()'s result, errno kept.
  */
 static int bind_as_group(int fd, const struct sockaddr_un *sun, gid_t gid)
 {
-	bool grp = gid != (gid_t)-1;
+	bool grp = gid != (gid_t)-1, other = grp && gid != getegid();
 	mode_t old = umask(grp ? 0117 : 0177);
-	int prev = grp ? setfsgid(gid) : -1;
+	int prev = other ? setfsgid(gid) : -1;
 	int r, e;
 
 	r = bind(fd, (const struct sockaddr *)sun, sizeof(*sun));
 	e = errno;
-	if (grp)
+	if (other)
 		setfsgid((gid_t)prev);
 	umask(old);
 	errno = e;
@@ -460,41 +492,43 @@ static const char *dir_hint(int e)
 }
 
 /**
- * control_bind() - make the socket at @path, private from its birth
- * @o:	the settings: --control and --control-group
+ * control_bind() - make a control socket at @path, private from its birth
+ * @path:	where
+ * @group:	the group it is open to (mode 0660), or "" for none (0600)
  *
  * Return: the listening socket, or -1 after logging why.
  */
-static int control_bind(const struct options *o)
+static int control_bind(const char *path, const char *group)
 {
 	struct sockaddr_un sun;
 	struct group *g = NULL;
 	gid_t gid;
 	int fd;
 
-	if (*o->control_group && !(g = getgrnam(o->control_group))) {
-		log_err("control socket: no group named %s", o->control_group);
+	if (*group && !(g = getgrnam(group))) {
+		log_err("control socket %s: no group named %s", path, group);
 		return -1;
 	}
 	gid = g ? g->gr_gid : (gid_t)-1;
-	if (clear_stale(o->control))
+	if (clear_stale(path))
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
-	sun_of(&sun, o->control);
-	/* Only root's path-based chown() could be led astray. */
-	if (g && geteuid()) {
+	sun_of(&sun, path);
+	/* Only root's path-based chown() could be led astray; the process's
+	 * own group needs none. */
+	if (g && geteuid() && gid != getegid()) {
 		if (bind_as_group(fd, &sun, (gid_t)-1) ||
-		    give_group_unprivileged(o->control, gid))
+		    give_group_unprivileged(path, gid))
 			goto fail;
 	} else if (bind_as_group(fd, &sun, gid)) {
 		goto fail;
 	}
-	if (g && !node_group_ok(o->control, gid)) {
+	if (g && !node_group_ok(path, gid)) {
 		log_err("control socket %s: it was not made with group %s and mode 0660 (a set-group-ID directory gives its own group, a default ACL its own mode); use a directory with neither",
-			o->control, o->control_group);
-		unlink(o->control);
+			path, group);
+		unlink(path);
 		close(fd);
 		return -1;
 	}
@@ -502,7 +536,7 @@ static int control_bind(const struct options *o)
 		goto fail;
 	return fd;
 fail:
-	log_err("control socket %s: %s%s", o->control, strerror(errno),
+	log_err("control socket %s: %s%s", path, strerror(errno),
 		dir_hint(errno));
 	if (fd >= 0)
 		close(fd);
@@ -512,7 +546,7 @@ fail:
 /**
  * control_same() - is a handed-over control socket at this path
  * @fd:		the socket
- * @path:	--control
+ * @path:	--control or --control-ro
  *
  * Return: true if it is bound there.
  */
@@ -528,85 +562,119 @@ static bool control_same(int fd, const char *path)
 }
 
 /**
- * control_start() - open --control, if it is set
- * @px:		the process, before the workers start and before --user
- * @handed:	the socket a handover brought (-1 if none), taken if it is
- *		still bound to --control's path, closed if not
+ * sock_open() - open one control socket, if its path is set
+ * @px:		the process
+ * @s:		the socket
+ * @path:	its path, "" for none
+ * @group:	its group, "" for none
+ * @handed:	the socket a handover brought for it (-1 if none), taken if
+ *		it is still bound to @path, closed if not
  *
  * Return: 0, or -1 after logging why.
  */
-int control_start(struct proxy *px, int handed)
+static int sock_open(struct proxy *px, struct ctl_sock *s, const char *path,
+		     const char *group, int handed)
 {
-	const struct options *o = px->opt;
-
-	if (!*o->control) {
+	if (!*path || strlen(path) >= sizeof(s->path)) {
 		if (handed >= 0)
 			close(handed);
-		return 0;
-	}
-	if (strlen(o->control) >= sizeof(ctl.path)) {
-		if (handed >= 0)
-			close(handed);
-		log_err("control socket %s: the path is longer than %zu bytes",
-			o->control, sizeof(ctl.path) - 1);
-		return -1;
+		if (*path)
+			log_err("control socket %s: the path is longer than %zu bytes",
+				path, sizeof(s->path) - 1);
+		return *path ? -1 : 0;
 	}
 	/* After a handover, the old process's socket, at the same path. */
-	ctl.fd = handed;
-	if (ctl.fd >= 0 && !control_same(ctl.fd, o->control)) {
-		close(ctl.fd); /* --control changed: bind it anew */
-		ctl.fd = -1;
+	s->fd = handed;
+	if (s->fd >= 0 && !control_same(s->fd, path)) {
+		close(s->fd); /* the path changed: bind it anew */
+		s->fd = -1;
 	}
-	if (ctl.fd < 0)
-		ctl.fd = control_bind(o);
-	if (ctl.fd < 0)
+	if (s->fd < 0)
+		s->fd = control_bind(path, group);
+	if (s->fd < 0)
 		return -1;
-	memcpy(ctl.path, o->control, strlen(o->control) + 1);
-	ev_io_init(&ctl.w, on_control_accept, ctl.fd, EV_READ);
-	ctl.w.data = px;
-	ev_io_start(px->loop, &ctl.w);
-	log_info("control socket at %s (mode %s)", ctl.path,
-		 *o->control_group ? "0660" : "0600");
+	memcpy(s->path, path, strlen(path) + 1);
+	ev_io_init(&s->w, on_control_accept, s->fd, EV_READ);
+	s->w.data = px;
+	ev_io_start(px->loop, &s->w);
+	log_info("control socket at %s (mode %s, level %s)", s->path,
+		 *group ? "0660" : "0600",
+		 s->level == CONTROL_ADMIN ? "admin" : "view");
 	return 0;
 }
 
 /**
- * control_stop() - close the control socket and its clients
+ * control_start() - open --control and --control-ro, those that are set
+ * @px:		the process, before the workers start and before --user
+ * @handed:	the sockets a handover brought, by level (-1 for none)
+ *
+ * Return: 0, or -1 after logging why.
+ */
+int control_start(struct proxy *px, const int handed[CONTROL_NLEVELS])
+{
+	const struct options *o = px->opt;
+
+	if (*o->control && !strcmp(o->control, o->control_ro)) {
+		for (int i = 0; i < CONTROL_NLEVELS; i++)
+			if (handed[i] >= 0)
+				close(handed[i]);
+		log_err("control socket %s: --control and --control-ro name the same path; the read-only socket needs one of its own",
+			o->control);
+		return -1;
+	}
+	if (sock_open(px, &socks[CONTROL_ADMIN], o->control, o->control_group,
+		      handed[CONTROL_ADMIN])) {
+		if (handed[CONTROL_VIEW] >= 0)
+			close(handed[CONTROL_VIEW]);
+		return -1;
+	}
+	return sock_open(px, &socks[CONTROL_VIEW], o->control_ro,
+			 o->control_ro_group, handed[CONTROL_VIEW]);
+}
+
+/**
+ * control_stop() - close the control sockets and their clients
  * @px:	the process
  */
 void control_stop(struct proxy *px)
 {
-	while (ctl.clients)
-		client_end(ctl.clients);
-	if (ctl.fd < 0)
-		return;
-	ev_io_stop(px->loop, &ctl.w);
-	close(ctl.fd);
-	ctl.fd = -1;
-	if (ctl.path[0])
-		unlink(ctl.path); /* under --user it may fail: the next start
-				   * replaces the stale name */
+	for (int i = 0; i < CONTROL_NLEVELS; i++) {
+		struct ctl_sock *s = &socks[i];
+
+		while (s->clients)
+			client_end(s->clients);
+		if (s->fd < 0)
+			continue;
+		ev_io_stop(px->loop, &s->w);
+		close(s->fd);
+		s->fd = -1;
+		if (s->path[0])
+			unlink(s->path); /* under --user it may fail: the next
+					  * start replaces the stale name */
+	}
 }
 
 /**
- * control_socket() - the control socket, for a handover
+ * control_socket() - a control socket, for a handover
+ * @level:	which
  *
- * Return: it, or -1 without --control.
+ * Return: it, or -1 if it is not set.
  */
-int control_socket(void)
+int control_socket(enum control_level level)
 {
-	return ctl.fd;
+	return socks[level].fd;
 }
 
 /**
- * control_forget() - the next process serves the control socket now
+ * control_forget() - the next process serves the control sockets now
  * @px:	the process
  *
- * As control_stop(), but the path is left alone: it names the socket the
- * next process took over.
+ * As control_stop(), but the paths are left alone: they name the sockets
+ * the next process took over.
  */
 void control_forget(struct proxy *px)
 {
-	ctl.path[0] = '\0';
+	for (int i = 0; i < CONTROL_NLEVELS; i++)
+		socks[i].path[0] = '\0';
 	control_stop(px);
 }

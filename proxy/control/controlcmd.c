@@ -12,6 +12,13 @@
  * bound, the buffers it was lent are left to it (never freed under it) and the
  * answer says so.
  *
+ * A socket has a level (enum control_level): the read-only one serves
+ * what looks and refuses, before reading any argument, what acts (drain,
+ * resume, kill), so that its clients can see everything and change
+ * nothing. `kill` names one connection or a group (struct conn_sel,
+ * ctlsel.c): each worker resets its own connections of the group and
+ * counts them in a struct of its own.
+ *
  * `top` ranks connections by bytes per second since the previous `top`
  * (the baseline kept here, one per process): `smbsplice ctl top` asks
  * twice, an interval apart. A connection younger than the interval is
@@ -26,6 +33,8 @@
 
 #include "control/connrec.h"
 #include "control/controlcmd.h"
+#include "control/ctlsel.h"
+#include "control/ctlinfo.h"
 #include "net/accept.h"
 #include "net/listener.h"
 #include "common/log.h"
@@ -39,6 +48,8 @@
 #define TOP_MAX	    1000
 /* Room asked of a worker past the connections it had a moment ago. */
 #define SNAP_SLACK 64
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /**
  * snapshot_run() - controlcmd_snapshot: copy a worker's connections
@@ -463,41 +474,119 @@ static void cmd_backend(struct proxy *px, char *const w[3], const char *who,
 }
 
 /**
- * cmd_kill() - `kill ID`: reset one connection, both peers
+ * kill_all() - ask every worker to reset what @sel names
  * @px:		the process
- * @id:		the connection
- * @who:	the asker's credentials, for the connection's end line
- * @json:	JSON, not text
- * @out:	the answer
+ * @sel:	the connections
+ * @who:	the asker's credentials, for the end lines
+ * @n:		set to how many were reset
+ *
+ * Each worker is lent a struct conn_kill of its own, so that none writes
+ * another's count.
+ *
+ * Return: 0, or -1 (memory, or a worker that did not answer: then what
+ * was lent is left to it).
  */
-static void cmd_kill(struct proxy *px, uint64_t id, const char *who, bool json,
-		     struct outbuf *out)
+static int kill_all(struct proxy *px, const struct conn_sel *sel,
+		    const char *who, unsigned *n)
 {
-	struct conn_kill *k = calloc(1, sizeof(*k));
+	struct conn_kill *k = calloc(px->nworkers, sizeof(*k));
 
-	if (!k) {
-		answer_error(out, json, "out of memory");
-		return;
-	}
-	k->id = id;
-	snprintf(k->who, sizeof(k->who), "control socket (%s)", who);
-	for (unsigned i = 0; i < px->nworkers; i++)
+	*n = 0;
+	if (!k)
+		return -1;
+	for (unsigned i = 0; i < px->nworkers; i++) {
+		k[i].sel = *sel;
+		snprintf(k[i].who, sizeof(k[i].who), "control socket (%s)",
+			 who);
 		worker_run(&px->workers[i],
 			   &(struct worker_cmd){ .ops = &controlcmd_kill,
-						 .arg = k },
+						 .arg = &k[i] },
 			   WORKER_CMD_NOWAIT);
-	if (worker_sync_all(px)) {
-		answer_error(out, json, "a worker did not answer");
-		return; /* @k may still be read: not freed */
 	}
-	if (!k->found)
-		answer_error(out, json, "no such connection");
-	else if (json)
-		outbuf_printf(out, "{\"killed\":%llu}\n",
-			      (unsigned long long)id);
-	else
-		outbuf_printf(out, "killed %llu\n", (unsigned long long)id);
+	if (worker_sync_all(px))
+		return -1; /* @k may still be written: not freed */
+	for (unsigned i = 0; i < px->nworkers; i++)
+		*n += k[i].killed;
 	free(k);
+	return 0;
+}
+
+/**
+ * backend_named() - does any listener name this backend now
+ * @px:		the process
+ * @sel:	a CONN_SEL_BACKEND selector
+ *
+ * Return: true if one does, by name or by address.
+ */
+static bool backend_named(struct proxy *px, const struct conn_sel *sel)
+{
+	for (struct listener *l = px->listeners; l; l = l->next) {
+		const struct listen_opts *o = &l->cfg->o;
+
+		for (unsigned b = 0; b < o->nbackends; b++)
+			if (!strcmp(o->backend[b].text, sel->text) ||
+			    (sel->has_addr &&
+			     connview_addr_match(sel, &o->backend[b].addr)))
+				return true;
+	}
+	return false;
+}
+
+/**
+ * cmd_kill() - `kill ID`: reset one connection, both peers; `kill client
+ *		ADDR[:PORT]`, `kill backend HOST:PORT`, `kill user NAME`:
+ *		every one of a group
+ * @px:		the process
+ * @sel:	the connections
+ * @kind:	the group's word (ctlsel.c's kill_kinds), NULL for `kill ID`
+ * @arg:	the group's argument as given (no control characters), for the
+ *		answer
+ * @who:	the asker's credentials, for the end lines
+ * @json:	JSON, not text
+ * @out:	the answer
+ *
+ * A group that has no connection is no error (there is nothing left of
+ * it, which is what was asked), unless it is a backend no listener
+ * names: that is a typo.
+ */
+static void cmd_kill(struct proxy *px, const struct conn_sel *sel,
+		     const char *kind, const char *arg, const char *who,
+		     bool json, struct outbuf *out)
+{
+	unsigned n;
+
+	if (kill_all(px, sel, who, &n)) {
+		answer_error(out, json,
+			     "out of memory, or a worker did not answer");
+		return;
+	}
+	if (sel->kind == CONN_SEL_ID) {
+		if (!n)
+			answer_error(out, json, "no such connection");
+		else if (json)
+			outbuf_printf(out, "{\"killed\":%llu}\n",
+				      (unsigned long long)sel->id);
+		else
+			outbuf_printf(out, "killed %llu\n",
+				      (unsigned long long)sel->id);
+		return;
+	}
+	if (!n && sel->kind == CONN_SEL_BACKEND && !backend_named(px, sel)) {
+		answer_error(
+			out, json,
+			"no listener has that backend; name it as listeners prints it, or by ADDR[:PORT]");
+		return;
+	}
+	log_info("control socket (%s): kill %s %s: %u connection%s reset", who,
+		 kind, arg, n, n == 1 ? "" : "s");
+	if (json) {
+		outbuf_printf(out, "{\"kill\":\"%s\",\"match\":", kind);
+		outbuf_json_str(out, arg);
+		outbuf_printf(out, ",\"killed\":%u}\n", n);
+	} else {
+		outbuf_printf(out, "killed %u connection%s of %s %s\n", n,
+			      n == 1 ? "" : "s", kind, arg);
+	}
 }
 
 /**
@@ -676,27 +765,144 @@ static bool parse_id(const char *s, uint64_t *v)
 	return !*end && !errno && *v;
 }
 
-static const char control_help[] =
-	"commands (add --json for JSON):\n"
-	"  conns             every live connection\n"
-	"  conn ID           one connection in full\n"
-	"  listeners         listeners, backends and their failures\n"
-	"  drain LISTENER    stop accepting on a listener\n"
-	"  resume LISTENER   accept on it again\n"
-	"  backend LISTENER BACKEND drain|maint|ready\n"
-	"                    steer new connections off a backend, or back\n"
-	"  kill ID           reset one connection\n"
-	"  top [N]           the N busiest since the previous top\n";
+/**
+ * run_kill() - `kill ID` or `kill GROUP ARG`: the words checked, then
+ *		cmd_kill()
+ * @px:		the process
+ * @w:		the words, w[0] being "kill"
+ * @n:		how many
+ * @who:	the asker's credentials
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void run_kill(struct proxy *px, char **w, unsigned n, const char *who,
+		     bool json, struct outbuf *out)
+{
+	struct conn_sel sel = { .kind = CONN_SEL_ID };
+	const char *bad;
+
+	if (n == 2 && parse_id(w[1], &sel.id)) {
+		cmd_kill(px, &sel, NULL, NULL, who, json, out);
+		return;
+	}
+	switch (n == 3 ? ctlsel_parse(w[1], w[2], &sel, &bad) : -2) {
+	case 0:
+		cmd_kill(px, &sel, w[1], w[2], who, json, out);
+		return;
+	case -1:
+		answer_error(out, json, bad);
+		return;
+	}
+	answer_error(
+		out, json,
+		"kill what? kill ID, kill client ADDR[:PORT], kill backend ADDR[:PORT] or kill user [DOMAIN\\]NAME");
+}
+
+/**
+ * struct command - a command, for help and for the socket's level
+ * @name:	its first word
+ * @usage:	with its arguments
+ * @help:	what it does
+ * @acts:	it changes something: the admin socket alone serves it
+ */
+static const struct command {
+	const char *name, *usage, *help;
+	bool acts;
+} commands[] = {
+	{ "conns", "conns", "every live connection", false },
+	{ "conn", "conn ID", "one connection in full", false },
+	{ "listeners", "listeners", "listeners, backends and their failures",
+	  false },
+	{ "top", "top [N]", "the N busiest since the previous top", false },
+	{ "info", "info", "version, pid, uptime, workers, limits, build",
+	  false },
+	{ "help", "help", "this list", false },
+	{ "drain", "drain LISTENER", "stop accepting on a listener", true },
+	{ "resume", "resume LISTENER", "accept on it again", true },
+	{ "backend", "backend LISTENER BACKEND drain|maint|ready",
+	  "steer new connections off a backend, or back", true },
+	{ "kill", "kill ID", "reset one connection", true },
+	{ "kill", "kill client ADDR[:PORT]",
+	  "reset every connection from an address", true },
+	{ "kill", "kill backend ADDR[:PORT]",
+	  "reset every connection to a backend", true },
+	{ "kill", "kill user [DOMAIN\\]NAME",
+	  "reset every connection of a user's sessions", true },
+};
+
+/**
+ * command_acts() - what a command's first word is, for the socket's level
+ * @name:	the first word
+ *
+ * Return: 0 for a command that only looks, 1 for one that acts, -1 for
+ * a word that names none. The read-only socket runs only a 0: a command
+ * added to controlcmd_run() without its row here is refused there, not
+ * served.
+ */
+static int command_acts(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return commands[i].acts;
+	return -1;
+}
+
+/**
+ * refuse_view() - answer a read-only socket's client what it may not run
+ * @w0:		the command's first word, not one that only looks
+ * @who:	the asker's credentials
+ * @json:	JSON, not text
+ * @out:	the answer
+ */
+static void refuse_view(const char *w0, const char *who, bool json,
+			struct outbuf *out)
+{
+	char why[160];
+
+	if (command_acts(w0) < 0) {
+		answer_error(out, json,
+			     "unknown command or bad argument; try help");
+		return;
+	}
+	log_rate(LOG_LVL_WARN,
+		 "control socket: %s refused to %s: the socket is read-only",
+		 who, w0);
+	/* @w0 is a command's name from the table: no need to escape it */
+	snprintf(
+		why, sizeof(why),
+		"permission denied: this socket is read-only (level view); %s is served on the admin socket (--control)",
+		w0);
+	answer_error(out, json, why);
+}
+
+/**
+ * cmd_help() - `help`: the commands this socket serves
+ * @level:	the socket's
+ * @out:	the answer
+ */
+static void cmd_help(enum control_level level, struct outbuf *out)
+{
+	outbuf_printf(out, "commands (add --json for JSON):\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (level == CONTROL_ADMIN || !commands[i].acts)
+			outbuf_printf(out, "  %-24s %s\n", commands[i].usage,
+				      commands[i].help);
+	if (level != CONTROL_ADMIN)
+		outbuf_printf(out, "this socket is read-only (level view): "
+				   "the commands that act are served on the "
+				   "admin socket (--control)\n");
+}
 
 /**
  * controlcmd_run() - run one request line
  * @px:		the process
  * @line:	the line, without its newline (split in place)
  * @who:	the asker's credentials
+ * @level:	what the socket it came on may do
  * @out:	the answer
  */
 void controlcmd_run(struct proxy *px, char *line, const char *who,
-		    struct outbuf *out)
+		    enum control_level level, struct outbuf *out)
 {
 	char *w[4] = { 0 }, *save = NULL, *t;
 	unsigned n = 0;
@@ -710,28 +916,34 @@ void controlcmd_run(struct proxy *px, char *line, const char *who,
 		else if (n < 4)
 			w[n++] = t;
 	}
-	if (!n || !strcmp(w[0], "help"))
-		outbuf_printf(out, "%s", control_help);
-	else if (!strcmp(w[0], "conns") && n == 1)
+	if (n && level != CONTROL_ADMIN && command_acts(w[0]) != 0) {
+		refuse_view(w[0], who, json, out);
+	} else if (!n || !strcmp(w[0], "help")) {
+		cmd_help(level, out);
+	} else if (!strcmp(w[0], "conns") && n == 1) {
 		cmd_conns(px, 0, json, out);
-	else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v))
+	} else if (!strcmp(w[0], "conn") && n == 2 && parse_id(w[1], &v)) {
 		cmd_conns(px, v, json, out);
-	else if (!strcmp(w[0], "listeners") && n == 1)
+	} else if (!strcmp(w[0], "listeners") && n == 1) {
 		cmd_listeners(px, json, out);
-	else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) && n == 2)
+	} else if (!strcmp(w[0], "info") && n == 1) {
+		ctlinfo_run(px, level, json, out);
+	} else if ((!strcmp(w[0], "drain") || !strcmp(w[0], "resume")) &&
+		   n == 2) {
 		cmd_hold(px, w[1], !strcmp(w[0], "drain"), who, json, out);
-	else if (!strcmp(w[0], "backend") && n == 4)
+	} else if (!strcmp(w[0], "backend") && n == 4) {
 		cmd_backend(px, &w[1], who, json, out);
-	else if (!strcmp(w[0], "kill") && n == 2 && parse_id(w[1], &v))
-		cmd_kill(px, v, who, json, out);
-	else if (!strcmp(w[0], "top") && n <= 2 &&
-		 (n == 1 || parse_id(w[1], &v)))
+	} else if (!strcmp(w[0], "kill")) {
+		run_kill(px, w, n, who, json, out);
+	} else if (!strcmp(w[0], "top") && n <= 2 &&
+		   (n == 1 || parse_id(w[1], &v))) {
 		cmd_top(px,
 			n == 1	      ? TOP_DEFAULT
 			: v > TOP_MAX ? TOP_MAX
 				      : v,
 			json, out);
-	else
+	} else {
 		answer_error(out, json,
 			     "unknown command or bad argument; try help");
+	}
 }

@@ -5,6 +5,7 @@
 /* controlcmd.h - the control socket's commands, from a request line to
  * an answer */
 
+#include "control/ctllevel.h"
 #include "control/outbuf.h"
 
 struct proxy;
@@ -14,6 +15,6 @@ struct proxy;
 #define CONTROL_ANSWER_MAX (64u << 20)
 
 void controlcmd_run(struct proxy *px, char *line, const char *who,
-		    struct outbuf *out);
+		    enum control_level level, struct outbuf *out);
 
 #endif /* SMBSPLICE_CONTROLCMD_H */

@@ -345,8 +345,10 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: smbsplice ctl [--control PATH] [--timeout SECONDS] COMMAND [ARG] [--json]\n"
 		"  PATH defaults to " CONTROL_DEFAULT_PATH ", SECONDS to %d\n"
-		"  COMMAND: conns, conn ID, listeners, drain LISTENER,\n"
-		"           resume LISTENER, kill ID, top [N], help,\n"
+		"  COMMAND: conns, conn ID, listeners, info, top [N], help,\n"
+		"           drain LISTENER, resume LISTENER, kill ID,\n"
+		"           kill client ADDR[:PORT], kill backend ADDR[:PORT],\n"
+		"           kill user [DOMAIN\\]NAME,\n"
 		"           backend LISTENER BACKEND drain|maint|ready\n",
 		CTL_TIMEOUT);
 }

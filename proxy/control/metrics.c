@@ -39,6 +39,7 @@
 #include "net/listener.h"
 #include "common/log.h"
 #include "control/metrics.h"
+#include "control/procstat.h"
 #include "control/promtext.h"
 #include "observe/tracefile.h"
 #include "core/proxy.h"
@@ -136,6 +137,7 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 
 		counters_add_totals(&r->tot, &st->tot);
 		r->accepted += counter_read(&st->accepted);
+		r->active += counter_read(&l->counters->active[w]);
 		r->denied += counter_read(&st->denied);
 		r->refused_conns += counter_read(&st->refused[ADMIT_MAX_CONNS]);
 		r->refused_source +=
@@ -162,6 +164,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
 	struct lreport *ls = NULL;
 	struct gauges g = { 0 };
+	struct procstat ps;
 	const struct listener *l;
 	char *body = NULL;
 	unsigned n = 0;
@@ -185,10 +188,11 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	g.log_dropped = log_dropped();
 	tracefile_counts(&g.trace_records, &g.trace_dropped);
 	g.draining = px->state == PX_DRAINING;
+	procstat_read(&ps);
 	out = open_memstream(&body, len);
 	if (out) {
-		int bad =
-			promtext_write(out, ls, n, &g, accepted, px->nworkers);
+		int bad = promtext_write(out, ls, n, &g, accepted, px->nworkers,
+					 &ps);
 
 		if (fclose(out) || bad) {
 			free(body);

@@ -10,7 +10,9 @@
  *
  * What connections move is counted per listener and labelled with its
  * name (listener="..."); what the process holds (pipes, buffers,
- * descriptors) is process-wide and has no listener label. A listener's
+ * descriptors) is process-wide and has no listener label, and so is the
+ * process_* family every Prometheus client library gives (procstat.c)
+ * and smbsplice_build_info, which says what was built. A listener's
  * name and a backend's address are the user's text: they go out escaped
  * as the exposition format wants (backslash, double quote, newline), or
  * one odd section name would make Prometheus refuse the whole page.
@@ -25,6 +27,7 @@
 #include "conf/options.h"
 #include "observe/counters.h"
 #include "net/listener.h"
+#include "control/procstat.h"
 #include "control/promtext.h"
 
 static const char *const dir_label[DIR_COUNT] = { "to_server", "to_client" };
@@ -385,6 +388,12 @@ static void write_listeners(FILE *out, const struct lreport *ls,
 				per_listener[m].name, lab[i].name,
 				listener_counter(&ls[i], per_listener[m].off));
 	}
+	metric_head(out, "smbsplice_connections_active", "gauge",
+		    "Connections open now.");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out,
+			"smbsplice_connections_active{listener=\"%s\"} %llu\n",
+			lab[i].name, (unsigned long long)ls[i].active);
 	metric_head(
 		out, "smbsplice_refused_total", "counter",
 		"Clients reset before the backend was dialled: a cap was reached, (first_frame) the first frame was not one an SMB server answers, or (proxy) --accept-proxy got no valid PROXY header or a peer outside --proxy-from.");
@@ -432,8 +441,6 @@ static void write_listeners(FILE *out, const struct lreport *ls,
  */
 static void write_process(FILE *out, const struct gauges *g)
 {
-	write_scalar(out, "smbsplice_connections_active", "gauge",
-		     "Connections open now.", g->active);
 	write_scalar(out, "smbsplice_connections_total", "counter",
 		     "Connections accepted since start.", g->total);
 	write_scalar(
@@ -459,7 +466,7 @@ static void write_process(FILE *out, const struct gauges *g)
 	write_scalar(out, "smbsplice_buffers_lent", "gauge",
 		     "Copy buffers holding bytes in flight.", g->bufs_lent);
 	write_scalar(
-		out, "smbsplice_buffer_bytes_lent", "gauge",
+		out, "smbsplice_buffer_lent_bytes", "gauge",
 		"Bytes of the copy buffers holding bytes in flight, the larger ones holding a stalled pipe's bytes included.",
 		g->buf_bytes_lent);
 	write_scalar(out, "smbsplice_buffers_free", "gauge",
@@ -481,6 +488,66 @@ static void write_process(FILE *out, const struct gauges *g)
 		out, "smbsplice_trace_dropped_total", "counter",
 		"--trace records dropped because the writer could not keep up, the file could not be reopened or rotated (past --trace-max), or the write failed.",
 		g->trace_dropped);
+}
+
+#ifdef HAVE_JEMALLOC
+#define BUILT_JEMALLOC "yes"
+#else
+#define BUILT_JEMALLOC "no"
+#endif
+#ifdef HAVE_SANITIZERS
+#define BUILT_SANITIZERS "yes"
+#else
+#define BUILT_SANITIZERS "no"
+#endif
+
+/**
+ * write_build() - smbsplice_build_info: the version and build options
+ * @out:	where to write
+ *
+ * The value is always 1; the labels carry what configure decided, so a
+ * query can join them onto other series or count the fleet by version.
+ */
+static void write_build(FILE *out)
+{
+	metric_head(
+		out, "smbsplice_build_info", "gauge",
+		"Always 1; its labels give the version and what configure built in.");
+	fprintf(out,
+		"smbsplice_build_info{version=\"%s\",jemalloc=\"%s\",sanitizers=\"%s\",libsystemd=\"%s\"} 1\n",
+		PACKAGE_VERSION, BUILT_JEMALLOC, BUILT_SANITIZERS,
+		LIBSYSTEMD_VERSION);
+}
+
+/**
+ * write_procstat() - the process_* family, as the client libraries give it
+ * @out:	where to write
+ * @ps:		what the process uses; what could not be read is left out
+ */
+static void write_procstat(FILE *out, const struct procstat *ps)
+{
+	if (ps->stat_ok) {
+		metric_head(out, "process_cpu_seconds_total", "counter",
+			    "Total user and system CPU time spent in seconds.");
+		fprintf(out, "process_cpu_seconds_total %.2f\n",
+			ps->cpu_seconds);
+		write_scalar(out, "process_resident_memory_bytes", "gauge",
+			     "Resident memory size in bytes.", ps->rss_bytes);
+		write_scalar(out, "process_virtual_memory_bytes", "gauge",
+			     "Virtual memory size in bytes.", ps->vsize_bytes);
+		metric_head(
+			out, "process_start_time_seconds", "gauge",
+			"Start time of the process since unix epoch in seconds.");
+		fprintf(out, "process_start_time_seconds %.2f\n",
+			ps->start_time);
+	}
+	if (ps->fds_ok)
+		write_scalar(out, "process_open_fds", "gauge",
+			     "Number of open file descriptors.", ps->open_fds);
+	if (ps->max_ok)
+		write_scalar(out, "process_max_fds", "gauge",
+			     "Maximum number of open file descriptors.",
+			     ps->max_fds);
 }
 
 /**
@@ -567,13 +634,14 @@ static void write_latency(FILE *out, const struct lreport *ls,
  * @g:		the process's gauges
  * @accepted:	connections accepted per worker
  * @nworkers:	how many workers
+ * @ps:		what the process uses (/proc)
  *
  * Return: 0, or -1 if memory ran out (no page: a page without its
  * listeners would read as all zeros).
  */
 int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers)
+		   unsigned nworkers, const struct procstat *ps)
 {
 	struct lnames *lab = calloc(nls ? nls : 1, sizeof(*lab));
 
@@ -602,5 +670,7 @@ int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		fprintf(out,
 			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
 			i, (unsigned long long)accepted[i]);
+	write_build(out);
+	write_procstat(out, ps);
 	return 0;
 }

@@ -14,9 +14,10 @@
 
 struct gauges;
 struct lreport;
+struct procstat;
 
 int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers);
+		   unsigned nworkers, const struct procstat *ps);
 
 #endif /* SMBSPLICE_PROMTEXT_H */

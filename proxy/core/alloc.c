@@ -49,3 +49,19 @@ void alloc_release_free_memory(void)
 	malloc_trim(0);
 #endif
 }
+
+/**
+ * alloc_name() - which allocator this build uses, for `info`
+ *
+ * Return: "jemalloc", "AddressSanitizer" or "glibc".
+ */
+const char *alloc_name(void)
+{
+#if defined(HAVE_JEMALLOC)
+	return "jemalloc";
+#elif defined(UNDER_ASAN)
+	return "AddressSanitizer";
+#else
+	return "glibc";
+#endif
+}

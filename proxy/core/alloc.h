@@ -3,5 +3,6 @@
 #define SMBSPLICE_ALLOC_H
 
 void alloc_release_free_memory(void);
+const char *alloc_name(void);
 
 #endif /* SMBSPLICE_ALLOC_H */

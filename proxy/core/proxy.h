@@ -5,6 +5,8 @@
 #include <ev.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "conf/options.h"
@@ -27,6 +29,9 @@ enum proxy_state {
 /**
  * struct proxy - the process: its listeners, its workers, and the main
  *		  thread's duties
+ * @started_ns:		when this process started (mono_ns()), for `info`'s
+ *			uptime: a handover starts a new process
+ * @started_at:		the same, on the wall clock
  * @loop:		the main thread's loop (libev's default loop, which
  *			alone may watch signals)
  * @argc:		the command line, which a reload parses again so that
@@ -83,6 +88,8 @@ enum proxy_state {
  * workers through their command queues.
  */
 struct proxy {
+	uint64_t started_ns;
+	time_t started_at;
 	struct ev_loop *loop;
 	int argc;
 	char **argv;

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -47,6 +48,7 @@
 #include "net/health.h"
 #include "net/listener.h"
 #include "common/log.h"
+#include "common/monotime.h"
 #include "control/control.h"
 #include "control/ctl.h"
 #include "core/fdbudget.h"
@@ -258,8 +260,11 @@ static int check_config(struct proxy *px)
  */
 static int start(struct proxy *px, struct options *opt)
 {
+	int handed[CONTROL_NLEVELS];
 	char err[512];
 
+	px->started_ns = mono_ns(); /* `info`'s uptime */
+	px->started_at = time(NULL);
 	px->workers = NULL;
 	if (reload_apply(px, px->cfg, err, sizeof(err))) {
 		log_err("%s", err);
@@ -271,9 +276,11 @@ static int start(struct proxy *px, struct options *opt)
 				"socket %d from systemd matches no listener; it stays unused",
 				px->inherited[i]);
 	worker_choose_netns(px);
-	if (metrics_start(px, handover_fd(false)) ||
-	    control_start(px, handover_fd(true)) ||
-	    handover_init(px, stop_now) || become_user(px))
+	handed[CONTROL_ADMIN] = handover_fd(HANDED_CONTROL);
+	handed[CONTROL_VIEW] = handover_fd(HANDED_CONTROL_RO);
+	if (metrics_start(px, handover_fd(HANDED_METRICS)) ||
+	    control_start(px, handed) || handover_init(px, stop_now) ||
+	    become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
 	 * opening a name that user may plant would follow the user's links. */

@@ -343,6 +343,30 @@ static int carry_adopt_trace(struct conn *c, const struct carry_in *a)
 }
 
 /**
+ * carry_save_who() - the session's view goes in the record
+ * @c:	the connection
+ * @o:	its record
+ */
+static void carry_save_who(const struct conn *c, struct carry_out *o)
+{
+	observe_save_who(c, &o->r.who);
+}
+
+/**
+ * carry_adopt_who() - the session's view is shown as it was
+ * @c:	the connection, linked and open (only an open one has framers
+ *	to fill a view, and a view the checks refuse is then told as a
+ *	saved state that does not hold together, not as memory)
+ * @a:	its record
+ *
+ * Return: 0, or -1 with errno.
+ */
+static int carry_adopt_who(struct conn *c, const struct carry_in *a)
+{
+	return observe_adopt_who(c, &a->v->c.who);
+}
+
+/**
  * carry_save_dirs() - an open connection's directions go in the record,
  *		       their pending bytes after it, their pipes beside it
  * @c:	the connection

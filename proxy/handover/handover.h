@@ -19,7 +19,14 @@ int handover_adopt(struct proxy *px);
 void handover_refuse(struct proxy *px, const char *why);
 unsigned handover_listener_fds(const char *name, const struct endpoint *ep,
 			       int *fds, unsigned nworkers);
-int handover_fd(bool control);
+/* The process's sockets a handover carries besides the listeners'. */
+enum handed_sock {
+	HANDED_METRICS,	   /* --stats */
+	HANDED_CONTROL,	   /* --control */
+	HANDED_CONTROL_RO, /* --control-ro */
+};
+
+int handover_fd(enum handed_sock which);
 size_t handover_fds_held(void);
 bool handover_taking(void);
 

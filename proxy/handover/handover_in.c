@@ -9,11 +9,12 @@
  *     image and its descriptors (handover_receive()): from here the old
  *     process is paused, and every step counts against the pause;
  *   - checks the image whole (image.c) before anything uses it;
- *   - starts as usual, but its listeners, its --stats and its --control
- *     sockets are the old process's, not bound again: the listeners
- *     take theirs through struct proxy's @take_handed
- *     (handover_listener_fds()), main.c hands --stats and --control
- *     theirs (handover_fd()); nothing outside handover/ sees the image;
+ *   - starts as usual, but its listeners, its --stats, its --control and
+ *     its --control-ro sockets are the old process's, not bound again:
+ *     the listeners take theirs through struct proxy's @take_handed
+ *     (handover_listener_fds()), main.c hands --stats and both control
+ *     sockets theirs (handover_fd()); nothing outside handover/ sees the
+ *     image;
  *   - rebuilds every connection in the worker of its number, carries the
  *     counters over and numbers new connections on, says TAKEN, and waits
  *     for GO (handover_adopt()); only then does it start a watcher.
@@ -194,17 +195,21 @@ unsigned handover_listener_fds(const char *name, const struct endpoint *ep,
 }
 
 /**
- * handover_fd() - take the control or metrics socket the image brought
- * @control:	the control socket's, or else /metrics'
+ * handover_fd() - take a control or metrics socket the image brought
+ * @which:	which
  *
  * Return: the socket, or -1 if none came.
  */
-int handover_fd(bool control)
+int handover_fd(enum handed_sock which)
 {
+	const struct img_process *pr = &hin.img.proc;
+
 	if (hin.sock < 0)
 		return -1;
-	return image_in_take_fd(&hin, control ? hin.img.proc.control_fd
-					      : hin.img.proc.metrics_fd);
+	return image_in_take_fd(&hin, which == HANDED_CONTROL ? pr->control_fd
+				      : which == HANDED_CONTROL_RO
+					      ? pr->control_ro_fd
+					      : pr->metrics_fd);
 }
 
 /**

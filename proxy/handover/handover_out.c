@@ -128,8 +128,9 @@ int handover_init(struct proxy *px, void (*done)(struct proxy *px))
  * @len:	its size
  *
  * A process that never got GO touches nothing, but it must not linger:
- * a direct child is killed and reaped; through the launcher it ends on
- * the hang-up of its socket, and the launcher reaps it.
+ * a direct child is killed and reaped (or, the service manager's, killed
+ * and seen to end); through the launcher it ends on the hang-up of its
+ * socket, and the launcher reaps it.
  */
 static void end_child(struct proxy *px, char *why, size_t len)
 {
@@ -141,11 +142,8 @@ static void end_child(struct proxy *px, char *why, size_t len)
 	for (int i = 0;
 	     i < 100 && !(r = launcher_reap(&ho->ln, ho->pid, &status)); i++)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	if (r == 0 && ho->ln.fd < 0) {
-		kill(ho->pid, SIGKILL);
-		r = launcher_reap(&ho->ln, ho->pid, &status) ||
-		    waitpid(ho->pid, &status, 0) == ho->pid;
-	}
+	if (r == 0 && ho->ln.fd < 0)
+		r = launcher_kill(ho->pid, &status);
 	if (r == 1 && WIFEXITED(status))
 		snprintf(why, len, " (it exited with status %d)",
 			 WEXITSTATUS(status));
@@ -215,7 +213,9 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 		.last_id = conn_host_last_id(),
 		.now = ev_time(),
 		.metrics_fd = image_write_fd(w, metrics_socket(px)),
-		.control_fd = image_write_fd(w, control_socket()),
+		.control_fd = image_write_fd(w, control_socket(CONTROL_ADMIN)),
+		.control_ro_fd =
+			image_write_fd(w, control_socket(CONTROL_VIEW)),
 		.lstats_words = sizeof(struct lstats) / sizeof(uint64_t),
 	};
 

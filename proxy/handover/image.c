@@ -76,7 +76,7 @@ static uint32_t image_layout(void)
 		sizeof(struct img_lstats),	 sizeof(struct img_conn),
 		sizeof(struct dir_saved),	 sizeof(struct pump_saved),
 		sizeof(struct smb_framer_saved), sizeof(struct timing_saved),
-		sizeof(struct trace_conn_saved),
+		sizeof(struct trace_conn_saved), sizeof(struct smb_who_saved),
 	};
 	uint32_t h = 2166136261u;
 
@@ -357,7 +357,9 @@ static int dec_process(struct decoder *d, const uint8_t *p, size_t len)
 		return bad(d, "worker count out of range");
 	if (!pr->lstats_words || pr->lstats_words > (1u << 16))
 		return bad(d, "counter count out of range");
-	if (!fd_ok(d, pr->metrics_fd, true) || !fd_ok(d, pr->control_fd, true))
+	if (!fd_ok(d, pr->metrics_fd, true) ||
+	    !fd_ok(d, pr->control_fd, true) ||
+	    !fd_ok(d, pr->control_ro_fd, true))
 		return bad(d, "process record names a bad descriptor");
 	return 0;
 }

@@ -17,7 +17,7 @@
  * image of another number, and the one that wrote it goes on forwarding.
  * Any change to a record below, or to a struct it embeds, bumps it. */
 #define IMG_MAGIC   "SMBSPHO"
-#define IMG_VERSION 2u
+#define IMG_VERSION 4u
 
 enum img_type {
 	IMG_PROCESS = 1, /* struct img_process, first and once */
@@ -35,8 +35,9 @@ enum img_type {
  *		absolute times on the same clock)
  * @metrics_fd:	descriptor index of the --stats socket, or -1
  * @control_fd:	descriptor index of the --control socket, or -1
+ * @control_ro_fd: descriptor index of the --control-ro socket, or -1
+ *		(version 3: it took the place of a pad)
  * @lstats_words: uint64_t counters per listener and worker
- * @pad:	zero
  * @accepted:	connections it and those before it accepted
  */
 struct img_process {
@@ -44,8 +45,8 @@ struct img_process {
 	int32_t pid;
 	uint64_t last_id;
 	double now;
-	int32_t metrics_fd, control_fd;
-	uint32_t lstats_words, pad;
+	int32_t metrics_fd, control_fd, control_ro_fd;
+	uint32_t lstats_words;
 	uint64_t accepted;
 };
 
@@ -98,6 +99,7 @@ struct img_lstats {
 #define IMG_SAME_FLAG_FLAG   ~, 1
 #define IMG_SAME_LEN_LEN     ~, 1
 #define IMG_SAME_DIR_DIR     ~, 1
+#define IMG_SAME_WHO_WHO     ~, 1
 
 /* A row's fields in part P, each through E(type, name, dims). */
 #define IMG_ROW_COPY(E, P, m, part, type) IMG_IF_SAME(P, part, E(type, m, ))
@@ -125,6 +127,7 @@ struct img_lstats {
 	IMG_ROW_##how(IMG_FIELD, FLAG, m, __VA_ARGS__)
 #define IMG_PART_LEN(m, how, ...)   IMG_ROW_##how(IMG_FIELD, LEN, m, __VA_ARGS__)
 #define IMG_PART_DIR(m, how, ...)   IMG_ROW_##how(IMG_FIELD, DIR, m, __VA_ARGS__)
+#define IMG_PART_WHO(m, how, ...)   IMG_ROW_##how(IMG_FIELD, WHO, m, __VA_ARGS__)
 #define IMG_COUNT_FLAG(m, how, ...) IMG_ROW_##how(IMG_ONE, FLAG, m, __VA_ARGS__)
 
 /* The record's flags, each 0 or 1, which the decoder checks as one array. */
@@ -164,6 +167,7 @@ struct img_lstats {
  *		struct timing_saved that holds anything
  * @trace_len:	0, or sizeof(struct trace_conn_saved)
  * @dir:	its directions, when open
+ * @who:	its session's view (smb/who.h), @who.present 0 for none
  *
  * Every field but @pad comes from a row of CONN_CARRIED, in this order.
  */
@@ -184,6 +188,7 @@ struct img_conn {
 	uint8_t pad[2];
 	CONN_CARRIED(IMG_PART_LEN)
 	CONN_CARRIED(IMG_PART_DIR)
+	CONN_CARRIED(IMG_PART_WHO)
 	/* clang-format on */
 };
 

@@ -30,6 +30,17 @@
  *		ends on the hang-up of its socket, leaving the child alone:
  *		NEW outlives OLD.
  *
+ * Under a service manager (NOTIFY_SOCKET set: OLD will name NEW the
+ * unit's main process with MAINPID=), direct mode starts NEW as a child
+ * of OLD's parent, the manager, with clone(CLONE_PARENT): systemd 252
+ * supervises a main process that is not its own child only loosely
+ * ("Supervising process N which is not our child"), and on `systemctl
+ * stop` does not wait for it but sends SIGKILL at once, which would reset
+ * every connection a drain should let finish (tests/integ/
+ * test_guest_systemd.py found it). OLD keeps a pidfd of NEW to know when
+ * it ends and to kill it, but cannot learn how it ended: the manager
+ * reaps it. A kernel without CLONE_PIDFD (before 5.2) gets fork().
+ *
  * Either way an exec() that fails is the spawn's error, not a child
  * exiting 127: the child holds the write end of a close-on-exec pipe and
  * writes its errno there if execve() returns; the parent reads EOF
@@ -42,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,6 +64,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "common/fdpass.h"
@@ -209,16 +222,54 @@ fail:
 	_exit(127);
 }
 
+/* The pidfd of a direct child the service manager adopted (CLONE_PARENT),
+ * -1 when there is none: one child at a time. */
+static int adopted_pidfd = -1;
+
+/**
+ * fork_child() - fork(), or, @adopt, a child of this process's parent
+ * @adopt:	under a service manager, which is to supervise the child
+ *
+ * Sets adopted_pidfd when the child is the manager's.
+ *
+ * Return: as fork(): 0 in the child, its pid or -1 in the parent.
+ */
+static pid_t fork_child(bool adopt)
+{
+	const unsigned long flags = CLONE_PARENT | CLONE_PIDFD | SIGCHLD;
+	long pid;
+
+	if (adopted_pidfd >= 0)
+		close(adopted_pidfd);
+	adopted_pidfd = -1;
+	if (adopt) {
+		/* clone(), not clone3(): seccomp can see its flags, and
+		 * systemd's RestrictNamespaces= answers clone3() ENOSYS.
+		 * The pidfd goes where the parent's tid would; s390 has
+		 * the first two arguments the other way round. */
+#ifdef __s390__
+		pid = syscall(SYS_clone, 0, flags, &adopted_pidfd, NULL, 0);
+#else
+		pid = syscall(SYS_clone, flags, 0, &adopted_pidfd, NULL, 0);
+#endif
+		if (pid >= 0 || errno != EINVAL)
+			return (pid_t)pid;
+		adopted_pidfd = -1;
+	}
+	return fork();
+}
+
 /**
  * spawn_exec() - fork and exec @exe with @fd as descriptor 3
  * @exe:	the binary
  * @argv:	its arguments
  * @fd:		the handover socket
+ * @adopt:	make it the service manager's child (see the top)
  *
  * Return: the child's pid, or -1 with errno set (execve()'s when the
- * exec failed: the child is then reaped here).
+ * exec failed: the child is then reaped here, or by the manager).
  */
-static pid_t spawn_exec(const char *exe, char *const argv[], int fd)
+static pid_t spawn_exec(const char *exe, char *const argv[], int fd, bool adopt)
 {
 	char **envp = build_envp();
 	sigset_t all, old;
@@ -234,7 +285,7 @@ static pid_t spawn_exec(const char *exe, char *const argv[], int fd)
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = fork();
+	pid = fork_child(adopt);
 	if (!pid)
 		child_exec(exe, argv, envp, fd, p[1]);
 	e = errno;
@@ -252,8 +303,13 @@ static pid_t spawn_exec(const char *exe, char *const argv[], int fd)
 	close(p[0]);
 	if (n <= 0)
 		return pid; /* EOF: the exec closed the pipe */
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	if (adopted_pidfd >= 0) {
+		close(adopted_pidfd);
+		adopted_pidfd = -1;
+	} else {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	errno = n == sizeof(e) ? e : EIO;
 	return -1;
 }
@@ -386,7 +442,7 @@ static void launch_checked(const char *exe, char *const argv[], int fd,
 	/* Not to be told (missing, a loop): execve() would fail the same
 	 * way, and its errno is the clearer report. */
 	if (!safe)
-		pid = spawn_exec(exe, argv, fd);
+		pid = spawn_exec(exe, argv, fd, false);
 	rep->why[0] = '\0';
 	rep->pid = pid > 0 ? pid : 0;
 	rep->err = pid > 0 ? 0 : errno;
@@ -577,7 +633,8 @@ pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
 	pid_t pid;
 
 	if (ln->fd < 0) {
-		pid = spawn_exec(exe, argv, handover_fd);
+		pid = spawn_exec(exe, argv, handover_fd,
+				 getenv("NOTIFY_SOCKET") != NULL);
 		if (pid < 0)
 			snprintf(err, errlen, "cannot start %s: %s", exe,
 				 strerror(errno));
@@ -624,16 +681,29 @@ pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
  * launcher, its LN_EXIT report is read from @ln->fd (readable when one
  * came).
  *
+ * A direct child the service manager adopted is the manager's to reap:
+ * its pidfd says it ended, and *@status is then -1 (neither exited nor
+ * signalled, as far as this process can know).
+ *
  * Return: 1 with *@status, 0 if not yet, -1 with errno set (ECONNRESET:
  * the launcher is gone, and with it what became of the child).
  */
 int launcher_reap(struct launcher *ln, pid_t pid, int *status)
 {
+	struct pollfd pfd = { .fd = adopted_pidfd, .events = POLLIN };
 	struct ln_msg m;
 	int fds[LN_FDS_MAX], r;
 	unsigned nfds;
 	pid_t got;
 
+	if (ln->fd < 0 && adopted_pidfd >= 0) {
+		if (poll(&pfd, 1, 0) <= 0)
+			return 0;
+		close(adopted_pidfd);
+		adopted_pidfd = -1;
+		*status = -1;
+		return 1;
+	}
 	if (ln->fd < 0) {
 		do
 			got = waitpid(pid, status, WNOHANG);
@@ -655,6 +725,33 @@ int launcher_reap(struct launcher *ln, pid_t pid, int *status)
 			return 1;
 		}
 	}
+}
+
+/**
+ * launcher_kill() - kill a direct child that has not ended, and reap it
+ * @pid:	the child, from launcher_spawn() without a launcher
+ * @status:	set to its wait status (-1: adopted, see launcher_reap())
+ *
+ * An adopted child is killed through its pidfd (its pid may be reused
+ * once the manager has reaped it) and waited for up to a second.
+ *
+ * Return: 1 with *@status, 0 if it could not be seen to end.
+ */
+int launcher_kill(pid_t pid, int *status)
+{
+	struct pollfd pfd = { .fd = adopted_pidfd, .events = POLLIN };
+
+	if (adopted_pidfd < 0) {
+		kill(pid, SIGKILL);
+		return waitpid(pid, status, 0) == pid;
+	}
+	syscall(SYS_pidfd_send_signal, adopted_pidfd, SIGKILL, NULL, 0);
+	if (poll(&pfd, 1, 1000) <= 0)
+		return 0;
+	close(adopted_pidfd);
+	adopted_pidfd = -1;
+	*status = -1;
+	return 1;
 }
 
 /**

@@ -24,6 +24,7 @@ int launcher_start(struct launcher *ln, const char *exe, char *const argv[]);
 pid_t launcher_spawn(struct launcher *ln, const char *exe, char *const argv[],
 		     int handover_fd, char *err, size_t errlen);
 int launcher_reap(struct launcher *ln, pid_t pid, int *status);
+int launcher_kill(pid_t pid, int *status);
 void launcher_stop(struct launcher *ln);
 
 #endif /* SMBSPLICE_LAUNCHER_H */

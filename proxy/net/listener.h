@@ -39,10 +39,19 @@ struct lstats {
  * struct lcounters - a listener name's counters, one set per worker
  * @users:	listeners counting into them: more than one while a listener
  *		replaced by a reload still has connections (main thread only)
+ * @active:	connections open now, indexed by worker (gauges: the
+ *		worker's conn_host_link() adds, its conn_free() takes away);
+ *		in the same allocation, after @w
  * @w:		the sets, indexed by worker
+ *
+ * @active is apart from struct lstats, which a handover copies into the
+ * next process word for word: the next process counts what is open
+ * itself, as it adopts each connection, and the state image keeps its
+ * format.
  */
 struct lcounters {
 	unsigned users;
+	uint64_t *active;
 	struct lstats w[];
 };
 

@@ -57,6 +57,7 @@ struct totals {
  * @name:		the listener's name
  * @tot:		what its connections moved
  * @accepted:		connections it accepted
+ * @active:		its connections open now
  * @denied:		clients --allow refused
  * @refused_conns:	clients reset for --max-conns
  * @refused_source:	clients reset for --max-conns-per-source
@@ -75,7 +76,7 @@ struct totals {
 struct lreport {
 	const char *name;
 	struct totals tot;
-	uint64_t accepted, denied, refused_conns, refused_source;
+	uint64_t accepted, active, denied, refused_conns, refused_source;
 	uint64_t refused_preauth, bad_openings, auth_timeouts;
 	uint64_t proxy_refused;
 	const char *backends[LREPORT_MAX_BACKENDS];
@@ -88,7 +89,6 @@ struct lreport {
 
 /**
  * struct gauges - the process's state now, for /metrics
- * @active:		connections open
  * @total:		connections accepted since start
  * @pipes_open:		splice pipes open
  * @pipes_lent:		splice pipes holding a splice in flight
@@ -106,7 +106,7 @@ struct lreport {
  * @draining:		SIGTERM came and the process is draining
  */
 struct gauges {
-	uint64_t active, total;
+	uint64_t total;
 	uint64_t pipes_open, pipes_lent, pipes_denied, pipes_small;
 	uint64_t pipe_stalls;
 	uint64_t bufs_lent, bufs_free, buf_bytes_lent;

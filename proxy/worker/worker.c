@@ -562,7 +562,6 @@ void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted)
 {
 	*accepted = conn_host_accepted(&w->host);
 	g->total += *accepted;
-	g->active += conn_host_active(&w->host);
 	g->pipes_lent += counter_read(&w->pipes.lent);
 	g->pipes_denied += counter_read(&w->pipes.denied);
 	g->pipes_small += counter_read(&w->pipes.small);

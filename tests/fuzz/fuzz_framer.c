@@ -13,7 +13,12 @@
  *     messages the observer saw, on whether a session setup succeeded,
  *     and on the state they end in;
  *   - smb_opening_judge(), on the input as a client's first bytes, asks
- *     for more only up to SMB_OPENING_MAX, and says why it refuses.
+ *     for more only up to SMB_OPENING_MAX, and says why it refuses;
+ *   - the session's view (smb/who.c), fed requests and responses alike:
+ *     what it holds is one a view may hold (smb_who_restore() takes
+ *     what smb_who_save() writes of it: names NUL-terminated, zero after
+ *     the NUL, without control characters, shares within bounds), and
+ *     split and whole feeds agree on it.
  */
 #include "config.h"
 
@@ -23,6 +28,7 @@
 
 #include "smb/framer.h"
 #include "smb/opening.h"
+#include "smb/who.h"
 
 static const struct smb_thresholds th = { { 1024, 1024, 4096 } };
 
@@ -89,12 +95,53 @@ static void observe(void *ctx, const struct smb_msg *m)
 	if (m->frame_off < w->next_off || m->start > m->end ||
 	    m->end > m->frame_len || m->pay_start > m->pay_end ||
 	    m->pay_end > m->end || m->hdr_len > SMB_HOLD_MAX ||
-	    at + m->hdr_len > w->size || memcmp(m->hdr, w->data + at, m->hdr_len))
+	    at + m->hdr_len > w->size ||
+	    memcmp(m->hdr, w->data + at, m->hdr_len))
 		abort();
 	w->next_off = m->frame_off;
 	w->count++;
 	w->hash = w->hash * 1000003u ^ m->frame_off ^ (uint64_t)m->start << 20 ^
 		  m->end ^ (uint64_t)m->command << 40 ^ m->message_id ^ m->kind;
+}
+
+/**
+ * struct who_slot - a run's view, made when the framer first asks
+ * @w:		the view
+ * @made:	it was asked for with @create
+ */
+struct who_slot {
+	struct smb_who w;
+	bool made;
+};
+
+static struct smb_who *give_who(void *ctx, bool create)
+{
+	struct who_slot *s = ctx;
+
+	if (create && !s->made) {
+		memset(&s->w, 0, sizeof(s->w));
+		s->made = true;
+	}
+	return s->made ? &s->w : NULL;
+}
+
+/**
+ * check_who() - a view is one a view may be, and split agrees with whole
+ * @split:	the split run's
+ * @whole:	the whole run's
+ */
+static void check_who(const struct who_slot *split,
+		      const struct who_slot *whole)
+{
+	struct smb_who_saved a, b;
+	struct smb_who back;
+
+	smb_who_save(split->made ? &split->w : NULL, &a);
+	smb_who_save(whole->made ? &whole->w : NULL, &b);
+	if (memcmp(&a, &b, sizeof(a)))
+		abort();
+	if (a.present && smb_who_restore(&back, &a))
+		abort();
 }
 
 static uint32_t rng_next(uint32_t *s)
@@ -108,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct smb_dir_stats split_st, whole_st;
 	struct smb_framer split, whole;
 	struct watch ws = { 0 }, ww = { 0 };
+	static struct who_slot who_split, who_whole;
 	uint32_t seed;
 	size_t off = 0, k, span;
 
@@ -124,11 +172,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_opening(data, size);
 	smb_framer_init(&whole, &th, &whole_st);
 	smb_framer_observe(&whole, observe, &ww);
+	who_whole.made = who_split.made = false;
+	smb_framer_who(&whole, give_who, &who_whole);
 	smb_framer_feed(&whole, data, size);
 	check_invariants(&whole);
 
 	smb_framer_init(&split, &th, &split_st);
 	smb_framer_observe(&split, observe, &ws);
+	smb_framer_who(&split, give_who, &who_split);
 	while (off < size) {
 		span = smb_framer_splice_span(&split);
 		if (span && rng_next(&seed) % 2) {
@@ -158,5 +209,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    memcmp(split_st.payloads, whole_st.payloads,
 		   sizeof(whole_st.payloads)))
 		abort();
+	check_who(&who_split, &who_whole);
 	return 0;
 }

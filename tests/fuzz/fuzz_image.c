@@ -15,7 +15,9 @@
  *     buffer pool; a direction that holds a pipe is given none, for the
  *     pipe's two ends are descriptors this harness does not have, and is
  *     refused), the latency table (timing_restore()) and the capture
- *     (trace_conn_restore());
+ *     (trace_conn_restore()) and the session's view (smb_who_restore(),
+ *     whose checks must refuse what is not a view: a view it takes
+ *     saves back to the same bytes);
  *   - everything they took is given back: LeakSanitizer sees no leak.
  */
 #include "config.h"
@@ -29,6 +31,7 @@
 #include "io/pump.h"
 #include "observe/timing.h"
 #include "observe/trace.h"
+#include "smb/who.h"
 
 static const struct smb_thresholds th = { { 1024, 1024, 4096 } };
 static const size_t nfds_tried[] = { 0, 16, 65536 };
@@ -101,6 +104,22 @@ static void restore_pump(const struct pump_saved *s, const uint8_t *bytes,
 }
 
 /**
+ * restore_who() - the session's view, as observe_adopt_who() restores it
+ * @s:	what the record holds
+ */
+static void restore_who(const struct smb_who_saved *s)
+{
+	struct smb_who w;
+	struct smb_who_saved back;
+
+	if (!s->present || smb_who_restore(&w, s))
+		return;
+	smb_who_save(&w, &back);
+	if (memcmp(&back, s, sizeof(back)))
+		abort();
+}
+
+/**
  * restore_conn() - what the new process restores of a connection
  * @v:		the connection
  * @bufs:	the worker's buffers
@@ -139,6 +158,7 @@ static void restore_conn(const struct img_conn_view *v, struct buf_pool *bufs,
 		if (!trace_conn_restore(&t, &s) && t)
 			trace_conn_free(t);
 	}
+	restore_who(&c->who);
 }
 
 /**

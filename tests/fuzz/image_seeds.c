@@ -41,6 +41,7 @@ static void put_process(struct seed *s)
 				 .now = 1000.5,
 				 .metrics_fd = s->nfd++,
 				 .control_fd = -1,
+				 .control_ro_fd = -1,
 				 .lstats_words = NWORDS,
 				 .accepted = 9 };
 
@@ -66,7 +67,8 @@ static void put_listener(struct seed *s, const char *name)
 }
 
 /* A connection in @state; an open one with @pending bytes in direction
- * 0, a pipe in direction 1 if @pipe, and its tails if @tails. */
+ * 0, a pipe in direction 1 if @pipe, and its tails and a session's view
+ * if @tails. */
 static void put_conn(struct seed *s, uint32_t state, size_t pending, int pipe,
 		     int tails)
 {
@@ -117,6 +119,17 @@ static void put_conn(struct seed *s, uint32_t state, size_t pending, int pipe,
 			c.trace_len = sizeof(tr);
 			tl[2] = c.timing_len;
 			tl[3] = c.trace_len;
+			/* A session's view, as smb_who_save() writes it. */
+			c.who = (struct smb_who_saved){ .session_id = 0x1234,
+							.present = 1,
+							.auth = 1,
+							.nshares = 1,
+							.open_files = 2,
+							.tree_id = { 5 } };
+			snprintf(c.who.user, sizeof(c.who.user), "alice");
+			snprintf(c.who.domain, sizeof(c.who.domain), "EAST");
+			snprintf(c.who.share[0], sizeof(c.who.share[0]),
+				 "share");
 		}
 	}
 	image_write_put(&s->w, IMG_CONN, &c, sizeof(c), t, tl, 4);

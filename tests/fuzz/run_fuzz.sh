@@ -14,7 +14,7 @@ cc=${FUZZ_CC:-clang}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 flags="$flags -I. -I$srcdir -I$srcdir/proxy"
 # What the image harness restores a connection with, and what that needs.
-image_src="proxy/handover/image.c smb/framer.c smb/login.c smb/opening.c smb/threshold.c
+image_src="proxy/handover/image.c smb/framer.c smb/login.c smb/opening.c smb/threshold.c smb/who.c
 	proxy/observe/timing.c smb/srt.c smb/hist.c proxy/io/pump.c proxy/io/bufpool.c
 	proxy/io/pipepool.c proxy/io/sock.c proxy/io/policy.c proxy/priv/privs.c
 	proxy/observe/trace.c proxy/observe/tracefile.c common/log.c common/ring.c"
@@ -38,7 +38,8 @@ build() {
 	fi
 }
 build fuzz_framer "$srcdir/tests/fuzz/fuzz_framer.c" "$srcdir/smb/framer.c" \
-	"$srcdir/smb/login.c" "$srcdir/smb/opening.c" "$srcdir/smb/threshold.c"
+	"$srcdir/smb/login.c" "$srcdir/smb/opening.c" "$srcdir/smb/threshold.c" \
+	"$srcdir/smb/who.c"
 build fuzz_image "$srcdir/tests/fuzz/fuzz_image.c" \
 	$(for f in $image_src; do echo "$srcdir/$f"; done)
 # The image's seeds are this build's structs: this build's writer makes them.

@@ -30,14 +30,15 @@
 # decompressor: under software emulation (TCG), 2 s to /init instead of 5.
 #
 # The initramfs: busybox-static and its applet links; the modules the tests
-# use (SMB_MODULES) with their modules.dep closure; opinfo_guard.ko, built
-# against the downloaded headers; ksmbd-tools' multi-call binary and
-# mount.cifs with the host's copies of their shared libraries (the same
-# Debian release: the same sonames); ksmbd_shim.so and the static
-# splicecp and randfill, built with the host's gcc; init and lib.sh from
-# this folder. randfill is left beside the image too, for the host. Each
-# boot appends its own small cpio (the script and its environment) after
-# it; tests/integ/guest.py does that. See docs/testing-guests.md.
+# use (SMB_MODULES, SYSTEMD_MODULES) with their modules.dep closure;
+# opinfo_guard.ko, built against the downloaded headers; ksmbd-tools'
+# multi-call binary and mount.cifs with the host's copies of their shared
+# libraries (the same Debian release: the same sonames); ksmbd_shim.so and
+# the static splicecp and randfill, built with the host's gcc; init,
+# lib.sh, systemd.sh and systemd-run from this folder. randfill is left
+# beside the image too, for the host. Each boot appends its own small cpio
+# (the script and its environment) after it; tests/integ/guest.py does
+# that. See docs/testing-guests.md.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,6 +48,10 @@ QEMU=${GUEST_QEMU:-qemu-system-x86_64}
 # (ccm, gcm) need; aesni_intel is there so that a guest on real KVM gets AES-NI.
 SMB_MODULES="virtio_pci virtio_net ksmbd cifs nls_utf8 cmac ccm gcm ecb ctr
  ghash_generic sha512_generic crc32_generic aesni_intel"
+# A guest whose init is systemd (Guest(systemd=True)) runs the host's own
+# Debian from a read-only 9p export of its root, under an overlay whose
+# upper layer is a tmpfs; autofs4 is what systemd loads itself at boot.
+SYSTEMD_MODULES="9p 9pnet_virtio overlay autofs4"
 # The libraries ksmbd.tools and mount.cifs link, by Debian package, for the
 # one line that names what to install when the host lacks them.
 LIB_PKGS="libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0"
@@ -109,7 +114,8 @@ build_key() {
 	local p
 	{
 		for p in "$1" ksmbd-tools cifs-utils; do echo "$p $(pkg_version "$p")"; done
-		cat "$HERE"/build.sh "$HERE"/init "$HERE"/lib.sh "$HERE"/*.c "$BUSYBOX"
+		cat "$HERE"/build.sh "$HERE"/init "$HERE"/lib.sh "$HERE"/systemd.sh \
+			"$HERE"/systemd-run "$HERE"/*.c "$BUSYBOX"
 	} | sha256sum | cut -c1-16
 }
 
@@ -165,12 +171,13 @@ build_guard() {
 		{ cat "$d/guard/make.log" >&2; die "building opinfo_guard.ko failed"; }
 }
 
-# add_modules D KVER ROOT: SMB_MODULES and their closure over modules.dep,
-# and opinfo_guard.ko, into ROOT with a modules.dep of their own
+# add_modules D KVER ROOT: SMB_MODULES and SYSTEMD_MODULES with their
+# closure over modules.dep, and opinfo_guard.ko, into ROOT with a
+# modules.dep of their own
 add_modules() {
 	local d=$1 kver=$2 r=$3 m f want=" " mdir=lib/modules/$2
 	local dep=$d/pkg/$mdir/modules.dep
-	for m in $SMB_MODULES; do
+	for m in $SMB_MODULES $SYSTEMD_MODULES; do
 		f=$(grep -E "(^|/)${m//_/[_-]}\.ko:" "$dep" | cut -d: -f1 || :)
 		[ -n "$f" ] || die "module $m is not in $kver"
 		want+="$f $(grep -E "^$f:" "$dep" | cut -d: -f2) "
@@ -219,6 +226,8 @@ make_root() {
 	cp "$HERE/init" "$r/init"
 	chmod 755 "$r/init"
 	cp "$HERE/lib.sh" "$r/etc/guest-lib.sh"
+	cp "$HERE/systemd.sh" "$r/etc/guest-systemd.sh"
+	cp "$HERE/systemd-run" "$r/etc/guest-systemd-run"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
 }

@@ -36,6 +36,10 @@ from harness import SRCDIR, TMPDIR, TestFailure
 BUILD = os.path.join(SRCDIR, "tests/guest/build.sh")
 USER, PASSWORD = "root", "guestpass"
 PR_SET_PDEATHSIG = 1
+# The kernel command line of a guest whose init is systemd (systemd.sh):
+# its own target, the kernel's interface names (eth0, set up before
+# systemd starts), and no status lines among the test's on the console.
+SYSTEMD_APPEND = "guest.systemd=1 systemd.unit=guest.target net.ifnames=0 systemd.show_status=0"
 _image = None
 
 
@@ -153,7 +157,7 @@ class Guest:
     running = []
     MARK = re.compile(r"^GUEST-(READY|SAY|EXIT|DMESG)\b ?(.*)$", re.M)
 
-    def __init__(self, script, fwd=None, env=None, timeout=240, name="guest", mem=768):
+    def __init__(self, script, fwd=None, env=None, timeout=240, name="guest", mem=768, systemd=False):
         img = image()
         os.makedirs(TMPDIR, exist_ok=True)
         self.dir = tempfile.mkdtemp(prefix=f"{name}-", dir=TMPDIR)
@@ -167,11 +171,14 @@ class Guest:
         hostfwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in (fwd or {}).items())
         accel = ["-enable-kvm", "-cpu", "host"] if os.environ.get("GUEST_ACCEL") == "kvm" else \
             ["-accel", "tcg", "-cpu", "max"]
+        append, extra = f"console=ttyS0 quiet panic=-1 mitigations=off guest.timeout={timeout}", []
+        if systemd:
+            append += " " + SYSTEMD_APPEND
+            extra = ["-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
         self.argv = ["nice", "-n", "5", os.environ.get("GUEST_QEMU", "qemu-system-x86_64"), "-nodefaults", "-no-user-config",
                      "-display", "none", "-no-reboot", *accel, "-m", str(mem), "-smp", "1",
-                     "-kernel", os.path.join(img, "vmlinux"), "-initrd", initrd,
-                     "-append", f"console=ttyS0 quiet panic=-1 mitigations=off guest.timeout={timeout}",
-                     "-serial", f"file:{self.console}",
+                     "-kernel", os.path.join(img, "vmlinux"), "-initrd", initrd, "-append", append,
+                     "-serial", f"file:{self.console}", *extra,
                      "-netdev", f"user,id=n0,ipv6=off{hostfwd}", "-device", "virtio-net-pci,netdev=n0,romfile="]
         self.qemu_log = open(os.path.join(self.dir, "qemu.log"), "w")
         self.t0 = time.monotonic()

@@ -33,6 +33,11 @@ import traceback
 import threading
 import time
 
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # parse_page() says what to install
+    text_string_to_metric_families = None
+
 SRCDIR = os.environ.get("SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 SMBSPLICE = os.environ.get("SMBSPLICE", os.path.join(SRCDIR, "proxy/smbsplice"))
 # Scratch space under the build tree (smbd's directories, test files): one
@@ -261,58 +266,71 @@ def wait_fresh(port):
 
 def scrape_text(port, path="/metrics"):
     """GET a fresh metrics page (not the 1-s cached one), rendered after
-    this call began; return its text. Every test that compares counters
-    before and after an event goes through here (scrape())."""
+    this call began; return its text, once `promtool check metrics` has
+    passed it (check_page()). Every test that compares counters before
+    and after an event goes through here (scrape())."""
     wait_fresh(port)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-            return r.read().decode()
+            text = r.read().decode()
     finally:
         note_scrape(port)
+    check_page(text, f"127.0.0.1:{port}{path}")
+    return text
 
 
-SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
-UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+# Debian's prometheus package; contrib/install-deps.sh installs it.
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+_pages_checked = set()
 
 
-def parse_sample(line):
-    """One sample line of the Prometheus text format: (name, ((label,
-    value), ...) sorted, value), the label values unescaped; a line the
-    format does not allow fails the test, as Prometheus would refuse the
-    page."""
-    m = SAMPLE.fullmatch(line)
-    if not m:
-        raise TestFailure(f"/metrics: not a sample line: {line!r}")
-    labels, rest = [], m.group(2) or ""
-    while rest:
-        lm = LABEL.match(rest)
-        if not lm:
-            raise TestFailure(f"/metrics: bad labels at {rest!r} in {line!r}")
-        value = re.sub(r"\\[\\\"n]", lambda e: UNESCAPE[e.group(0)], lm.group(2))
-        labels.append((lm.group(1), value))
-        rest = rest[lm.end():]
+def check_page(text, where="/metrics"):
+    """Fail the test unless Prometheus's own `promtool check metrics`
+    takes @text without a word: a page it cannot parse (an unescaped
+    label value, a series given twice) is one Prometheus would refuse
+    whole, and one it lints (a counter without _total, a unit not at the
+    end of the name) is one its users' tools would flag. A page already
+    passed is not checked again."""
+    if text in _pages_checked:
+        return
     try:
-        value = float(m.group(3))
-    except ValueError:
-        raise TestFailure(f"/metrics: bad value in {line!r}") from None
-    return m.group(1), tuple(sorted(labels)), value
+        r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True,
+                           timeout=60)
+    except FileNotFoundError:
+        raise TestFailure(f"{PROMTOOL} not found: install Debian's prometheus (contrib/install-deps.sh)") from None
+    if r.returncode != 0 or r.stdout.strip() or r.stderr.strip():
+        raise TestFailure(f"promtool check metrics fails the page of {where} ({r.returncode}):\n"
+                          f"{(r.stdout + r.stderr).strip()}")
+    _pages_checked.add(text)
+
+
+def parse_page(text):
+    """A page of the Prometheus text format as {(name, ((label, value),
+    ...) sorted): value}, label values unescaped, histograms as their
+    _bucket, _sum and _count series. The parsing is prometheus_client's
+    (Debian: python3-prometheus-client), the reference client's own; a
+    page it cannot read, or a series given twice, fails the test, as
+    Prometheus would refuse the page."""
+    if text_string_to_metric_families is None:
+        raise TestFailure("prometheus_client is missing: install Debian's python3-prometheus-client "
+                          "(contrib/install-deps.sh) and run the tests with /usr/bin/python3")
+    out = {}
+    try:
+        samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+    except ValueError as e:
+        raise TestFailure(f"/metrics does not parse: {e}") from None
+    for s in samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        if key in out:
+            raise TestFailure(f"/metrics gives {s.name}{dict(key[1])} twice")
+        out[key] = s.value
+    return out
 
 
 def scrape(port, path="/metrics"):
-    """GET a fresh metrics page; return {(name, ((label, value), ...)): value}.
-    A series given twice, or a line the text format does not allow, fails
-    the test: Prometheus would refuse the page."""
-    out = {}
-    for line in scrape_text(port, path).splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name, labels, value = parse_sample(line)
-        key = (name, labels)
-        if key in out:
-            raise TestFailure(f"/metrics gives {line.rsplit(' ', 1)[0]} twice")
-        out[key] = value
-    return out
+    """GET a fresh metrics page, checked by promtool; return
+    {(name, ((label, value), ...)): value} (parse_page())."""
+    return parse_page(scrape_text(port, path))
 
 
 def metric(m, name, **labels):
@@ -601,9 +619,10 @@ class Proxy:
         now on (the log is shared: NEW writes to OLD's stderr). Return
         {"conns", "pid", "paused_ms", "took_conns", "took_listeners"}.
 
-        NEW is OLD's child; this process becomes a child subreaper first so
-        that NEW, orphaned when OLD exits, is adopted here and its exit
-        status can be read (Adopted)."""
+        NEW is OLD's child (or, under NOTIFY_SOCKET, its parent's: this
+        process's); this process becomes a child subreaper first so that
+        NEW, orphaned when OLD exits, is adopted here and its exit status
+        can be read (Adopted)."""
         become_subreaper()
         old = self.proc
         done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines(), re.M))
@@ -659,11 +678,12 @@ class Proxy:
         """Whether /metrics answers at all (a cached page will do)."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.stats_port}/metrics", timeout=5) as r:
-                r.read()
+                text = r.read().decode()
             note_scrape(self.stats_port)
-            return True
         except (OSError, urllib.error.URLError):
             return False
+        check_page(text, f"127.0.0.1:{self.stats_port}/metrics")
+        return True
 
     def log(self):
         with open(self.logf.name, errors="replace") as f:

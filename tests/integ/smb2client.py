@@ -55,8 +55,11 @@ class SmbError(Exception):
 
 
 class Smb2Client:
-    def __init__(self, host, port, timeout=60):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host, port, timeout=60, source=None):
+        """source: the address to connect from (any port), if not the
+        kernel's choice."""
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.msg_id = 0
         self.session = 0
         self.tree = 0

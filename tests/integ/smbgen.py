@@ -786,6 +786,8 @@ def walk(data, thresholds):
                     want = min(elen, 184)  # fixed body, 96 bytes of security buffer: an anonymous login?
                 elif cmd == IOCTL and resp:
                     want = min(elen, 72)
+                elif cmd == TREE_CONNECT and not resp:
+                    want = min(elen, 72)  # fixed body: the view reads the share's path
                 else:
                     want = 64
                 if want > elen:
@@ -827,7 +829,10 @@ def walk(data, thresholds):
                 if room < 52:
                     return e.opaque(a, "encryption transform header does not fit in its frame")
                 c[("frames", "encrypted")] += 1
-                held = 4
+                # The view reads the header's SessionId: the payload is
+                # placed once all 52 bytes are in.
+                if a + 52 > n:
+                    return e.ended_inside()
                 payload(a + 52, room - 52, "other")
             elif magic == COMPRESS:
                 if room < 8:

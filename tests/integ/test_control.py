@@ -9,6 +9,20 @@ through `smbsplice ctl`, against real traffic.
   bytes growing, the data still echoed byte for byte;
 - clients that connect and send nothing do not block the next one;
 - `kill ID` resets that connection only, and the log says who asked;
+- `kill client ADDR[:PORT]` resets every connection from 127.0.0.2 (or
+  one port of it) while 127.0.0.3's forward on, its IPv4-mapped form
+  names the same client; `kill backend HOST:PORT` resets one listener's
+  connections while the other's forward on, `kill backend ADDR` those
+  to any port of it;
+- `info`: the pid, the version, an uptime that grows, workers,
+  listeners, connections, --max-conns and the descriptor budget, build;
+- `--control-ro`: a second socket that serves conns, conn, listeners,
+  top, info and help and refuses drain, resume and kill (any argument)
+  with "permission denied", while the admin socket acts; both serve on,
+  at their levels, after a reload and after a live handover (the same
+  nodes); one path for both is refused; without root and without
+  chown() (the unit's system call filter), a daemon whose own group is
+  --control-ro-group's makes the socket with it;
 - `drain` stops new connections on one listener while another keeps
   accepting, and `resume` undoes it;
 - `top` (not a terminal) prints one screen, the busiest first;
@@ -34,7 +48,7 @@ import threading
 import time
 
 from harness import (NO_LOGIN, NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Samba, Server, TestFailure, check,
-                     free_port, random_file, run, user_copy, wait_for)
+                     free_port, random_file, recv_exact, run, user_copy, wait_for)
 from test_scale import EchoServer
 
 
@@ -315,6 +329,255 @@ def kill_one():
     px.stop()
 
 
+def from_addr(port, src):
+    """A connection to 127.0.0.1:port from the loopback address src, one
+    echo round trip done."""
+    s = socket.socket()
+    s.settimeout(5)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"ping")
+    check(s.recv(4) == b"ping", f"a connection from {src} echoes")
+    return s
+
+
+def was_reset(s):
+    """Whether the proxy reset this client (its next read says so)."""
+    try:
+        s.recv(10)
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def still_echoes(s):
+    s.sendall(b"again")
+    return recv_exact(s, 5) == b"again"
+
+
+def two_listeners(extra=""):
+    """A daemon with listeners a and b, each to an echo server of its own,
+    the admin socket and the read-only one: (proxy, admin, view, conf,
+    a's port, b's port, a's backend, b's backend)."""
+    sa, sb = Server(echo), Server(echo)
+    path = sock_path("control")
+    ro = os.path.join(os.path.dirname(path), "control-ro")
+    pa, pb = free_port(), free_port()
+    conf = os.path.join(os.path.dirname(path), "smbsplice.conf")
+    with open(conf, "w") as f:
+        f.write(f"[global]\ncontrol = {path}\ncontrol-ro = {ro}\nworkers = 2\n{extra}\n"
+                f"[a]\nlisten = 127.0.0.1:{pa}\nbackend = {sa.addr}\nfirst-frame = any\n\n"
+                f"[b]\nlisten = 127.0.0.1:{pb}\nbackend = {sb.addr}\nfirst-frame = any\n")
+    px = Proxy(None, "-c", conf, listen=False)
+    px.wait_log(r"listener b: listening on")
+    return px, path, ro, conf, pa, pb, sa.addr, sb.addr
+
+
+def group_kills():
+    """kill client ADDR[:PORT] resets every connection from that address
+    and no other; kill backend HOST:PORT every one to that backend."""
+    px, path, _, _, pa, pb, ba, bb = two_listeners()
+    two = [from_addr(pa, "127.0.0.2") for _ in range(2)]
+    three = [from_addr(pa, "127.0.0.3") for _ in range(2)]
+    on_b = [from_addr(pb, "127.0.0.4") for _ in range(3)]
+    out = ctl(path, "kill", "client", "127.0.0.2").stdout
+    check(out == "killed 2 connections of client 127.0.0.2\n", f"kill client 127.0.0.2 (text): {out!r}")
+    check(all(was_reset(s) for s in two), "both of 127.0.0.2's connections are reset")
+    check(all(still_echoes(s) for s in three + on_b), "127.0.0.3's and b's still forward bytes")
+    px.wait_log(r"control socket \(uid 0 pid \d+\): kill client 127\.0\.0\.2: 2 connections reset")
+    lines = px.wait_log(r"^.*conn 127\.0\.0\.2:\d+ .* end=error \(killed by control socket \(uid 0 pid \d+\)\).*$",
+                        count=2)
+    check(len(lines) == 2, f"each has its end line saying who killed it: {lines}")
+    port = three[0].getsockname()[1]
+    r = ctl_json(path, "kill", "client", f"127.0.0.3:{port}")
+    check(r == {"kill": "client", "match": f"127.0.0.3:{port}", "killed": 1},
+          f"kill client ADDR:PORT --json: that one connection: {r}")
+    check(was_reset(three[0]) and still_echoes(three[1]), "... its sibling from the same address lives on")
+    r = ctl_json(path, "kill", "client", "127.0.0.2")
+    check(r["killed"] == 0, f"a client with nothing left: killed 0, no error: {r}")
+    # The IPv4-mapped form names the same client.
+    r = ctl_json(path, "kill", "client", "::ffff:127.0.0.3")
+    check(r["killed"] == 1 and was_reset(three[1]), f"kill client ::ffff:127.0.0.3 names 127.0.0.3: {r}")
+    named = [x["backends"][0]["address"] for x in ctl_json(path, "listeners")["listeners"] if x["name"] == "b"]
+    check(named == [bb], f"listeners names b's backend {bb}: {named}")
+    survivor = from_addr(pa, "127.0.0.5")
+    out = ctl(path, "kill", "backend", bb).stdout
+    check(out == f"killed 3 connections of backend {bb}\n", f"kill backend (as listeners names it): {out!r}")
+    check(all(was_reset(s) for s in on_b) and still_echoes(survivor),
+          "b's three connections are reset; a's, to another backend, still forwards bytes")
+    r = ctl(path, "kill", "backend", "127.0.0.1:9", ok=False)
+    check(r.returncode == 1 and "no listener has that backend" in r.stdout, f"a backend no listener has: {r.stdout!r}")
+    ids = [x["id"] for x in ctl_json(path, "conns")["conns"]]
+    check(len(ids) == 1, f"one connection is left: {ids}")
+    check(ctl_json(path, "kill", str(ids[0])) == {"killed": ids[0]} and was_reset(survivor), "kill ID still works")
+    # An address without a port names every backend there: a's and b's.
+    last = [from_addr(pa, "127.0.0.6"), from_addr(pb, "127.0.0.6")]
+    r = ctl_json(path, "kill", "backend", "127.0.0.1")
+    check(r["killed"] == 2 and all(was_reset(s) for s in last), f"kill backend ADDR: every port of it: {r}")
+    for s in two + three + on_b + [survivor] + last:
+        s.close()
+    px.stop()
+
+
+def info_fields():
+    """info: version, pid, uptime, workers, listeners, connections, limits
+    and build, in text and JSON, and sane."""
+    px, path, ro, _, pa, _, _, _ = two_listeners("max-conns = 500\n")
+    held = [from_addr(pa, "127.0.0.2") for _ in range(3)]
+    version = subprocess.run([SMBSPLICE, "--version"], capture_output=True, text=True).stdout.split()[1]
+    i1 = ctl_json(path, "info")
+    time.sleep(1.2)
+    i2 = ctl_json(ro, "info")
+    print("info:", json.dumps(i2), flush=True)
+    check(i1["version"] == version and i1["pid"] == px.proc.pid, f"version {version} and pid {px.proc.pid}: {i1}")
+    check(0 <= i1["uptime"] < 60 and i2["uptime"] >= i1["uptime"] + 1.0,
+          f"uptime grows with the clock: {i1['uptime']} then {i2['uptime']}")
+    check(i1["workers"] == 2 and i1["listeners"] == 2 and i1["listeners_drained"] == 0,
+          "two workers, two listeners, none drained")
+    check(i1["conns"] == 3 and i1["conns_total"] >= 3, f"three connections now: {i1['conns']}, {i1['conns_total']}")
+    check(i1["state"] == "running" and i1["level"] == "admin" and i2["level"] == "view",
+          "running; the level of the socket asked")
+    lim = i1["limits"]
+    nofile = int(open(f"/proc/{px.proc.pid}/limits").read().split("Max open files")[1].split()[0])
+    check(lim["max_conns"] == 500 and lim["max_conns_per_source"] is None and lim["open_files"] == nofile
+          and 0 < lim["descriptors_limit"] < nofile and lim["descriptors_used"] >= 6
+          and lim["max_pipes"] == 1024 and lim["pipe_size"] > 0 and lim["buffer_size"] == 65536
+          and lim["unpipe_limit"] == lim["max_pipes"] * lim["pipe_size"],
+          f"limits: --max-conns, none per source, the open-files limit {nofile}, the descriptor budget: {lim}")
+    b = i1["build"]
+    check(b["allocator"] in ("jemalloc", "glibc", "AddressSanitizer") and isinstance(b["sanitizers"], bool)
+          and b["libsystemd"] is True and b["compiler"], f"build: {b}")
+    check(b["sanitizers"] == ("ASAN_OPTIONS" in os.environ or b["allocator"] == "AddressSanitizer"),
+          "sanitizers: as this build was made")
+    text = ctl(path, "info").stdout
+    check(f"pid: {px.proc.pid}\n" in text and "max_conns: 500\n" in text
+          and "max_conns_per_source: none\n" in text and text.startswith(f"version: {version}\n"),
+          f"info (text): key: value lines: {text!r}")
+    for s in held:
+        s.close()
+    px.stop()
+
+
+def refused(sock, *cmd):
+    r = ctl(sock, *cmd, ok=False)
+    return r.returncode == 1 and r.stdout.startswith(
+        "error: permission denied: this socket is read-only (level view)")
+
+
+def view_serves(ro, path, pa):
+    """What the read-only socket serves and refuses, the admin socket still
+    acting: (the connection left, its id)."""
+    victim, keep = from_addr(pa, "127.0.0.2"), from_addr(pa, "127.0.0.3")
+    ids = {r["client"].split(":")[0]: r["id"] for r in ctl_json(ro, "conns")["conns"]}
+    for cmd in (("conns",), ("conn", str(ids["127.0.0.2"])), ("listeners",), ("top",), ("info",), ("help",)):
+        check(ctl(ro, *cmd, ok=False).returncode == 0 and ctl(ro, *cmd, "--json", ok=False).returncode == 0,
+              f"the read-only socket serves {' '.join(cmd)}, in text and JSON")
+    for cmd in (("drain", "a"), ("resume", "a"), ("kill", str(ids["127.0.0.2"])),
+                ("kill", "client", "127.0.0.2"), ("kill", "backend", "127.0.0.1:1"), ("kill", "bogus"),
+                ("drain", "no such listener")):
+        check(refused(ro, *cmd), f"the read-only socket refuses {' '.join(cmd)}")
+    r = ctl(ro, "frobnicate", ok=False)
+    check(r.returncode == 1 and r.stdout.startswith("error: unknown command"),
+          f"a word that names no command: unknown there too, not run: {r.stdout!r}")
+    j = json.loads(ctl(ro, "kill", "client", "127.0.0.2", "--json", ok=False).stdout)
+    check(j["error"].startswith("permission denied"), f"... in JSON too: {j}")
+    check(still_echoes(victim) and still_echoes(keep), "nothing it refused was done: both connections live")
+    check(from_addr(pa, "127.0.0.4") is not None, "... and listener a still accepts")
+    help_ro = ctl(ro, "help").stdout
+    check("conns" in help_ro and "kill" not in help_ro.split("this socket is read-only")[0],
+          f"help on it lists only what it serves: {help_ro!r}")
+    check(ctl_json(path, "kill", "client", "127.0.0.2")["killed"] == 1 and was_reset(victim),
+          "the admin socket still acts: kill client")
+    victim.close()
+    return keep
+
+
+def read_only_level():
+    """--control-ro: a second socket that serves every command that looks
+    and refuses every one that acts; both survive a reload and a live
+    handover."""
+    px, path, ro, conf, pa, pb, _, _ = two_listeners()
+    st = os.lstat(ro)
+    check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+          f"--control-ro: a Unix socket of mode {oct(stat.S_IMODE(st.st_mode))} (0600 wanted)")
+    px.wait_log(r"control socket at .*control-ro \(mode 0600, level view\)")
+    keep = view_serves(ro, path, pa)
+    px.wait_log(r"control socket: uid 0 pid \d+ refused to drain: the socket is read-only")
+    # A reload leaves both sockets serving, each at its level.
+    with open(conf, "a") as f:
+        f.write("\n[c]\nlisten = 127.0.0.1:%d\nbackend = 127.0.0.1:9\n" % free_port())
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"listener c: listening on")
+    check(sorted(x["name"] for x in ctl_json(ro, "listeners")["listeners"]) == ["a", "b", "c"],
+          "after a reload the read-only socket serves listeners, c included")
+    check(refused(ro, "drain", "c") and ctl_json(path, "drain", "c")["drained"], "... and refuses drain; admin drains")
+    ctl(path, "resume", "c")
+    # A live handover brings both sockets to the new process.
+    ino = {p: os.lstat(p).st_ino for p in (path, ro)}
+    d = px.handover()
+    check({p: os.lstat(p).st_ino for p in (path, ro)} == ino, "after a handover both nodes are the same sockets")
+    check(ctl_json(ro, "info")["pid"] == d["pid"] and ctl_json(path, "info")["pid"] == d["pid"],
+          f"both answer from the new process, pid {d['pid']}")
+    check(refused(ro, "kill", "client", "127.0.0.3") and still_echoes(keep),
+          "the read-only socket still refuses to kill, and the connection handed over lives")
+    r = ctl_json(path, "kill", "client", "127.0.0.3")
+    check(r["killed"] == 1 and was_reset(keep), f"the admin socket still kills: {r}")
+    keep.close()
+    px.stop()
+    check(not os.path.lexists(ro) and not os.path.lexists(path), "a stop removes both nodes")
+    # One path for both is a mistake, said in one line.
+    r = subprocess.run([SMBSPLICE, "-l", f"127.0.0.1:{free_port()}", "-b", "127.0.0.1:9", *NOT_SMB,
+                        "--control", path, "--control-ro", path], capture_output=True, text=True, timeout=20)
+    check(r.returncode != 0 and "--control and --control-ro name the same path" in r.stderr,
+          f"--control-ro at --control's path: refused ({r.returncode}: {r.stderr.strip()})")
+
+
+def ro_group_unprivileged():
+    """The shipped unit runs without root, and its system call filter
+    refuses chown() (SystemCallFilter=~@privileged): a daemon whose own
+    group is --control-ro-group's (the unit's Group=) makes the socket
+    with that group and mode 0660 without one."""
+    path = sock_path("control-ro")
+    d = os.path.dirname(path)
+    users = grp.getgrnam("users").gr_gid
+    os.chown(d, 65534, users)
+    os.chmod(d, 0o750)
+    binary = user_copy(SMBSPLICE)
+    log = os.path.join(d, "strace.log")
+    env = dict(os.environ)
+    if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot stop threads under ptrace
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"
+    p = subprocess.Popen(["strace", "-f", "-qq", "-o", log, "-e", "trace=chown,fchown,fchownat,lchown,setfsgid",
+                          "-e", "inject=chown,fchown,fchownat,lchown,setfsgid:error=EPERM",
+                          "setpriv", "--reuid=65534", f"--regid={users}", "--clear-groups", binary,
+                          "--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:9", *NOT_SMB,
+                          "--control-ro", path, "--control-ro-group", "users"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for("the read-only socket of a start without root", lambda: os.path.lexists(path) or p.poll() is not None,
+                 timeout=10)
+        st = os.lstat(path) if os.path.lexists(path) else None
+        check(st is not None and stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == users,
+              f"without root and without chown(): the socket is born mode 0660, group users "
+              f"({p.poll()}: {oct(stat.S_IMODE(st.st_mode)) if st else '-'}, gid {st.st_gid if st else '-'})")
+        r = subprocess.run(["setpriv", "--reuid=65533", f"--regid={users}", "--clear-groups", binary, "ctl",
+                            "--control", path, "info"], capture_output=True, text=True, timeout=20)
+        check(r.returncode == 0 and "level: view" in r.stdout,
+              f"another user of the group may look through it ({r.returncode}: {r.stderr.strip()})")
+    finally:
+        # SIGTERM to strace would detach it and leave smbsplice running.
+        with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            os.kill(int(kids[0]), signal.SIGTERM)
+        else:
+            p.terminate()
+        p.communicate(timeout=30)
+        shutil.rmtree(os.path.dirname(binary), ignore_errors=True)
+    calls = [ln for ln in open(log) if "chown" in ln or "setfsgid" in ln]
+    check(not calls, f"no chown() or setfsgid() was made: {calls}")
+
+
 def drain_resume():
     """drain stops new connections on one listener; resume undoes it."""
     srv = Server(echo)
@@ -447,6 +710,10 @@ def main():
     silent_clients()
     kill_one()
     drain_resume()
+    group_kills()
+    info_fields()
+    read_only_level()
+    ro_group_unprivileged()
     samba_in_flight()
     many_moving()
 

@@ -238,7 +238,8 @@ def check_readme_says():
         lm = re.search(rf"^{var} =((?:.*\\\n)*.*)$", mk, re.M)
         lists[var] = re.findall(r"test_guest_\w+\.py", lm.group(1)) if lm else []
     lists["GUEST_TESTS"] += lists["GUEST_CHECK_TESTS"] if "$(GUEST_CHECK_TESTS)" in mk else []
-    gm = re.search(r"`make check` runs (\w+) of those tests; `make check-guests` runs all (\w+)\.", text)
+    gm = re.search(r"`make\s+check`\s+runs\s+(\w+)\s+of\s+those\s+tests;\s+`make\s+check-guests`\s+runs\s+all\s+(\w+)[.,]",
+                   text)
     said = [NUMBERS.index(w) + 1 if w in NUMBERS else None for w in gm.groups()] if gm else None
     have = [len(lists["GUEST_CHECK_TESTS"]), len(set(lists["GUEST_TESTS"]))]
     check(said == have, f"README.md's guest test counts ({said}) are Makefile.am's ({have})")

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import urllib.request
 
-from harness import SMBSPLICE, SRCDIR, TMPDIR, Proxy, TestFailure, check, note_scrape, run
+from harness import SMBSPLICE, SRCDIR, TMPDIR, Proxy, TestFailure, check, check_page, note_scrape, run
 
 MAN8 = os.path.join(SRCDIR, "contrib/man/smbsplice.8.scd")
 MAN5 = os.path.join(SRCDIR, "contrib/man/smbsplice.conf.5.scd")
@@ -115,6 +115,7 @@ def page_metrics(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
     note_scrape(port)
+    check_page(text, f"127.0.0.1:{port}/metrics")
     metrics = {m.group(1): (m.group(2), set()) for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M)}
     seen = set()
     for m in re.finditer(r"^(\w+)\{([^}]*)\} ", text, re.M):

@@ -3,8 +3,12 @@ the traffic, connection gauges, and plain HTTP errors for anything else.
 Idle sockets cannot take the page away (two scrapes per address, a second
 for the request line), and only --stats-allow networks, loopback by
 default, are served. A listener named with quotes, a comma and a
-backslash leaves the page parseable, its label read back as written."""
+backslash leaves the page parseable, its label read back as written.
+smbsplice_connections_active is per listener; a name with a unit ends
+with it. smbsplice_build_info and the process_* family agree with
+config.h and /proc."""
 import os
+import re
 import select
 import signal
 import socket
@@ -129,7 +133,7 @@ def allow_list(srv):
 def odd_name(srv):
     """A listener's name is the user's text: one with a double quote, a
     comma and a backslash (which --check accepts) goes out escaped, so the
-    page still parses (harness.parse_sample, as strict as Prometheus) and
+    page passes `promtool check metrics` and prometheus_client's parser, and
     the label reads back as written."""
     name = 'my "files", east\\x'
     port = harness.free_port()
@@ -151,6 +155,115 @@ def odd_name(srv):
     px.stop()
 
 
+def active_per_listener(srv):
+    """smbsplice_connections_active counts connections, so it carries the
+    listener label as every such series does: two connections open on one
+    listener and one on another read as 2 and 1, and a close takes one
+    off its own listener's."""
+    ports = harness.free_ports(2)
+    conf = os.path.join(harness.TMPDIR, "two.conf")
+    with open(conf, "w") as f:
+        for name, port in zip(("east", "west"), ports):
+            f.write(f"[{name}]\nlisten = 127.0.0.1:{port}\nbackend = {srv.addr}\nmode = tcp\n")
+    px = Proxy(None, "-c", conf, listen=False, stats=True)
+    conns = []
+    for port in (ports[0], ports[0], ports[1]):
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"a")
+        recv_exact(c, 1)
+        conns.append(c)
+    m = scrape(px.stats_port)
+    series = {ls: v for (n, ls), v in m.items() if n == "smbsplice_connections_active"}
+    check(series == {(("listener", "east"),): 2, (("listener", "west"),): 1},
+          f"smbsplice_connections_active by listener: {series}")
+    conns.pop(0).close()
+    check(harness.wait_metric(px.stats_port, "smbsplice_connections_active", 1, listener="east")
+          and metric(scrape(px.stats_port), "smbsplice_connections_active", listener="west") == 1,
+          "a close takes one off its own listener's")
+    for c in conns:
+        c.close()
+    check(harness.wait_metric(px.stats_port, "smbsplice_connections_active", 0), "none open once all closed")
+    px.stop()
+
+
+def config_h():
+    """{macro: value} of the build's config.h: what configure decided."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(harness.SMBSPLICE))), "config.h")
+    with open(path) as f:
+        return dict(re.findall(r'^#define (\w+) (.*)$', f.read(), re.M))
+
+
+def proc_cpu(pid):
+    """utime + stime of @pid, in seconds, as /proc gives them."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid, key):
+    """A "kB" line of /proc/PID/status, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
+
+
+def process_family(srv):
+    """smbsplice_build_info says what configure built, and the process_*
+    family (as the Prometheus client libraries define it) agrees with what
+    /proc and the limits say of the daemon."""
+    t0 = time.time()
+    px = Proxy(srv.addr, "--mode", "tcp", stats=True, rlimit_nofile=3000)
+    c = px.connect()
+    c.sendall(b"p" * 2000000)
+    recv_exact(c, 2000000)
+    pid = px.proc.pid
+    cpu0 = proc_cpu(pid)
+    m = scrape(px.stats_port)
+    cpu1 = proc_cpu(pid)
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    rss, vsz = proc_status(pid, "VmRSS"), proc_status(pid, "VmSize")
+    t1 = time.time()
+    conf = config_h()
+    built = [dict(ls) for (n, ls), v in m.items() if n == "smbsplice_build_info" and v == 1]
+    want = {"version": conf["PACKAGE_VERSION"].strip('"'),
+            "jemalloc": "yes" if "HAVE_JEMALLOC" in conf else "no",
+            "sanitizers": "yes" if "HAVE_SANITIZERS" in conf else "no",
+            "libsystemd": conf["LIBSYSTEMD_VERSION"].strip('"')}
+    check(built == [want], f"smbsplice_build_info 1 {built}, as config.h has it")
+    got = {n: v for (n, ls), v in m.items() if n.startswith("process_")}
+    check(got.get("process_max_fds") == 3000, f"process_max_fds {got.get('process_max_fds')}: the limit it was given")
+    check(abs(got.get("process_open_fds", -9) - fds) <= 1,
+          f"process_open_fds {got.get('process_open_fds')}, /proc/{pid}/fd holds {fds} (and the scrape's socket)")
+    check(0.5 * rss <= got.get("process_resident_memory_bytes", 0) <= 2 * rss,
+          f"process_resident_memory_bytes {got.get('process_resident_memory_bytes'):.0f}, VmRSS {rss}")
+    check(0.5 * vsz <= got.get("process_virtual_memory_bytes", 0) <= 2 * vsz,
+          f"process_virtual_memory_bytes {got.get('process_virtual_memory_bytes'):.0f}, VmSize {vsz}")
+    check(t0 - 1 <= got.get("process_start_time_seconds", 0) <= t1,
+          f"process_start_time_seconds {got.get('process_start_time_seconds'):.2f}: started within [{t0:.2f}, {t1:.2f}]")
+    check(cpu0 - 0.01 <= got.get("process_cpu_seconds_total", -1) <= cpu1 + 0.01,
+          f"process_cpu_seconds_total {got.get('process_cpu_seconds_total')}: between {cpu0} and {cpu1}, read around it")
+    c.close()
+    px.wait_log(r" end=fin ")
+    px.stop()
+
+
+UNITS = ("bytes", "seconds")
+
+
+def unit_suffixes(body):
+    """A name that carries a unit ends with it (before _total), as the
+    Prometheus naming conventions ask, so that a reader and the tools
+    (Grafana's unit guessing, promtool) can tell bytes from counts:
+    smbsplice_buffer_lent_bytes, not smbsplice_buffer_bytes_lent."""
+    names = re.findall(r"^# TYPE (\S+) ", body, re.M)
+    wrong = []
+    for name in names:
+        words = re.sub(r"_total$", "", name).split("_")
+        if any(u in words[:-1] for u in UNITS) and words[-1] not in UNITS:
+            wrong.append(name)
+    check(names and not wrong, f"{len(names)} metric names end with their unit, if any"
+          + (f": not {', '.join(wrong)}" if wrong else ""))
+
+
 def main():
     srv = Server(echo)
     px = Proxy(srv.addr, "--mode", "tcp", stats=True)
@@ -159,6 +272,8 @@ def main():
         check(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), "Prometheus text content type")
         body = r.read().decode()
     harness.note_scrape(px.stats_port)
+    harness.check_page(body)
+    unit_suffixes(body)
     for name in ("smbsplice_bytes_total", "smbsplice_messages_total", "smbsplice_splice_calls_total",
                  "smbsplice_copy_calls_total", "smbsplice_cork_writes_total", "smbsplice_uncork_calls_total",
                  "smbsplice_connections_active", "smbsplice_connections_total",
@@ -224,6 +339,7 @@ def main():
     # longer than that, and one past it gets a fresh page, as it should.
     t0 = time.monotonic()
     first = raw()
+    harness.check_page(first.decode())
     c = px.connect()
     c.sendall(b"y" * 1000)
     recv_exact(c, 1000)
@@ -243,6 +359,8 @@ def main():
     px.stop()
     allow_list(srv)
     odd_name(srv)
+    active_per_listener(srv)
+    process_family(srv)
     srv.close()
 
 

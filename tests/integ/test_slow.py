@@ -208,7 +208,7 @@ def moved_bytes_bounded(be):
     def gauges():
         m = scrape(px.stats_port)
         return (metric(m, "smbsplice_pipes_lent"), metric(m, "smbsplice_pipe_stalls_total"),
-                metric(m, "smbsplice_buffer_bytes_lent"))
+                metric(m, "smbsplice_buffer_lent_bytes"))
 
     clients, held, moved = [], 0, []
     for k in range(1, MOST_STALLED + 1):

@@ -12,8 +12,7 @@ main one when systemd reads it (the sender's pid, from SCM_CREDENTIALS, is
 what NotifyAccess=main checks). A connection open across the handover and
 new clients are served by the new process; a second handover, from it,
 goes the same way; a listener with no listen address keeps systemd's
-socket across a handover too. Under journald (JOURNAL_STREAM), each log
-line carries its priority."""
+socket across a handover too. (The log under journald: test_journal.py.)"""
 import os
 import re
 import shutil
@@ -129,39 +128,7 @@ def handover(px, notify, port, conn):
     return pid
 
 
-def journal_priorities():
-    """Standard error that is journald's stream (JOURNAL_STREAM names its
-    device and inode) gets each line with its priority, "<4>" for a
-    warning and "<6>" for info, which journald keeps as PRIORITY; the same
-    variable with standard error redirected elsewhere (a child that
-    inherited it) gets plain lines."""
-    for journal in (True, False):
-        with tempfile.NamedTemporaryFile("w+", dir=TMPDIR, suffix=".log") as f:
-            st = os.fstat(f.fileno()) if journal else os.stat("/dev/null")
-            env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
-            p = subprocess.Popen([SMBSPLICE, "-l", f"127.0.0.1:{free_port()}", "-b", "127.0.0.1:9",
-                                  "--first-frame", "any"], stderr=f, env=env)
-            try:
-                wait_for("smbsplice listening", lambda: "listening on" in open(f.name).read())
-                p.send_signal(signal.SIGHUP)  # no config file: a warning
-                wait_for("the reload's warning", lambda: "nothing to reload" in open(f.name).read())
-            finally:
-                p.terminate()
-                p.wait(timeout=30)
-            lines = open(f.name).read().splitlines()
-        warn = [l for l in lines if "nothing to reload" in l]
-        info = [l for l in lines if "listening on" in l]
-        if journal:
-            check(warn and warn[0].startswith("<4>smbsplice: warning: ") and info and
-                  info[0].startswith("<6>smbsplice: info: ") and all(re.match(r"<[3-7]>smbsplice: ", l) for l in lines),
-                  f"standard error is journald's: every line carries its priority ({warn[:1]}, {info[:1]})")
-        else:
-            check(warn and warn[0].startswith("smbsplice: warning: ") and not any(l.startswith("<") for l in lines),
-                  f"JOURNAL_STREAM naming another stream: plain lines ({warn[:1]})")
-
-
 def main():
-    journal_priorities()
     need("systemd-socket-activate", "systemd")
     srv = Server(echo)
     notify = Notify()

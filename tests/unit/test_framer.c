@@ -731,7 +731,7 @@ static void test_observer(void **state)
 	assert_int_equal(o.seen[2].async_id, 0xabc);
 	assert_int_equal(o.seen[3].kind, SMB_MSG_ENCRYPTED);
 	assert_int_equal(o.seen[3].frame_off, enc);
-	assert_int_equal(o.seen[3].hdr_len, 4);
+	assert_int_equal(o.seen[3].hdr_len, SMB2_TRANSFORM_HDR_LEN);
 }
 
 static void test_zero_length_frames_and_many_messages(void **state)

@@ -179,6 +179,7 @@ static int setup(void **state)
 					.now = 12345.5,
 					.metrics_fd = fd_index(),
 					.control_fd = -1,
+					.control_ro_fd = -1,
 					.lstats_words = NWORDS,
 					.accepted = 77 };
 	for (unsigned i = 0; i < NLS * NWORKERS; i++) {
@@ -494,6 +495,11 @@ static void test_process_record(void **state)
 	pt.proc.control_fd = (int32_t)pt.nfds;
 	assert_refused("process record names a bad descriptor");
 	pt.proc.control_fd = pt.proc.metrics_fd;
+	assert_refused("process record names a bad descriptor");
+	pt.proc.control_fd = -1;
+	pt.proc.control_ro_fd = (int32_t)pt.nfds;
+	assert_refused("process record names a bad descriptor");
+	pt.proc.control_ro_fd = pt.proc.metrics_fd;
 	assert_refused("process record names a bad descriptor");
 }
 

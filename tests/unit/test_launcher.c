@@ -5,7 +5,10 @@
  * inheritable descriptor of the parent's, and no signal of 1-31 ignored
  * (32 and 33 are glibc's, which a parent such as make may leave ignored);
  * what it writes on 3 arrives, and launcher_reap() gives its exit status 7;
- * a missing binary is the spawn's error (ENOENT), not a pid; the launcher
+ * a missing binary is the spawn's error (ENOENT), not a pid; under a
+ * service manager (NOTIFY_SOCKET) a direct child is the parent's parent's
+ * (what systemd needs to supervise it as the unit's main process), and
+ * launcher_reap() sees it end through its pidfd; the launcher
  * runs only the binary and arguments it was started with, refuses a
  * descriptor that is no SOCK_SEQPACKET socket and serves on, and ends
  * when its socket hangs up; launcher_self_exe() names this binary.
@@ -141,6 +144,54 @@ static void test_direct(void **state)
 	assert_int_equal(errno, ECHILD);
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_PID");
+}
+
+/* In a child of the test (OLD): spawn directly under NOTIFY_SOCKET, send
+ * NEW's pid up @wfd, and exit 0 once launcher_reap() has seen NEW end
+ * with the status it cannot know (-1). */
+static void __attribute__((noreturn)) adopt_child(int wfd)
+{
+	static char *const argv[] = { "sh", "-c", "exit 7", NULL };
+	struct launcher ln = LAUNCHER_NONE;
+	int sv[2], status = 0, r = 0;
+	time_t end;
+	pid_t pid;
+
+	setenv("NOTIFY_SOCKET", "/nonexistent/notify", 1);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		_exit(2);
+	pid = launcher_spawn(&ln, "/bin/sh", argv, sv[1], err, sizeof(err));
+	if (pid <= 0 || write(wfd, &pid, sizeof(pid)) != sizeof(pid))
+		_exit(3);
+	for (end = time(NULL) + 10;
+	     (r = launcher_reap(&ln, pid, &status)) == 0 && time(NULL) < end;)
+		usleep(10000);
+	_exit(r == 1 && status == -1 ? 0 : 4);
+}
+
+/* Under a service manager (NOTIFY_SOCKET), NEW is a child of OLD's
+ * parent, here this process, which can reap it: systemd supervises a
+ * main process fully only if it is its own child. */
+static void test_adopted(void **state)
+{
+	int p[2], status = 0;
+	pid_t old, pid = 0;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	old = fork();
+	assert_true(old >= 0);
+	if (!old)
+		adopt_child(p[1]);
+	close(p[1]);
+	assert_int_equal(read(p[0], &pid, sizeof(pid)), sizeof(pid));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid); /* ours, not OLD's */
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 7);
+	assert_int_equal(waitpid(old, &status, 0), old);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_launcher(void **state)
@@ -383,6 +434,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_exe),
 		cmocka_unit_test(test_direct),
+		cmocka_unit_test(test_adopted),
 		cmocka_unit_test(test_launcher),
 		cmocka_unit_test(test_exe_safe),
 		cmocka_unit_test(test_launcher_refuses),
