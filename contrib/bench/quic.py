@@ -31,11 +31,11 @@ core-seconds per GiB moved.
                   both sides' command lines, it is listed as "not built"
                   with smbsplice's own words, and not run.
   quicrelay-to-smbsplice  quicrelay client -> smbsplice's quic: listener:
-                  the QUIC front door alone, before the QUIC backend
-                  lands (needs QUIC too).
+                  the QUIC front door alone, behind quic-go's client
+                  side (needs QUIC too).
 
 The contestants are data (CONTESTANTS): a new one, or a changed command
-line when smbsplice's QUIC backend lands, is one entry.
+line, is one entry.
 
 Loopback: everything on 127.0.0.1, smbd on a free port, get and put of
 --mib MiB run whole. WAN: wan.py's namespaces (client C, HQ G) joined by
@@ -107,16 +107,15 @@ CONTESTANTS = (
      "hq": SP + ["--listen", "{hq}", "--backend", "{smbd}"],
      "branch": SP + ["--listen", "{listen}", "--backend", "{hq}"],
      "wan_hq": ["--congestion", "client:bbr"], "wan_branch": ["--congestion", "backend:bbr"]},
-    # The QUIC backend's options are not settled yet, nor whether
-    # --congestion reaches a QUIC leg: whoever lands them makes these
-    # lines their own (--check tells the harness whether they hold).
+    # The QUIC backend (proxy/quic/qdial.c): --backend quic:HOST:PORT,
+    # the server checked by --quic-name and --quic-ca; --congestion
+    # backend:bbr is ngtcp2's BBR on the branch's QUIC leg.
     {"name": "smbsplice-quic", "leg": "udp", "needs": "quic",
      "hq": SP + ["--listen", "quic:{hq}", "--quic-cert", "{cert}", "--quic-key", "{key}", "--backend", "{smbd}"],
      "branch": SP + ["--listen", "{listen}", "--backend", "quic:{hq}", "--quic-name", "{name}",
                      "--quic-ca", "{ca}"],
      "wan_hq": ["--congestion", "client:bbr"], "wan_branch": ["--congestion", "backend:bbr"]},
-    # smbsplice's QUIC front door alone, behind quic-go's client side:
-    # measurable as soon as the listener is built, before the backend
+    # smbsplice's QUIC front door alone, behind quic-go's client side
     {"name": "quicrelay-to-smbsplice", "leg": "udp", "needs": "quic",
      "hq": SP + ["--listen", "quic:{hq}", "--quic-cert", "{cert}", "--quic-key", "{key}", "--backend", "{smbd}"],
      "branch": ["{quicrelay}", "client", "-listen", "{listen}", "-remote", "{hq}", "-name", "{name}",

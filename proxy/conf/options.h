@@ -81,6 +81,18 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  *			(proxy/quic/)
  * @quic_cert:		quic: the server's certificate chain, PEM
  * @quic_key:		quic: its private key, PEM
+ * @backend_quic:	per backend: dialled over QUIC (backend =
+ *			quic:HOST:PORT), its stream bridged to the
+ *			connection's server side (proxy/quic/qdial.c)
+ * @quic_name:		quic backends: the server's name for SNI and the
+ *			certificate's check; empty for each backend's HOST
+ * @quic_ca:		quic backends: the CAs to trust, PEM; empty for the
+ *			system's trust store
+ * @quic_pin:		quic backends: the SHA-256 of the server's
+ *			certificate, in hex, instead of a CA
+ * @quic_client_cert:	quic backends: a client certificate, PEM; empty for
+ *			none
+ * @quic_client_key:	its private key, PEM
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -119,6 +131,12 @@ struct listen_opts {
 	bool quic;
 	char quic_cert[OPT_PATH_LEN];
 	char quic_key[OPT_PATH_LEN];
+	bool backend_quic[OPT_MAX_BACKENDS];
+	char quic_name[OPT_PATH_LEN];
+	char quic_ca[OPT_PATH_LEN];
+	char quic_pin[OPT_PATH_LEN];
+	char quic_client_cert[OPT_PATH_LEN];
+	char quic_client_key[OPT_PATH_LEN];
 	bool save_syn;
 };
 

@@ -130,6 +130,7 @@ enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 				char *err, size_t errlen)
 {
 	char want[64];
+	bool quic;
 	int r;
 
 	if (l->nbackends == d->max) {
@@ -137,9 +138,15 @@ enum opt_result opt_add_backend(const struct opt_def *d, struct options *o,
 			 "at most %llu backends per listener", d->max);
 		return bad(err, errlen, d, arg, want);
 	}
-	r = parse_endpoint(arg, &l->backend[l->nbackends], false);
+	quic = !strncmp(arg, "quic:", 5);
+	r = parse_endpoint(quic ? arg + 5 : arg, &l->backend[l->nbackends],
+			   false);
 	if (r)
 		return endpoint_bad(d, arg, r, err, errlen);
+	/* The text names the transport, in every line and label. */
+	snprintf(l->backend[l->nbackends].text,
+		 sizeof(l->backend[l->nbackends].text), "%s", arg);
+	l->backend_quic[l->nbackends] = quic;
 	l->nbackends++;
 	return OPT_OK;
 }

@@ -95,7 +95,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 57
+#define OPT_TABLE_LEN 62
 
 extern const struct opt_def opt_table[];
 

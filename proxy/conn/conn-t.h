@@ -149,6 +149,8 @@ struct dir_saved {
  * @who:	smb mode: who its session is and what it has open, for
  *		`ctl conns` (smb/who.c); made at its first session setup,
  *		NULL till then
+ * @qd:		a quic: backend's dial while it runs (quic/qdial.c), NULL
+ *		otherwise: the connection cancels it if it ends first
  *
  * This is all an idle connection costs smbsplice: copy buffers and pipes
  * are lent only while bytes are in flight.
@@ -176,6 +178,7 @@ struct conn {
 	struct timing tm;
 	struct trace_conn *trace;
 	struct smb_who *who;
+	struct qdial *qd;
 };
 
 /*
@@ -233,7 +236,8 @@ struct conn {
 	X(tm, OPEN, LEN, uint32_t, timing_len, , timing)                       \
 	X(trace, OPEN, LEN, uint32_t, trace_len, , trace)                      \
 	X(dir, OPEN, DIR, struct dir_saved, dir, [DIR_COUNT], dirs)            \
-	X(who, OPEN, WHO, struct smb_who_saved, who, , who)
+	X(who, OPEN, WHO, struct smb_who_saved, who, , who)                    \
+	X(qd, REBUILT, "none: a quic: backend refuses a handover")
 
 /* A row that names no member of struct conn does not compile. A member
  * with no row leaves the rows' sizes short of the struct's by more than

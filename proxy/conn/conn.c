@@ -91,6 +91,7 @@
 #include "net/dial.h"
 #include "net/listener.h"
 #include "pp2/pp2_sock.h"
+#include "quic/qdial.h"
 #include "smb/opening.h"
 #include "net/admit.h"
 
@@ -291,6 +292,23 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
+ * on_qdial() - a quic: backend's handshake ended: forward, or try the next
+ * @ctx:	the connection, in CS_CONNECTING
+ * @why:	NULL if its stream is open; else why the dial failed
+ */
+static void on_qdial(void *ctx, const char *why)
+{
+	struct conn *c = ctx;
+
+	c->qd = NULL;
+	if (why) {
+		conn_backend_failed(c, END_ERROR, why);
+		return;
+	}
+	conn_start_forwarding(c);
+}
+
+/**
  * conn_connect() - start the backend connect, or wait for a descriptor
  * @c:	the connection, in CS_CONNECTING with no backend socket yet
  *
@@ -312,17 +330,24 @@ static void conn_connect(struct conn *c)
 		.client_fd = c->cli.fd,
 		.chan = h->id + 1,
 	};
+	struct qdial_req qr = {
+		h->loop, h->px, h->netns_ino, &req, on_qdial, c
+	};
+	char why[320] = "";
 	int r, fd;
 
 	limits_source_addr(&c->source, c->lo->listen.addr.ss_family, &client);
-	r = dial_from(h->px, h->netns_ino, &req, &fd);
+	if (c->lo->backend_quic[c->be]) /* the socketpair's end, or -1 */
+		r = qdial_open(&qr, &c->qd, &fd, why, sizeof(why)) ? -1 : 1;
+	else
+		r = dial_from(h->px, h->netns_ino, &req, &fd);
 	if (r < 0 && (errno == EMFILE || errno == ENFILE)) {
 		h->ops->out_of_fds(h->ctx, strerror(errno));
 		conn_rearm(c, CONN_CONNECT_RETRY);
 		return;
 	}
 	if (r < 0) {
-		conn_backend_failed(c, END_ERROR, strerror(errno));
+		conn_backend_failed(c, END_ERROR, *why ? why : strerror(errno));
 		return;
 	}
 	c->srv.fd = fd;
@@ -331,7 +356,8 @@ static void conn_connect(struct conn *c)
 		return;
 	}
 	ev_io_init(&c->connect_w, on_connect, fd, EV_WRITE);
-	ev_io_start(h->loop, &c->connect_w);
+	if (!c->qd) /* a QUIC dial tells on_qdial() instead */
+		ev_io_start(h->loop, &c->connect_w);
 	conn_rearm(c, c->deadline - ev_now(h->loop));
 }
 
@@ -392,6 +418,9 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 
 	counter_add(&c->st->backend_failures[c->be], 1);
 	ev_io_stop(c->host->loop, &c->connect_w);
+	if (c->qd)
+		qdial_cancel(c->qd);
+	c->qd = NULL;
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
 	c->srv.fd = -1;
@@ -792,6 +821,8 @@ void conn_free(struct conn *c)
 	struct conn_host *h = c->host;
 
 	close(c->cli.fd);
+	if (c->qd)
+		qdial_cancel(c->qd); /* ended while its QUIC dial ran */
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
 	if (c->prev)

@@ -49,6 +49,7 @@
 #include "observe/tracefile.h"
 #include "priv/privhelper.h"
 #include "priv/privs.h"
+#include "quic/qdial.h"
 #include "quic/quic.h"
 #include "core/proxy.h"
 #include "daemon/reload.h"
@@ -176,7 +177,8 @@ static void keep_inherited_address(struct lcfg *cfg, const struct listener *old)
 int reload_check_listener(struct proxy *px, struct lcfg *cfg, char *err,
 			  size_t errlen)
 {
-	if (quic_check_listener(&cfg->o, err, errlen))
+	if (quic_check_listener(&cfg->o, err, errlen) ||
+	    qdial_check(&cfg->o, err, errlen))
 		return -1;
 	return check_backend_side(px, cfg, err, errlen) ||
 			       (!cfg->o.quic &&

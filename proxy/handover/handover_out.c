@@ -61,6 +61,7 @@
 #include "core/notify.h"
 #include "core/proxy.h"
 #include "observe/tracefile.h"
+#include "quic/qdial.h"
 #include "worker/worker.h"
 
 /* Handing over, if this process is; only the main thread touches it. */
@@ -455,6 +456,11 @@ static const char *refusal(const struct proxy *px)
 		if (l->cfg && l->cfg->o.quic &&
 		    !listener_is(l, LISTENER_RETIRED))
 			return "a QUIC listener's connections cannot be handed over yet (restart instead)";
+	/* Nor can a quic: backend's: its QUIC client is in this process. */
+	for (const struct listener *l = px->listeners; l; l = l->next)
+		if (l->cfg && qdial_any(&l->cfg->o) &&
+		    !listener_is(l, LISTENER_RETIRED))
+			return "a QUIC backend's connections cannot be handed over yet (restart instead)";
 	return NULL;
 }
 

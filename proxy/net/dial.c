@@ -313,6 +313,8 @@ int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,
 	int fd;
 
 	for (unsigned i = 0; i < lo->nbackends; i++) {
+		if (lo->backend_quic[i])
+			continue; /* a UDP socket: qdial_check()'s */
 		fd = check_socket(lo, lo->backend[i].addr.ss_family, ph, &step);
 		if (fd < 0) {
 			bool cc = step == &step_cc;
@@ -403,4 +405,75 @@ void dial_failure_text(const struct listen_opts *lo, const char *why,
 			 lo->nbackends, why, hint);
 	else
 		snprintf(out, outlen, "backend %s%s", why, hint);
+}
+
+/**
+ * udp_socket() - a UDP socket connected to a quic: backend
+ * @lo:		the listener's settings
+ * @idx:	which of its backends
+ * @fd:		the socket, on success
+ *
+ * Connected, so that the kernel drops datagrams of anyone else and says
+ * an ICMP port unreachable as ECONNREFUSED; from --source if given.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+static int udp_socket(const struct listen_opts *lo, unsigned idx, int *fd)
+{
+	const struct endpoint *be = &lo->backend[idx];
+	int s = socket(be->addr.ss_family,
+		       SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int err;
+
+	if (s < 0)
+		return -1;
+	if ((lo->source.len &&
+	     sock_bind_any_port(s, (const struct sockaddr *)&lo->source.addr,
+				lo->source.len)) ||
+	    connect(s, (const struct sockaddr *)&be->addr, be->len)) {
+		err = errno;
+		close(s);
+		errno = err;
+		return -1;
+	}
+	*fd = s;
+	return 0;
+}
+
+/**
+ * dial_udp_from() - a quic: backend's UDP socket, from its namespace
+ * @px:		the process: its helper and its namespaces
+ * @here:	the namespace the calling thread sits in (its inode)
+ * @r:		the dial
+ * @fd:		the socket, on success
+ *
+ * As dial_from(), but the privileged helper makes only TCP sockets: under
+ * --user, a socket in a namespace other than the worker's fails with
+ * EOPNOTSUPP.
+ *
+ * Return: 0, or -1 with errno set.
+ */
+int dial_udp_from(struct proxy *px, ino_t here, const struct dial_req *r,
+		  int *fd)
+{
+	int ns = r->netns, home, ret, err;
+	ino_t want = ns >= 0 ? r->netns_ino : 0;
+
+	if (px->helper.fds && (want ? want : px->home_ino) != here) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if (!want || want == here) {
+		if (ns >= 0 || px->worker_netns < 0)
+			return udp_socket(r->lo, r->be, fd);
+		ns = netns_home(); /* the worker sits elsewhere */
+	}
+	home = px->worker_netns >= 0 ? px->worker_netns : netns_home();
+	if (netns_enter(ns))
+		return -1;
+	ret = udp_socket(r->lo, r->be, fd);
+	err = errno;
+	netns_enter(home);
+	errno = err;
+	return ret;
 }

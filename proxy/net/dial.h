@@ -37,6 +37,8 @@ struct dial_req {
 
 struct proxy;
 int dial_from(struct proxy *px, ino_t here, const struct dial_req *r, int *fd);
+int dial_udp_from(struct proxy *px, ino_t here, const struct dial_req *r,
+		  int *fd);
 void dial_failure_text(const struct listen_opts *lo, const char *why,
 		       bool timed_out, char *out, size_t outlen);
 int dial_check(const struct listen_opts *lo, struct privhelper *ph, char *err,

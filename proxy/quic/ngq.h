@@ -3,8 +3,9 @@
 #define SMBSPLICE_NGQ_H
 
 /* ngq.h - the QUIC library behind one door: every ngtcp2 and GnuTLS call
- * of the daemon is in ngq.c, so that moving to ngtcp2 1.x (whose API
- * changed) is one file. Nothing here knows of the event loop or of
+ * of the listener is in ngq.c (and of a quic: backend in ngq_client.c,
+ * which shares these types), so that moving to ngtcp2 1.x (whose API
+ * changed) is those files. Nothing here knows of the event loop or of
  * connections; quic.c drives it with datagrams, times and bytes.
  */
 

@@ -1,0 +1,308 @@
+"""SMB over QUIC, the client side: a quic: backend (`--backend
+quic:HOST:PORT`, --quic-name, --quic-ca, --quic-pin), against an
+independent SMB-over-QUIC server front (`quicrelay server`: quic-go 0.29,
+written apart from smbsplice's ngtcp2) and against smbsplice's own quic:
+listener.
+
+- smbclient -> smbsplice (TCP listener, quic backend) -> quicrelay server
+  -> smbd: get and put of 0 B, 1 MiB and 64 MiB byte-exact (sha256),
+  signed; 1 MiB and 64 MiB sealed (smbclient --client-protection=encrypt).
+- the gateway pair over QUIC end to end: smbclient -> smbsplice (TCP
+  listener, quic backend, BBR on the QUIC leg) -> smbsplice (quic:
+  listener) -> smbd, 64 MiB get and sealed put byte-exact.
+- --mode tcp through to a TCP echo server: 0 B, 1 MiB, 64 MiB back
+  byte-exact over the client's half-close; the server pinned by the
+  SHA-256 of its certificate (--quic-pin).
+- a certificate of another CA, for another name, or not the pinned one is
+  refused: one clear line, and the client is reset.
+- a backend that never answers fails at --connect-timeout, the client
+  reset; a UDP port with nothing behind it fails over to the next
+  backend at once.
+- --check: quic-pin that is no SHA-256, quic-ca with no quic backend and a
+  congestion control QUIC does not have are each one line.
+
+Skipped (77) with one line when the daemon was built without QUIC or
+quicrelay (tests/quic/bin of the build) is missing.
+"""
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from harness import (CLEANUPS, SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, end_process,
+                     file_sha256, free_port, need, random_file, run, sh, wait_for)
+
+BUILDDIR = os.environ.get("BUILDDIR", SRCDIR)
+BIN = os.environ.get("QUIC_BIN", os.path.join(BUILDDIR, "tests", "quic", "bin"))
+NAME = "smb.test"
+
+
+def skip(why):
+    print(f"SKIP: {why}", flush=True)
+    sys.exit(77)
+
+
+def quic_built():
+    """Whether this smbsplice has QUIC: a build without it says so in one
+    line at --check."""
+    r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", "--backend", "quic:127.0.0.1:1",
+                        "--quic-pin", "00" * 32], capture_output=True, text=True, timeout=30)
+    return "built without QUIC" not in r.stderr
+
+
+def make_certs(d):
+    """A CA, a server certificate for NAME (ECDSA P-256, DNS SAN, serverAuth)
+    and a second, unrelated CA; the server certificate's SHA-256."""
+    def key(name):
+        sh("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", f"{d}/{name}.key")
+
+    for ca in ("ca", "otherca"):
+        key(ca)
+        sh("openssl", "req", "-x509", "-new", "-key", f"{d}/{ca}.key", "-out", f"{d}/{ca}.pem", "-days", "2",
+           "-sha256", "-subj", f"/CN={ca}", "-addext", "basicConstraints=critical,CA:TRUE",
+           "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    key("srv")
+    sh("openssl", "req", "-new", "-key", f"{d}/srv.key", "-out", f"{d}/srv.csr", "-subj", f"/CN={NAME}")
+    with open(f"{d}/srv.ext", "w") as f:
+        f.write(f"subjectAltName=DNS:{NAME}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n")
+    sh("openssl", "x509", "-req", "-in", f"{d}/srv.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
+       "-CAcreateserial", "-out", f"{d}/srv.pem", "-days", "2", "-sha256", "-extfile", f"{d}/srv.ext")
+    der = subprocess.run(["openssl", "x509", "-in", f"{d}/srv.pem", "-outform", "DER"], capture_output=True,
+                         check=True, timeout=30).stdout
+    return hashlib.sha256(der).hexdigest()
+
+
+class Relay:
+    """`quicrelay server` in front of a TCP address; its log in TMPDIR."""
+
+    def __init__(self, certs, backend):
+        self.port = free_udp_port()
+        self.log = os.path.join(TMPDIR, f"quicrelay-{self.port}.log")
+        self.f = open(self.log, "w")
+        self.p = subprocess.Popen([os.path.join(BIN, "quicrelay"), "server", "-listen", f"127.0.0.1:{self.port}",
+                                   "-backend", backend, "-cert", f"{certs}/srv.pem", "-key", f"{certs}/srv.key"],
+                                  stdout=self.f, stderr=subprocess.STDOUT)
+        CLEANUPS.append(self.stop)
+        wait_for("quicrelay server ready", lambda: "listening on" in self.text() or self.p.poll() is not None)
+        if self.p.poll() is not None:
+            raise TestFailure(f"quicrelay server exited: {self.text()}")
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self):
+        end_process(self.p)
+        self.f.close()
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def echo_server():
+    """A TCP echo server on loopback (FIN answered with FIN): its port."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen()
+
+    def serve(c):
+        while (b := c.recv(1 << 16)):
+            c.sendall(b)
+        c.shutdown(socket.SHUT_WR)
+        c.close()
+
+    def accept():
+        while True:
+            c, _ = ls.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls.getsockname()[1]
+
+
+def echo_exact(px, size, what):
+    """size bytes to the echo and back through px, then the client's
+    half-close: every byte back, then the FIN."""
+    data = os.urandom(size)
+    s = socket.create_connection(("127.0.0.1", px.port), timeout=60)
+
+    def send():
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    h, n = hashlib.sha256(), 0
+    while (b := s.recv(1 << 20)):
+        h.update(b)
+        n += len(b)
+    t.join(30)
+    s.close()
+    check(n == size and h.hexdigest() == hashlib.sha256(data).hexdigest(),
+          f"{what}: {size} bytes back byte-exact, then the FIN after the client's half-close")
+
+
+def refused(px, reason, what):
+    """A client of px is reset, and the log says why in one line."""
+    t0 = time.monotonic()
+    s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+    try:
+        s.sendall(b"hello")
+        got = s.recv(100)
+        reset = False
+    except (ConnectionResetError, BrokenPipeError):
+        got, reset = b"", True
+    secs = time.monotonic() - t0
+    s.close()
+    check(reset, f"{what}: the client is reset ({got!r})")
+    lines = px.wait_log(rf"^.*{reason}.*$")
+    check(len(lines) == 1 and "end=" in lines[0], f"{what}: one line says why: {lines}")
+    return secs
+
+
+def test_relay(certs, smb, pin):
+    """smbclient -> smbsplice (quic backend) -> quicrelay server -> smbd."""
+    relay = Relay(certs, smb.addr)
+    px = Proxy(f"quic:127.0.0.1:{relay.port}", "--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem")
+    for mib in (0, 1, 64):
+        local = os.path.join(smb.dir, f"l{mib}.bin")
+        want = random_file(local, mib)
+        smb.smbclient(px.port, "--client-protection=sign", cmd=f"put {local} s{mib}.bin")
+        check(file_sha256(os.path.join(smb.share, f"s{mib}.bin")) == want, f"signed put of {mib} MiB byte-exact")
+        got = os.path.join(smb.dir, f"g{mib}.bin")
+        smb.smbclient(px.port, "--client-protection=sign", cmd=f"get s{mib}.bin {got}")
+        check(file_sha256(got) == want, f"signed get of {mib} MiB byte-exact")
+        if mib:
+            smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"put {local} e{mib}.bin")
+            check(file_sha256(os.path.join(smb.share, f"e{mib}.bin")) == want, f"sealed put of {mib} MiB byte-exact")
+            smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"get e{mib}.bin {got}")
+            check(file_sha256(got) == want, f"sealed get of {mib} MiB byte-exact")
+        os.unlink(local)
+        os.unlink(got)
+    lines = px.wait_log(r"^.* conn 127\.0\.0\.1:\d+ -> quic:.* end=fin .*$", count=10)
+    check(len(lines) >= 10, "each session ends with a clean end line naming the quic backend")
+    px.stop()
+    relay.stop()
+
+
+def test_pair(certs, smb):
+    """smbclient -> smbsplice (quic backend, BBR) -> smbsplice (quic:) -> smbd."""
+    far = Proxy(None, "--listen", f"quic:127.0.0.1:{free_udp_port()}", "--backend", smb.addr,
+                "--quic-cert", f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False)
+    qaddr = far.argv[far.argv.index("--listen") + 1][5:]
+    near = Proxy(f"quic:{qaddr}", "--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem", "--congestion",
+                 "backend:bbr")
+    want = random_file(os.path.join(smb.share, "pair.bin"), 64)
+    got = os.path.join(smb.dir, "pair-got.bin")
+    smb.smbclient(near.port, cmd=f"get pair.bin {got}")
+    check(file_sha256(got) == want, "the gateway pair over QUIC: 64 MiB get byte-exact")
+    smb.smbclient(near.port, "--client-protection=encrypt", cmd=f"put {got} pair-up.bin")
+    check(file_sha256(os.path.join(smb.share, "pair-up.bin")) == want, "and a sealed 64 MiB put")
+    os.unlink(got)
+    near.stop()
+    far.stop()
+
+
+def test_echo(certs, pin):
+    """--mode tcp through to an echo server, the server pinned."""
+    relay = Relay(certs, f"127.0.0.1:{echo_server()}")
+    px = Proxy(f"quic:127.0.0.1:{relay.port}", "--mode", "tcp", "--quic-pin", pin)
+    for size in (0, 1 << 20, 64 << 20):
+        echo_exact(px, size, "echo over QUIC, pinned")
+    px.stop()
+    return relay
+
+
+def test_refusals(certs, relay, pin):
+    """Another CA, another name, another pin: one line, the client reset."""
+    be = f"quic:127.0.0.1:{relay.port}"
+    cases = [
+        (("--quic-ca", f"{certs}/otherca.pem", "--quic-name", NAME), "certificate not accepted for name smb.test",
+         "a certificate of another CA"),
+        (("--quic-ca", f"{certs}/ca.pem", "--quic-name", "other.test"),
+         "certificate not accepted for name other.test", "a certificate for another name"),
+        (("--quic-pin", "ab" * 32), "is not the pinned one", "a certificate that is not the pinned one"),
+    ]
+    for args, reason, what in cases:
+        px = Proxy(be, "--mode", "tcp", *args)
+        refused(px, reason, what)
+        px.stop()
+    # The same pin, written with colons and in capitals, is the same pin.
+    px = Proxy(be, "--mode", "tcp", "--quic-pin", ":".join(pin[i:i + 2] for i in range(0, 64, 2)).upper())
+    echo_exact(px, 1 << 10, "a pin with colons")
+    px.stop()
+
+
+def test_timeout_failover(certs, relay, pin):
+    """A backend that never answers: --connect-timeout; one with nothing
+    behind its port: the next backend at once."""
+    hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hole.bind(("127.0.0.1", 0))  # takes datagrams, answers none
+    hole.settimeout(5)
+    px = Proxy(f"quic:127.0.0.1:{hole.getsockname()[1]}", "--mode", "tcp", "--quic-pin", pin,
+               "--connect-timeout", "1")
+    secs = refused(px, r"connect timed out after 1s", "a backend that does not answer")
+    check(0.8 <= secs <= 4, f"it fails at --connect-timeout 1 ({secs:.2f} s)")
+    check(hole.recv(2048)[0] & 0xc0 == 0xc0, "the dial sent QUIC long-header packets (its Initials)")
+    px.stop()
+    hole.close()
+    dead = free_udp_port()
+    px = Proxy(f"quic:127.0.0.1:{dead}", "--backend", f"quic:127.0.0.1:{relay.port}", "--mode", "tcp",
+               "--quic-pin", pin, "--connect-timeout", "5")
+    t0 = time.monotonic()
+    echo_exact(px, 1 << 20, "failover from a UDP port with nothing behind it")
+    secs = time.monotonic() - t0
+    px.wait_log(r"^.*backend quic:127\.0\.0\.1:\d+: nothing listens on its UDP port .*; trying quic:.*$")
+    check(secs < 4, f"the next backend is tried at once, not after the connect timeout ({secs:.2f} s)")
+    px.stop()
+
+
+def check_fails(args, want, what):
+    r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", *args], capture_output=True, text=True,
+                       timeout=30)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and want in lines[0], f"--check: {what}: one line ({r.stderr!r})")
+
+
+def test_check(certs):
+    be = ("--backend", "quic:127.0.0.1:1")
+    check_fails((*be, "--quic-pin", "12ab"), "expected the certificate's SHA-256", "a pin that is no SHA-256")
+    check_fails(("--backend", "127.0.0.1:1", "--quic-ca", f"{certs}/ca.pem"), "need a QUIC backend",
+                "quic-ca without a quic backend")
+    check_fails((*be, "--quic-pin", "00" * 32, "--congestion", "backend:vegas"), "takes reno, cubic, bbr or bbr2",
+                "a congestion control QUIC has not")
+    check_fails((*be, "--quic-ca", f"{certs}/nothere.pem"), "quic-ca", "a CA file that is not there")
+    r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", *be, "--quic-ca", f"{certs}/ca.pem"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"--check: a quic backend with its CA is good ({r.stderr.strip()})")
+
+
+def main():
+    if not quic_built():
+        skip("smbsplice was built without QUIC (configure says QUIC: no)")
+    if not os.access(os.path.join(BIN, "quicrelay"), os.X_OK):
+        skip(f"{BIN}/quicrelay is not built (go and Debian's golang-github-lucas-clemente-quic-go-dev are needed)")
+    need("openssl", "openssl")
+    certs = os.path.join(TMPDIR, "qcerts")
+    os.makedirs(certs, exist_ok=True)
+    pin = make_certs(certs)
+    test_check(certs)
+    relay = test_echo(certs, pin)
+    test_refusals(certs, relay, pin)
+    test_timeout_failover(certs, relay, pin)
+    relay.stop()
+    smb = Samba()
+    test_relay(certs, smb, pin)
+    test_pair(certs, smb)
+
+
+if __name__ == "__main__":
+    run(main, alarm=300)
