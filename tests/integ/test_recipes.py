@@ -366,6 +366,27 @@ def world_pair(sb):
     return promise
 
 
+def world_quic_client(sb):
+    """files.example.com (in /etc/hosts) at 10.1.0.10, behind the host: an
+    SMB-over-QUIC server there (smbsplice's quic: listener on UDP 443 in
+    front of Samba), its certificate signed by a CA whose certificate is
+    /etc/smbsplice/ca.pem, as the page assumes; the client on the host."""
+    veth(sb, "fileserver", "10.1.0.1/24", "10.1.0.10/24", "vs", route="10.1.0.1")
+    samba(sb, 445, "10.1.0.10", ns="fileserver")
+    sb.sh("echo '10.1.0.10 files.example.com' >> /etc/hosts")
+    key = "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out"
+    sb.sh(f"mkdir -p /etc/smbsplice /tmp/qsrv && cd /tmp/qsrv && {key} ca.key && "
+          "openssl req -x509 -new -key ca.key -out /etc/smbsplice/ca.pem -days 2 -sha256 -subj /CN=ca "
+          "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign && "
+          f"{key} srv.key && openssl req -new -key srv.key -out srv.csr -subj /CN=files.example.com && "
+          "printf 'subjectAltName=DNS:files.example.com\\nextendedKeyUsage=serverAuth\\n' > srv.ext && "
+          "openssl x509 -req -in srv.csr -CA /etc/smbsplice/ca.pem -CAkey ca.key -set_serial 2 -out srv.pem "
+          "-days 2 -sha256 -extfile srv.ext")
+    sb.start("ip netns exec fileserver smbsplice --listen quic:10.1.0.10:443 --backend 10.1.0.10:445 "
+             "--quic-cert /tmp/qsrv/srv.pem --quic-key /tmp/qsrv/srv.key")
+    return lambda: (wait_port(sb, "127.0.0.1:445"), smbclient(sb, "127.0.0.1"))
+
+
 WORLDS = {
     "front": world_front,
     "same-host": world_front,
@@ -380,6 +401,7 @@ WORLDS = {
     "wan-gateway": world_wan,
     "wan-gateway-conf": world_wan,
     "pair": world_pair,
+    "quic-client": world_quic_client,
     "transparent": world_transparent,
     "transparent-local": world_transparent_local,
 }
