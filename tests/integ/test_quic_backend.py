@@ -6,7 +6,8 @@ listener.
 
 - smbclient -> smbsplice (TCP listener, quic backend) -> quicrelay server
   -> smbd: get and put of 0 B, 1 MiB and 64 MiB byte-exact (sha256),
-  signed; 1 MiB and 64 MiB sealed (smbclient --client-protection=encrypt).
+  signed and sealed (smbclient --client-protection=encrypt); a handover
+  (SIGUSR2) is refused in one line.
 - the gateway pair over QUIC end to end: smbclient -> smbsplice (TCP
   listener, quic backend, BBR on the QUIC leg) -> smbsplice (quic:
   listener) -> smbd, 64 MiB get and sealed put byte-exact.
@@ -26,6 +27,7 @@ quicrelay (tests/quic/bin of the build) is missing.
 """
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -180,15 +182,17 @@ def test_relay(certs, smb, pin):
         got = os.path.join(smb.dir, f"g{mib}.bin")
         smb.smbclient(px.port, "--client-protection=sign", cmd=f"get s{mib}.bin {got}")
         check(file_sha256(got) == want, f"signed get of {mib} MiB byte-exact")
-        if mib:
-            smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"put {local} e{mib}.bin")
-            check(file_sha256(os.path.join(smb.share, f"e{mib}.bin")) == want, f"sealed put of {mib} MiB byte-exact")
-            smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"get e{mib}.bin {got}")
-            check(file_sha256(got) == want, f"sealed get of {mib} MiB byte-exact")
+        smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"put {local} e{mib}.bin")
+        check(file_sha256(os.path.join(smb.share, f"e{mib}.bin")) == want, f"sealed put of {mib} MiB byte-exact")
+        smb.smbclient(px.port, "--client-protection=encrypt", cmd=f"get e{mib}.bin {got}")
+        check(file_sha256(got) == want, f"sealed get of {mib} MiB byte-exact")
         os.unlink(local)
         os.unlink(got)
-    lines = px.wait_log(r"^.* conn 127\.0\.0\.1:\d+ -> quic:.* end=fin .*$", count=10)
-    check(len(lines) >= 10, "each session ends with a clean end line naming the quic backend")
+    lines = px.wait_log(r"^.* conn 127\.0\.0\.1:\d+ -> quic:.* end=fin .*$", count=12)
+    check(len(lines) >= 12, "each session ends with a clean end line naming the quic backend")
+    px.proc.send_signal(signal.SIGUSR2)
+    px.wait_log(r"^.*a QUIC backend's connections cannot be handed over yet \(restart instead\).*$")
+    check(px.proc.poll() is None, "SIGUSR2 is refused with one line while the backend is QUIC, and the daemon runs on")
     px.stop()
     relay.stop()
 
