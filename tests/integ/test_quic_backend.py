@@ -35,7 +35,7 @@ import threading
 import time
 
 from harness import (CLEANUPS, SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, end_process,
-                     file_sha256, free_port, need, random_file, run, sh, wait_for)
+                     file_sha256, need, random_file, run, sh, wait_for)
 
 BUILDDIR = os.environ.get("BUILDDIR", SRCDIR)
 BIN = os.environ.get("QUIC_BIN", os.path.join(BUILDDIR, "tests", "quic", "bin"))
