@@ -534,8 +534,8 @@ static struct qdial *dial_new(const struct qdial_req *r, int udp, int *fd,
 	q->ufd = udp;
 	q->fd = sv[0];
 	*fd = sv[1];
-	snprintf(q->what, sizeof(q->what), "listener %s: backend %s",
-		 lo->name, lo->backend[be].text);
+	snprintf(q->what, sizeof(q->what), "listener %s: backend %s", lo->name,
+		 lo->backend[be].text);
 	q->locallen = sizeof(q->local);
 	getsockname(q->ufd, (struct sockaddr *)&q->local, &q->locallen);
 	memcpy(&q->remote, &lo->backend[be].addr, lo->backend[be].len);
@@ -611,8 +611,7 @@ static int dial_start(const struct qdial_req *r, int udp, struct qdial **out,
 	if (*lo->quic_name)
 		snprintf(name, sizeof(name), "%s", lo->quic_name);
 	else
-		backend_host(lo->backend[r->dial->be].text, name,
-			     sizeof(name));
+		backend_host(lo->backend[r->dial->be].text, name, sizeof(name));
 	d.name = name;
 	if (d.pinned)
 		ngqc_pin_parse(lo->quic_pin, d.pin); /* checked at start */
