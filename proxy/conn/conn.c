@@ -292,20 +292,24 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /**
- * on_qdial() - a quic: backend's handshake ended: forward, or try the next
- * @ctx:	the connection, in CS_CONNECTING
- * @why:	NULL if its stream is open; else why the dial failed
+ * on_qdial() - a quic: backend's dial: its stream is open, or it failed
+ *		(before: try the next; after: reset the client as it was)
+ * @ctx:	the connection
+ * @why:	NULL once the stream is open; else why the dial failed
  */
 static void on_qdial(void *ctx, const char *why)
 {
 	struct conn *c = ctx;
 
-	c->qd = NULL;
-	if (why) {
-		conn_backend_failed(c, END_ERROR, why);
+	if (!why) {
+		conn_start_forwarding(c); /* @qd stays: conn_free() lets go */
 		return;
 	}
-	conn_start_forwarding(c);
+	c->qd = NULL;
+	if (c->state == CS_OPEN)
+		conn_end(c, END_ERROR, why);
+	else
+		conn_backend_failed(c, END_ERROR, why);
 }
 
 /**
@@ -418,8 +422,7 @@ static void conn_backend_failed(struct conn *c, enum conn_end end,
 
 	counter_add(&c->st->backend_failures[c->be], 1);
 	ev_io_stop(c->host->loop, &c->connect_w);
-	if (c->qd)
-		qdial_cancel(c->qd);
+	qdial_cancel(c->qd); /* NULL-safe */
 	c->qd = NULL;
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
@@ -821,8 +824,7 @@ void conn_free(struct conn *c)
 	struct conn_host *h = c->host;
 
 	close(c->cli.fd);
-	if (c->qd)
-		qdial_cancel(c->qd); /* ended while its QUIC dial ran */
+	qdial_release(c->qd); /* cancelled, or left to end on its own */
 	if (c->srv.fd >= 0)
 		close(c->srv.fd);
 	if (c->prev)

@@ -47,6 +47,12 @@ struct budget;
  * @r_fin:	the server's FIN came
  * @r_shut:	and @fd was shut for writing after the last byte
  * @opened:	the handshake is over and the stream open
+ * @told:	and the owner was told so; from then on @done is told only
+ *		of a failure (the server's reset, a lost connection), so
+ *		that the owner resets its client
+ * @gone:	the QUIC connection ended after the server's FIN: the rest
+ *		of the server's bytes go into the socketpair, then the dial
+ *		ends
  * @dead:	to be freed once the callback that found it returns
  * @send_close:	and a CONNECTION_CLOSE sent first
  * @no_gso:	the kernel refused UDP_SEGMENT: one send per packet
@@ -72,7 +78,7 @@ struct qdial {
 	uint8_t *rbuf;
 	uint64_t r_head, r_tail;
 	bool s_eof, s_fin, r_fin, r_shut;
-	bool opened, dead, send_close, no_gso;
+	bool opened, told, gone, dead, send_close, no_gso;
 	char why[160];
 };
 

@@ -382,6 +382,25 @@ static void finish(struct qdial *q)
 }
 
 /**
+ * server_gone() - the QUIC connection ended after the server's FIN: its
+ *		   bytes are whole, so they are delivered and the dial then
+ *		   ends quietly, as a TCP server's FIN and close would
+ * @q:	the dial
+ *
+ * A server that closes the connection right after its stream's FIN
+ * (quic-go's relay does) must not cost the connection the end of its
+ * bytes, nor a reset.
+ */
+static void server_gone(struct qdial *q)
+{
+	q->gone = true;
+	q->done = NULL;
+	ev_io_stop(q->loop, &q->uio);
+	ev_io_stop(q->loop, &q->rio);
+	ev_timer_stop(q->loop, &q->timer);
+}
+
+/**
  * qdial_settle() - act on what a read, a timer or the bridge said: move
  *		    bytes, send what is due, tell the owner, or end
  * @q:		the dial, freed here if it ended
@@ -389,28 +408,31 @@ static void finish(struct qdial *q)
  */
 void qdial_settle(struct qdial *q, enum ngq_state s)
 {
-	qdial_done_fn done;
-
-	if (s == NGQ_CLOSE)
+	if (s != NGQ_OK && q->told && q->r_fin && !q->gone)
+		server_gone(q);
+	else if (s == NGQ_CLOSE)
 		qdial_end(q, true);
 	else if (s != NGQ_OK)
 		qdial_end(q, false);
 	if (!q->dead)
 		qdial_push(q);
+	if (!q->dead && q->gone && q->r_shut)
+		qdial_end(q, false); /* the server's last byte is delivered */
 	if (!q->dead && q->opened && q->s_fin && q->s_acked == q->s_tail &&
-	    (q->r_shut || qdial_peer_gone(q)))
+	    (q->r_shut || qdial_peer_gone(q))) {
+		q->done = NULL;	    /* a clean end, nothing to tell */
 		qdial_end(q, true); /* over both ways, or nobody is left to
 				     * read the server's: a close, no error */
-	if (!q->dead)
+	}
+	if (!q->dead && !q->gone)
 		flush(q);
 	if (q->dead) {
 		finish(q);
 		return;
 	}
-	if (q->opened && q->done) {
-		done = q->done;
-		q->done = NULL;
-		done(q->ctx, NULL); /* last: it may cancel nothing of ours */
+	if (q->opened && !q->told && q->done) {
+		q->told = true; /* last: the owner may let go of it */
+		q->done(q->ctx, NULL);
 	}
 }
 
@@ -679,16 +701,35 @@ int qdial_open(const struct qdial_req *r, struct qdial **out, int *fd,
 /**
  * qdial_cancel() - the connection gives up a dial it was told nothing of
  *		    yet (its --connect-timeout, its end)
- * @q:	the dial; freed here
+ * @q:	the dial, or NULL; freed here
  *
  * The server is told with a CONNECTION_CLOSE, so that it holds nothing.
  */
 void qdial_cancel(struct qdial *q)
 {
+	if (!q)
+		return;
 	q->done = NULL;
 	q->dead = true;
 	q->send_close = true;
 	finish(q);
+}
+
+/**
+ * qdial_release() - the connection ends: let go of its dial
+ * @q:	the dial, or NULL
+ *
+ * A dial still in its handshake is cancelled. One whose stream is open
+ * runs on alone, to deliver what the connection wrote last and to end
+ * the stream as the socketpair says (a FIN, or a reset if the connection
+ * ended outright); it tells nobody any more.
+ */
+void qdial_release(struct qdial *q)
+{
+	if (q && !q->told)
+		qdial_cancel(q);
+	else if (q)
+		q->done = NULL;
 }
 
 /**

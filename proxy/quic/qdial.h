@@ -22,7 +22,9 @@ struct qdial;
  * @ctx:	the argument given to qdial_open()
  * @why:	NULL: the handshake is over and the stream open, the
  *		socketpair carries the server's bytes from now on; else
- *		why it failed (the dial is gone, close the socketpair's end)
+ *		why it failed (the dial is gone, close the socketpair's
+ *		end), before the stream opened or after (the server reset
+ *		the stream, or the QUIC connection was lost)
  */
 typedef void (*qdial_done_fn)(void *ctx, const char *why);
 
@@ -49,6 +51,7 @@ struct qdial_req {
 int qdial_open(const struct qdial_req *r, struct qdial **out, int *fd,
 	       char *err, size_t errlen);
 void qdial_cancel(struct qdial *q);
+void qdial_release(struct qdial *q);
 int qdial_check(const struct listen_opts *lo, char *err, size_t errlen);
 bool qdial_any(const struct listen_opts *lo);
 

@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -229,7 +230,12 @@ static int on_data(void *ud, const uint8_t *d, size_t n, bool fin)
  */
 static void on_reset(void *ud)
 {
-	qdial_end(ud, true);
+	struct qdial *q = ud;
+
+	if (!q->dead)
+		snprintf(q->why, sizeof(q->why),
+			 "the server reset the QUIC stream");
+	qdial_end(q, true);
 }
 
 /**

@@ -67,6 +67,14 @@ int qdial_open(const struct qdial_req *r, struct qdial **out, int *fd,
 }
 
 /**
+ * qdial_release() - nothing to let go of in this build
+ * @q:	unused
+ */
+void qdial_release(struct qdial *q)
+{
+}
+
+/**
  * qdial_cancel() - nothing to cancel in this build
  * @q:	unused
  */

@@ -14,6 +14,9 @@ listener.
 - --mode tcp through to a TCP echo server: 0 B, 1 MiB, 64 MiB back
   byte-exact over the client's half-close; the server pinned by the
   SHA-256 of its certificate (--quic-pin).
+- resets both ways: the server's (RESET_STREAM) resets the client; the
+  client's reaches the server as RESET_STREAM, and its backend as a
+  reset.
 - a certificate of another CA, for another name, or not the pinned one is
   refused: one clear line, and the client is reset.
 - a backend that never answers fails at --connect-timeout, the client
@@ -29,12 +32,13 @@ import hashlib
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 
-from harness import (CLEANUPS, SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, end_process,
+from harness import (CLEANUPS, SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, Server, TestFailure, check, end_process,
                      file_sha256, need, random_file, run, sh, wait_for)
 
 BUILDDIR = os.environ.get("BUILDDIR", SRCDIR)
@@ -225,6 +229,58 @@ def test_echo(certs, pin):
     return relay
 
 
+def test_resets(certs, pin):
+    """Resets cross both ways: a TCP reset behind quicrelay comes as
+    RESET_STREAM and resets smbsplice's client; a client's reset goes out
+    as RESET_STREAM and quicrelay resets its backend."""
+    def reset_after_a_byte(c):
+        c.recv(1)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    srv = Server(reset_after_a_byte)
+    relay = Relay(certs, srv.addr)
+    px = Proxy(f"quic:127.0.0.1:{relay.port}", "--mode", "tcp", "--quic-pin", pin)
+    s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+    s.sendall(b"x")
+    try:
+        while s.recv(1 << 16):
+            pass
+        reset = False
+    except ConnectionResetError:
+        reset = True
+    s.close()
+    check(reset, "the server's reset (RESET_STREAM from quicrelay) resets smbsplice's client")
+    px.wait_log(r"^.*end=error \(the server reset the QUIC stream\).*$")
+    px.stop()
+    relay.stop()
+    srv.close()
+
+    seen = []
+
+    def wait_end(c):
+        try:
+            while c.recv(1 << 16):
+                pass
+            seen.append("fin")
+        except ConnectionResetError:
+            seen.append("reset")
+
+    srv = Server(wait_end)
+    relay = Relay(certs, srv.addr)
+    px = Proxy(f"quic:127.0.0.1:{relay.port}", "--mode", "tcp", "--quic-pin", pin)
+    s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+    s.sendall(b"hello")
+    wait_for("the backend behind quicrelay is connected", lambda: srv.accepted)
+    time.sleep(0.2)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    wait_for("the backend saw its connection end", lambda: seen)
+    check(seen == ["reset"], f"the client's reset reaches the backend behind quicrelay as a reset ({seen})")
+    px.stop()
+    relay.stop()
+    srv.close()
+
+
 def test_refusals(certs, relay, pin):
     """Another CA, another name, another pin: one line, the client reset."""
     be = f"quic:127.0.0.1:{relay.port}"
@@ -303,6 +359,7 @@ def main():
     test_refusals(certs, relay, pin)
     test_timeout_failover(certs, relay, pin)
     relay.stop()
+    test_resets(certs, pin)
     smb = Samba()
     test_relay(certs, smb, pin)
     test_pair(certs, smb)
