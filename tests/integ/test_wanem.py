@@ -40,7 +40,7 @@ import time
 from harness import SRCDIR, TMPDIR, TestFailure, check, end_process, in_netns, need, run, sanitizer_report, sh, wait_for
 
 WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
-MAN1 = os.path.join(SRCDIR, "contrib/man/wanem.1.scd")
+MAN1 = os.path.join(SRCDIR, "contrib/man/smbsplice-wanem.1.scd")
 NS = (f"wanemA{os.getpid()}", f"wanemB{os.getpid()}")
 ADDR4 = ("192.0.2.1", "192.0.2.2")
 ADDR6 = ("2001:db8::1", "2001:db8::2")
