@@ -23,6 +23,14 @@ enum check_mode {
 	CHECK_SMB, /* a connect, and an SMB2 NEGOTIATE answered */
 };
 
+/* When a QUIC listener asks clients to prove their address (a Retry)
+ * before it keeps any state for them. */
+enum quic_retry {
+	QUIC_RETRY_AUTO,   /* above QUIC_RETRY_RATE new Initials a second */
+	QUIC_RETRY_ALWAYS, /* every new connection */
+	QUIC_RETRY_OFF,	   /* never */
+};
+
 /* The two sockets of a connection, for settings made per side. */
 enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
 
@@ -81,6 +89,7 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  *			(proxy/quic/)
  * @quic_cert:		quic: the server's certificate chain, PEM
  * @quic_key:		quic: its private key, PEM
+ * @quic_retry:		quic: when new clients get a Retry, enum quic_retry
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -119,6 +128,7 @@ struct listen_opts {
 	bool quic;
 	char quic_cert[OPT_PATH_LEN];
 	char quic_key[OPT_PATH_LEN];
+	enum quic_retry quic_retry;
 	bool save_syn;
 };
 

@@ -279,6 +279,21 @@ enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 	return OPT_OK;
 }
 
+enum opt_result opt_set_quic_retry(const struct opt_def *d, struct options *o,
+				   struct listen_opts *l, const char *arg,
+				   char *err, size_t errlen)
+{
+	if (!strcmp(arg, "auto"))
+		l->quic_retry = QUIC_RETRY_AUTO;
+	else if (!strcmp(arg, "always"))
+		l->quic_retry = QUIC_RETRY_ALWAYS;
+	else if (!strcmp(arg, "off"))
+		l->quic_retry = QUIC_RETRY_OFF;
+	else
+		return bad(err, errlen, d, arg, "expected auto, always or off");
+	return OPT_OK;
+}
+
 enum opt_result opt_set_check(const struct opt_def *d, struct options *o,
 			      struct listen_opts *l, const char *arg, char *err,
 			      size_t errlen)

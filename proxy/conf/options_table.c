@@ -50,6 +50,14 @@ const struct opt_def opt_table[] = {
 	  .help = "QUIC listener: the certificate's private key (PEM)",
 	  .apply = opt_set_text,
 	  LFIELD(quic_key) },
+	{ .name = "quic-retry",
+	  .metavar = "auto|always|off",
+	  .scope = L,
+	  .help = "QUIC listener: a Retry (the client proves its address\n"
+		  "before any state is kept) for every new connection,\n"
+		  "never, or auto: above 200 new connections a second\n"
+		  "(default)",
+	  .apply = opt_set_quic_retry },
 	{ .name = "backend",
 	  .shortc = 'b',
 	  .metavar = "HOST:PORT",

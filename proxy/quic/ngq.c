@@ -558,6 +558,29 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
 }
 
 /**
+ * retried_params() - a connection whose client answered our Retry
+ * @p:		its transport parameters, whose IDs are set here
+ * @st:		its settings: the token, which tells ngtcp2 that the
+ *		client's address is validated (no amplification limit)
+ * @hd:		the client's Initial, which carried the token
+ * @rt:		what the token said
+ *
+ * RFC 9000 7.3: the client checks that original_destination_connection_id
+ * is its first Initial's and retry_source_connection_id the Retry's.
+ *
+ * Return: 0.
+ */
+static int retried_params(ngtcp2_transport_params *p, ngtcp2_settings *st,
+			  const ngtcp2_pkt_hd *hd, const struct ngq_retry *rt)
+{
+	ngtcp2_cid_init(&p->original_dcid, rt->odcid, rt->odcidlen);
+	p->retry_scid = hd->dcid;
+	p->retry_scid_present = 1;
+	st->token = hd->token;
+	return 0;
+}
+
+/**
  * ngq_accept() - a new connection from a client's first Initial
  * @out:	the connection
  * @cr:		the listener's certificate
@@ -567,6 +590,8 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
  * @len:	its length
  * @window:	bytes the client may send ahead of what ngq_consumed()
  *		gave back
+ * @rt:		what its valid Retry token said (ngq_token()), or NULL if
+ *		it brought none
  * @cb:		what the connection tells its owner
  * @ud:		their argument
  * @now:	the time, ns
@@ -579,7 +604,8 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
 	       const uint8_t *pkt, size_t len, size_t window,
-	       const struct ngq_cb *cb, void *ud, uint64_t now)
+	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
+	       uint64_t now)
 {
 	struct ngq_conn *c = calloc(1, sizeof(*c));
 	ngtcp2_path p = to_path(path);
@@ -600,7 +626,7 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	st.initial_ts = now;
 	st.cc_algo = NGTCP2_CC_ALGO_CUBIC;
 	if (conn_params(&params, &hd, &scid, secret, window) ||
-	    tls_new(c, cr) ||
+	    (rt && retried_params(&params, &st, &hd, rt)) || tls_new(c, cr) ||
 	    ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, &p, hd.version,
 				   &ngq_callbacks, &st, &params, NULL, c))
 		goto fail;
@@ -846,4 +872,94 @@ void ngq_free(struct ngq_conn *c)
 		gnutls_deinit(c->tls);
 	ngq_creds_free(c->creds);
 	free(c);
+}
+
+/*
+ * Address validation (RFC 9000 8.1): a Retry answers a client's first
+ * Initial with a token, sealed with a secret of the listener's (AEAD, in
+ * ngtcp2_crypto), that binds the client's address, the ID its Initial
+ * named and the time. A client that sends its Initial again with the
+ * token has proved it receives at that address: only then is any state
+ * kept for it. A flood of Initials from spoofed addresses costs one
+ * small datagram each (a Retry is smaller than the 1200-byte Initial
+ * that asks for it: no amplification).
+ */
+
+/* How long a Retry token is good for: a round trip and a margin. */
+#define NGQ_RETRY_TTL (10 * NGTCP2_SECONDS)
+
+/**
+ * ngq_token() - does a client's Initial carry a valid Retry token of ours
+ * @pkt:	the datagram (ngq_is_initial() said yes)
+ * @len:	its length
+ * @secret:	the listener's token secret, NGQ_SECRET_LEN bytes
+ * @peer:	where it came from
+ * @peerlen:	its length
+ * @rt:		filled in for NGQ_TOKEN_RETRY
+ * @now:	the time, ns
+ *
+ * A token that is not a Retry token (a NEW_TOKEN one: we issue none) is
+ * as none, as RFC 9000 8.1.3 allows.
+ *
+ * Return: enum ngq_token.
+ */
+enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
+			 const struct sockaddr *peer, size_t peerlen,
+			 struct ngq_retry *rt, uint64_t now)
+{
+	ngtcp2_pkt_hd hd;
+	ngtcp2_cid odcid;
+
+	if (ngtcp2_accept(&hd, pkt, len) || !hd.token.len ||
+	    hd.token.base[0] != NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY)
+		return NGQ_TOKEN_NONE;
+	if (ngtcp2_crypto_verify_retry_token(
+		    &odcid, hd.token.base, hd.token.len, secret, NGQ_SECRET_LEN,
+		    hd.version, (const ngtcp2_sockaddr *)peer,
+		    (ngtcp2_socklen)peerlen, &hd.dcid, NGQ_RETRY_TTL, now))
+		return NGQ_TOKEN_BAD;
+	memcpy(rt->odcid, odcid.data, odcid.datalen);
+	rt->odcidlen = odcid.datalen;
+	return NGQ_TOKEN_RETRY;
+}
+
+/**
+ * ngq_retry_pkt() - the Retry that answers a client's first Initial
+ * @pkt:	the Initial (ngq_is_initial() said yes)
+ * @len:	its length
+ * @secret:	the listener's token secret, NGQ_SECRET_LEN bytes
+ * @peer:	the client's address, bound into the token
+ * @peerlen:	its length
+ * @out:	where to write the Retry
+ * @cap:	its size
+ * @now:	the time, ns
+ *
+ * The Retry names a new ID of ours (NGQ_SCID_LEN random bytes), which the
+ * client's next Initial is sent to; it is routed only once that Initial
+ * has made a connection.
+ *
+ * Return: the Retry's length, or -1.
+ */
+ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
+		      size_t cap, uint64_t now)
+{
+	uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+	ngtcp2_ssize tl, n;
+	ngtcp2_pkt_hd hd;
+	ngtcp2_cid scid;
+
+	if (ngtcp2_accept(&hd, pkt, len))
+		return -1;
+	scid.datalen = NGQ_SCID_LEN;
+	ngq_random(scid.data, scid.datalen);
+	tl = ngtcp2_crypto_generate_retry_token(
+		token, secret, NGQ_SECRET_LEN, hd.version,
+		(const ngtcp2_sockaddr *)peer, (ngtcp2_socklen)peerlen, &scid,
+		&hd.dcid, now);
+	if (tl < 0)
+		return -1;
+	n = ngtcp2_crypto_write_retry(out, cap, hd.version, &hd.scid, &scid,
+				      &hd.dcid, token, (size_t)tl);
+	return n < 0 ? -1 : n;
 }

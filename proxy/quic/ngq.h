@@ -92,6 +92,25 @@ enum ngq_kind {
 	NGQ_VERSION, /* a long header of a version we do not speak */
 };
 
+/* What ngq_token() finds in a client's Initial. */
+enum ngq_token {
+	NGQ_TOKEN_NONE,	 /* none of ours: its address is not validated */
+	NGQ_TOKEN_RETRY, /* a valid Retry token of ours: it is */
+	NGQ_TOKEN_BAD,	 /* a Retry token that fails (forged, expired, from
+			  * another address): drop the datagram */
+};
+
+/**
+ * struct ngq_retry - what a valid Retry token says, for ngq_accept()
+ * @odcid:	the destination ID of the client's first Initial, the one
+ *		the Retry answered
+ * @odcidlen:	its length
+ */
+struct ngq_retry {
+	uint8_t odcid[NGQ_MAX_CIDLEN];
+	size_t odcidlen;
+};
+
 int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 		   char *err, size_t errlen);
 void ngq_creds_free(struct ngq_creds *cr);
@@ -104,7 +123,8 @@ void ngq_random(uint8_t *out, size_t len);
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
 	       const uint8_t *pkt, size_t len, size_t window,
-	       const struct ngq_cb *cb, void *ud, uint64_t now);
+	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
+	       uint64_t now);
 enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 			const uint8_t *pkt, size_t len, uint64_t now);
 ssize_t ngq_write(struct ngq_conn *c, uint8_t *buf, size_t cap,
@@ -120,5 +140,13 @@ void ngq_consumed(struct ngq_conn *c, size_t n);
 void ngq_reset(struct ngq_conn *c);
 void ngq_info(struct ngq_conn *c, struct ngq_info *out);
 void ngq_free(struct ngq_conn *c);
+
+/* Address validation (Retry): ngq.c's section of its own. */
+enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
+			 const struct sockaddr *peer, size_t peerlen,
+			 struct ngq_retry *rt, uint64_t now);
+ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
+		      size_t cap, uint64_t now);
 
 #endif /* SMBSPLICE_NGQ_H */

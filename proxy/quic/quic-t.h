@@ -30,6 +30,10 @@
  * client to close it: closing first could lose the client's last read
  * (a client's stream may fail at a close before it read the FIN). */
 #define QUIC_LINGER_NS 2000000000ull
+/* New connections a second above which --quic-retry auto asks clients
+ * for a Retry: well above what a site's clients open, well below what a
+ * spoofed flood sends. */
+#define QUIC_RETRY_RATE 200
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -97,6 +101,12 @@ struct qcid {
  * @locallen:	its length
  * @creds:	its certificate and key
  * @secret:	its stateless reset secret
+ * @token_secret: the secret its Retry tokens are sealed with (random,
+ *		this process's)
+ * @qst:	its QUIC counters in this worker (listener.h's struct lquic)
+ * @rate_sec:	the second whose new Initials @rate_n counts
+ * @rate_n:	how many came in it: --quic-retry auto asks for a Retry
+ *		above QUIC_RETRY_RATE
  * @table:	connection IDs to connections
  * @conns:	its connections
  * @st:		its counters
@@ -127,6 +137,10 @@ struct qlistener {
 	socklen_t locallen;
 	struct ngq_creds *creds;
 	uint8_t secret[NGQ_SECRET_LEN];
+	uint8_t token_secret[NGQ_SECRET_LEN];
+	struct lquic *qst;
+	uint64_t rate_sec;
+	unsigned rate_n;
 	struct qcid *table[QUIC_BUCKETS];
 	struct qconn *conns;
 	struct quic_stats st;

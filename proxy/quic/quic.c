@@ -533,9 +533,11 @@ refuse:
  * @peerlen:	its length
  * @pkt:	the datagram
  * @len:	its length
+ * @rt:		what its valid Retry token said, or NULL for none
  */
 static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
-		     socklen_t peerlen, const uint8_t *pkt, size_t len)
+		     socklen_t peerlen, const uint8_t *pkt, size_t len,
+		     const struct ngq_retry *rt)
 {
 	struct qconn *qc;
 	struct ngq_path p;
@@ -570,13 +572,91 @@ static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	counter_add(&ql->st.active, 1);
 	conn_path(qc, &p);
 	if (ngq_accept(&qc->nc, ql->creds, ql->secret, &p, pkt, len, QUIC_RWIN,
-		       &quic_cb, qc, quic_now())) {
+		       rt, &quic_cb, qc, quic_now())) {
 		qc->nc = NULL;
 		conn_free(qc);
 		return;
 	}
 	counter_add(&ql->st.handshakes, 1);
+	counter_add(&ql->qst->handshakes, 1);
 	mark(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
+}
+
+/**
+ * retry_due() - is a client's first Initial to be answered with a Retry
+ * @ql:		the listener
+ * @now:	the time, ns
+ *
+ * Return: true under --quic-retry always, and under auto once more than
+ * QUIC_RETRY_RATE new Initials came within this second.
+ */
+static bool retry_due(struct qlistener *ql, uint64_t now)
+{
+	uint64_t sec = now / 1000000000u;
+
+	switch (ql->cfg->o.quic_retry) {
+	case QUIC_RETRY_ALWAYS:
+		return true;
+	case QUIC_RETRY_OFF:
+		return false;
+	case QUIC_RETRY_AUTO:
+		break;
+	}
+	if (sec != ql->rate_sec) {
+		ql->rate_sec = sec;
+		ql->rate_n = 0;
+	}
+	if (++ql->rate_n == QUIC_RETRY_RATE + 1)
+		log_rate(
+			LOG_LVL_WARN,
+			"listener %s: over %u new QUIC connections a second: new clients get a Retry (--quic-retry auto)",
+			ql->l->name, QUIC_RETRY_RATE);
+	return ql->rate_n > QUIC_RETRY_RATE;
+}
+
+/**
+ * initial() - a client Initial that names no connection: a new one, or
+ *	       a Retry, or nothing
+ * @ql:		the listener
+ * @peer:	the client
+ * @peerlen:	its length
+ * @pkt:	the datagram (ngq_is_initial() said yes)
+ * @len:	its length
+ *
+ * A Retry keeps no state: the token it carries comes back with the
+ * client's next Initial, which then makes the connection. The client is
+ * admitted (--allow, the caps) only once its address is proved, so that
+ * spoofed Initials cannot spend another address's per-source cap.
+ */
+static void initial(struct qlistener *ql, const struct sockaddr *peer,
+		    socklen_t peerlen, const uint8_t *pkt, size_t len)
+{
+	uint8_t out[QUIC_DGRAM];
+	uint64_t now = quic_now();
+	struct ngq_retry rt;
+	ssize_t n;
+
+	switch (ngq_token(pkt, len, ql->token_secret, peer, peerlen, &rt,
+			  now)) {
+	case NGQ_TOKEN_RETRY:
+		conn_new(ql, peer, peerlen, pkt, len, &rt);
+		return;
+	case NGQ_TOKEN_BAD:
+		counter_add(&ql->st.dropped, 1);
+		return;
+	case NGQ_TOKEN_NONE:
+		break;
+	}
+	if (!retry_due(ql, now)) {
+		conn_new(ql, peer, peerlen, pkt, len, NULL);
+		return;
+	}
+	n = ngq_retry_pkt(pkt, len, ql->token_secret, peer, peerlen, out,
+			  sizeof(out), now);
+	if (n > 0) {
+		quic_udp_send(ql, out, n, peer, peerlen);
+		counter_add(&ql->qst->retries, 1);
+	}
 }
 
 /**
@@ -613,7 +693,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	qc = cid_find(ql, dcid, dcidlen);
 	if (!qc) {
 		if (!ql->draining && !ql->held && ngq_is_initial(buf, len))
-			conn_new(ql, peer, peerlen, buf, len);
+			initial(ql, peer, peerlen, buf, len);
 		else
 			counter_add(&ql->st.dropped, 1);
 		return;
@@ -721,6 +801,8 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	ql->locallen = sizeof(ql->local);
 	getsockname(fd, (struct sockaddr *)&ql->local, &ql->locallen);
 	ngq_random(ql->secret, sizeof(ql->secret));
+	ngq_random(ql->token_secret, sizeof(ql->token_secret));
+	ql->qst = &l->counters->quic[qh->acc->id];
 	ev_io_init(&ql->io, on_readable, fd, EV_READ);
 	ql->io.data = ql;
 	ev_timer_init(&ql->reap, on_reap, 0., 0.);
