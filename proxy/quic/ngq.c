@@ -26,6 +26,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -962,4 +963,91 @@ ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 	n = ngtcp2_crypto_write_retry(out, cap, hd.version, &hd.scid, &scid,
 				      &hd.dcid, token, (size_t)tl);
 	return n < 0 ? -1 : n;
+}
+
+/*
+ * Stateless reset (RFC 9000 10.3): every connection ID we issue carries a
+ * token, HKDF of the ID under the listener's reset secret
+ * (ngtcp2_crypto_generate_stateless_reset_token()). A short-header packet
+ * that names no connection of ours (a restart forgot it, or it was
+ * closed) is answered with a Stateless Reset bearing its ID's token, and
+ * the client ends the connection at once instead of waiting out its
+ * idle timeout. For that the secret must outlive the process: it is
+ * derived from the listener's private key (HMAC-SHA-256 of a label under
+ * the key file's bytes), which only this server holds and which survives
+ * a restart; it gives nothing of the key away.
+ */
+
+/* The label the reset secret is derived with. */
+#define NGQ_RESET_LABEL "smbsplice QUIC stateless reset secret v1"
+/* The longest Stateless Reset sent: RFC 9000 10.3 asks one a byte
+ * shorter than a packet of 43 bytes or less, and no longer is needed. */
+#define NGQ_RESET_MAX 42
+/* The shortest: 5 unpredictable bytes and the 16-byte token. */
+#define NGQ_RESET_MIN                                                          \
+	(NGTCP2_MIN_STATELESS_RESET_RANDLEN + NGTCP2_STATELESS_RESET_TOKENLEN)
+
+/**
+ * ngq_reset_secret() - a listener's stateless reset secret, the same at
+ *			every start with the same key
+ * @key:	the private key's PEM file
+ * @out:	NGQ_SECRET_LEN bytes
+ *
+ * Return: 0, or -1 if the file cannot be read.
+ */
+int ngq_reset_secret(const char *key, uint8_t *out)
+{
+	static_assert(NGQ_SECRET_LEN == 32, "HMAC-SHA-256 fills the secret");
+	gnutls_datum_t d;
+	int rv;
+
+	if (gnutls_load_file(key, &d) < 0)
+		return -1;
+	rv = gnutls_hmac_fast(GNUTLS_MAC_SHA256, d.data, d.size,
+			      NGQ_RESET_LABEL, strlen(NGQ_RESET_LABEL), out);
+	gnutls_memset(d.data, 0, d.size);
+	gnutls_free(d.data);
+	return rv ? -1 : 0;
+}
+
+/**
+ * ngq_reset_pkt() - the Stateless Reset that answers a short-header
+ *		     packet of no connection
+ * @pkt:	the packet (ngq_peek() said NGQ_PACKET)
+ * @len:	its length
+ * @secret:	the listener's reset secret
+ * @out:	where to write the reset
+ * @cap:	its size
+ *
+ * The reset is a byte shorter than the packet, and at most
+ * NGQ_RESET_MAX: it can never answer a reset with one as long (no loop)
+ * nor amplify. A packet too short to answer so gets none, nor does a
+ * long header (a client's Initial makes a connection or is dropped).
+ *
+ * Return: the reset's length, or -1 for none.
+ */
+ssize_t ngq_reset_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      uint8_t *out, size_t cap)
+{
+	uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN], rnd[NGQ_RESET_MAX];
+	size_t n = len - 1;
+	ngtcp2_ssize w;
+	ngtcp2_cid cid;
+
+	if (len < 1 + NGQ_SCID_LEN || (pkt[0] & 0x80))
+		return -1;
+	if (n > NGQ_RESET_MAX)
+		n = NGQ_RESET_MAX;
+	if (n > cap)
+		n = cap;
+	if (n < NGQ_RESET_MIN)
+		return -1;
+	ngtcp2_cid_init(&cid, pkt + 1, NGQ_SCID_LEN);
+	if (ngtcp2_crypto_generate_stateless_reset_token(token, secret,
+							 NGQ_SECRET_LEN, &cid))
+		return -1;
+	ngq_random(rnd, n - NGTCP2_STATELESS_RESET_TOKENLEN);
+	w = ngtcp2_pkt_write_stateless_reset(
+		out, n, token, rnd, n - NGTCP2_STATELESS_RESET_TOKENLEN);
+	return w < 0 ? -1 : w;
 }

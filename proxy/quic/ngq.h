@@ -149,4 +149,9 @@ ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
 		      size_t cap, uint64_t now);
 
+/* Stateless reset: ngq.c's section of its own. */
+int ngq_reset_secret(const char *key, uint8_t *out);
+ssize_t ngq_reset_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      uint8_t *out, size_t cap);
+
 #endif /* SMBSPLICE_NGQ_H */

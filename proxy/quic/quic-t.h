@@ -34,6 +34,9 @@
  * for a Retry: well above what a site's clients open, well below what a
  * spoofed flood sends. */
 #define QUIC_RETRY_RATE 200
+/* Stateless Resets a listener sends a second at most: each answers a
+ * longer packet, but a forged flood should not have them all. */
+#define QUIC_RESET_RATE 100
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -100,7 +103,11 @@ struct qcid {
  * @local:	the address it is bound to, every path's local end
  * @locallen:	its length
  * @creds:	its certificate and key
- * @secret:	its stateless reset secret
+ * @secret:	its stateless reset secret, derived from its key
+ *		(ngq_reset_secret()): a restarted daemon resets the
+ *		connections of the one before
+ * @reset_sec:	the second whose Stateless Resets @reset_n counts
+ * @reset_n:	how many went out in it (at most QUIC_RESET_RATE)
  * @token_secret: the secret its Retry tokens are sealed with (random,
  *		this process's)
  * @qst:	its QUIC counters in this worker (listener.h's struct lquic)
@@ -138,6 +145,8 @@ struct qlistener {
 	struct ngq_creds *creds;
 	uint8_t secret[NGQ_SECRET_LEN];
 	uint8_t token_secret[NGQ_SECRET_LEN];
+	uint64_t reset_sec;
+	unsigned reset_n;
 	struct lquic *qst;
 	uint64_t rate_sec;
 	unsigned rate_n;

@@ -660,6 +660,40 @@ static void initial(struct qlistener *ql, const struct sockaddr *peer,
 }
 
 /**
+ * stateless_reset() - a short-header packet that names no connection:
+ *		       tell its sender the connection is gone
+ * @ql:		the listener
+ * @pkt:	the packet
+ * @len:	its length
+ * @peer:	its sender
+ * @peerlen:	its length
+ *
+ * At most QUIC_RESET_RATE a second, and never as long as the packet
+ * (ngq_reset_pkt()).
+ */
+static void stateless_reset(struct qlistener *ql, const uint8_t *pkt,
+			    size_t len, const struct sockaddr *peer,
+			    socklen_t peerlen)
+{
+	uint64_t sec = quic_now() / 1000000000u;
+	uint8_t out[64];
+	ssize_t n;
+
+	if (sec != ql->reset_sec) {
+		ql->reset_sec = sec;
+		ql->reset_n = 0;
+	}
+	if (ql->reset_n >= QUIC_RESET_RATE)
+		return;
+	n = ngq_reset_pkt(pkt, len, ql->secret, out, sizeof(out));
+	if (n <= 0)
+		return;
+	ql->reset_n++;
+	quic_udp_send(ql, out, n, peer, peerlen);
+	counter_add(&ql->qst->resets, 1);
+}
+
+/**
  * route() - hand one datagram to its connection, or make one, or drop it
  * @ql:		the listener
  * @buf:	the datagram
@@ -692,10 +726,12 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	}
 	qc = cid_find(ql, dcid, dcidlen);
 	if (!qc) {
-		if (!ql->draining && !ql->held && ngq_is_initial(buf, len))
+		if (!ql->draining && !ql->held && ngq_is_initial(buf, len)) {
 			initial(ql, peer, peerlen, buf, len);
-		else
-			counter_add(&ql->st.dropped, 1);
+			return;
+		}
+		counter_add(&ql->st.dropped, 1);
+		stateless_reset(ql, buf, len, peer, peerlen);
 		return;
 	}
 	memcpy(&qc->peer, peer, peerlen);
@@ -800,7 +836,12 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	ql->fd = fd;
 	ql->locallen = sizeof(ql->local);
 	getsockname(fd, (struct sockaddr *)&ql->local, &ql->locallen);
-	ngq_random(ql->secret, sizeof(ql->secret));
+	if (ngq_reset_secret(o->quic_key, ql->secret)) {
+		log_warn(
+			"listener %s: quic-key %s: cannot derive the stateless reset secret: a random one serves this process alone",
+			l->name, o->quic_key);
+		ngq_random(ql->secret, sizeof(ql->secret));
+	}
 	ngq_random(ql->token_secret, sizeof(ql->token_secret));
 	ql->qst = &l->counters->quic[qh->acc->id];
 	ev_io_init(&ql->io, on_readable, fd, EV_READ);

@@ -9,6 +9,12 @@ and each able to fail when the feature is switched off:
   connection (no handshake counted, ctl conns empty, no growth of the
   daemon's memory). With --quic-retry auto, a flood above 200 new
   connections a second turns to Retries.
+- Stateless reset: smbqc holds a connection (nc, through --mode tcp to
+  an echo); the daemon is killed and started again on the same port with
+  the same key; smbqc's next byte is answered with a Stateless Reset and
+  smbqc ends within seconds ("stateless reset"), not after its 30 s idle
+  timeout; smbsplice_quic_stateless_resets_total counts it. A packet
+  shorter than a reset would be gets none.
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
@@ -19,8 +25,8 @@ import socket
 import subprocess
 import time
 
-from harness import Samba, TMPDIR, check, metric, need, random_file, run, scrape
-from test_quic import SMBQC, Quic, make_certs, quic_built, rss_kib, skip
+from harness import Proxy, Samba, Server, TMPDIR, check, metric, need, random_file, run, scrape
+from test_quic import NAME, SMBQC, Quic, echo, make_certs, quic_built, rss_kib, skip
 
 # go-smb2 1.1.0 cannot take an asynchronous answer: Samba answers
 # synchronously without aio, set per share (tests/quic/README.md).
@@ -113,6 +119,65 @@ def test_retry_auto(certs, smb):
     q.px.stop()
 
 
+def nc_client(port, ca):
+    return subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca, "nc"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_stateless_reset(certs):
+    ca, cert, key, _ = certs
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp")
+    p = nc_client(q.port, ca)
+    try:
+        p.stdin.write(b"a")
+        p.stdin.flush()
+        check(p.stdout.read(1) == b"a", "a QUIC connection through the first daemon")
+        q.px.proc.kill()  # a crash: no CONNECTION_CLOSE reaches the client
+        q.px.proc.wait()
+        q.px.stop(check=False)
+        px = Proxy(None, "--listen", f"quic:127.0.0.1:{q.port}", "--backend", srv.addr, "--mode", "tcp",
+                   "--quic-cert", cert, "--quic-key", key, listen=False, stats=True)
+        # A packet shorter than the shortest reset (21 bytes) is not answered.
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(1)
+        s.sendto(bytes([0x40]) + os.urandom(19), ("127.0.0.1", q.port))
+        try:
+            got = s.recv(2048)
+        except socket.timeout:
+            got = None
+        check(got is None, f"a 20-byte short-header packet of no connection gets no answer ({got!r})")
+        s.sendto(bytes([0x40]) + os.urandom(60), ("127.0.0.1", q.port))
+        got = s.recv(2048)
+        check(len(got) <= 42 and got[0] & 0xc0 == 0x40,
+              f"a 61-byte one gets a Stateless Reset, shorter than itself ({len(got)} bytes)")
+        s.close()
+        t0 = time.monotonic()
+        p.stdin.write(b"b")
+        p.stdin.flush()
+        try:
+            rc = p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+        secs = time.monotonic() - t0
+        err = p.stderr.read().decode()
+    finally:
+        for f in (p.stdin, p.stdout, p.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+    check(rc != 0 and secs < 5 and "stateless reset" in err,
+          f"after a restart the client's next packet gets a Stateless Reset: it ends in {secs:.1f} s, "
+          f"not after its idle timeout ({rc}: {err.strip()[-200:]})")
+    m = scrape(px.stats_port)
+    check(metric(m, "smbsplice_quic_stateless_resets_total", listener="main") >= 2,
+          "smbsplice_quic_stateless_resets_total counts them")
+    px.stop()
+    srv.close()
+
+
 def main():
     if not quic_built():
         skip("smbsplice was built without QUIC")
@@ -122,6 +187,7 @@ def main():
     os.makedirs(TMPDIR, exist_ok=True)
     certs = make_certs(TMPDIR)
     smb = Samba(conf_extra=f"[share]\n{SYNC}")
+    test_stateless_reset(certs)
     test_retry_always(certs, smb)
     test_retry_auto(certs, smb)
     smb.stop()
