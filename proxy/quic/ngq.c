@@ -494,6 +494,31 @@ static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
 	return on_reset(conn, sid, 0, code, ud, sud);
 }
 
+/**
+ * on_path_validation() - a new path of the client's was validated
+ * @conn:	the connection
+ * @flags:	unused (a server has no preferred address here)
+ * @path:	the path
+ * @res:	whether it answered our PATH_CHALLENGE
+ * @ud:		our connection
+ *
+ * A server validates a path only when the client's packets come from a
+ * new address or port (RFC 9000 9): each success is a migration, and
+ * ngtcp2 sends from then on to the new address (ngq_write()'s @to).
+ *
+ * Return: 0.
+ */
+static int on_path_validation(ngtcp2_conn *conn, uint32_t flags,
+			      const ngtcp2_path *path,
+			      ngtcp2_path_validation_result res, void *ud)
+{
+	struct ngq_conn *c = ud;
+
+	if (res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS && c->cb->migrated)
+		c->cb->migrated(c->ud);
+	return 0;
+}
+
 static const ngtcp2_callbacks ngq_callbacks = {
 	.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
 	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
@@ -514,6 +539,7 @@ static const ngtcp2_callbacks ngq_callbacks = {
 	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
 	.stream_stop_sending = on_stop_sending,
 	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+	.path_validation = on_path_validation,
 };
 
 /**

@@ -37,6 +37,9 @@ struct ngq_conn;
  * @stream_acked:	the client acknowledged @n more bytes sent to it
  * @cid_add:		a connection ID of ours to route by; return 0 or -1
  * @cid_del:		one retired
+ * @migrated:		the client moved to a new address or port (a NAT's
+ *			rebinding, or its own migration) and the new path
+ *			is validated: packets go there from now on
  *
  * Each gets the @ud given to ngq_accept().
  */
@@ -47,6 +50,7 @@ struct ngq_cb {
 	void (*stream_acked)(void *ud, uint64_t n);
 	int (*cid_add)(void *ud, const uint8_t *id, size_t len);
 	void (*cid_del)(void *ud, const uint8_t *id, size_t len);
+	void (*migrated)(void *ud);
 };
 
 /**

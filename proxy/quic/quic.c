@@ -227,6 +227,17 @@ static void on_cid_del(void *ud, const uint8_t *id, size_t len)
 	quic_cid_del(ud, id, len);
 }
 
+/**
+ * on_migrated() - ngq.c: the client's new path is validated
+ * @ud:		the connection
+ */
+static void on_migrated(void *ud)
+{
+	struct qconn *qc = ud;
+
+	counter_add(&qc->ql->qst->migrations, 1);
+}
+
 /* What a connection's QUIC side tells this file and bridge.c. */
 static const struct ngq_cb quic_cb = {
 	.stream_open = quic_bridge_open,
@@ -235,6 +246,7 @@ static const struct ngq_cb quic_cb = {
 	.stream_acked = quic_bridge_acked,
 	.cid_add = on_cid_add,
 	.cid_del = on_cid_del,
+	.migrated = on_migrated,
 };
 
 /**

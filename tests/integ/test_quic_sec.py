@@ -15,12 +15,16 @@ and each able to fail when the feature is switched off:
   smbqc ends within seconds ("stateless reset"), not after its 30 s idle
   timeout; smbsplice_quic_stateless_resets_total counts it. A packet
   shorter than a reset would be gets none.
+- Migration (NAT rebinding): smbqc's get of 64 MiB moves to a new UDP
+  port after 8 MiB, its old socket closed, and stays byte-exact; the
+  daemon validated the new path (smbsplice_quic_migrations_total).
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
 QUIC or smbqc is missing.
 """
 import os
+import re
 import socket
 import subprocess
 import time
@@ -178,6 +182,23 @@ def test_stateless_reset(certs):
     srv.close()
 
 
+def test_migration(certs, smb):
+    q = Quic(smb.addr, certs)
+    src = os.path.join(smb.share, "big.bin")
+    want = random_file(src, 64)
+    r = q.smbqc("-user", "root", "-pass", Samba.password, "-rebind-after", "8M", "get", "big.bin", "-",
+                timeout=300)
+    err = r.stderr.decode()
+    m = re.search(r"rebound udp \S+:(\d+) -> \S+:(\d+)", err)
+    check(r.returncode == 0 and m and m.group(1) != m.group(2) and f"sha256={want}" in r.stdout.decode(),
+          f"a get of 64 MiB whose client moves to a new UDP port after 8 MiB (old socket closed) is byte-exact "
+          f"({r.returncode}: {err.strip()[-300:]})")
+    mig = quic_metrics(q)["migrations"]
+    check(mig >= 1, f"smbsplice_quic_migrations_total counts the move ({mig})")
+    os.unlink(src)
+    q.px.stop()
+
+
 def main():
     if not quic_built():
         skip("smbsplice was built without QUIC")
@@ -190,6 +211,7 @@ def main():
     test_stateless_reset(certs)
     test_retry_always(certs, smb)
     test_retry_auto(certs, smb)
+    test_migration(certs, smb)
     smb.stop()
 
 
