@@ -31,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -56,11 +58,19 @@
  * @refs:	the listener's 1 while current, and one per connection whose
  *		TLS session uses them: a reload that rereads the files
  *		leaves connections on the old ones to their end
+ * @access:	the client certificates allowed and denied, NULL when none
+ *		is asked for (ngq_creds_client_auth())
  */
 struct ngq_creds {
 	gnutls_certificate_credentials_t cred;
 	unsigned refs;
+	struct ngq_access *access;
 };
+
+struct ngq_access;
+static void access_free(struct ngq_access *a);
+static int client_auth_session(gnutls_session_t tls,
+			       const struct ngq_creds *cr);
 
 /**
  * struct ngq_conn - one QUIC connection
@@ -74,6 +84,9 @@ struct ngq_creds {
  * @sid:	the stream served, -1 before the client opens it
  * @bad_alpn:	the client offered no "smb"
  * @creds:	the certificate its session uses (a reference)
+ * @alert:	the TLS alert its handshake fails with, 0 for GnuTLS's own
+ *		(a client certificate refused: 49, access_denied)
+ * @no_cert:	a client that sent no certificate was counted
  */
 struct ngq_conn {
 	ngtcp2_conn *conn;
@@ -86,6 +99,8 @@ struct ngq_conn {
 	int64_t sid;
 	bool bad_alpn;
 	struct ngq_creds *creds;
+	uint8_t alert;
+	bool no_cert;
 };
 
 /**
@@ -168,6 +183,7 @@ void ngq_creds_free(struct ngq_creds *cr)
 	if (!cr || --cr->refs > 0)
 		return;
 	gnutls_certificate_free_credentials(cr->cred);
+	access_free(cr->access);
 	free(cr);
 }
 
@@ -306,7 +322,9 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
 	if (gnutls_priority_set_direct(c->tls, NGQ_PRIORITY, NULL) ||
 	    ngtcp2_crypto_gnutls_configure_server_session(c->tls) ||
 	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) ||
-	    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY))
+	    gnutls_alpn_set_protocols(c->tls, &alpn, 1,
+				      GNUTLS_ALPN_MANDATORY) ||
+	    client_auth_session(c->tls, cr))
 		return -1;
 	gnutls_handshake_set_hook_function(c->tls,
 					   GNUTLS_HANDSHAKE_CLIENT_HELLO,
@@ -669,6 +687,8 @@ fail:
 	return -1;
 }
 
+static uint8_t client_auth_alert(struct ngq_conn *c, uint8_t alert);
+
 /**
  * ngq_read() - a datagram for a connection
  * @c:		the connection
@@ -699,6 +719,7 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 		if (c->bad_alpn || ngtcp2_conn_get_tls_error(c->conn) ==
 					   GNUTLS_E_NO_APPLICATION_PROTOCOL)
 			alert = NGQ_ALERT_NO_APP_PROTOCOL;
+		alert = client_auth_alert(c, alert);
 		ngtcp2_connection_close_error_set_transport_error_tls_alert(
 			&c->ccerr, alert, NULL, 0);
 		return NGQ_CLOSE;
@@ -1076,4 +1097,326 @@ ssize_t ngq_reset_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 	w = ngtcp2_pkt_write_stateless_reset(
 		out, n, token, rnd, n - NGTCP2_STATELESS_RESET_TOKENLEN);
 	return w < 0 ? -1 : w;
+}
+
+/*
+ * Client certificates, as Windows Server 2025's SMB over QUIC client
+ * access control has them: the listener requires a client certificate
+ * whose chain leads to one of its CAs (--quic-client-ca) and carries the
+ * Client Authentication EKU; of that certificate, its SHA-256 (of the
+ * DER, as Windows' thumbprint) and its issuer's distinguished name are
+ * matched against the deny rules, any of which refuses it, and the allow
+ * rules, one of which must take it. A refusal fails the handshake with
+ * TLS alert 49, access_denied; a chain that does not verify, with 48
+ * (unknown_ca) or 42 (bad_certificate). The rules belong to the
+ * credentials, so that a reload's new rules apply to new connections.
+ */
+
+#define NGQ_ALERT_BAD_CERTIFICATE  42
+#define NGQ_ALERT_UNKNOWN_CA	   48
+#define NGQ_ALERT_ACCESS_DENIED	   49
+#define NGQ_ALERT_CERTIFICATE_REQD 116
+
+/**
+ * struct ngq_rule - one allow or deny rule
+ * @issuer:	matches an issuer's DN (@dn), not a hash (@sha)
+ * @sha:	a certificate's SHA-256
+ * @dn:		an issuer's distinguished name, RFC 4514
+ */
+struct ngq_rule {
+	bool issuer;
+	uint8_t sha[32];
+	char *dn;
+};
+
+/**
+ * struct ngq_access - a listener's client certificate rules
+ * @allow:	those that let a certificate in (at least one must)
+ * @nallow:	how many
+ * @deny:	those that keep it out (any one does)
+ * @ndeny:	how many
+ */
+struct ngq_access {
+	struct ngq_rule *allow;
+	unsigned nallow;
+	struct ngq_rule *deny;
+	unsigned ndeny;
+};
+
+/**
+ * access_free() - forget a listener's rules
+ * @a:	the rules, or NULL
+ */
+static void access_free(struct ngq_access *a)
+{
+	if (!a)
+		return;
+	for (unsigned i = 0; a->allow && i < a->nallow; i++)
+		free(a->allow[i].dn);
+	for (unsigned i = 0; a->deny && i < a->ndeny; i++)
+		free(a->deny[i].dn);
+	free(a->allow);
+	free(a->deny);
+	free(a);
+}
+
+/**
+ * rules_parse() - rules from their text
+ * @text:	each "issuer:DN" or 64 hex digits (options_set.c checked)
+ * @n:		how many
+ * @out:	the rules, allocated
+ *
+ * Return: 0, or -1 (out of memory, or a hash that is not one).
+ */
+static int rules_parse(const char *const *text, unsigned n,
+		       struct ngq_rule **out)
+{
+	struct ngq_rule *r = calloc(n ? n : 1, sizeof(*r));
+
+	*out = r;
+	if (!r)
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		const char *t = text[i];
+
+		if (!strncmp(t, "issuer:", 7)) {
+			r[i].issuer = true;
+			r[i].dn = strdup(t + 7);
+			if (!r[i].dn)
+				return -1;
+			continue;
+		}
+		if (strlen(t) != 64)
+			return -1;
+		for (unsigned k = 0; k < 32; k++)
+			if (sscanf(t + 2 * k, "%2hhx", &r[i].sha[k]) != 1)
+				return -1;
+	}
+	return 0;
+}
+
+/**
+ * rules_match() - does a certificate meet one of a list's rules
+ * @r:		the rules
+ * @n:		how many
+ * @sha:	the certificate's SHA-256
+ * @issuer:	its issuer's DN, RFC 4514
+ *
+ * Return: the rule that matched, or NULL.
+ */
+static const struct ngq_rule *rules_match(const struct ngq_rule *r, unsigned n,
+					  const uint8_t *sha,
+					  const char *issuer)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].issuer ? !strcasecmp(r[i].dn, issuer)
+				: !memcmp(r[i].sha, sha, 32))
+			return &r[i];
+	return NULL;
+}
+
+/**
+ * cert_facts() - a certificate's SHA-256 and its issuer's DN
+ * @der:	the certificate
+ * @sha:	its SHA-256, filled in
+ * @issuer:	its issuer's DN, filled in
+ * @len:	room in @issuer
+ *
+ * Return: 0, or -1 if it cannot be read.
+ */
+static int cert_facts(const gnutls_datum_t *der, uint8_t *sha, char *issuer,
+		      size_t len)
+{
+	gnutls_x509_crt_t crt;
+	gnutls_datum_t dn;
+	int rv;
+
+	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, der->data, der->size, sha) ||
+	    gnutls_x509_crt_init(&crt))
+		return -1;
+	rv = gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER);
+	if (!rv)
+		rv = gnutls_x509_crt_get_issuer_dn2(crt, &dn);
+	gnutls_x509_crt_deinit(crt);
+	if (rv)
+		return -1;
+	snprintf(issuer, len, "%.*s", (int)dn.size, (const char *)dn.data);
+	gnutls_free(dn.data);
+	return 0;
+}
+
+/**
+ * judge() - the verdict on a client's certificate
+ * @s:		the TLS session, its client's chain received
+ * @a:		the listener's rules
+ * @why:	what was wrong, for the log
+ * @len:	room in @why
+ *
+ * Return: 0 to take it, or the TLS alert that refuses it.
+ */
+static uint8_t judge(gnutls_session_t s, const struct ngq_access *a, char *why,
+		     size_t len)
+{
+	gnutls_typed_vdata_st vd = {
+		.type = GNUTLS_DT_KEY_PURPOSE_OID,
+		.data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT
+	};
+	const gnutls_datum_t *chain;
+	char issuer[512], hex[65];
+	unsigned n = 0, status;
+	uint8_t sha[32];
+
+	chain = gnutls_certificate_get_peers(s, &n);
+	if (!chain || !n) {
+		snprintf(why, len, "no client certificate");
+		return NGQ_ALERT_CERTIFICATE_REQD;
+	}
+	if (cert_facts(&chain[0], sha, issuer, sizeof(issuer))) {
+		snprintf(why, len, "a client certificate that cannot be read");
+		return NGQ_ALERT_BAD_CERTIFICATE;
+	}
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	if (gnutls_certificate_verify_peers(s, &vd, 1, &status) || status) {
+		snprintf(
+			why, len,
+			"client certificate %s (issuer %s) does not verify against quic-client-ca (status 0x%x)",
+			hex, issuer, status);
+		return (status & GNUTLS_CERT_SIGNER_NOT_FOUND)
+			       ? NGQ_ALERT_UNKNOWN_CA
+			       : NGQ_ALERT_BAD_CERTIFICATE;
+	}
+	if (rules_match(a->deny, a->ndeny, sha, issuer)) {
+		snprintf(
+			why, len,
+			"client certificate %s (issuer %s) denied by quic-client-deny",
+			hex, issuer);
+		return NGQ_ALERT_ACCESS_DENIED;
+	}
+	if (!rules_match(a->allow, a->nallow, sha, issuer)) {
+		snprintf(
+			why, len,
+			"client certificate %s (issuer %s) matches no quic-client-allow",
+			hex, issuer);
+		return NGQ_ALERT_ACCESS_DENIED;
+	}
+	return 0;
+}
+
+/**
+ * on_client_cert() - GnuTLS has the client's chain: judge it
+ * @s:	the TLS session
+ *
+ * Return: 0 to go on, GNUTLS_E_CERTIFICATE_ERROR to fail the handshake
+ * (with the connection's @alert).
+ */
+static int on_client_cert(gnutls_session_t s)
+{
+	ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(s);
+	struct ngq_conn *c = ref->user_data;
+	char why[1024];
+
+	if (!c->creds->access)
+		return 0;
+	c->alert = judge(s, c->creds->access, why, sizeof(why));
+	if (!c->alert)
+		return 0;
+	if (c->cb->cert_denied)
+		c->cb->cert_denied(c->ud, why);
+	return GNUTLS_E_CERTIFICATE_ERROR;
+}
+
+/**
+ * client_auth_session() - a session of credentials that ask for client
+ *			   certificates asks its client for one
+ * @tls:	the session
+ * @cr:		its credentials
+ *
+ * Return: 0.
+ */
+static int client_auth_session(gnutls_session_t tls, const struct ngq_creds *cr)
+{
+	if (cr->access)
+		gnutls_certificate_server_set_request(tls, GNUTLS_CERT_REQUIRE);
+	return 0;
+}
+
+/**
+ * client_auth_alert() - the alert a failed handshake sends, where the
+ *			 client certificate decided it
+ * @c:		the connection
+ * @alert:	the alert otherwise
+ *
+ * A client that sent no certificate never reached on_client_cert(): it
+ * is counted here, once.
+ *
+ * Return: the alert.
+ */
+static uint8_t client_auth_alert(struct ngq_conn *c, uint8_t alert)
+{
+	int e = ngtcp2_conn_get_tls_error(c->conn);
+
+	if (c->alert)
+		return c->alert;
+	if (c->creds && c->creds->access && !c->no_cert &&
+	    (e == GNUTLS_E_NO_CERTIFICATE_FOUND ||
+	     e == GNUTLS_E_CERTIFICATE_REQUIRED)) {
+		c->no_cert = true;
+		if (c->cb->cert_denied)
+			c->cb->cert_denied(c->ud, "no client certificate");
+	}
+	return alert;
+}
+
+/**
+ * ngq_creds_client_auth() - a listener's credentials ask clients for a
+ *			     certificate, and judge it
+ * @cr:		the credentials, fresh from ngq_creds_load()
+ * @ca:		PEM file of the CAs a client's chain must lead to
+ * @allow:	the allow rules: "issuer:DN" or a SHA-256 in 64 lower-case
+ *		hex digits
+ * @nallow:	how many (at least one)
+ * @deny:	the deny rules, in the same forms
+ * @ndeny:	how many
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,
+			  const char *const *allow, unsigned nallow,
+			  const char *const *deny, unsigned ndeny, char *err,
+			  size_t errlen)
+{
+	struct ngq_access *a;
+	int rv;
+
+	if (file_readable("quic-client-ca", ca, err, errlen))
+		return -1;
+	rv = gnutls_certificate_set_x509_trust_file(cr->cred, ca,
+						    GNUTLS_X509_FMT_PEM);
+	if (rv <= 0) {
+		snprintf(err, errlen, "quic-client-ca %s: %s", ca,
+			 rv < 0 ? gnutls_strerror(rv) : "no certificate in it");
+		return -1;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		snprintf(err, errlen, "quic: out of memory");
+		return -1;
+	}
+	a->nallow = nallow;
+	a->ndeny = ndeny;
+	if (rules_parse(allow, nallow, &a->allow) ||
+	    rules_parse(deny, ndeny, &a->deny)) {
+		access_free(a);
+		snprintf(
+			err, errlen,
+			"quic-client-allow/-deny: out of memory, or a rule that is neither a SHA-256 nor issuer:DN");
+		return -1;
+	}
+	gnutls_certificate_set_verify_function(cr->cred, on_client_cert);
+	access_free(cr->access);
+	cr->access = a;
+	return 0;
 }

@@ -37,6 +37,9 @@ struct ngq_conn;
  * @stream_acked:	the client acknowledged @n more bytes sent to it
  * @cid_add:		a connection ID of ours to route by; return 0 or -1
  * @cid_del:		one retired
+ * @cert_denied:	the client's certificate was refused, @why in a line
+ *			(its SHA-256, issuer and the rule); the handshake
+ *			fails with the alert ngq_read() sends
  * @migrated:		the client moved to a new address or port (a NAT's
  *			rebinding, or its own migration) and the new path
  *			is validated: packets go there from now on
@@ -51,6 +54,7 @@ struct ngq_cb {
 	int (*cid_add)(void *ud, const uint8_t *id, size_t len);
 	void (*cid_del)(void *ud, const uint8_t *id, size_t len);
 	void (*migrated)(void *ud);
+	void (*cert_denied)(void *ud, const char *why);
 };
 
 /**
@@ -152,6 +156,12 @@ enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
 ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
 		      size_t cap, uint64_t now);
+
+/* Client certificates: ngq.c's section of its own. */
+int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,
+			  const char *const *allow, unsigned nallow,
+			  const char *const *deny, unsigned ndeny, char *err,
+			  size_t errlen);
 
 /* Stateless reset: ngq.c's section of its own. */
 int ngq_reset_secret(const char *key, uint8_t *out);

@@ -18,19 +18,33 @@ and each able to fail when the feature is switched off:
 - Migration (NAT rebinding): smbqc's get of 64 MiB moves to a new UDP
   port after 8 MiB, its old socket closed, and stays byte-exact; the
   daemon validated the new path (smbsplice_quic_migrations_total).
+- Client certificates (--quic-client-ca, -allow, -deny), through
+  --mode tcp to an echo: a certificate allowed by its SHA-256 passes; one
+  both allowed and denied is refused with TLS alert 49 (any deny wins);
+  one of the CA that no rule allows gets 49 too; one of another CA, or
+  none at all, is refused; each refusal is logged and counted in
+  smbsplice_quic_client_certs_denied_total. A reload (SIGHUP) that moves
+  a hash from allow to deny and allows the CA's issuer takes effect for
+  new connections without a restart. --check refuses a CA without an
+  allow rule, rules without a CA, and a rule that is neither a hash nor
+  issuer:DN.
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
 QUIC or smbqc is missing.
 """
+import hashlib
 import os
 import re
+import signal
 import socket
+import ssl
 import subprocess
 import time
 
 from harness import Proxy, Samba, Server, TMPDIR, check, metric, need, random_file, run, scrape
-from test_quic import NAME, SMBQC, Quic, echo, make_certs, quic_built, rss_kib, skip
+from test_quic import (NAME, SMBQC, Quic, certtool, check_fails, echo, free_udp_port, make_certs, quic_built, rss_kib,
+                       skip)
 
 # go-smb2 1.1.0 cannot take an asynchronous answer: Samba answers
 # synchronously without aio, set per share (tests/quic/README.md).
@@ -199,6 +213,91 @@ def test_migration(certs, smb):
     q.px.stop()
 
 
+def client_cert(d, name, ca, ca_key):
+    """A client certificate (ECDSA P-256, Client Authentication EKU) of
+    the CA; its files and its SHA-256 (of the DER) in hex."""
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+    with open(p(f"{name}.tmpl"), "w") as f:
+        f.write(f'cn = "{name}"\ntls_www_client\nsigning_key\nexpiration_days = 2\n')
+    certtool("--generate-privkey", "--key-type=ecdsa", "--curve=secp256r1", "--outfile", p(f"{name}.key"))
+    certtool("--generate-certificate", "--load-privkey", p(f"{name}.key"), "--load-ca-certificate", ca,
+             "--load-ca-privkey", ca_key, "--template", p(f"{name}.tmpl"), "--outfile", p(f"{name}.pem"))
+    with open(p(f"{name}.pem")) as f:
+        der = ssl.PEM_cert_to_DER_cert(f.read())
+    return p(f"{name}.pem"), p(f"{name}.key"), hashlib.sha256(der).hexdigest()
+
+
+def test_client_certs(certs):
+    ca, cert, key, _ = certs
+    d = os.path.join(TMPDIR, "clients")
+    os.makedirs(d, exist_ok=True)
+    ca_key = os.path.join(TMPDIR, "ca.key")
+    c1 = client_cert(d, "client1", ca, ca_key)
+    c2 = client_cert(d, "client2", ca, ca_key)
+    c4 = client_cert(d, "client4", ca, ca_key)
+    d2 = os.path.join(TMPDIR, "otherca")
+    os.makedirs(d2, exist_ok=True)
+    ca2 = make_certs(d2)[0]
+    c3 = client_cert(d2, "client3", ca2, os.path.join(d2, "ca.key"))
+
+    srv = Server(echo)
+    port = free_udp_port()
+    conf = os.path.join(TMPDIR, "certs.conf")
+    head = (f"[q]\nlisten = quic:127.0.0.1:{port}\nquic-cert = {cert}\nquic-key = {key}\n"
+            f"backend = {srv.addr}\nmode = tcp\nquic-client-ca = {ca}\n")
+    with open(conf, "w") as f:
+        f.write(head + f"quic-client-allow = {c1[2]}\nquic-client-allow = {c2[2].upper()}\n"
+                f"quic-client-deny = {c2[2]}\n")
+    px = Proxy(None, "-c", conf, listen=False, stats=True)
+
+    def nc(c):
+        extra = ["-cert", c[0], "-key", c[1]] if c else []
+        r = subprocess.run([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca, "-timeout", "5s", *extra,
+                            "nc"], input=b"x", capture_output=True, timeout=30)
+        return r.returncode, r.stdout, r.stderr.decode().strip()
+
+    rc, out, err = nc(c1)
+    check(rc == 0 and out == b"x", f"a client certificate allowed by its SHA-256 is served ({rc}: {err[-200:]})")
+    rc, out, err = nc(c2)
+    check(rc == 2 and "tls-alert=49" in err and out == b"",
+          f"one allowed and denied is refused with alert 49, access_denied ({rc}: {err[-200:]})")
+    px.wait_log(rf"quic 127\.0\.0\.1:\d+: listener q: client certificate {c2[2]} \(issuer CN=smbsplice test CA\) "
+                r"denied by quic-client-deny: refused")
+    rc, out, err = nc(c4)
+    check(rc == 2 and "tls-alert=49" in err, f"one of the CA that no rule allows gets alert 49 ({rc}: {err[-200:]})")
+    rc, out, err = nc(c3)
+    check(rc == 2 and "tls-alert=" in err and out == b"", f"one of another CA is refused ({rc}: {err[-200:]})")
+    rc, out, err = nc(None)
+    check(rc == 2 and "tls-alert=" in err and out == b"", f"a client without a certificate is refused ({rc}: {err[-200:]})")
+    denied = metric(scrape(px.stats_port), "smbsplice_quic_client_certs_denied_total", listener="q")
+    check(denied == 4, f"smbsplice_quic_client_certs_denied_total counts the 4 refusals ({denied})")
+
+    with open(conf, "w") as f:
+        f.write(head + "quic-client-allow = issuer:CN=smbsplice test CA\n"
+                f"quic-client-deny = {c1[2]}\n")
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_log(r"reload: .* read, 1 listener")
+    rc, out, err = nc(c1)
+    check(rc == 2 and "tls-alert=49" in err,
+          f"after a reload that moves its hash from allow to deny, client1 is refused with 49 ({rc}: {err[-200:]})")
+    rc, out, err = nc(c2)
+    check(rc == 0 and out == b"x", f"and client2, no longer denied, passes by its issuer ({rc}: {err[-200:]})")
+    rc, out, err = nc(c4)
+    check(rc == 0 and out == b"x", f"as does client4 ({rc}: {err[-200:]})")
+    px.stop()
+    srv.close()
+
+    base = ["--listen", f"quic:127.0.0.1:{port}", "--backend", "127.0.0.1:1", "--quic-cert", cert, "--quic-key", key]
+    check_fails(base + ["--quic-client-ca", ca], r"quic-client-ca needs at least one quic-client-allow",
+                "a client CA without an allow rule")
+    check_fails(base + ["--quic-client-allow", c1[2]], r"quic-client-allow and quic-client-deny need quic-client-ca",
+                "an allow rule without a client CA")
+    check_fails(base + ["--quic-client-ca", ca, "--quic-client-allow", "abc"],
+                r"expected a certificate's SHA-256 \(64 hex digits\) or issuer:DN", "a rule that is no rule")
+    check_fails(base + ["--quic-client-ca", ca + ".missing", "--quic-client-allow", c1[2]],
+                r"quic-client-ca .*missing: No such file", "a missing client CA")
+
+
 def main():
     if not quic_built():
         skip("smbsplice was built without QUIC")
@@ -208,6 +307,7 @@ def main():
     os.makedirs(TMPDIR, exist_ok=True)
     certs = make_certs(TMPDIR)
     smb = Samba(conf_extra=f"[share]\n{SYNC}")
+    test_client_certs(certs)
     test_stateless_reset(certs)
     test_retry_always(certs, smb)
     test_retry_auto(certs, smb)
