@@ -972,6 +972,34 @@ enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
 }
 
 /**
+ * ngq_bad_token_pkt() - the close that answers an Initial whose Retry
+ *			 token failed
+ * @pkt:	the Initial (ngq_token() said NGQ_TOKEN_BAD)
+ * @len:	its length
+ * @out:	where to write the close
+ * @cap:	its size
+ *
+ * RFC 9000 8.1.2: the client will not take another Retry, so it is told
+ * at once (INVALID_TOKEN) rather than left to time out; no state is made,
+ * and the close is smaller than the Initial.
+ *
+ * Return: its length, or -1.
+ */
+ssize_t ngq_bad_token_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
+			  size_t cap)
+{
+	ngtcp2_pkt_hd hd;
+	ngtcp2_ssize n;
+
+	if (ngtcp2_accept(&hd, pkt, len))
+		return -1;
+	n = ngtcp2_crypto_write_connection_close(out, cap, hd.version, &hd.scid,
+						 &hd.dcid, NGTCP2_INVALID_TOKEN,
+						 NULL, 0);
+	return n < 0 ? -1 : n;
+}
+
+/**
  * ngq_retry_pkt() - the Retry that answers a client's first Initial
  * @pkt:	the Initial (ngq_is_initial() said yes)
  * @len:	its length

@@ -156,6 +156,8 @@ enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
 ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
 		      size_t cap, uint64_t now);
+ssize_t ngq_bad_token_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
+			  size_t cap);
 
 /* Client certificates: ngq.c's section of its own. */
 int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,

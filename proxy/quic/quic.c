@@ -740,6 +740,9 @@ static void initial(struct qlistener *ql, const struct sockaddr *peer,
 		return;
 	case NGQ_TOKEN_BAD:
 		counter_add(&ql->st.dropped, 1);
+		n = ngq_bad_token_pkt(pkt, len, out, sizeof(out));
+		if (n > 0)
+			quic_udp_send(ql, out, n, peer, peerlen);
 		return;
 	case NGQ_TOKEN_NONE:
 		break;

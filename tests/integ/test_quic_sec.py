@@ -51,11 +51,11 @@ from test_quic import (NAME, SMBQC, Quic, certtool, check_fails, echo, free_udp_
 SYNC = "\taio read size = 0\n\taio write size = 0\n"
 
 
-def initial(dcid, scid):
+def initial(dcid, scid, token=b""):
     """A datagram that looks like a client's first Initial of QUIC v1:
-    long header, type Initial, 8-byte IDs, no token, padded to 1200 bytes
-    (its payload is random: no TLS in it)."""
-    head = bytes([0xc3]) + b"\0\0\0\1" + bytes([8]) + dcid + bytes([8]) + scid + bytes([0])
+    long header, type Initial, 8-byte IDs, the token (under 64 bytes),
+    padded to 1200 bytes (its payload is random: no TLS in it)."""
+    head = bytes([0xc3]) + b"\0\0\0\1" + bytes([8]) + dcid + bytes([8]) + scid + bytes([len(token)]) + token
     rest = 1200 - len(head) - 2
     return head + bytes([0x40 | rest >> 8, rest & 0xff]) + os.urandom(rest)
 
@@ -118,6 +118,14 @@ def test_retry_always(certs, smb):
           f"and makes no connection: handshakes still 2 ({m1['handshakes']}), retries {m['retries']} -> {m1['retries']}")
     check(q.conns() == [], "ctl conns is empty")
     check(rss1 - rss0 < 1024, f"the daemon's memory did not grow with them ({rss0} -> {rss1} KiB)")
+    # A forged Retry token (its magic byte, then noise): INVALID_TOKEN at once, no state.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(initial(os.urandom(18), os.urandom(8), bytes([0xb6]) + os.urandom(59)), ("127.0.0.1", q.port))
+    a = s.recv(2048)
+    s.close()
+    check(a[0] & 0xf0 == 0xc0 and len(a) < 1200 and quic_metrics(q)["handshakes"] == 2,
+          f"an Initial with a forged Retry token is closed at once (an Initial of {len(a)} bytes), no connection made")
     r = q.smbqc(*cred, "get", "retry.bin", "-")
     check(r.returncode == 0 and f"sha256={want}" in r.stdout.decode(), "a client after the flood is served")
     q.px.stop()
