@@ -2,8 +2,8 @@
 #ifndef SMBSPLICE_QUIC_T_H
 #define SMBSPLICE_QUIC_T_H
 
-/* quic-t.h - the QUIC listener's and connection's state, for quic.c and
- * bridge.c alone.
+/* quic-t.h - the QUIC listener's and connection's state, for quic.c,
+ * stateless.c and bridge.c alone.
  */
 
 #include <ev.h>
@@ -250,8 +250,17 @@ void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
 		    const struct sockaddr *to, socklen_t tolen);
 void quic_batch_send(struct qlistener *ql, struct qbatch *b);
 
+/* stateless.c */
+void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
+		  socklen_t peerlen, const uint8_t *pkt, size_t len);
+void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
+			  const struct sockaddr *peer, socklen_t peerlen);
+
 /* quic.c */
 uint64_t quic_now(void);
+void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
+		   socklen_t peerlen, const uint8_t *pkt, size_t len,
+		   const struct ngq_retry *rt);
 void quic_conn_end(struct qconn *qc, bool send_close);
 void quic_conn_settle(struct qconn *qc, enum ngq_state s);
 
