@@ -540,7 +540,8 @@ uint8_t ngq_client_auth_alert(struct ngq_conn *c, uint8_t alert)
 		return c->alert;
 	if (c->creds && c->creds->access && !c->no_cert &&
 	    (e == GNUTLS_E_NO_CERTIFICATE_FOUND ||
-	     e == GNUTLS_E_CERTIFICATE_REQUIRED)) {
+	     e == GNUTLS_E_CERTIFICATE_REQUIRED ||
+	     alert == NGQ_ALERT_CERTIFICATE_REQD)) {
 		c->no_cert = true;
 		if (c->cb->cert_denied)
 			c->cb->cert_denied(c->ud, "no client certificate");
