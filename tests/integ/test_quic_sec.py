@@ -53,9 +53,10 @@ SYNC = "\taio read size = 0\n\taio write size = 0\n"
 
 def initial(dcid, scid, token=b""):
     """A datagram that looks like a client's first Initial of QUIC v1:
-    long header, type Initial, 8-byte IDs, the token (under 64 bytes),
+    long header, type Initial, the IDs, the token (under 64 bytes),
     padded to 1200 bytes (its payload is random: no TLS in it)."""
-    head = bytes([0xc3]) + b"\0\0\0\1" + bytes([8]) + dcid + bytes([8]) + scid + bytes([len(token)]) + token
+    head = (bytes([0xc3]) + b"\0\0\0\1" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
+            + bytes([len(token)]) + token)
     rest = 1200 - len(head) - 2
     return head + bytes([0x40 | rest >> 8, rest & 0xff]) + os.urandom(rest)
 
