@@ -149,7 +149,7 @@ void ngq_reset(struct ngq_conn *c);
 void ngq_info(struct ngq_conn *c, struct ngq_info *out);
 void ngq_free(struct ngq_conn *c);
 
-/* Address validation (Retry): ngq.c's section of its own. */
+/* Address validation (Retry): ngq_sec.c's section of its own. */
 enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
 			 const struct sockaddr *peer, size_t peerlen,
 			 struct ngq_retry *rt, uint64_t now);
@@ -159,13 +159,13 @@ ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 ssize_t ngq_bad_token_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
 			  size_t cap);
 
-/* Client certificates: ngq.c's section of its own. */
+/* Client certificates: ngq_sec.c's section of its own. */
 int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,
 			  const char *const *allow, unsigned nallow,
 			  const char *const *deny, unsigned ndeny, char *err,
 			  size_t errlen);
 
-/* Stateless reset: ngq.c's section of its own. */
+/* Stateless reset: ngq_sec.c's section of its own. */
 int ngq_reset_secret(const char *key, uint8_t *out);
 ssize_t ngq_reset_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
 		      uint8_t *out, size_t cap);
