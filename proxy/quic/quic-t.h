@@ -37,6 +37,13 @@
 /* Stateless Resets a listener sends a second at most: each answers a
  * longer packet, but a forged flood should not have them all. */
 #define QUIC_RESET_RATE 100
+/* Connection IDs of connections closed lately, which get no Stateless
+ * Reset for QUIC_GONE_NS: a closed connection is freed at once, and the
+ * client's packets sent before our CONNECTION_CLOSE reached it must not
+ * be answered with a reset that it could read first (it would report a
+ * reset, not the close's reason, a TLS alert say). A power of 2. */
+#define QUIC_GONE    1024
+#define QUIC_GONE_NS 3000000000ull
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -108,6 +115,9 @@ struct qcid {
  *		connections of the one before
  * @reset_sec:	the second whose Stateless Resets @reset_n counts
  * @reset_n:	how many went out in it (at most QUIC_RESET_RATE)
+ * @gone:	IDs of ours whose connections closed lately, a ring
+ * @gone_until:	when each stops being kept from a reset, ns
+ * @gone_next:	the ring's next slot
  * @token_secret: the secret its Retry tokens are sealed with (random,
  *		this process's)
  * @qst:	its QUIC counters in this worker (listener.h's struct lquic)
@@ -147,6 +157,9 @@ struct qlistener {
 	uint8_t token_secret[NGQ_SECRET_LEN];
 	uint64_t reset_sec;
 	unsigned reset_n;
+	uint8_t gone[QUIC_GONE][NGQ_SCID_LEN];
+	uint64_t gone_until[QUIC_GONE];
+	unsigned gone_next;
 	struct lquic *qst;
 	uint64_t rate_sec;
 	unsigned rate_n;
@@ -255,6 +268,7 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 		  socklen_t peerlen, const uint8_t *pkt, size_t len);
 void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 			  const struct sockaddr *peer, socklen_t peerlen);
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len);
 
 /* quic.c */
 uint64_t quic_now(void);

@@ -430,8 +430,10 @@ static void conn_free(struct qconn *qc)
 
 	ev_timer_stop(acc->loop, &qc->timer);
 	for (unsigned i = 0; i < QUIC_CIDS; i++)
-		if (qc->cids[i].c)
+		if (qc->cids[i].c) {
+			quic_gone(ql, qc->cids[i].id, qc->cids[i].len);
 			cid_unlink(ql, &qc->cids[i]);
+		}
 	quic_bridge_close(qc);
 	if (!qc->opened) {
 		/* The stream never became a connection: what it would have

@@ -15,6 +15,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "common/counter.h"
 #include "common/log.h"
 #include "conf/options.h"
@@ -102,6 +104,47 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 }
 
 /**
+ * quic_gone() - a connection ID of ours whose connection was just freed:
+ *		 its packets get no reset for a while
+ * @ql:		the listener
+ * @id:		the ID
+ * @len:	its length (only ours, NGQ_SCID_LEN, are kept: a client's
+ *		own names only its Initials, which get no reset)
+ */
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len)
+{
+	unsigned i = ql->gone_next++ & (QUIC_GONE - 1);
+
+	if (len != NGQ_SCID_LEN)
+		return;
+	memcpy(ql->gone[i], id, len);
+	ql->gone_until[i] = quic_now() + QUIC_GONE_NS;
+}
+
+/**
+ * gone_lately() - does a short-header packet name a connection that was
+ *		   closed within QUIC_GONE_NS
+ * @ql:		the listener
+ * @pkt:	the packet
+ * @len:	its length
+ *
+ * Return: true if it does (no reset is sent: the client has our close, or
+ * will have it).
+ */
+static bool gone_lately(struct qlistener *ql, const uint8_t *pkt, size_t len)
+{
+	uint64_t now = quic_now();
+
+	if (len < 1 + NGQ_SCID_LEN)
+		return false;
+	for (unsigned i = 0; i < QUIC_GONE; i++)
+		if (ql->gone_until[i] > now &&
+		    !memcmp(ql->gone[i], pkt + 1, NGQ_SCID_LEN))
+			return true;
+	return false;
+}
+
+/**
  * quic_stateless_reset() - a short-header packet that names no connection:
  *		       tell its sender the connection is gone
  * @ql:		the listener
@@ -124,7 +167,7 @@ void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 		ql->reset_sec = sec;
 		ql->reset_n = 0;
 	}
-	if (ql->reset_n >= QUIC_RESET_RATE)
+	if (ql->reset_n >= QUIC_RESET_RATE || gone_lately(ql, pkt, len))
 		return;
 	n = ngq_reset_pkt(pkt, len, ql->secret, out, sizeof(out));
 	if (n <= 0)
