@@ -40,9 +40,9 @@ struct ngq_conn;
  * @cert_denied:	the client's certificate was refused, @why in a line
  *			(its SHA-256, issuer and the rule); the handshake
  *			fails with the alert ngq_read() sends
- * @migrated:		the client moved to a new address or port (a NAT's
- *			rebinding, or its own migration) and the new path
- *			is validated: packets go there from now on
+ * @migrated:		a path of the client's, at address @to (@tolen bytes),
+ *			is validated: it moved there (a NAT's rebinding, or
+ *			its own migration), and packets go there from now on
  *
  * Each gets the @ud given to ngq_accept().
  */
@@ -53,7 +53,7 @@ struct ngq_cb {
 	void (*stream_acked)(void *ud, uint64_t n);
 	int (*cid_add)(void *ud, const uint8_t *id, size_t len);
 	void (*cid_del)(void *ud, const uint8_t *id, size_t len);
-	void (*migrated)(void *ud);
+	void (*migrated)(void *ud, const struct sockaddr *to, size_t tolen);
 	void (*cert_denied)(void *ud, const char *why);
 };
 

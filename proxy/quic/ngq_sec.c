@@ -70,7 +70,9 @@ int ngq_on_path_validation(ngtcp2_conn *conn, uint32_t flags,
 	struct ngq_conn *c = ud;
 
 	if (res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS && c->cb->migrated)
-		c->cb->migrated(c->ud);
+		c->cb->migrated(c->ud,
+				(const struct sockaddr *)path->remote.addr,
+				path->remote.addrlen);
 	return 0;
 }
 

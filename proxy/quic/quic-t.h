@@ -187,6 +187,9 @@ struct qlistener {
  * @cids:	the IDs it is found by
  * @peer:	the client's address as last seen
  * @peerlen:	its length
+ * @path:	the client's address on the path last validated (the
+ *		first, then each it migrated to)
+ * @pathlen:	its length
  * @key:	the client as the caps count it (admit_client())
  * @timer:	ngtcp2's next expiry
  * @fd:		our end of the socketpair, -1 before the stream opens
@@ -226,6 +229,8 @@ struct qconn {
 	struct qcid cids[QUIC_CIDS];
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
+	struct sockaddr_storage path;
+	socklen_t pathlen;
 	struct source_key key;
 	ev_timer timer;
 	int fd;

@@ -296,13 +296,24 @@ static void on_cid_del(void *ud, const uint8_t *id, size_t len)
 }
 
 /**
- * on_migrated() - ngq.c: the client's new path is validated
+ * on_migrated() - ngq.c: a path of the client's is validated
  * @ud:		the connection
+ * @to:		the path's client address
+ * @tolen:	its length
+ *
+ * ngtcp2 may validate one new path more than once (it probes again when
+ * the path's packets change); a migration is counted once per address.
  */
-static void on_migrated(void *ud)
+static void on_migrated(void *ud, const struct sockaddr *to, size_t tolen)
 {
 	struct qconn *qc = ud;
 
+	if (tolen == qc->pathlen && !memcmp(to, &qc->path, tolen))
+		return;
+	if (tolen > sizeof(qc->path))
+		tolen = sizeof(qc->path);
+	memcpy(&qc->path, to, tolen);
+	qc->pathlen = tolen;
 	counter_add(&qc->ql->qst->migrations, 1);
 }
 
@@ -659,6 +670,8 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 		quic_now() + (uint64_t)(ql->cfg->o.handshake_timeout * 1e9);
 	memcpy(&qc->peer, peer, peerlen);
 	qc->peerlen = peerlen;
+	memcpy(&qc->path, peer, peerlen);
+	qc->pathlen = peerlen;
 	qc->fd = -1;
 	ev_timer_init(&qc->timer, on_timer, 0., 0.);
 	qc->timer.data = qc;
