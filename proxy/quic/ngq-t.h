@@ -15,9 +15,11 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
-#include "quic/ngq.h"
-
+/* Not ngq.h: a -t.h header is a module of its own, and ngq.c includes
+ * both. */
 struct ngq_access;
+struct ngq_cb;
+struct ngq_retry;
 
 /**
  * struct ngq_creds - a listener's certificate and key
