@@ -116,7 +116,8 @@ def test_retry_always(certs, smb):
           f"a flood of {n} Initials is answered with Retries to their source IDs ({len(retries)} of {len(answers)})")
     check(all(len(a) < 1200 for a in answers), "each answer is smaller than the Initial it answers (no amplification)")
     check(m1["handshakes"] == 2 and m1["retries"] - m["retries"] >= n // 2,
-          f"and makes no connection: handshakes still 2 ({m1['handshakes']}), retries {m['retries']} -> {m1['retries']}")
+          f"and makes no connection: handshakes still 2 ({m1['handshakes']}), "
+          f"retries {m['retries']} -> {m1['retries']}")
     check(q.conns() == [], "ctl conns is empty")
     check(rss1 - rss0 < 1024, f"the daemon's memory did not grow with them ({rss0} -> {rss1} KiB)")
     # A forged Retry token (its magic byte, then noise): INVALID_TOKEN at once, no state.
@@ -283,7 +284,8 @@ def test_client_certs(certs):
     rc, out, err = nc(c3)
     check(rc == 2 and "tls-alert=" in err and out == b"", f"one of another CA is refused ({rc}: {err[-200:]})")
     rc, out, err = nc(None)
-    check(rc == 2 and "tls-alert=" in err and out == b"", f"a client without a certificate is refused ({rc}: {err[-200:]})")
+    check(rc == 2 and "tls-alert=" in err and out == b"",
+          f"a client without a certificate is refused ({rc}: {err[-200:]})")
     denied = metric(scrape(px.stats_port), "smbsplice_quic_client_certs_denied_total", listener="q")
     check(denied == 4, f"smbsplice_quic_client_certs_denied_total counts the 4 refusals ({denied})")
 
