@@ -11,10 +11,10 @@ and each able to fail when the feature is switched off:
   connections a second turns to Retries.
 - Stateless reset: smbqc holds a connection (nc, through --mode tcp to
   an echo); the daemon is killed and started again on the same port with
-  the same key; smbqc's next byte is answered with a Stateless Reset and
-  smbqc ends within seconds ("stateless reset"), not after its 30 s idle
-  timeout; smbsplice_quic_stateless_resets_total counts it. A packet
-  shorter than a reset would be gets none.
+  the same key; smbqc's next packet is answered with a Stateless Reset
+  and smbqc ends within seconds of the crash ("stateless reset"), not
+  after its 30 s idle timeout; smbsplice_quic_stateless_resets_total
+  counts it. A packet shorter than a reset would be gets none.
 - Migration (NAT rebinding): smbqc's get of 64 MiB moves to a new UDP
   port after 8 MiB, its old socket closed, and stays byte-exact; the
   daemon validated the new path (smbsplice_quic_migrations_total).
@@ -28,6 +28,12 @@ and each able to fail when the feature is switched off:
   new connections without a restart. --check refuses a CA without an
   allow rule, rules without a CA, and a rule that is neither a hash nor
   issuer:DN.
+
+Switched off, each fails (tried when written): --quic-retry off (no
+Retry counted); no resets sent, or a random reset secret instead of the
+key's (smbqc waits out its idle timeout); datagrams from a client's new
+port dropped (the get fails, exit 4); no client certificate asked for
+(the denied one is served).
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
