@@ -80,8 +80,8 @@
 
 int log_verbosity;
 
-/* The word every line starts with; wanem, which shares this file, sets
- * its own. */
+/* The word every line starts with; smbsplice-wanem, which shares this
+ * file, sets its own. */
 const char *log_ident = "smbsplice";
 
 static const char *const level_word[] = { "error", "warning", "info", "debug" };

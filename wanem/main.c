@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* main.c - wanem: a WAN between two network namespaces, in user space
+/* main.c - smbsplice-wanem: a WAN between two network namespaces, in user
+ * space
  *
  * Theory of operation: this kernel has neither netem nor fq, so the WAN a
  * test (or a user trying a gateway) needs is made here. Two tun devices,
  * one in each namespace (tun.c), are the two ends of the path; every IP
- * packet one namespace's stack sends into its device is read by wanem,
- * given its fate by the loss models (loss.c) and its due time by the
+ * packet one namespace's stack sends into its device is read here, given
+ * its fate by the loss models (loss.c) and its due time by the
  * direction's bottleneck and delay line (line.c), and written into the
  * other device when that time comes.
  *
@@ -21,7 +22,7 @@
  * (options.c), SIGUSR1 prints each direction's counters, SIGTERM and
  * SIGINT print them and exit 0; the devices vanish with their
  * descriptors. A device that disappears (its namespace deleted) ends
- * wanem with status 1 and a line saying so.
+ * the program with status 1 and a line saying so.
  */
 #include "config.h"
 
@@ -410,7 +411,7 @@ fail:
 }
 
 /**
- * main() - wanem
+ * main() - smbsplice-wanem
  * @argc:	the argument count
  * @argv:	the arguments
  *
@@ -423,7 +424,7 @@ int main(int argc, char **argv)
 	char seedbuf[32];
 	int status;
 
-	log_ident = "wanem";
+	log_ident = "smbsplice-wanem";
 	switch (wan_options_parse(argc, argv, &w.conf)) {
 	case WAN_EXIT_OK:
 		return 0;
@@ -448,9 +449,9 @@ int main(int argc, char **argv)
 	log_info(
 		"forwarding between %s in %s and %s in %s, MTU %u, %u packets held per direction at most, seed %s",
 		w.conf.ifname[0],
-		*w.conf.ns[0] ? w.conf.ns[0] : "wanem's namespace",
+		*w.conf.ns[0] ? w.conf.ns[0] : "its own namespace",
 		w.conf.ifname[1],
-		*w.conf.ns[1] ? w.conf.ns[1] : "wanem's namespace", w.conf.mtu,
+		*w.conf.ns[1] ? w.conf.ns[1] : "its own namespace", w.conf.mtu,
 		w.conf.limit, seedbuf);
 	log_settings(&w, "settings");
 	status = run(&w);

@@ -7,8 +7,8 @@
  * the main thread enters each side's namespace in turn (proxy/netns.c),
  * makes that side's device there, sets its MTU and brings it up through a
  * socket of that namespace, and comes home. The device lives as long as
- * the descriptor: when wanem exits, both devices and their addresses and
- * routes vanish, whatever way it ends.
+ * the descriptor: when smbsplice-wanem exits, both devices and their
+ * addresses and routes vanish, whatever way it ends.
  *
  * The device is IFF_TUN | IFF_NO_PI: each read() is one IP packet, each
  * write() injects one, IPv4 or IPv6 by its version nibble. Addresses and
@@ -120,7 +120,8 @@ int tun_open(const char *ns, const char *ifname, unsigned mtu, char *err,
 		snprintf(err, errlen, "%s (in %s)", why, ns);
 	close(nsfd);
 	if (netns_enter(netns_home())) {
-		snprintf(err, errlen, "cannot return to wanem's namespace: %s",
+		snprintf(err, errlen,
+			 "cannot return to the namespace it started in: %s",
 			 strerror(errno));
 		if (fd >= 0)
 			close(fd);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* wan_options.c - wanem's command line, and the control file SIGHUP re-reads
+/* wan_options.c - smbsplice-wanem's command line, and the control file
+ * SIGHUP re-reads
  *
  * Theory of operation: one table of options serves both the command line
  * and the control file, so the two cannot drift apart. An option is
@@ -75,7 +76,7 @@ static const struct opt opts[] = {
 	[O_A] = { "a", "NETNS:IFNAME", false,
 		  "side A: a tun device made in namespace NETNS" },
 	[O_B] = { "b", "NETNS:IFNAME", false,
-		  "side B: likewise (NETNS empty: wanem's own)" },
+		  "side B: likewise (NETNS empty: its own)" },
 	[O_DELAY] = { "delay", "MS[/MS]", true, "one-way delay (0)" },
 	[O_JITTER] = { "jitter", "MS[/MS]", true,
 		       "delay varies by up to this either way (0)" },
@@ -221,8 +222,8 @@ static int path_value(enum opt_id id, const char *s, struct path_conf *pc)
 /**
  * endpoint() - NETNS:IFNAME into a namespace path and a device name
  * @s:		the text; the name follows the last colon
- * @ns:		the path: "" (wanem's own), @s's NETNS if it holds a slash,
- *		else /run/netns/NETNS
+ * @ns:		the path: "" (the program's own), @s's NETNS if it
+ *		holds a slash, else /run/netns/NETNS
  * @ifname:	the device name
  *
  * Return: 0, or -1 if @s is not of that form.
@@ -408,7 +409,7 @@ static int apply_words(struct wan_conf *c, int n, char **w, bool in_file,
  */
 static void usage(void)
 {
-	printf("Usage: wanem --a NETNS:IFNAME --b NETNS:IFNAME [OPTION]...\n"
+	printf("Usage: smbsplice-wanem --a NETNS:IFNAME --b NETNS:IFNAME [OPTION]...\n"
 	       "Forward IP packets between two tun devices with a WAN's delay, jitter,\n"
 	       "loss and bottleneck. Path options take VALUE for both directions or\n"
 	       "A-to-B/B-to-A. SIGHUP re-reads --control; SIGUSR1 prints counters.\n\n");
@@ -452,7 +453,7 @@ enum wan_opt_result wan_options_parse(int argc, char **argv, struct wan_conf *c)
 	defaults(c);
 	if (apply_words(c, argc - 1, argv + 1, false, &seen, err,
 			sizeof(err))) {
-		fprintf(stderr, "wanem: %s\n", err);
+		fprintf(stderr, "smbsplice-wanem: %s\n", err);
 		return WAN_EXIT_USAGE;
 	}
 	if (seen == O_HELP) {
@@ -460,17 +461,18 @@ enum wan_opt_result wan_options_parse(int argc, char **argv, struct wan_conf *c)
 		return WAN_EXIT_OK;
 	}
 	if (seen == O_VERSION) {
-		printf("wanem %s\n", PACKAGE_VERSION);
+		printf("smbsplice-wanem %s\n", PACKAGE_VERSION);
 		return WAN_EXIT_OK;
 	}
 	if (!c->ifname[0][0] || !c->ifname[1][0]) {
 		fprintf(stderr,
-			"wanem: --a and --b are both needed (see --help)\n");
+			"smbsplice-wanem: --a and --b are both needed (see --help)\n");
 		return WAN_EXIT_USAGE;
 	}
 	if (!strcmp(c->ns[0], c->ns[1]) &&
 	    !strcmp(c->ifname[0], c->ifname[1])) {
-		fprintf(stderr, "wanem: --a and --b name the same device\n");
+		fprintf(stderr,
+			"smbsplice-wanem: --a and --b name the same device\n");
 		return WAN_EXIT_USAGE;
 	}
 	if (!c->limit) {
@@ -486,7 +488,7 @@ enum wan_opt_result wan_options_parse(int argc, char **argv, struct wan_conf *c)
 						  : c->limit;
 		if (c->dir[d].queue > c->limit) {
 			fprintf(stderr,
-				"wanem: --queue %u exceeds --limit %u, which holds the queue too: raise --limit\n",
+				"smbsplice-wanem: --queue %u exceeds --limit %u, which holds the queue too: raise --limit\n",
 				c->dir[d].queue, c->limit);
 			return WAN_EXIT_USAGE;
 		}

@@ -45,7 +45,7 @@ struct path_conf {
 
 /**
  * struct wan_conf - the whole command line
- * @ns:		each side's namespace path ("" for wanem's own)
+ * @ns:		each side's namespace path ("" for the program's own)
  * @ifname:	each side's tun device name
  * @mtu:	both tun devices' MTU, and the largest packet forwarded
  * @limit:	packets each direction holds at most, queue and delay line

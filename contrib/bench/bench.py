@@ -59,9 +59,9 @@ Workloads:
          nsenter): smbclient get and put of 1 GiB, bulk both ways, and the
          rr sizes with 8 KiB and default pipes. office runs on this
          topology too.
-  wan    smbsplice as a WAN gateway, over wanem between namespaces of its
-         own (contrib/bench/wan.py): direct (cubic), direct with bbr on
-         the server, haproxy at HQ, smbsplice at HQ (--congestion
+  wan    smbsplice as a WAN gateway, over smbsplice-wanem between namespaces
+         of its own (contrib/bench/wan.py): direct (cubic), direct with bbr
+         on the server, haproxy at HQ, smbsplice at HQ (--congestion
          client:bbr), the smbsplice pair, and the pair over two MPTCP
          paths; smbclient get and put (--mib, default 256), mget of the
          office files and ls of the office directory, over the cells of
@@ -86,9 +86,9 @@ Workloads:
          quic-go relay pair (tests/quic's quicrelay), the smbsplice TCP
          pair and the smbsplice QUIC pair (listed "not built" when this
          smbsplice lacks QUIC); on loopback (with the loopback topology)
-         and over wanem in the cells of --quic-grid (default 40:0,1:100,
-         BBR on the smbsplice pairs' WAN leg, a transfer stopped at
-         --quic-seconds, default 30), with the AES-128-GCM floor from
+         and over smbsplice-wanem in the cells of --quic-grid (default
+         40:0,1:100, BBR on the smbsplice pairs' WAN leg, a transfer stopped
+         at --quic-seconds, default 30), with the AES-128-GCM floor from
          `openssl speed`. The contestants are data: quic.CONTESTANTS.
 
 --topology loopback,ns picks the topologies: loopback runs every
@@ -1104,7 +1104,7 @@ def main():
                     help="the quic workload's cap per get and put over the WAN, as --wan-seconds (default 30; "
                          "0: no cap)")
     ap.add_argument("--wan-mtu", type=int, help="MTU of the WAN paths (default 1500, 9000 if a rate is above "
-                    "100 Mbit/s: at 1500 wanem's packet rate is the bottleneck)")
+                    "100 Mbit/s: at 1500 smbsplice-wanem's packet rate is the bottleneck)")
     args = ap.parse_args()
     global BASELINE, FRONTS
     only = set(args.only.split(","))

@@ -1,6 +1,6 @@
 """The SMB-over-QUIC part of the benchmark (`bench.py --only quic`):
 smbclient get and put through a pair of fronts, on loopback and over
-wanem(1), every contestant in one run, interleaved.
+smbsplice-wanem(1), every contestant in one run, interleaved.
 
 Theory of operation: each contestant is a PAIR of fronts, as a gateway
 pair or an SMB-over-QUIC client and server are deployed: a branch front
@@ -39,10 +39,10 @@ line when smbsplice's QUIC backend lands, is one entry.
 
 Loopback: everything on 127.0.0.1, smbd on a free port, get and put of
 --mib MiB run whole. WAN: wan.py's namespaces (client C, HQ G) joined by
-one wanem path; smbd in G on port 445, the HQ front in G on 192.0.2.2,
-the branch front and smbclient in C; cells from --quic-grid (default 40
-ms, 0 and 1 % loss, 100 Mbit/s). A get or put still running after
---quic-seconds is stopped and measured by what came by then (TCP bytes
+one smbsplice-wanem path; smbd in G on port 445, the HQ front in G on
+192.0.2.2, the branch front and smbclient in C; cells from --quic-grid
+(default 40 ms, 0 and 1 % loss, 100 Mbit/s). A get or put still running
+after --quic-seconds is stopped and measured by what came by then (TCP bytes
 into smbclient for a get, into smbd for a put), as wan.py does.
 
 The AES-GCM floor: `openssl speed -evp aes-128-gcm` on one core, at a
@@ -430,7 +430,7 @@ def run_quic(args, work, be, b):
 
 
 def run_wan_cells(args, work, b, grid, files, skip):
-    """Every cell of the grid over one wanem path, MTU 1500, the
+    """Every cell of the grid over one smbsplice-wanem path, MTU 1500, the
     contestants interleaved within each cell and workload."""
     res = {"cap": args.quic_seconds, "mtu": 1500, "cells": []}
     # a directory of its own: the wan part's lab, if it ran, left its
@@ -595,7 +595,7 @@ def table(q):
     out = [f"### SMB over QUIC: smbclient get and put of {size} through a pair of fronts ({q['runs']} "
            f"interleaved runs)\n",
            f"{q.get('version') or 'smbsplice'}. Pair CPU: both fronts' processes; machine: every busy "
-           "core-second (client, smbd, fronts, and wanem over the WAN) per GiB moved. stunnel: TLS 1.3 "
+           "core-second (client, smbd, fronts, and smbsplice-wanem over the WAN) per GiB moved. stunnel: TLS 1.3 "
            "(TLS_AES_128_GCM_SHA256), cubic; quicrelay: quic-go 0.29; smbsplice-pair: BBR on the WAN leg; "
            "smbsplice-quic: BBR on the QUIC leg over the WAN.\n"]
     if q.get("loopback"):
@@ -604,7 +604,7 @@ def table(q):
     for c in w.get("cells", []):
         note = (f"\nA transfer still running after {w['cap']:g} s was stopped and measured by what came by "
                 "then; * marks a median with such runs.\n" if w.get("cap") else "")
-        out += [f"**WAN: {c['rtt']:g} ms, {c['loss']:g} % loss, {c['rate']:g} Mbit/s** (wanem, MTU "
+        out += [f"**WAN: {c['rtt']:g} ms, {c['loss']:g} % loss, {c['rate']:g} Mbit/s** (smbsplice-wanem, MTU "
                 f"{w.get('mtu', 1500)}; MB/s)\n", cell_table(c, nb, note)]
     out += [floor_text(q), goal_rows(q), failures(q)]
     return "\n".join(p for p in out if p)

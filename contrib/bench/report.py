@@ -794,7 +794,7 @@ def wan_table(w):
     capped = (f" Get, put and mget stop at {cap:g} s and count what came by then (TCP bytes into the "
               f"client for a get, into smbd for a put; whole files for mget); * marks a median with capped "
               f"runs." if cap else "")
-    rows = [f"### WAN (wanem, MTU {w['mtu']}, {w['mib']} MiB get and put, {w['runs']} runs per cell)\n",
+    rows = [f"### WAN (smbsplice-wanem, MTU {w['mtu']}, {w['mib']} MiB get and put, {w['runs']} runs per cell)\n",
             "Medians; in brackets the ratio to direct (cubic on both ends)." + capped + "\n", head,
             "|" + "---|" * (4 + len(fronts))]
     for c in w["cells"]:

@@ -1,14 +1,15 @@
 """The WAN part of the benchmark (`bench.py --only wan`): every contestant
-over wanem(1), between network namespaces the harness makes and removes.
+over smbsplice-wanem(1), between network namespaces the harness makes and
+removes.
 
 Topology: a client namespace C (the branch) and an HQ namespace G, joined
-by wanem path 0 (192.0.2.1 in C, 192.0.2.2 in G) and, for the MPTCP
-contestant, path 1 (198.51.100.1, 198.51.100.2) with the same settings.
-smbd runs in G on port 445 of every address there (it skips wanem's
-point-to-point tun devices in its interface list). Both namespaces run
-cubic by default, as most client and server stacks do: cubic is added to
-the global net.ipv4.tcp_allowed_congestion_control for the run (a
-namespace may only pick an allowed default) and the list restored.
+by smbsplice-wanem path 0 (192.0.2.1 in C, 192.0.2.2 in G) and, for the
+MPTCP contestant, path 1 (198.51.100.1, 198.51.100.2) with the same
+settings. smbd runs in G on port 445 of every address there (it skips
+smbsplice-wanem's point-to-point tun devices in its interface list). Both
+namespaces run cubic by default, as most client and server stacks do: cubic
+is added to the global net.ipv4.tcp_allowed_congestion_control for the run
+(a namespace may only pick an allowed default) and the list restored.
 
 Contestants, the client always in C:
   direct       smbclient to smbd at HQ, cubic on both ends
@@ -31,10 +32,10 @@ Contestants, the client always in C:
                6 MiB): for a path whose bandwidth-delay product is above
                them, such as 1 Gbit/s at 100 ms (12.5 MB)
 
-Each cell of the grid (RTT x loss x rate) sets both paths by wanem's
-control file; each workload runs every contestant interleaved, --runs
-times; figures are MB/s (get, put), files/s (mget), entries/s (ls), with
-their ratio to direct's median.
+Each cell of the grid (RTT x loss x rate) sets both paths by
+smbsplice-wanem's control file; each workload runs every contestant
+interleaved, --runs times; figures are MB/s (get, put), files/s (mget),
+entries/s (ls), with their ratio to direct's median.
 """
 import os
 import shutil
@@ -45,7 +46,7 @@ import tempfile
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-WANEM = os.path.join(TOP, "wanem/wanem")
+WANEM = os.path.join(TOP, "wanem/smbsplice-wanem")
 SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 THROWAWAY = os.path.join(TOP, "contrib/throwaway-smbd.sh")
 PASSWORD = "smbsplice"
@@ -80,7 +81,8 @@ def parse_grid(text):
 
 
 class Path:
-    """One wanem between C and G; cells are set through its control file."""
+    """One smbsplice-wanem between C and G; cells are set through its
+    control file."""
 
     def __init__(self, work, n, mtu):
         self.n = n
@@ -94,7 +96,7 @@ class Path:
         end = time.monotonic() + 10
         while "info: forwarding" not in self.text():
             if self.proc.poll() is not None or time.monotonic() > end:
-                raise RuntimeError(f"wanem did not start: {self.text().strip()}")
+                raise RuntimeError(f"smbsplice-wanem did not start: {self.text().strip()}")
             time.sleep(0.05)
         for ns, a in zip(NS, PATHS[n]):
             sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", f"wan{n}")
@@ -115,7 +117,7 @@ class Path:
         end = time.monotonic() + 10
         while self.text().count("info: reloaded") <= before:
             if time.monotonic() > end:
-                raise RuntimeError(f"wanem did not take the cell's settings: {self.text()[-300:]}")
+                raise RuntimeError(f"smbsplice-wanem did not take the cell's settings: {self.text()[-300:]}")
             time.sleep(0.05)
 
     def stop(self):

@@ -120,14 +120,18 @@ def main():
     man5 = dest + d["mandir"] + "/man5/smbsplice.conf.5"
     advise = dest + d["bindir"] + "/smbsplice-advise"
     man1 = dest + d["mandir"] + "/man1/smbsplice-advise.1"
-    wanem = dest + d["bindir"] + "/wanem"
-    man1_wanem = dest + d["mandir"] + "/man1/wanem.1"
+    wanem = dest + d["bindir"] + "/smbsplice-wanem"
+    man1_wanem = dest + d["mandir"] + "/man1/smbsplice-wanem.1"
     units = bool(d["systemdsystemunitdir"])
     service = dest + d["systemdsystemunitdir"] + "/smbsplice.service"
     socket_unit = dest + d["systemdsystemunitdir"] + "/smbsplice.socket"
     example = dest + d["sysconfdir"] + "/smbsplice.conf.example"
     for path in (binary, man8, man5, advise, man1, wanem, man1_wanem, example) + ((service, socket_unit) if units else ()):
         check(os.path.isfile(path), f"installed {path[len(dest):]}")
+    # The emulator is smbsplice-wanem: a bare `wanem` would collide with
+    # TCS's WANem emulator.
+    for path in (dest + d["bindir"] + "/wanem", dest + d["mandir"] + "/man1/wanem.1"):
+        check(not os.path.exists(path), f"nothing installed as {path[len(dest):]}")
     check(os.access(binary, os.X_OK), "the binary is executable")
     r = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     check(r.returncode == 0 and r.stdout.startswith("smbsplice "), f"installed smbsplice --version: {r.stdout.strip()}")
@@ -137,7 +141,8 @@ def main():
           f"installed smbsplice-advise --version: {r.stdout.strip()}")
 
     r = subprocess.run([wanem, "--version"], capture_output=True, text=True, timeout=10)
-    check(r.returncode == 0 and r.stdout.startswith("wanem "), f"installed wanem --version: {r.stdout.strip()}")
+    check(r.returncode == 0 and r.stdout.startswith("smbsplice-wanem "),
+          f"installed smbsplice-wanem --version: {r.stdout.strip()}")
 
     for page in (man8, man5, man1, man1_wanem):
         groff_check(page)

@@ -13,7 +13,8 @@ planted, to show that the rule fails when it is broken:
 - priv/ includes nothing of conn/: what holds privilege never sees a
   connection.
 - only handover/ includes the handover image (handover/image.h).
-- common/ includes only common/: wanem links it alone (libcommon.a).
+- common/ includes only common/: smbsplice-wanem (wanem/) links it alone
+  (libcommon.a).
 - smb/ knows nothing of sockets (no socket header) and includes only
   smb/ and common/.
 - proxy/ holds no SMB byte offsets. That cannot be checked exactly; the

@@ -3,13 +3,16 @@ checked and purged, leaving the machine as it found it.
 
 From the build tree's `make distdir` (the distributed files, so that a
 file debian/ needs and EXTRA_DIST lacks fails here too), in a scratch
-directory, `dpkg-buildpackage -us -uc -b` builds smbsplice and
-smbsplice-advise, and lintian finds no error in them. Then, twice:
+directory, `dpkg-buildpackage -us -uc -b` builds smbsplice,
+smbsplice-advise and smbsplice-wanem and no other package (none named
+wanem, TCS's WANem emulator's name), and lintian finds no error in them.
+Then, twice:
 
-- with no user smbsplice on the machine: `dpkg -i` installs both; the
+- with no user smbsplice on the machine: `dpkg -i` installs all three; the
   installed smbsplice --version is this build's version and --check
   accepts the installed /etc/smbsplice/smbsplice.conf, which dpkg lists as
-  a conffile; smbsplice-advise --version runs; the man pages, both units
+  a conffile; smbsplice-advise and smbsplice-wanem --version run, and
+  nothing is installed as /usr/bin/wanem; the man pages, both units
   and the drop-in that makes the service run as the user smbsplice are
   there; postinst made the system user smbsplice (no login shell) and its
   group; neither unit is enabled, and none runs; the installed smbsplice,
@@ -49,13 +52,13 @@ BUILDDIR = os.environ.get("BUILDDIR", os.getcwd())
 # descriptors this process does not pass on.
 ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
 MAKE = os.environ.get("MAKE", "make")
-PACKAGES = ("smbsplice", "smbsplice-advise", "wanem")
+PACKAGES = ("smbsplice", "smbsplice-advise", "smbsplice-wanem")
 ACCOUNTS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
 CONF = "/etc/smbsplice/smbsplice.conf"
 UNITDIR = "/lib/systemd/system"
 DSH = "/var/lib/systemd/deb-systemd-helper-*"
 # What the package owns, and what its maintainer scripts make.
-LEFTOVERS = ("/usr/bin/smbsplice", "/usr/bin/smbsplice-advise", "/usr/bin/wanem", "/usr/share/man/man1/wanem.1.gz", "/etc/smbsplice", "/var/lib/smbsplice",
+LEFTOVERS = ("/usr/bin/smbsplice", "/usr/bin/smbsplice-advise", "/usr/bin/smbsplice-wanem", "/usr/share/man/man1/smbsplice-wanem.1.gz", "/etc/smbsplice", "/var/lib/smbsplice",
              f"{UNITDIR}/smbsplice.service", f"{UNITDIR}/smbsplice.socket", f"{UNITDIR}/smbsplice.service.d",
              "/usr/share/doc/smbsplice", "/usr/share/doc/smbsplice-advise", "/usr/share/man/man8/smbsplice.8.gz",
              "/usr/share/man/man5/smbsplice.conf.5.gz", "/usr/share/man/man1/smbsplice-advise.1.gz")
@@ -119,6 +122,8 @@ def build(work, lint=True):
     check(all(len(d) == 1 for d in debs.values()),
           f"dpkg-buildpackage -us -uc -b built {', '.join(os.path.basename(d[0]) for d in debs.values() if d)} "
           f"in {time.monotonic() - t:.0f} s")
+    built = sorted(os.path.basename(d).split("_")[0] for d in glob.glob(os.path.join(work, "*.deb")))
+    check(built == sorted(PACKAGES), f"the packages built are {', '.join(PACKAGES)} and no other ({built})")
     changes = glob.glob(os.path.join(work, "*.changes"))
     if lint and shutil.which("lintian"):
         r = subprocess.run(["lintian", "--fail-on", "error", *changes], env=ENV, capture_output=True, text=True,
@@ -142,8 +147,11 @@ def check_installed(ver, ours):
     r = subprocess.run(["/usr/bin/smbsplice-advise", "--version"], capture_output=True, text=True, timeout=10)
     check(r.returncode == 0 and r.stdout.startswith("smbsplice-advise "),
           f"installed smbsplice-advise --version: {r.stdout.strip()}")
-    r = subprocess.run(["/usr/bin/wanem", "--version"], capture_output=True, text=True, timeout=10)
-    check(r.returncode == 0 and r.stdout.startswith("wanem "), f"installed wanem --version: {r.stdout.strip()}")
+    r = subprocess.run(["/usr/bin/smbsplice-wanem", "--version"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.startswith("smbsplice-wanem "),
+          f"installed smbsplice-wanem --version: {r.stdout.strip()}")
+    # Not `wanem`: that name is TCS's WANem emulator's.
+    check(not os.path.exists("/usr/bin/wanem"), "no package installs /usr/bin/wanem")
     conffiles = cmd(["dpkg-query", "-W", "-f", "${Conffiles}", "smbsplice"])
     check(re.search(rf"^ {re.escape(CONF)} [0-9a-f]{{32}}$", conffiles, re.M) is not None,
           f"{CONF} is a conffile")

@@ -21,7 +21,8 @@ writes land in a tmpfs, so that a recipe writes /etc/samba/files.conf
 and starts smbd with the host's paths without touching the host. When
 the sandbox's first process is killed, the kernel kills everything the
 recipe started. Nothing in a recipe is substituted; PATH starts with the
-build's proxy/ and wanem/, so `smbsplice` and `wanem` are this build's.
+build's proxy/ and wanem/, so `smbsplice` and `smbsplice-wanem` are this
+build's.
 
 What the recipe does not make, the world around it does (WORLDS below):
 the Samba server a recipe points at, a client network, a name in
@@ -352,9 +353,10 @@ def world_transparent_local(sb):
 
 
 def world_pair(sb):
-    """Nothing: the recipe makes every namespace, wanem and both gateways.
-    root gets a Samba password; the branch's client fetches through the
-    branch gateway, and HQ's log names the client by its own address."""
+    """Nothing: the recipe makes every namespace, smbsplice-wanem and both
+    gateways. root gets a Samba password; the branch's client fetches
+    through the branch gateway, and HQ's log names the client by its own
+    address."""
     def promise():
         wait_port(sb, "10.2.0.1:445", ns="branch")
         wait_port(sb, "0.0.0.0:445", ns="hq")

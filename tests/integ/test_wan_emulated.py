@@ -1,7 +1,8 @@
-"""smbsplice as a WAN gateway, over wanem (wanem(1)) between namespaces of
-the test's own: a client namespace C and a gateway namespace G, with
-Samba inside G (on 127.0.0.1:445 and 192.0.2.2:445) and smbsplice beside
-it. Path 0 is 192.0.2.0/24 (C .1, G .2), path 1 198.51.100.0/24.
+"""smbsplice as a WAN gateway, over smbsplice-wanem (smbsplice-wanem(1))
+between namespaces of the test's own: a client namespace C and a gateway
+namespace G, with Samba inside G (on 127.0.0.1:445 and 192.0.2.2:445) and
+smbsplice beside it. Path 0 is 192.0.2.0/24 (C .1, G .2), path 1
+198.51.100.0/24.
 
 1. Split TCP: with --congestion client:bbr, smbsplice's client-side
    socket runs bbr (ss -ti in G) while the client's own socket runs cubic
@@ -13,7 +14,7 @@ it. Path 0 is 192.0.2.0/24 (C .1, G .2), path 1 198.51.100.0/24.
    it for the test and the list restored in `finally`. (A root socket
    could pick cubic by setsockopt regardless, CAP_NET_ADMIN passes the
    list; smbclient and smbd do not set it, so the default is what counts.)
-2. Outages: a total outage (wanem 'loss 100', then restored) of
+2. Outages: a total outage (smbsplice-wanem 'loss 100', then restored) of
    WAN_OUTAGE seconds (default 8; 30 for the issue's case, which takes
    about a minute with TCP's backoff: `make check-wan-slow`) in the middle of a get through
    smbsplice with its default keepalive (60:10:6, so TCP_USER_TIMEOUT
@@ -49,7 +50,7 @@ import time
 from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, end_process, file_sha256,
                      in_netns, need, random_file, run, sh, wait_for)
 
-WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
+WANEM = os.environ.get("SMBSPLICE_WANEM", os.path.join(SRCDIR, "wanem/smbsplice-wanem"))
 NS = (f"wanC{os.getpid()}", f"wanG{os.getpid()}")
 PATHS = (("192.0.2.1", "192.0.2.2"), ("198.51.100.1", "198.51.100.2"))
 MIB = int(os.environ.get("WAN_MIB", "8"))
@@ -60,8 +61,8 @@ SCRATCH = None
 
 
 class Wan:
-    """One wanem path between C and G (devices wanN), its addresses set,
-    changed by its control file and SIGHUP."""
+    """One smbsplice-wanem path between C and G (devices wanN), its
+    addresses set, changed by its control file and SIGHUP."""
 
     def __init__(self, n, *args):
         self.n = n
@@ -71,9 +72,9 @@ class Wan:
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(["chrt", "-f", "10", WANEM, "--a", f"{NS[0]}:wan{n}", "--b", f"{NS[1]}:wan{n}",
                                       "--control", self.control, *args], stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for("wanem's forwarding line", lambda: "info: forwarding" in self.text() or self.proc.poll() is not None)
+        wait_for("smbsplice-wanem's forwarding line", lambda: "info: forwarding" in self.text() or self.proc.poll() is not None)
         if self.proc.poll() is not None:
-            raise TestFailure(f"wanem exited {self.proc.returncode}: {self.text().strip()}")
+            raise TestFailure(f"smbsplice-wanem exited {self.proc.returncode}: {self.text().strip()}")
         for ns, a in zip(NS, PATHS[n]):
             sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", f"wan{n}")
 
@@ -87,7 +88,7 @@ class Wan:
         with open(self.control, "w") as f:
             f.write(text)
         self.proc.send_signal(signal.SIGHUP)
-        wait_for("wanem's reload", lambda: self.text().count("info: reloaded") > before)
+        wait_for("smbsplice-wanem's reload", lambda: self.text().count("info: reloaded") > before)
 
     def stop(self):
         end_process(self.proc)
@@ -311,9 +312,9 @@ def main():
         # binds to them), each part setting it by its control file.
         wan = Wan(0)
         try:
-            # smbd skips point-to-point devices such as wanem's tun in
-            # its interface list: it binds to the wildcard address here,
-            # in a namespace of the test's own.
+            # smbd skips point-to-point devices such as smbsplice-wanem's
+            # tun in its interface list: it binds to the wildcard address
+            # here, in a namespace of the test's own.
             smb = Samba(netns=NS[1], port=SMB_PORT,
                         conf_extra="[global]\n\tserver multi channel support = no\n\tbind interfaces only = no")
             digest = random_file(os.path.join(smb.share, "data"), MIB)

@@ -1,20 +1,22 @@
-"""wanem, the user-space WAN: between two network namespaces of the test's
-own (192.0.2.0/24 and 2001:db8::/64 on its two tun devices), checked with
-ping, iperf3 and a TCP transfer:
+"""smbsplice-wanem, the user-space WAN: between two network namespaces of
+the test's own (192.0.2.0/24 and 2001:db8::/64 on its two tun devices),
+checked with ping, iperf3 and a TCP transfer:
 
-1. The command line: every option --help lists has an entry in wanem(1);
-   mistakes are one line and exit status 2, a namespace that is not there
-   one line and status 1.
+1. The command line: the program, its --help, --version, mistakes and
+   log lines, and its man page all say smbsplice-wanem (not smbsplice-wanem, the
+   name of TCS's WANem emulator); every option --help lists has an entry
+   in smbsplice-wanem(1); mistakes are one line and exit status 2, a
+   namespace that is not there one line and status 1.
 2. Delay: the RTT by ping (IPv4 and IPv6) is within 0.5 ms of the two
    one-way delays added up (median; the minimum never below), per
    direction (--delay 10/5). Jitter keeps packets in order unless
    --reorder is given, and then it reorders.
 3. Loss: --loss 10/0 over 2,000 pings loses within 4 sigma of the
-   binomial mean, every loss counted by wanem on the A-to-B side, none
+   binomial mean, every loss counted by smbsplice-wanem on the A-to-B side, none
    the other way; --burst 2,25 loses its 7.4% in bursts (mean run of lost
    pings near 1/R = 4, where independent loss would give 1.08).
 4. Rate: iperf3 (cubic) through --rate 100 gets within 5% of 100 Mbit/s;
-   the queue drops at its tail (wanem counts it) and, with the link
+   the queue drops at its tail (smbsplice-wanem counts it) and, with the link
    saturated, a ping's RTT stays within what --queue 200 can add.
 5. No corruption: a 64 MiB TCP transfer through delay, jitter and loss
    arrives byte-exact (sha256), and neither stack counted a checksum or
@@ -39,29 +41,30 @@ import time
 
 from harness import SRCDIR, TMPDIR, TestFailure, check, end_process, in_netns, need, run, sanitizer_report, sh, wait_for
 
-WANEM = os.environ.get("WANEM", os.path.join(SRCDIR, "wanem/wanem"))
-MAN1 = os.path.join(SRCDIR, "contrib/man/wanem.1.scd")
+WANEM = os.environ.get("SMBSPLICE_WANEM", os.path.join(SRCDIR, "wanem/smbsplice-wanem"))
+MAN1 = os.path.join(SRCDIR, "contrib/man/smbsplice-wanem.1.scd")
 NS = (f"wanemA{os.getpid()}", f"wanemB{os.getpid()}")
 ADDR4 = ("192.0.2.1", "192.0.2.2")
 ADDR6 = ("2001:db8::1", "2001:db8::2")
 MIB = 64
-SCRATCH = None  # main()'s scratch directory, for wanem's logs and the data
+SCRATCH = None  # main()'s scratch directory, for smbsplice-wanem's logs and the data
 
 
 class Wan:
-    """A wanem between the two namespaces, their addresses set."""
+    """A smbsplice-wanem between the two namespaces, their addresses set."""
 
     def __init__(self, *args, tag="wan", realtime=True):
-        """With `realtime`, at SCHED_FIFO priority (chrt), as wanem(1)
-        advises on a busy machine: the tests share theirs."""
+        """With `realtime`, at SCHED_FIFO priority (chrt), as
+        smbsplice-wanem(1) advises on a busy machine: the tests share
+        theirs."""
         self.logpath = os.path.join(SCRATCH, f"wanem-{tag}.log")
         self.log = open(self.logpath, "w")
         rt = ["chrt", "-f", "10"] if realtime else []
         self.proc = subprocess.Popen([*rt, WANEM, "--a", f"{NS[0]}:wan0", "--b", f"{NS[1]}:wan0", *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for("wanem's forwarding line", lambda: "info: forwarding" in self.text() or self.proc.poll() is not None)
+        wait_for("smbsplice-wanem's forwarding line", lambda: "info: forwarding" in self.text() or self.proc.poll() is not None)
         if self.proc.poll() is not None:
-            raise TestFailure(f"wanem exited {self.proc.returncode}: {self.text().strip()}")
+            raise TestFailure(f"smbsplice-wanem exited {self.proc.returncode}: {self.text().strip()}")
         for ns, a4, a6 in zip(NS, ADDR4, ADDR6):
             sh("ip", "-n", ns, "addr", "add", f"{a4}/24", "dev", "wan0")
             sh("ip", "-n", ns, "addr", "add", f"{a6}/64", "dev", "wan0", "nodad")
@@ -74,7 +77,7 @@ class Wan:
         """Send `sig`; wait until `lines` more lines match `pattern`."""
         before = len(re.findall(pattern, self.text(), re.M))
         self.proc.send_signal(sig)
-        wait_for(f"wanem's answer to signal {sig}",
+        wait_for(f"smbsplice-wanem's answer to signal {sig}",
                  lambda: len(re.findall(pattern, self.text(), re.M)) >= before + lines)
         return self.text().splitlines()[-lines:]
 
@@ -87,10 +90,10 @@ class Wan:
         ended = end_process(self.proc)
         self.log.close()
         if not ended:
-            raise TestFailure("wanem did not exit on SIGTERM within 10 s")
+            raise TestFailure("smbsplice-wanem did not exit on SIGTERM within 10 s")
         report = sanitizer_report(self.text())
         check(self.proc.returncode == 0 and not report,
-              f"wanem exits 0 on SIGTERM ({self.proc.returncode}){', ' + report if report else ''}")
+              f"smbsplice-wanem exits 0 on SIGTERM ({self.proc.returncode}){', ' + report if report else ''}")
         return parse_stats(self.text().splitlines()[-2:])
 
 
@@ -101,7 +104,7 @@ def parse_stats(lines):
         if m:
             out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
     if set(out) != {"a->b", "b->a"}:
-        raise TestFailure(f"no counters in wanem's lines: {lines}")
+        raise TestFailure(f"no counters in smbsplice-wanem's lines: {lines}")
     return out
 
 
@@ -121,13 +124,20 @@ def out_of_order(seqs):
 
 
 def test_cli():
+    check(os.path.basename(WANEM) == "smbsplice-wanem", f"the program is smbsplice-wanem ({WANEM})")
     r = sh(WANEM, "--help")
+    check(r.stdout.startswith("Usage: smbsplice-wanem --a "), f"--help's usage names smbsplice-wanem: {r.stdout.splitlines()[0]}")
     opts = re.findall(r"^  --([a-z-]+)", r.stdout, re.M)
-    check(len(opts) >= 14, f"wanem --help lists {len(opts)} options")
+    check(len(opts) >= 14, f"smbsplice-wanem --help lists {len(opts)} options")
+    r = sh(WANEM, "--version")
+    check(re.fullmatch(r"smbsplice-wanem \S+\n", r.stdout), f"--version: {r.stdout.strip()}")
     with open(MAN1) as f:
         man = f.read()
+    check(man.startswith("smbsplice-wanem(1) ") and "\nsmbsplice-wanem - " in man
+          and not re.search(r"(?<![-\w])wanem(?![-\w])", man),
+          "the man page is smbsplice-wanem(1) and never says the bare name wanem")
     missing = [o for o in opts if not re.search(rf"^\*--{o}\*", man, re.M)]
-    check(not missing, f"every option has an entry in wanem(1) (missing: {missing})")
+    check(not missing, f"every option has an entry in smbsplice-wanem(1) (missing: {missing})")
     for args, says in ((["--a", f"{NS[0]}:wan0"], "--a and --b are both needed"),
                        (["--a", "x:w", "--b", "y:w", "--delay", "ten"], "--delay: 'ten' is not"),
                        (["--a", "x:w", "--b", "y:w", "--queue", "900", "--limit", "100"], "raise --limit"),
@@ -135,10 +145,11 @@ def test_cli():
                        (["--a", "x:w", "--b", "y:w", "--burst", "5"], "--burst: '5' is not"),
                        (["--a", "x:w", "--b", "y:w", "--bogus"], "unknown option '--bogus'")):
         r = sh(WANEM, *args, ok=False)
-        check(r.returncode == 2 and says in r.stderr and len(r.stderr.splitlines()) == 1,
-              f"wanem {' '.join(args)}: status 2, one line ({r.returncode}: {r.stderr.strip()})")
+        check(r.returncode == 2 and r.stderr.startswith("smbsplice-wanem: ") and says in r.stderr
+              and len(r.stderr.splitlines()) == 1,
+              f"smbsplice-wanem {' '.join(args)}: status 2, one line ({r.returncode}: {r.stderr.strip()})")
     r = sh(WANEM, "--a", f"nosuch{os.getpid()}:w", "--b", f"{NS[1]}:w", ok=False)
-    check(r.returncode == 1 and r.stderr.startswith("wanem: error: side A: /run/netns/nosuch")
+    check(r.returncode == 1 and r.stderr.startswith("smbsplice-wanem: error: side A: /run/netns/nosuch")
           and "No such file" in r.stderr and len(r.stderr.splitlines()) == 1,
           f"a namespace that is not there: status 1, one line ({r.returncode}: {r.stderr.strip()})")
 
@@ -149,8 +160,8 @@ def test_delay():
         for dst in (ADDR4[1], ADDR6[1]):
             # ping's own wake-ups count in what it reports: beside a
             # CPU-bound test (make -j2) a median can run late by more than
-            # the bound while wanem is right, so a late median is measured
-            # again, up to three times; an early answer never is.
+            # the bound while smbsplice-wanem is right, so a late median is
+            # measured again, up to three times; an early answer never is.
             for attempt in range(3):
                 seqs, rtts = ping(dst, 100, 0.01)
                 check(len(rtts) == 100, f"{dst}: 100 of 100 pings answered ({len(rtts)})")
@@ -206,7 +217,7 @@ def test_loss():
           f"--loss 10/0: {lost} of {n} pings lost, within 4 sigma of {mean:.0f} "
           f"({mean - 4 * sigma:.0f}..{mean + 4 * sigma:.0f})")
     check(counted(st["a->b"], "loss", lost, n) and st["b->a"]["loss"] == 0,
-          f"wanem counted each, all A to B ({st['a->b']['loss']}, {st['b->a']['loss']})")
+          f"smbsplice-wanem counted each, all A to B ({st['a->b']['loss']}, {st['b->a']['loss']})")
 
     # Gilbert-Elliott, A to B only: P = 2%, R = 25%, so 0.02/0.27 = 7.4%
     # lost in bursts of 4 on average.
@@ -231,7 +242,7 @@ def test_loss():
     check(0.03 * n <= lost <= 0.13 * n, f"--burst 2,25: {lost} of {n} lost (7.4% expected, 3..13% allowed)")
     check(2.0 <= mean_run <= 8.0, f"in bursts: {len(runs)} runs, {mean_run:.2f} pings each on average (4 expected)")
     check(counted(st["a->b"], "burst", lost, n) and st["a->b"]["loss"] == 0 and st["b->a"]["burst"] == 0,
-          f"wanem counted them as burst losses ({st['a->b']['burst']})")
+          f"smbsplice-wanem counted them as burst losses ({st['a->b']['burst']})")
 
 
 def iperf3(args, seconds, omit, tag):
@@ -338,9 +349,9 @@ c.recv(1)
 
 
 def transfer(path, pause=None):
-    """The file from A to B over IPv6, through wanem: (bytes, sha256) the
-    sink got. With `pause`, a callable run while the source waits after
-    its first MiB with the connection open."""
+    """The file from A to B over IPv6, through smbsplice-wanem: (bytes,
+    sha256) the sink got. With `pause`, a callable run while the source
+    waits after its first MiB with the connection open."""
     sink = subprocess.Popen(in_netns(NS[1], ["python3", "-c", SINK, ADDR6[1]]), stdout=subprocess.PIPE, text=True)
     try:
         port = sink.stdout.readline().strip()
@@ -455,7 +466,7 @@ def test_throughput():
     got = end["sum_received"]["bits_per_second"] / 1e9
     load = os.getloadavg()[0]
     print(f"  throughput at 0 delay, MTU 65535: {got:.2f} Gbit/s (load average {load:.2f})", flush=True)
-    check(got >= 0.5, f"wanem forwards {got:.2f} Gbit/s at 0 delay (at least 0.5 asked on a shared machine)")
+    check(got >= 0.5, f"smbsplice-wanem forwards {got:.2f} Gbit/s at 0 delay (at least 0.5 asked on a shared machine)")
 
 
 def main():
@@ -480,7 +491,7 @@ def main():
         test_corruption(path, digest)
         test_cut(path, digest, scratch)
         test_throughput()
-        shutil.rmtree(scratch)  # kept, with wanem's logs, when a check fails
+        shutil.rmtree(scratch)  # kept, with smbsplice-wanem's logs, when a check fails
     finally:
         for ns in NS:
             sh("ip", "netns", "del", ns, ok=False)

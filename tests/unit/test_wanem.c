@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* test_wanem.c - wanem's delay line, loss models and options, without tun
+/* test_wanem.c - smbsplice-wanem's delay line, loss models and options,
+ * without tun
  *
  * Theory of operation: the delay line (line.c) is driven with made-up
  * arrival times, so every due time can be checked to the nanosecond: the
@@ -230,7 +231,7 @@ static void test_jitter_draw(void **state)
 }
 
 /**
- * parse() - wanem's command line from one string
+ * parse() - smbsplice-wanem's command line from one string
  * @c:		the settings
  * @line:	the options, split at spaces
  *
@@ -239,7 +240,7 @@ static void test_jitter_draw(void **state)
 static enum wan_opt_result parse(struct wan_conf *c, const char *line)
 {
 	static char buf[512];
-	char *argv[32] = { "wanem" };
+	char *argv[32] = { "smbsplice-wanem" };
 	int argc = 1;
 
 	snprintf(buf, sizeof(buf), "%s", line);
