@@ -23,6 +23,14 @@ enum check_mode {
 	CHECK_SMB, /* a connect, and an SMB2 NEGOTIATE answered */
 };
 
+/* When a QUIC listener asks clients to prove their address (a Retry)
+ * before it keeps any state for them. */
+enum quic_retry {
+	QUIC_RETRY_AUTO,   /* above QUIC_RETRY_RATE new Initials a second */
+	QUIC_RETRY_ALWAYS, /* every new connection */
+	QUIC_RETRY_OFF,	   /* never */
+};
+
 /* The two sockets of a connection, for settings made per side. */
 enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
 
@@ -31,6 +39,10 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
 #define OPT_NAME_LEN	 64
 #define OPT_CC_LEN	 16
 #define OPT_PATH_LEN	 256
+/* Client certificate rules a QUIC listener holds per list, and the
+ * longest (an issuer's distinguished name). */
+#define OPT_MAX_QUIC_RULES 16
+#define OPT_QUIC_RULE_LEN  256
 
 /**
  * struct listen_opts - one listener: where it listens, where it forwards,
@@ -93,6 +105,14 @@ enum side { SIDE_CLIENT, SIDE_BACKEND, SIDE_COUNT };
  * @quic_client_cert:	quic backends: a client certificate, PEM; empty for
  *			none
  * @quic_client_key:	its private key, PEM
+ * @quic_retry:		quic: when new clients get a Retry, enum quic_retry
+ * @quic_client_ca:	quic: require a client certificate chained to these
+ *			CAs (PEM); empty for none
+ * @quic_allow:		quic: the client certificates allowed: 64 lower-case
+ *			hex digits of a SHA-256, or "issuer:" and a DN
+ * @nquic_allow:	how many
+ * @quic_deny:		quic: those refused, in the same forms
+ * @nquic_deny:		how many
  * @save_syn:		not an option: transparent under --user, so the
  *			listener keeps each client's SYN (TCP_SAVE_SYN) for
  *			the helper's proof that it accepted the client
@@ -137,6 +157,12 @@ struct listen_opts {
 	char quic_pin[OPT_PATH_LEN];
 	char quic_client_cert[OPT_PATH_LEN];
 	char quic_client_key[OPT_PATH_LEN];
+	enum quic_retry quic_retry;
+	char quic_client_ca[OPT_PATH_LEN];
+	char quic_allow[OPT_MAX_QUIC_RULES][OPT_QUIC_RULE_LEN];
+	unsigned nquic_allow;
+	char quic_deny[OPT_MAX_QUIC_RULES][OPT_QUIC_RULE_LEN];
+	unsigned nquic_deny;
 	bool save_syn;
 };
 

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,86 @@ enum opt_result opt_set_first_frame(const struct opt_def *d, struct options *o,
 	else
 		return bad(err, errlen, d, arg, "expected negotiate or any");
 	return OPT_OK;
+}
+
+enum opt_result opt_set_quic_retry(const struct opt_def *d, struct options *o,
+				   struct listen_opts *l, const char *arg,
+				   char *err, size_t errlen)
+{
+	if (!strcmp(arg, "auto"))
+		l->quic_retry = QUIC_RETRY_AUTO;
+	else if (!strcmp(arg, "always"))
+		l->quic_retry = QUIC_RETRY_ALWAYS;
+	else if (!strcmp(arg, "off"))
+		l->quic_retry = QUIC_RETRY_OFF;
+	else
+		return bad(err, errlen, d, arg, "expected auto, always or off");
+	return OPT_OK;
+}
+
+/**
+ * add_quic_rule() - one more client certificate rule of a QUIC listener
+ * @d:		the option's row, whose @max is the list's length
+ * @list:	the list
+ * @n:		how many it holds
+ * @arg:	a SHA-256 in hex (colons and upper case taken), or
+ *		"issuer:" and a distinguished name
+ * @err:	buffer for the complaint
+ * @errlen:	its size
+ *
+ * A hash is kept as 64 lower-case hex digits, as ngq.c compares it.
+ *
+ * Return: OPT_OK or OPT_BAD.
+ */
+static enum opt_result add_quic_rule(const struct opt_def *d,
+				     char (*list)[OPT_QUIC_RULE_LEN],
+				     unsigned *n, const char *arg, char *err,
+				     size_t errlen)
+{
+	char want[32], *out = list[*n];
+	size_t k = 0;
+
+	if (*n == d->max) {
+		snprintf(want, sizeof(want), "at most %llu rules", d->max);
+		return bad(err, errlen, d, arg, want);
+	}
+	if (!strncmp(arg, "issuer:", 7)) {
+		if (!arg[7] || strlen(arg) >= OPT_QUIC_RULE_LEN)
+			return bad(err, errlen, d, arg,
+				   "expected issuer: and a distinguished name");
+		snprintf(out, OPT_QUIC_RULE_LEN, "%s", arg);
+		(*n)++;
+		return OPT_OK;
+	}
+	for (const char *p = arg; *p && k <= 64; p++) {
+		if (*p == ':')
+			continue;
+		if (!isxdigit((unsigned char)*p))
+			break;
+		out[k++] = (char)tolower((unsigned char)*p);
+	}
+	if (k != 64 || strspn(arg, "0123456789abcdefABCDEF:") != strlen(arg))
+		return bad(
+			err, errlen, d, arg,
+			"expected a certificate's SHA-256 (64 hex digits) or issuer:DN");
+	out[k] = 0;
+	(*n)++;
+	return OPT_OK;
+}
+
+enum opt_result opt_add_quic_allow(const struct opt_def *d, struct options *o,
+				   struct listen_opts *l, const char *arg,
+				   char *err, size_t errlen)
+{
+	return add_quic_rule(d, l->quic_allow, &l->nquic_allow, arg, err,
+			     errlen);
+}
+
+enum opt_result opt_add_quic_deny(const struct opt_def *d, struct options *o,
+				  struct listen_opts *l, const char *arg,
+				  char *err, size_t errlen)
+{
+	return add_quic_rule(d, l->quic_deny, &l->nquic_deny, arg, err, errlen);
 }
 
 enum opt_result opt_set_check(const struct opt_def *d, struct options *o,

@@ -50,6 +50,38 @@ const struct opt_def opt_table[] = {
 	  .help = "QUIC listener: the certificate's private key (PEM)",
 	  .apply = opt_set_text,
 	  LFIELD(quic_key) },
+	{ .name = "quic-retry",
+	  .metavar = "auto|always|off",
+	  .scope = L,
+	  .help = "QUIC listener: a Retry (the client proves its address\n"
+		  "before any state is kept) for every new connection,\n"
+		  "never, or auto: above 200 new connections a second\n"
+		  "(default)",
+	  .apply = opt_set_quic_retry },
+	{ .name = "quic-client-ca",
+	  .metavar = "FILE",
+	  .scope = L,
+	  .help = "QUIC listener: require a client certificate chained to\n"
+		  "these CAs (PEM) with the Client Authentication EKU,\n"
+		  "and allowed by --quic-client-allow",
+	  .apply = opt_set_text,
+	  LFIELD(quic_client_ca) },
+	{ .name = "quic-client-allow",
+	  .metavar = "SHA256|issuer:DN",
+	  .scope = L,
+	  .help = "QUIC listener: a client certificate allowed, by its\n"
+		  "SHA-256 or its issuer; repeat for more",
+	  .repeat = true,
+	  .max = OPT_MAX_QUIC_RULES,
+	  .apply = opt_add_quic_allow },
+	{ .name = "quic-client-deny",
+	  .metavar = "SHA256|issuer:DN",
+	  .scope = L,
+	  .help = "QUIC listener: a client certificate refused (TLS alert\n"
+		  "49), even if allowed; repeat for more",
+	  .repeat = true,
+	  .max = OPT_MAX_QUIC_RULES,
+	  .apply = opt_add_quic_deny },
 	{ .name = "backend",
 	  .shortc = 'b',
 	  .metavar = "HOST:PORT",

@@ -95,7 +95,7 @@ struct opt_def {
 
 /* How many rows opt_table has: options_table.c checks it against the
  * table itself, which is declared without a size for that reason. */
-#define OPT_TABLE_LEN 62
+#define OPT_TABLE_LEN 66
 
 extern const struct opt_def opt_table[];
 
@@ -119,6 +119,9 @@ OPT_APPLY(opt_set_size);
 OPT_APPLY(opt_set_threshold);
 OPT_APPLY(opt_set_first_frame);
 OPT_APPLY(opt_set_check);
+OPT_APPLY(opt_set_quic_retry);
+OPT_APPLY(opt_add_quic_allow);
+OPT_APPLY(opt_add_quic_deny);
 OPT_APPLY(opt_set_netns);
 OPT_APPLY(opt_add_allow);
 OPT_APPLY(opt_set_sockbuf);

@@ -112,6 +112,20 @@ static_assert(LREPORT_MAX_BACKENDS == OPT_MAX_BACKENDS,
 	      "a report holds every backend a listener may have");
 
 /**
+ * report_quic() - add one worker's QUIC counters to a listener's report
+ * @r:	the report
+ * @q:	the worker's counters (zero for a TCP listener)
+ */
+static void report_quic(struct lreport *r, const struct lquic *q)
+{
+	r->quic_handshakes += counter_read(&q->handshakes);
+	r->quic_retries += counter_read(&q->retries);
+	r->quic_resets += counter_read(&q->resets);
+	r->quic_migrations += counter_read(&q->migrations);
+	r->quic_certs_denied += counter_read(&q->certs_denied);
+}
+
+/**
  * metrics_report_listener() - a listener's counters, summed over its
  *			       workers (for /metrics and the control socket)
  * @l:	the listener
@@ -146,6 +160,7 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
 		r->bad_openings += counter_read(&st->bad_openings);
 		r->auth_timeouts += counter_read(&st->auth_timeouts);
 		r->proxy_refused += counter_read(&st->proxy_refused);
+		report_quic(r, &l->counters->quic[w]);
 		for (unsigned b = 0; b < o->nbackends; b++)
 			r->backend_failures[b] +=
 				counter_read(&st->backend_failures[b]);

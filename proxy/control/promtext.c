@@ -322,6 +322,21 @@ static const struct {
 	{ "smbsplice_denied_total",
 	  "Clients reset at once because no --allow network holds them.",
 	  offsetof(struct lreport, denied) },
+	{ "smbsplice_quic_handshakes_total",
+	  "QUIC connections begun: a client's first Initial, admitted.",
+	  offsetof(struct lreport, quic_handshakes) },
+	{ "smbsplice_quic_retries_total",
+	  "QUIC Retry packets sent: clients asked to prove their address before any state.",
+	  offsetof(struct lreport, quic_retries) },
+	{ "smbsplice_quic_stateless_resets_total",
+	  "QUIC Stateless Resets sent for packets of no connection.",
+	  offsetof(struct lreport, quic_resets) },
+	{ "smbsplice_quic_migrations_total",
+	  "QUIC connections that moved to a new client address or port (path validated).",
+	  offsetof(struct lreport, quic_migrations) },
+	{ "smbsplice_quic_client_certs_denied_total",
+	  "QUIC client certificates refused (--quic-client-ca, -allow, -deny).",
+	  offsetof(struct lreport, quic_certs_denied) },
 };
 
 /**

@@ -515,15 +515,17 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	int fd;
 
 	if (!l || !(l->fds = malloc(px->nworkers * sizeof(int))) ||
-	    !(l->counters =
-		      calloc(1, sizeof(*l->counters) +
-					px->nworkers * (sizeof(*l->st) +
-							sizeof(uint64_t))))) {
+	    !(l->counters = calloc(
+		      1, sizeof(*l->counters) +
+				 px->nworkers *
+					 (sizeof(*l->st) + sizeof(uint64_t) +
+					  sizeof(struct lquic))))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	l->counters->users = 1;
 	l->counters->active = (uint64_t *)&l->counters->w[px->nworkers];
+	l->counters->quic = (struct lquic *)&l->counters->active[px->nworkers];
 	l->st = l->counters->w;
 	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
 	l->nworkers = px->nworkers;

@@ -36,12 +36,33 @@ struct lstats {
 };
 
 /**
+ * struct lquic - a QUIC listener's counters in one worker
+ * @handshakes:		connections begun (a client's first Initial, admitted)
+ * @retries:		Retry packets sent (address validation, no state)
+ * @resets:		Stateless Resets sent, for packets of no connection
+ * @migrations:		connections that moved to a new client address or
+ *			port, its path validated
+ * @certs_denied:	client certificates refused: no allow rule, a deny
+ *			rule, or a chain that does not verify
+ *
+ * Apart from struct lstats, whose image a handover copies word for word
+ * into the next process: a QUIC listener refuses a handover anyway, and
+ * the image keeps its format. Written by the worker, read by the main
+ * thread (counter.h).
+ */
+struct lquic {
+	uint64_t handshakes, retries, resets, migrations, certs_denied;
+};
+
+/**
  * struct lcounters - a listener name's counters, one set per worker
  * @users:	listeners counting into them: more than one while a listener
  *		replaced by a reload still has connections (main thread only)
  * @active:	connections open now, indexed by worker (gauges: the
  *		worker's conn_host_link() adds, its conn_free() takes away);
  *		in the same allocation, after @w
+ * @quic:	QUIC's counters, indexed by worker; in the same allocation,
+ *		after @active
  * @w:		the sets, indexed by worker
  *
  * @active is apart from struct lstats, which a handover copies into the
@@ -52,6 +73,7 @@ struct lstats {
 struct lcounters {
 	unsigned users;
 	uint64_t *active;
+	struct lquic *quic;
 	struct lstats w[];
 };
 

@@ -66,6 +66,11 @@ struct totals {
  *			opening
  * @auth_timeouts:	connections ended by --auth-timeout
  * @proxy_refused:	clients reset for --proxy-from or a bad PROXY header
+ * @quic_handshakes:	a QUIC listener's connections begun
+ * @quic_retries:	its Retry packets sent
+ * @quic_resets:	its Stateless Resets sent
+ * @quic_migrations:	its connections that moved to a new client path
+ * @quic_certs_denied:	client certificates it refused
  * @backends:		its backends, as configured
  * @nbackends:		how many
  * @backend_failures:	failed connects to each
@@ -79,6 +84,8 @@ struct lreport {
 	uint64_t accepted, active, denied, refused_conns, refused_source;
 	uint64_t refused_preauth, bad_openings, auth_timeouts;
 	uint64_t proxy_refused;
+	uint64_t quic_handshakes, quic_retries, quic_resets, quic_migrations;
+	uint64_t quic_certs_denied;
 	const char *backends[LREPORT_MAX_BACKENDS];
 	unsigned nbackends;
 	uint64_t backend_failures[LREPORT_MAX_BACKENDS];

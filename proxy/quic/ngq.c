@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* ngq.c - every ngtcp2 and GnuTLS call of the daemon
+/* ngq.c - every ngtcp2 and GnuTLS call of the daemon, with ngq_sec.c's
  *
  * Theory of operation: ngtcp2 0.12 (what Debian 12 ships) does QUIC v1's
  * packets, loss recovery and flow control; GnuTLS 3.7 does its TLS 1.3
  * handshake through ngtcp2_crypto_gnutls. Their API changed before and
- * at ngtcp2 1.0, so they are called here and nowhere else: quic.c hands
+ * at ngtcp2 1.0, so they are called here and in ngq_sec.c alone: quic.c hands
  * in datagrams and times (nanoseconds of CLOCK_MONOTONIC, ngtcp2's own
  * precision) and gets back packets to send and the stream's bytes
  * through struct ngq_cb.
@@ -39,6 +39,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "quic/ngq-t.h"
 #include "quic/ngq.h"
 
 #define NGQ_IDLE		  (120 * NGTCP2_SECONDS)
@@ -50,45 +51,7 @@
 #define NGQ_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
 /**
- * struct ngq_creds - a listener's certificate and key
- * @cred:	GnuTLS's
- * @refs:	the listener's 1 while current, and one per connection whose
- *		TLS session uses them: a reload that rereads the files
- *		leaves connections on the old ones to their end
- */
-struct ngq_creds {
-	gnutls_certificate_credentials_t cred;
-	unsigned refs;
-};
-
-/**
- * struct ngq_conn - one QUIC connection
- * @conn:	ngtcp2's
- * @tls:	GnuTLS's session
- * @ref:	how ngtcp2_crypto finds @conn from @tls
- * @ccerr:	why it closes, for the CONNECTION_CLOSE
- * @cb:		its owner's callbacks
- * @ud:		their argument
- * @secret:	the listener's stateless reset secret
- * @sid:	the stream served, -1 before the client opens it
- * @bad_alpn:	the client offered no "smb"
- * @creds:	the certificate its session uses (a reference)
- */
-struct ngq_conn {
-	ngtcp2_conn *conn;
-	gnutls_session_t tls;
-	ngtcp2_crypto_conn_ref ref;
-	ngtcp2_connection_close_error ccerr;
-	const struct ngq_cb *cb;
-	void *ud;
-	const uint8_t *secret;
-	int64_t sid;
-	bool bad_alpn;
-	struct ngq_creds *creds;
-};
-
-/**
- * file_readable() - say which of the two files cannot be read
+ * ngq_file_readable() - say which of the two files cannot be read
  * @what:	the option's name
  * @path:	the file
  * @err:	buffer for the line
@@ -96,8 +59,8 @@ struct ngq_conn {
  *
  * Return: 0, or -1 with @err set.
  */
-static int file_readable(const char *what, const char *path, char *err,
-			 size_t errlen)
+int ngq_file_readable(const char *what, const char *path, char *err,
+		      size_t errlen)
 {
 	if (!*path) {
 		snprintf(err, errlen, "%s is required on a quic listener",
@@ -130,8 +93,8 @@ int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 	struct ngq_creds *cr;
 	int rv;
 
-	if (file_readable("quic-cert", cert, err, errlen) ||
-	    file_readable("quic-key", key, err, errlen))
+	if (ngq_file_readable("quic-cert", cert, err, errlen) ||
+	    ngq_file_readable("quic-key", key, err, errlen))
 		return -1;
 	cr = calloc(1, sizeof(*cr));
 	if (!cr || gnutls_certificate_allocate_credentials(&cr->cred)) {
@@ -167,6 +130,7 @@ void ngq_creds_free(struct ngq_creds *cr)
 	if (!cr || --cr->refs > 0)
 		return;
 	gnutls_certificate_free_credentials(cr->cred);
+	ngq_access_free(cr->access);
 	free(cr);
 }
 
@@ -305,7 +269,9 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
 	if (gnutls_priority_set_direct(c->tls, NGQ_PRIORITY, NULL) ||
 	    ngtcp2_crypto_gnutls_configure_server_session(c->tls) ||
 	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) ||
-	    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY))
+	    gnutls_alpn_set_protocols(c->tls, &alpn, 1,
+				      GNUTLS_ALPN_MANDATORY) ||
+	    ngq_client_auth_session(c->tls, cr))
 		return -1;
 	gnutls_handshake_set_hook_function(c->tls,
 					   GNUTLS_HANDSHAKE_CLIENT_HELLO,
@@ -513,6 +479,7 @@ static const ngtcp2_callbacks ngq_callbacks = {
 	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
 	.stream_stop_sending = on_stop_sending,
 	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+	.path_validation = ngq_on_path_validation,
 };
 
 /**
@@ -567,6 +534,8 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
  * @len:	its length
  * @window:	bytes the client may send ahead of what ngq_consumed()
  *		gave back
+ * @rt:		what its valid Retry token said (ngq_token()), or NULL if
+ *		it brought none
  * @cb:		what the connection tells its owner
  * @ud:		their argument
  * @now:	the time, ns
@@ -579,7 +548,8 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
 	       const uint8_t *pkt, size_t len, size_t window,
-	       const struct ngq_cb *cb, void *ud, uint64_t now)
+	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
+	       uint64_t now)
 {
 	struct ngq_conn *c = calloc(1, sizeof(*c));
 	ngtcp2_path p = to_path(path);
@@ -600,6 +570,7 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	st.initial_ts = now;
 	st.cc_algo = NGTCP2_CC_ALGO_CUBIC;
 	if (conn_params(&params, &hd, &scid, secret, window) ||
+	    (rt && ngq_retried_params(&params, &st, &hd, rt)) ||
 	    tls_new(c, cr) ||
 	    ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, &p, hd.version,
 				   &ngq_callbacks, &st, &params, NULL, c))
@@ -646,6 +617,7 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 		if (c->bad_alpn || ngtcp2_conn_get_tls_error(c->conn) ==
 					   GNUTLS_E_NO_APPLICATION_PROTOCOL)
 			alert = NGQ_ALERT_NO_APP_PROTOCOL;
+		alert = ngq_client_auth_alert(c, alert);
 		ngtcp2_connection_close_error_set_transport_error_tls_alert(
 			&c->ccerr, alert, NULL, 0);
 		return NGQ_CLOSE;

@@ -38,6 +38,12 @@ struct ngq_conn;
  * @stream_acked:	the client acknowledged @n more bytes sent to it
  * @cid_add:		a connection ID of ours to route by; return 0 or -1
  * @cid_del:		one retired
+ * @cert_denied:	the client's certificate was refused, @why in a line
+ *			(its SHA-256, issuer and the rule); the handshake
+ *			fails with the alert ngq_read() sends
+ * @migrated:		a path of the client's, at address @to (@tolen bytes),
+ *			is validated: it moved there (a NAT's rebinding, or
+ *			its own migration), and packets go there from now on
  *
  * Each gets the @ud given to ngq_accept().
  */
@@ -48,6 +54,8 @@ struct ngq_cb {
 	void (*stream_acked)(void *ud, uint64_t n);
 	int (*cid_add)(void *ud, const uint8_t *id, size_t len);
 	void (*cid_del)(void *ud, const uint8_t *id, size_t len);
+	void (*migrated)(void *ud, const struct sockaddr *to, size_t tolen);
+	void (*cert_denied)(void *ud, const char *why);
 };
 
 /**
@@ -93,6 +101,25 @@ enum ngq_kind {
 	NGQ_VERSION, /* a long header of a version we do not speak */
 };
 
+/* What ngq_token() finds in a client's Initial. */
+enum ngq_token {
+	NGQ_TOKEN_NONE,	 /* none of ours: its address is not validated */
+	NGQ_TOKEN_RETRY, /* a valid Retry token of ours: it is */
+	NGQ_TOKEN_BAD,	 /* a Retry token that fails (forged, expired, from
+			  * another address): drop the datagram */
+};
+
+/**
+ * struct ngq_retry - what a valid Retry token says, for ngq_accept()
+ * @odcid:	the destination ID of the client's first Initial, the one
+ *		the Retry answered
+ * @odcidlen:	its length
+ */
+struct ngq_retry {
+	uint8_t odcid[NGQ_MAX_CIDLEN];
+	size_t odcidlen;
+};
+
 int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 		   char *err, size_t errlen);
 void ngq_creds_free(struct ngq_creds *cr);
@@ -105,7 +132,8 @@ void ngq_random(uint8_t *out, size_t len);
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
 	       const uint8_t *pkt, size_t len, size_t window,
-	       const struct ngq_cb *cb, void *ud, uint64_t now);
+	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
+	       uint64_t now);
 enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 			const uint8_t *pkt, size_t len, uint64_t now);
 ssize_t ngq_write(struct ngq_conn *c, uint8_t *buf, size_t cap,
@@ -121,5 +149,26 @@ void ngq_consumed(struct ngq_conn *c, size_t n);
 void ngq_reset(struct ngq_conn *c);
 void ngq_info(struct ngq_conn *c, struct ngq_info *out);
 void ngq_free(struct ngq_conn *c);
+
+/* Address validation (Retry): ngq_sec.c's section of its own. */
+enum ngq_token ngq_token(const uint8_t *pkt, size_t len, const uint8_t *secret,
+			 const struct sockaddr *peer, size_t peerlen,
+			 struct ngq_retry *rt, uint64_t now);
+ssize_t ngq_retry_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      const struct sockaddr *peer, size_t peerlen, uint8_t *out,
+		      size_t cap, uint64_t now);
+ssize_t ngq_bad_token_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
+			  size_t cap);
+
+/* Client certificates: ngq_sec.c's section of its own. */
+int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,
+			  const char *const *allow, unsigned nallow,
+			  const char *const *deny, unsigned ndeny, char *err,
+			  size_t errlen);
+
+/* Stateless reset: ngq_sec.c's section of its own. */
+int ngq_reset_secret(const char *key, uint8_t *out);
+ssize_t ngq_reset_pkt(const uint8_t *pkt, size_t len, const uint8_t *secret,
+		      uint8_t *out, size_t cap);
 
 #endif /* SMBSPLICE_NGQ_H */

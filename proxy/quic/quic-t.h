@@ -2,8 +2,8 @@
 #ifndef SMBSPLICE_QUIC_T_H
 #define SMBSPLICE_QUIC_T_H
 
-/* quic-t.h - the QUIC listener's and connection's state, for quic.c and
- * bridge.c alone.
+/* quic-t.h - the QUIC listener's and connection's state, for quic.c,
+ * stateless.c and bridge.c alone.
  */
 
 #include <ev.h>
@@ -30,6 +30,20 @@
  * client to close it: closing first could lose the client's last read
  * (a client's stream may fail at a close before it read the FIN). */
 #define QUIC_LINGER_NS 2000000000ull
+/* New connections a second above which --quic-retry auto asks clients
+ * for a Retry: well above what a site's clients open, well below what a
+ * spoofed flood sends. */
+#define QUIC_RETRY_RATE 200
+/* Stateless Resets a listener sends a second at most: each answers a
+ * longer packet, but a forged flood should not have them all. */
+#define QUIC_RESET_RATE 100
+/* Connection IDs of connections closed lately, which get no Stateless
+ * Reset for QUIC_GONE_NS: a closed connection is freed at once, and the
+ * client's packets sent before our CONNECTION_CLOSE reached it must not
+ * be answered with a reset that it could read first (it would report a
+ * reset, not the close's reason, a TLS alert say). A power of 2. */
+#define QUIC_GONE    1024
+#define QUIC_GONE_NS 3000000000ull
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -96,7 +110,20 @@ struct qcid {
  * @local:	the address it is bound to, every path's local end
  * @locallen:	its length
  * @creds:	its certificate and key
- * @secret:	its stateless reset secret
+ * @secret:	its stateless reset secret, derived from its key
+ *		(ngq_reset_secret()): a restarted daemon resets the
+ *		connections of the one before
+ * @reset_sec:	the second whose Stateless Resets @reset_n counts
+ * @reset_n:	how many went out in it (at most QUIC_RESET_RATE)
+ * @gone:	IDs of ours whose connections closed lately, a ring
+ * @gone_until:	when each stops being kept from a reset, ns
+ * @gone_next:	the ring's next slot
+ * @token_secret: the secret its Retry tokens are sealed with (random,
+ *		this process's)
+ * @qst:	its QUIC counters in this worker (listener.h's struct lquic)
+ * @rate_sec:	the second whose new Initials @rate_n counts
+ * @rate_n:	how many came in it: --quic-retry auto asks for a Retry
+ *		above QUIC_RETRY_RATE
  * @table:	connection IDs to connections
  * @conns:	its connections
  * @st:		its counters
@@ -127,6 +154,15 @@ struct qlistener {
 	socklen_t locallen;
 	struct ngq_creds *creds;
 	uint8_t secret[NGQ_SECRET_LEN];
+	uint8_t token_secret[NGQ_SECRET_LEN];
+	uint64_t reset_sec;
+	unsigned reset_n;
+	uint8_t gone[QUIC_GONE][NGQ_SCID_LEN];
+	uint64_t gone_until[QUIC_GONE];
+	unsigned gone_next;
+	struct lquic *qst;
+	uint64_t rate_sec;
+	unsigned rate_n;
 	struct qcid *table[QUIC_BUCKETS];
 	struct qconn *conns;
 	struct quic_stats st;
@@ -151,6 +187,9 @@ struct qlistener {
  * @cids:	the IDs it is found by
  * @peer:	the client's address as last seen
  * @peerlen:	its length
+ * @path:	the client's address on the path last validated (the
+ *		first, then each it migrated to)
+ * @pathlen:	its length
  * @key:	the client as the caps count it (admit_client())
  * @timer:	ngtcp2's next expiry
  * @fd:		our end of the socketpair, -1 before the stream opens
@@ -190,6 +229,8 @@ struct qconn {
 	struct qcid cids[QUIC_CIDS];
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
+	struct sockaddr_storage path;
+	socklen_t pathlen;
 	struct source_key key;
 	ev_timer timer;
 	int fd;
@@ -227,8 +268,18 @@ void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
 		    const struct sockaddr *to, socklen_t tolen);
 void quic_batch_send(struct qlistener *ql, struct qbatch *b);
 
+/* stateless.c */
+void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
+		  socklen_t peerlen, const uint8_t *pkt, size_t len);
+void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
+			  const struct sockaddr *peer, socklen_t peerlen);
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len);
+
 /* quic.c */
 uint64_t quic_now(void);
+void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
+		   socklen_t peerlen, const uint8_t *pkt, size_t len,
+		   const struct ngq_retry *rt);
 void quic_conn_end(struct qconn *qc, bool send_close);
 void quic_conn_settle(struct qconn *qc, enum ngq_state s);
 

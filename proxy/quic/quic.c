@@ -65,14 +65,79 @@ uint64_t quic_now(void)
 }
 
 /**
+ * creds_load() - a QUIC listener's credentials, as its settings say:
+ *		  certificate and key, and the client certificates it asks
+ *		  for and judges
+ * @o:		its settings
+ * @out:	the credentials
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int creds_load(const struct listen_opts *o, struct ngq_creds **out,
+		      char *err, size_t errlen)
+{
+	const char *allow[OPT_MAX_QUIC_RULES], *deny[OPT_MAX_QUIC_RULES];
+
+	if (ngq_creds_load(o->quic_cert, o->quic_key, out, err, errlen))
+		return -1;
+	if (!*o->quic_client_ca)
+		return 0;
+	for (unsigned i = 0; i < o->nquic_allow; i++)
+		allow[i] = o->quic_allow[i];
+	for (unsigned i = 0; i < o->nquic_deny; i++)
+		deny[i] = o->quic_deny[i];
+	if (ngq_creds_client_auth(*out, o->quic_client_ca, allow,
+				  o->nquic_allow, deny, o->nquic_deny, err,
+				  errlen)) {
+		ngq_creds_free(*out);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * client_auth_check() - are a listener's client certificate settings whole
+ * @o:		its settings
+ * @err:	buffer for one line saying what is wrong
+ * @errlen:	its size
+ *
+ * Windows Server 2025's rule: a certificate needs an allow rule, so a CA
+ * without one would let no client in; rules without a CA would let
+ * every client in without a certificate.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+static int client_auth_check(const struct listen_opts *o, char *err,
+			     size_t errlen)
+{
+	if (*o->quic_client_ca && !o->nquic_allow) {
+		snprintf(
+			err, errlen,
+			"listener %s: quic-client-ca needs at least one quic-client-allow (a certificate's SHA-256, or issuer:DN)",
+			o->name);
+		return -1;
+	}
+	if (!*o->quic_client_ca && (o->nquic_allow || o->nquic_deny)) {
+		snprintf(
+			err, errlen,
+			"listener %s: quic-client-allow and quic-client-deny need quic-client-ca",
+			o->name);
+		return -1;
+	}
+	return 0;
+}
+
+/**
  * quic_check_listener() - can a QUIC listener start as configured
  * @o:		its settings
  * @err:	buffer for one line saying why not
  * @errlen:	its size
  *
- * The certificate and key are read (and matched) here, so that start and
- * --check fail on a missing, unreadable or mismatched file, not the first
- * client's handshake.
+ * The certificate and key are read (and matched) here, and the client
+ * CAs, so that start and --check fail on a missing, unreadable or
+ * mismatched file, not the first client's handshake.
  *
  * Return: 0, or -1 with @err set.
  */
@@ -82,11 +147,12 @@ int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
 	char why[512];
 
 	if (!o->quic) {
-		if (!*o->quic_cert && !*o->quic_key)
+		if (!*o->quic_cert && !*o->quic_key && !*o->quic_client_ca &&
+		    !o->nquic_allow && !o->nquic_deny)
 			return 0;
 		snprintf(
 			err, errlen,
-			"listener %s: quic-cert and quic-key need a QUIC listen address (listen = quic:HOST:PORT)",
+			"listener %s: quic-cert, quic-key and quic-client-* need a QUIC listen address (listen = quic:HOST:PORT)",
 			o->name);
 		return -1;
 	}
@@ -97,7 +163,9 @@ int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
 			o->name);
 		return -1;
 	}
-	if (ngq_creds_load(o->quic_cert, o->quic_key, &cr, why, sizeof(why))) {
+	if (client_auth_check(o, err, errlen))
+		return -1;
+	if (creds_load(o, &cr, why, sizeof(why))) {
 		snprintf(err, errlen, "listener %s: %s", o->name, why);
 		return -1;
 	}
@@ -227,6 +295,44 @@ static void on_cid_del(void *ud, const uint8_t *id, size_t len)
 	quic_cid_del(ud, id, len);
 }
 
+/**
+ * on_migrated() - ngq.c: a path of the client's is validated
+ * @ud:		the connection
+ * @to:		the path's client address
+ * @tolen:	its length
+ *
+ * ngtcp2 may validate one new path more than once (it probes again when
+ * the path's packets change); a migration is counted once per address.
+ */
+static void on_migrated(void *ud, const struct sockaddr *to, size_t tolen)
+{
+	struct qconn *qc = ud;
+
+	if (tolen == qc->pathlen && !memcmp(to, &qc->path, tolen))
+		return;
+	if (tolen > sizeof(qc->path))
+		tolen = sizeof(qc->path);
+	memcpy(&qc->path, to, tolen);
+	qc->pathlen = tolen;
+	counter_add(&qc->ql->qst->migrations, 1);
+}
+
+/**
+ * on_cert_denied() - ngq.c: the client's certificate was refused
+ * @ud:		the connection
+ * @why:	its SHA-256, its issuer and the rule
+ */
+static void on_cert_denied(void *ud, const char *why)
+{
+	struct qconn *qc = ud;
+	char text[64];
+
+	counter_add(&qc->ql->qst->certs_denied, 1);
+	sock_addr_text((struct sockaddr *)&qc->peer, text, sizeof(text));
+	log_rate(LOG_LVL_WARN, "quic %s: listener %s: %s: refused", text,
+		 qc->ql->l->name, why);
+}
+
 /* What a connection's QUIC side tells this file and bridge.c. */
 static const struct ngq_cb quic_cb = {
 	.stream_open = quic_bridge_open,
@@ -235,6 +341,8 @@ static const struct ngq_cb quic_cb = {
 	.stream_acked = quic_bridge_acked,
 	.cid_add = on_cid_add,
 	.cid_del = on_cid_del,
+	.migrated = on_migrated,
+	.cert_denied = on_cert_denied,
 };
 
 /**
@@ -333,8 +441,10 @@ static void conn_free(struct qconn *qc)
 
 	ev_timer_stop(acc->loop, &qc->timer);
 	for (unsigned i = 0; i < QUIC_CIDS; i++)
-		if (qc->cids[i].c)
+		if (qc->cids[i].c) {
+			quic_gone(ql, qc->cids[i].id, qc->cids[i].len);
 			cid_unlink(ql, &qc->cids[i]);
+		}
 	quic_bridge_close(qc);
 	if (!qc->opened) {
 		/* The stream never became a connection: what it would have
@@ -527,15 +637,17 @@ refuse:
 }
 
 /**
- * conn_new() - a client's first Initial: a new connection
+ * quic_conn_new() - a client's first Initial: a new connection
  * @ql:		the listener
  * @peer:	the client
  * @peerlen:	its length
  * @pkt:	the datagram
  * @len:	its length
+ * @rt:		what its valid Retry token said, or NULL for none
  */
-static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
-		     socklen_t peerlen, const uint8_t *pkt, size_t len)
+void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
+		   socklen_t peerlen, const uint8_t *pkt, size_t len,
+		   const struct ngq_retry *rt)
 {
 	struct qconn *qc;
 	struct ngq_path p;
@@ -558,6 +670,8 @@ static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
 		quic_now() + (uint64_t)(ql->cfg->o.handshake_timeout * 1e9);
 	memcpy(&qc->peer, peer, peerlen);
 	qc->peerlen = peerlen;
+	memcpy(&qc->path, peer, peerlen);
+	qc->pathlen = peerlen;
 	qc->fd = -1;
 	ev_timer_init(&qc->timer, on_timer, 0., 0.);
 	qc->timer.data = qc;
@@ -570,12 +684,13 @@ static void conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	counter_add(&ql->st.active, 1);
 	conn_path(qc, &p);
 	if (ngq_accept(&qc->nc, ql->creds, ql->secret, &p, pkt, len, QUIC_RWIN,
-		       &quic_cb, qc, quic_now())) {
+		       rt, &quic_cb, qc, quic_now())) {
 		qc->nc = NULL;
 		conn_free(qc);
 		return;
 	}
 	counter_add(&ql->st.handshakes, 1);
+	counter_add(&ql->qst->handshakes, 1);
 	mark(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
 }
 
@@ -612,10 +727,12 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	}
 	qc = cid_find(ql, dcid, dcidlen);
 	if (!qc) {
-		if (!ql->draining && !ql->held && ngq_is_initial(buf, len))
-			conn_new(ql, peer, peerlen, buf, len);
-		else
-			counter_add(&ql->st.dropped, 1);
+		if (!ql->draining && !ql->held && ngq_is_initial(buf, len)) {
+			quic_initial(ql, peer, peerlen, buf, len);
+			return;
+		}
+		counter_add(&ql->st.dropped, 1);
+		quic_stateless_reset(ql, buf, len, peer, peerlen);
 		return;
 	}
 	memcpy(&qc->peer, peer, peerlen);
@@ -705,8 +822,7 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	const struct listen_opts *o = &l->cfg->o;
 	char err[512];
 
-	if (!ql || ngq_creds_load(o->quic_cert, o->quic_key, &ql->creds, err,
-				  sizeof(err))) {
+	if (!ql || creds_load(o, &ql->creds, err, sizeof(err))) {
 		log_err("listener %s: %s", l->name, ql ? err : "out of memory");
 		free(ql);
 		close(fd);
@@ -720,7 +836,14 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	ql->fd = fd;
 	ql->locallen = sizeof(ql->local);
 	getsockname(fd, (struct sockaddr *)&ql->local, &ql->locallen);
-	ngq_random(ql->secret, sizeof(ql->secret));
+	if (ngq_reset_secret(o->quic_key, ql->secret)) {
+		log_warn(
+			"listener %s: quic-key %s: cannot derive the stateless reset secret: a random one serves this process alone",
+			l->name, o->quic_key);
+		ngq_random(ql->secret, sizeof(ql->secret));
+	}
+	ngq_random(ql->token_secret, sizeof(ql->token_secret));
+	ql->qst = &l->counters->quic[qh->acc->id];
 	ev_io_init(&ql->io, on_readable, fd, EV_READ);
 	ql->io.data = ql;
 	ev_timer_init(&ql->reap, on_reap, 0., 0.);
@@ -764,8 +887,7 @@ void quic_set_cfg(struct qlistener *ql, struct lcfg *cfg)
 
 	listener_cfg_put(ql->cfg);
 	ql->cfg = cfg;
-	if (ngq_creds_load(cfg->o.quic_cert, cfg->o.quic_key, &cr, err,
-			   sizeof(err))) {
+	if (creds_load(&cfg->o, &cr, err, sizeof(err))) {
 		log_warn(
 			"listener %s: %s; new connections keep the old certificate",
 			ql->l->name, err);

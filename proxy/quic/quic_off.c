@@ -35,7 +35,8 @@ bool quic_built(void)
  */
 int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
 {
-	if (!o->quic && !*o->quic_cert && !*o->quic_key)
+	if (!o->quic && !*o->quic_cert && !*o->quic_key &&
+	    !*o->quic_client_ca && !o->nquic_allow && !o->nquic_deny)
 		return 0;
 	snprintf(
 		err, errlen,

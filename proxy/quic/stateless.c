@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* stateless.c - what a QUIC listener answers without keeping state: a
+ *		 Retry to a new client's first Initial, an INVALID_TOKEN
+ *		 close to a forged token, a Stateless Reset to a packet of
+ *		 no connection
+ *
+ * Theory of operation: quic.c routes a datagram that names no connection
+ * here. A client Initial either brings a valid Retry token (its address
+ * is proved: it makes a connection), or is answered with a Retry when
+ * --quic-retry says so (always, or under auto above QUIC_RETRY_RATE new
+ * Initials a second), or makes a connection at once. A short-header
+ * packet of no connection gets a Stateless Reset, at most QUIC_RESET_RATE
+ * a second. Each answer is smaller than what it answers, and nothing is
+ * allocated; ngq_sec.c makes the packets.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "common/counter.h"
+#include "common/log.h"
+#include "conf/options.h"
+#include "net/listener.h"
+#include "quic/quic-t.h"
+
+/**
+ * retry_due() - is a client's first Initial to be answered with a Retry
+ * @ql:		the listener
+ * @now:	the time, ns
+ *
+ * Return: true under --quic-retry always, and under auto once more than
+ * QUIC_RETRY_RATE new Initials came within this second.
+ */
+static bool retry_due(struct qlistener *ql, uint64_t now)
+{
+	uint64_t sec = now / 1000000000u;
+
+	switch (ql->cfg->o.quic_retry) {
+	case QUIC_RETRY_ALWAYS:
+		return true;
+	case QUIC_RETRY_OFF:
+		return false;
+	case QUIC_RETRY_AUTO:
+		break;
+	}
+	if (sec != ql->rate_sec) {
+		ql->rate_sec = sec;
+		ql->rate_n = 0;
+	}
+	if (++ql->rate_n == QUIC_RETRY_RATE + 1)
+		log_rate(
+			LOG_LVL_WARN,
+			"listener %s: over %u new QUIC connections a second: new clients get a Retry (--quic-retry auto)",
+			ql->l->name, QUIC_RETRY_RATE);
+	return ql->rate_n > QUIC_RETRY_RATE;
+}
+
+/**
+ * quic_initial() - a client Initial that names no connection: a new one, or
+ *	       a Retry, or nothing
+ * @ql:		the listener
+ * @peer:	the client
+ * @peerlen:	its length
+ * @pkt:	the datagram (ngq_is_initial() said yes)
+ * @len:	its length
+ *
+ * A Retry keeps no state: the token it carries comes back with the
+ * client's next Initial, which then makes the connection. The client is
+ * admitted (--allow, the caps) only once its address is proved, so that
+ * spoofed Initials cannot spend another address's per-source cap.
+ */
+void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
+		  socklen_t peerlen, const uint8_t *pkt, size_t len)
+{
+	uint8_t out[QUIC_DGRAM];
+	uint64_t now = quic_now();
+	struct ngq_retry rt;
+	ssize_t n;
+
+	switch (ngq_token(pkt, len, ql->token_secret, peer, peerlen, &rt,
+			  now)) {
+	case NGQ_TOKEN_RETRY:
+		quic_conn_new(ql, peer, peerlen, pkt, len, &rt);
+		return;
+	case NGQ_TOKEN_BAD:
+		counter_add(&ql->st.dropped, 1);
+		n = ngq_bad_token_pkt(pkt, len, out, sizeof(out));
+		if (n > 0)
+			quic_udp_send(ql, out, n, peer, peerlen);
+		return;
+	case NGQ_TOKEN_NONE:
+		break;
+	}
+	if (!retry_due(ql, now)) {
+		quic_conn_new(ql, peer, peerlen, pkt, len, NULL);
+		return;
+	}
+	n = ngq_retry_pkt(pkt, len, ql->token_secret, peer, peerlen, out,
+			  sizeof(out), now);
+	if (n > 0) {
+		quic_udp_send(ql, out, n, peer, peerlen);
+		counter_add(&ql->qst->retries, 1);
+	}
+}
+
+/**
+ * quic_gone() - a connection ID of ours whose connection was just freed:
+ *		 its packets get no reset for a while
+ * @ql:		the listener
+ * @id:		the ID
+ * @len:	its length (only ours, NGQ_SCID_LEN, are kept: a client's
+ *		own names only its Initials, which get no reset)
+ */
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len)
+{
+	unsigned i = ql->gone_next++ & (QUIC_GONE - 1);
+
+	if (len != NGQ_SCID_LEN)
+		return;
+	memcpy(ql->gone[i], id, len);
+	ql->gone_until[i] = quic_now() + QUIC_GONE_NS;
+}
+
+/**
+ * gone_lately() - does a short-header packet name a connection that was
+ *		   closed within QUIC_GONE_NS
+ * @ql:		the listener
+ * @pkt:	the packet
+ * @len:	its length
+ *
+ * Return: true if it does (no reset is sent: the client has our close, or
+ * will have it).
+ */
+static bool gone_lately(struct qlistener *ql, const uint8_t *pkt, size_t len)
+{
+	uint64_t now = quic_now();
+
+	if (len < 1 + NGQ_SCID_LEN)
+		return false;
+	for (unsigned i = 0; i < QUIC_GONE; i++)
+		if (ql->gone_until[i] > now &&
+		    !memcmp(ql->gone[i], pkt + 1, NGQ_SCID_LEN))
+			return true;
+	return false;
+}
+
+/**
+ * quic_stateless_reset() - a short-header packet that names no connection:
+ *		       tell its sender the connection is gone
+ * @ql:		the listener
+ * @pkt:	the packet
+ * @len:	its length
+ * @peer:	its sender
+ * @peerlen:	its length
+ *
+ * At most QUIC_RESET_RATE a second, and never as long as the packet
+ * (ngq_reset_pkt()).
+ */
+void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
+			  const struct sockaddr *peer, socklen_t peerlen)
+{
+	uint64_t sec = quic_now() / 1000000000u;
+	uint8_t out[64];
+	ssize_t n;
+
+	if (sec != ql->reset_sec) {
+		ql->reset_sec = sec;
+		ql->reset_n = 0;
+	}
+	if (ql->reset_n >= QUIC_RESET_RATE || gone_lately(ql, pkt, len))
+		return;
+	n = ngq_reset_pkt(pkt, len, ql->secret, out, sizeof(out));
+	if (n <= 0)
+		return;
+	ql->reset_n++;
+	quic_udp_send(ql, out, n, peer, peerlen);
+	counter_add(&ql->qst->resets, 1);
+}
