@@ -56,6 +56,10 @@ struct budget;
  * @dead:	to be freed once the callback that found it returns
  * @send_close:	and a CONNECTION_CLOSE sent first
  * @no_gso:	the kernel refused UDP_SEGMENT: one send per packet
+ * @released:	the owner let go of it (qdial_release()): nobody holds
+ *		a pointer to it, and it is freed when it ends
+ * @closed:	it ended while the owner still held it: its sockets and
+ *		buffers are gone, and qdial_release() frees what is left
  * @why:	why the dial failed, where ngq_client.c cannot say (the
  *		socket's error); empty for its reason
  */
@@ -79,6 +83,7 @@ struct qdial {
 	uint64_t r_head, r_tail;
 	bool s_eof, s_fin, r_fin, r_shut;
 	bool opened, told, gone, dead, send_close, no_gso;
+	bool released, closed;
 	char why[160];
 };
 

@@ -329,22 +329,37 @@ static void path(const struct qdial *q, struct ngq_path *p)
 }
 
 /**
- * dial_free() - close and free everything of a dial
- * @q:	the dial, its owner told or cancelled
+ * dial_close() - close a dial's sockets and free its buffers, once
+ * @q:	the dial
  */
-static void dial_free(struct qdial *q)
+static void dial_close(struct qdial *q)
 {
+	if (q->closed)
+		return;
+	q->closed = true;
 	ev_io_stop(q->loop, &q->uio);
 	ev_io_stop(q->loop, &q->rio);
 	ev_io_stop(q->loop, &q->wio);
 	ev_timer_stop(q->loop, &q->timer);
 	if (q->nc)
 		ngqc_free(q->nc);
+	q->nc = NULL;
 	if (q->fd >= 0)
 		close(q->fd);
+	q->fd = -1;
 	close(q->ufd);
 	free(q->sbuf);
+	q->sbuf = NULL;
 	budget_give(q->fds, QDIAL_FDS);
+}
+
+/**
+ * dial_free() - close and free everything of a dial
+ * @q:	the dial, its owner told or cancelled
+ */
+static void dial_free(struct qdial *q)
+{
+	dial_close(q);
 	free(q);
 }
 
@@ -376,6 +391,13 @@ static void finish(struct qdial *q)
 		ngqc_why(q->nc, why, sizeof(why));
 	else if (done)
 		snprintf(why, sizeof(why), "the QUIC connection failed");
+	if (!done && q->told && !q->released) {
+		/* A quiet end (the server's FIN and close, or both ways
+		 * over) while the connection still holds the dial: it lets
+		 * go of it in qdial_release(), which frees the rest. */
+		dial_close(q);
+		return;
+	}
 	dial_free(q);
 	if (done)
 		done(ctx, why);
@@ -722,14 +744,21 @@ void qdial_cancel(struct qdial *q)
  * A dial still in its handshake is cancelled. One whose stream is open
  * runs on alone, to deliver what the connection wrote last and to end
  * the stream as the socketpair says (a FIN, or a reset if the connection
- * ended outright); it tells nobody any more.
+ * ended outright); it tells nobody any more, and frees itself when it
+ * ends. One that already ended quietly (dial_close()) is freed here.
  */
 void qdial_release(struct qdial *q)
 {
-	if (q && !q->told)
+	if (!q)
+		return;
+	if (!q->told) {
 		qdial_cancel(q);
-	else if (q)
+	} else if (q->closed) {
+		free(q); /* it ended quietly before the connection did */
+	} else {
 		q->done = NULL;
+		q->released = true;
+	}
 }
 
 /**
