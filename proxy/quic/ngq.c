@@ -102,6 +102,7 @@ int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 		snprintf(err, errlen, "quic: out of memory");
 		return -1;
 	}
+	cr->refs = 1; /* so that ngq_creds_free() below frees it */
 	rv = gnutls_certificate_set_x509_key_file(cr->cred, cert, key,
 						  GNUTLS_X509_FMT_PEM);
 	if (rv < 0) {
@@ -114,7 +115,6 @@ int ngq_creds_load(const char *cert, const char *key, struct ngq_creds **out,
 		ngq_creds_free(cr);
 		return -1;
 	}
-	cr->refs = 1;
 	*out = cr;
 	return 0;
 }
