@@ -48,7 +48,7 @@ import ssl
 import subprocess
 import time
 
-from harness import Proxy, Samba, Server, TMPDIR, check, metric, need, random_file, run, scrape
+from harness import Proxy, Samba, Server, TMPDIR, check, metric, need, random_file, run, scrape, SANITIZED
 from test_quic import (NAME, SMBQC, Quic, certtool, check_fails, echo, free_udp_port, make_certs, quic_built, rss_kib,
                        skip)
 
@@ -125,7 +125,10 @@ def test_retry_always(certs, smb):
           f"and makes no connection: handshakes still 2 ({m1['handshakes']}), "
           f"retries {m['retries']} -> {m1['retries']}")
     check(q.conns() == [], "ctl conns is empty")
-    check(rss1 - rss0 < 1024, f"the daemon's memory did not grow with them ({rss0} -> {rss1} KiB)")
+    # AddressSanitizer keeps freed memory in quarantine (256 MiB by
+    # default): there the handshake count and ctl above are the proof
+    grow = 1024 if not SANITIZED else 64 * 1024
+    check(rss1 - rss0 < grow, f"the daemon's memory did not grow with them ({rss0} -> {rss1} KiB)")
     # A forged Retry token (its magic byte, then noise): INVALID_TOKEN at once, no state.
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
