@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "io/sock.h"
 
@@ -145,6 +149,29 @@ int sock_stream(int family, bool mptcp)
 }
 
 /**
+ * bind_or_close() - bind a new socket (IPv6 only for an IPv6 address), or
+ *		     close it
+ * @fd:		the socket
+ * @sa:		address to bind
+ * @len:	its length
+ *
+ * Return: @fd, or -1 with errno set and @fd closed.
+ */
+static int bind_or_close(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	int one = 1, err;
+
+	if (sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (!bind(fd, sa, len))
+		return fd;
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/**
  * sock_bound() - a non-blocking socket bound as a listening one is, not
  *		  yet listening
  * @sa:		address to bind
@@ -172,16 +199,59 @@ int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
 	if (reuseport &&
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
 		goto fail;
-	if (sa->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, sa, len))
-		goto fail;
-	return fd;
+	return bind_or_close(fd, sa, len);
 fail:
 	err = errno;
 	close(fd);
 	errno = err;
 	return -1;
+}
+
+/**
+ * sock_send_gso() - packets of one size, written one after another, as
+ *		     one sendmsg() with UDP_SEGMENT (GSO)
+ * @fd:		a UDP socket
+ * @to:		where, or NULL for a connected socket
+ * @tolen:	its length
+ * @buf:	the packets
+ * @len:	their bytes
+ * @seg:	each one's size, the last one's at most
+ *
+ * For the QUIC listener and the QUIC backend alike.
+ *
+ * Return: 0 (a full buffer counts: it is a loss like any other), or -1
+ * if the kernel refused segmentation itself (EIO: the device cannot
+ * segment; EINVAL, ENOPROTOOPT: no UDP_SEGMENT): send one by one then.
+ */
+int sock_send_gso(int fd, const struct sockaddr *to, socklen_t tolen,
+		  const void *buf, size_t len, size_t seg)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} u = { { 0 } }; /* the padding goes to the kernel too */
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_name = (void *)to,
+			     .msg_namelen = to ? tolen : 0,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	uint16_t s = (uint16_t)seg;
+
+	cm->cmsg_level = SOL_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(s));
+	memcpy(CMSG_DATA(cm), &s, sizeof(s));
+	while (sendmsg(fd, &mh, 0) < 0) {
+		if (errno == EINTR)
+			continue;
+		return errno == EIO || errno == EINVAL || errno == ENOPROTOOPT
+			       ? -1
+			       : 0;
+	}
+	return 0;
 }
 
 /**
@@ -198,22 +268,13 @@ fail:
  */
 int sock_udp_bound(const struct sockaddr *sa, socklen_t len)
 {
-	int fd, one = 1, err;
+	int fd;
 
 	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0)
 		return -1;
-	if (sa->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, sa, len))
-		goto fail;
-	return fd;
-fail:
-	err = errno;
-	close(fd);
-	errno = err;
-	return -1;
+	return bind_or_close(fd, sa, len);
 }
 
 /**

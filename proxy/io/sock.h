@@ -34,6 +34,8 @@ int sock_stream(int family, bool mptcp);
 int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
 	       bool mptcp);
 int sock_udp_bound(const struct sockaddr *sa, socklen_t len);
+int sock_send_gso(int fd, const struct sockaddr *to, socklen_t tolen,
+		  const void *buf, size_t len, size_t seg);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,
 		bool mptcp);
 int sock_bind_any_port(int fd, const struct sockaddr *sa, socklen_t len);

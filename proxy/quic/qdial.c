@@ -50,6 +50,7 @@
 #include "common/log.h"
 #include "conf/options.h"
 #include "io/budget.h"
+#include "io/sock.h"
 #include "net/dial.h"
 #include "core/proxy.h"
 #include "quic/qdial.h"
@@ -153,44 +154,6 @@ void qdial_end(struct qdial *q, bool send_close)
 }
 
 /**
- * send_gso() - a batch of equal packets as one send with UDP_SEGMENT
- * @q:		the dial
- * @b:		the packets, one after another
- * @used:	their bytes
- * @seg:	each one's size, the last one's at most
- *
- * Return: 0, or -1 if the kernel refused segmentation itself.
- */
-static int send_gso(struct qdial *q, uint8_t *b, size_t used, size_t seg)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} u = { { 0 } };
-	struct iovec iov = { b, used };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	uint16_t s = seg;
-
-	cm->cmsg_level = SOL_UDP;
-	cm->cmsg_type = UDP_SEGMENT;
-	cm->cmsg_len = CMSG_LEN(sizeof(s));
-	memcpy(CMSG_DATA(cm), &s, sizeof(s));
-	while (sendmsg(q->ufd, &mh, 0) < 0) {
-		if (errno == EINTR)
-			continue;
-		/* A full buffer is a loss like any other. */
-		return errno == EIO || errno == EINVAL || errno == ENOPROTOOPT
-			       ? -1
-			       : 0;
-	}
-	return 0;
-}
-
-/**
  * send_batch() - send packets written one after another
  * @q:		the dial
  * @b:		the packets
@@ -204,7 +167,7 @@ static void send_batch(struct qdial *q, uint8_t *b, size_t used, size_t seg,
 		       unsigned n)
 {
 	if (n > 1 && !q->no_gso) {
-		if (!send_gso(q, b, used, seg))
+		if (!sock_send_gso(q->ufd, NULL, 0, b, used, seg))
 			return;
 		log_warn(
 			"%s: the kernel refused UDP_SEGMENT (%s); sending one datagram per packet",

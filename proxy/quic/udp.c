@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "io/sock.h"
 #include "net/listener.h"
 #include "quic/quic-t.h"
 
@@ -49,46 +50,6 @@ void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
 }
 
 /**
- * send_gso() - a batch of packets as one sendmsg() with UDP_SEGMENT
- * @ql:		the listener
- * @b:		the batch, of two packets or more
- *
- * Return: 0, or -1 if the kernel refused segmentation itself.
- */
-static int send_gso(struct qlistener *ql, const struct qbatch *b)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} u = { { 0 } }; /* the padding goes to the kernel too */
-	struct iovec iov = { ql->gbuf, b->used };
-	struct msghdr mh = { .msg_name = (void *)&b->to,
-			     .msg_namelen = b->tolen,
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	uint16_t seg = b->seg;
-
-	cm->cmsg_level = SOL_UDP;
-	cm->cmsg_type = UDP_SEGMENT;
-	cm->cmsg_len = CMSG_LEN(sizeof(seg));
-	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-	while (sendmsg(ql->fd, &mh, 0) < 0) {
-		if (errno == EINTR)
-			continue;
-		/* EIO: the device cannot segment; EINVAL, ENOPROTOOPT: the
-		 * kernel has no UDP_SEGMENT. Anything else (a full buffer)
-		 * is a loss like any other. */
-		return errno == EIO || errno == EINVAL || errno == ENOPROTOOPT
-			       ? -1
-			       : 0;
-	}
-	return 0;
-}
-
-/**
  * quic_batch_send() - send a batch's packets, and empty it
  * @ql:		the listener
  * @b:		the batch
@@ -97,7 +58,9 @@ void quic_batch_send(struct qlistener *ql, struct qbatch *b)
 {
 	const struct sockaddr *to = (const struct sockaddr *)&b->to;
 
-	if (b->n > 1 && !ql->no_gso && send_gso(ql, b)) {
+	if (b->n > 1 && !ql->no_gso &&
+	    sock_send_gso(ql->fd, (const struct sockaddr *)&b->to, b->tolen,
+			  ql->gbuf, b->used, b->seg)) {
 		log_warn(
 			"listener %s: the kernel refused UDP_SEGMENT (%s); sending one datagram per packet",
 			ql->l->name, strerror(errno));
