@@ -21,7 +21,10 @@ type packet struct {
 // validate the new path. quic-go 0.29 has no client migration API; this
 // is how a client moves without one.
 type RebindConn struct {
-	mu      sync.Mutex
+	// mu is held shared across each send, so that Rebind cannot close
+	// the socket a send is on (quic-go ends the connection on any
+	// write error, "use of closed network connection" included).
+	mu      sync.RWMutex
 	cur     *net.UDPConn
 	old     []*net.UDPConn
 	in      chan packet
@@ -119,10 +122,9 @@ func (r *RebindConn) ReadFrom(p []byte) (int, net.Addr, error) {
 
 // WriteTo sends from the current socket.
 func (r *RebindConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	r.mu.Lock()
-	u := r.cur
-	r.mu.Unlock()
-	return u.WriteTo(p, addr)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.cur.WriteTo(p, addr)
 }
 
 // Close closes every socket and ends the readers.
