@@ -23,6 +23,10 @@
 
 #include "io/sock.h"
 
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 /**
  * sock_set_nodelay() - turn Nagle off
  * @fd:	a TCP socket
@@ -252,6 +256,50 @@ int sock_send_gso(int fd, const struct sockaddr *to, socklen_t tolen,
 			       : 0;
 	}
 	return 0;
+}
+
+/**
+ * sock_gro_on() - let the kernel hand a UDP socket's datagrams over
+ *		   coalesced (UDP_GRO)
+ * @fd:		a UDP socket
+ *
+ * A peer that sends with UDP_SEGMENT (ngtcp2's peers do, and ours) then
+ * costs one read per batch instead of one per datagram; sock_gro_seg()
+ * tells where each datagram ends. Reads must then offer room for a
+ * coalesced batch (SOCK_GRO_MAX).
+ *
+ * Return: true if the kernel will coalesce; false if it has no UDP_GRO,
+ * and then each read is one datagram as before.
+ */
+bool sock_gro_on(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+}
+
+/**
+ * sock_gro_seg() - the size of the datagrams one read returned together
+ * @h:		the header recvmsg() or recvmmsg() filled, with room for
+ *		SOCK_GRO_CMSG in its control buffer
+ * @len:	the bytes read
+ *
+ * Return: each datagram's size, the last one's at most; @len when the
+ * read is one datagram.
+ */
+size_t sock_gro_seg(const struct msghdr *h, size_t len)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)h); c;
+	     c = CMSG_NXTHDR((struct msghdr *)h, c)) {
+		int seg;
+
+		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+		    c->cmsg_len < CMSG_LEN(sizeof(seg)))
+			continue;
+		memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+		return seg > 0 && (size_t)seg < len ? (size_t)seg : len;
+	}
+	return len;
 }
 
 /**

@@ -34,6 +34,13 @@ int sock_stream(int family, bool mptcp);
 int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
 	       bool mptcp);
 int sock_udp_bound(const struct sockaddr *sa, socklen_t len);
+/* The most bytes one read of a UDP_GRO socket returns (a coalesced batch
+ * is at most 64 KiB), and the control room its segment size needs. */
+#define SOCK_GRO_MAX  65536
+#define SOCK_GRO_CMSG CMSG_SPACE(sizeof(int))
+
+bool sock_gro_on(int fd);
+size_t sock_gro_seg(const struct msghdr *h, size_t len);
 int sock_send_gso(int fd, const struct sockaddr *to, socklen_t tolen,
 		  const void *buf, size_t len, size_t seg);
 int sock_listen(const struct sockaddr *sa, socklen_t len, bool reuseport,

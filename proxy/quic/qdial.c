@@ -77,14 +77,21 @@
  * struct qbufs - a worker thread's datagram buffers, shared by its dials
  *		  (one runs at a time in a loop)
  * @g:		packets of one batch, written one after another
- * @r:		datagrams of one recvmmsg()
+ * @r:		reads of one recvmmsg(), each one datagram or a run the
+ *		kernel coalesced (UDP_GRO); pages touched only as reads
+ *		fill them
  * @iov:	their iovecs
+ * @ctl:	their control buffers (a run's segment size)
  * @msgs:	its headers
  */
 struct qbufs {
 	uint8_t g[QUIC_GSO_SEGS * QUIC_DGRAM];
-	uint8_t r[QDIAL_RECV_BATCH][QUIC_DGRAM];
+	uint8_t r[QDIAL_RECV_BATCH][SOCK_GRO_MAX];
 	struct iovec iov[QDIAL_RECV_BATCH];
+	union {
+		char buf[SOCK_GRO_CMSG];
+		struct cmsghdr align;
+	} ctl[QDIAL_RECV_BATCH];
 	struct mmsghdr msgs[QDIAL_RECV_BATCH];
 };
 
@@ -422,6 +429,30 @@ void qdial_settle(struct qdial *q, enum ngq_state s)
 }
 
 /**
+ * read_run() - give ngtcp2 each datagram of one read
+ * @q:		the dial
+ * @p:		its path
+ * @buf:	the read's bytes
+ * @m:		its header: one datagram, or a run the kernel coalesced
+ *		(UDP_GRO)
+ *
+ * Return: NGQ_OK, or the first word that is not.
+ */
+static enum ngq_state read_run(struct qdial *q, const struct ngq_path *p,
+			       const uint8_t *buf, const struct mmsghdr *m)
+{
+	size_t len = m->msg_len, seg = sock_gro_seg(&m->msg_hdr, len);
+	enum ngq_state s = NGQ_OK;
+
+	if (m->msg_hdr.msg_flags & MSG_TRUNC)
+		return NGQ_OK; /* cut: a loss, which QUIC recovers */
+	for (size_t at = 0; at < len && s == NGQ_OK; at += seg)
+		s = ngqc_read(q->nc, p, buf + at,
+			      len - at < seg ? len - at : seg, now_ns());
+	return s;
+}
+
+/**
  * on_readable() - datagrams wait on the UDP socket
  * @loop:	the loop
  * @w:		&qdial.uio
@@ -442,10 +473,13 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 	path(q, &p);
 	for (int k = 0; k < QDIAL_RECV_ROUNDS; k++) {
 		for (unsigned i = 0; i < QDIAL_RECV_BATCH; i++) {
-			tb->iov[i] = (struct iovec){ tb->r[i], QUIC_DGRAM };
-			tb->msgs[i].msg_hdr =
-				(struct msghdr){ .msg_iov = &tb->iov[i],
-						 .msg_iovlen = 1 };
+			tb->iov[i] = (struct iovec){ tb->r[i], SOCK_GRO_MAX };
+			tb->msgs[i].msg_hdr = (struct msghdr){
+				.msg_iov = &tb->iov[i],
+				.msg_iovlen = 1,
+				.msg_control = tb->ctl[i].buf,
+				.msg_controllen = sizeof(tb->ctl[i].buf),
+			};
 		}
 		n = recvmmsg(q->ufd, tb->msgs, QDIAL_RECV_BATCH, 0, NULL);
 		if (n < 0 && errno == ECONNREFUSED && !q->opened) {
@@ -457,8 +491,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 			s = NGQ_DEAD;
 		}
 		for (int i = 0; i < n && s == NGQ_OK; i++)
-			s = ngqc_read(q->nc, &p, tb->r[i], tb->msgs[i].msg_len,
-				      now_ns());
+			s = read_run(q, &p, tb->r[i], &tb->msgs[i]);
 		if (n < QDIAL_RECV_BATCH || s != NGQ_OK)
 			break;
 	}
@@ -539,6 +572,7 @@ static struct qdial *dial_new(const struct qdial_req *r, int udp, int *fd,
 	q->done = r->done;
 	q->ctx = r->ctx;
 	q->ufd = udp;
+	sock_gro_on(udp); /* without, a read is one datagram: slower, no less */
 	q->fd = sv[0];
 	*fd = sv[1];
 	snprintf(q->what, sizeof(q->what), "listener %s: backend %s", lo->name,

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "core/limits.h"
+#include "io/sock.h"
 #include "quic/ngq.h"
 
 /* Connection IDs routed per connection: ngtcp2 offers the client up to 8
@@ -135,11 +136,16 @@ struct qcid {
  * @no_gso:	the kernel refused UDP_SEGMENT: one send per packet
  * @dirty:	connections that datagrams of the batch being read reached,
  *		settled once the batch is read (so that their packets, acks
- *		and bytes for the socketpair go out together)
+ *		and bytes for the socketpair go out together), or when it
+ *		is full (coalesced reads can reach more connections than
+ *		there are reads)
  * @ndirty:	how many
  * @gbuf:	the send buffer of a batch of packets
- * @rbufs:	the receive buffers of a batch of datagrams
+ * @rbufs:	the receive buffers of a batch of reads, each one datagram or
+ *		a coalesced run of them (UDP_GRO); their pages are touched
+ *		only as far as reads fill them
  * @riov:	their iovecs
+ * @rctl:	their control buffers (each read's GRO segment size)
  * @peers:	their senders
  * @msgs:	recvmmsg()'s headers
  * @next:	the worker's list
@@ -173,8 +179,12 @@ struct qlistener {
 	struct qconn *dirty[QUIC_RECV_BATCH];
 	unsigned ndirty;
 	uint8_t gbuf[QUIC_GSO_SEGS * QUIC_DGRAM];
-	uint8_t rbufs[QUIC_RECV_BATCH][QUIC_DGRAM];
+	uint8_t rbufs[QUIC_RECV_BATCH][SOCK_GRO_MAX];
 	struct iovec riov[QUIC_RECV_BATCH];
+	union {
+		char buf[SOCK_GRO_CMSG];
+		struct cmsghdr align;
+	} rctl[QUIC_RECV_BATCH];
 	struct sockaddr_storage peers[QUIC_RECV_BATCH];
 	struct mmsghdr msgs[QUIC_RECV_BATCH];
 	struct qlistener *next;
@@ -263,6 +273,8 @@ void quic_bridge_push(struct qconn *qc);
 void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
 		   const struct sockaddr *to, socklen_t tolen);
 int quic_udp_recv(struct qlistener *ql);
+size_t quic_udp_seg(const struct qlistener *ql, int i);
+void quic_udp_gro(struct qlistener *ql);
 uint8_t *quic_batch_room(struct qlistener *ql, struct qbatch *b, size_t *cap);
 void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
 		    const struct sockaddr *to, socklen_t tolen);

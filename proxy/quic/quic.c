@@ -556,25 +556,6 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 }
 
 /**
- * mark() - a datagram of the batch reached a connection: settle it once
- *	    the batch is read
- * @qc:		the connection
- * @s:		what ngq_read() said; the first word that is not NGQ_OK
- *		stands
- */
-static void mark(struct qconn *qc, enum ngq_state s)
-{
-	struct qlistener *ql = qc->ql;
-
-	if (qc->pend == NGQ_OK)
-		qc->pend = s;
-	if (qc->dirty)
-		return;
-	qc->dirty = true;
-	ql->dirty[ql->ndirty++] = qc;
-}
-
-/**
  * settle_batch() - settle every connection the batch's datagrams reached
  * @ql:	the listener
  */
@@ -589,6 +570,27 @@ static void settle_batch(struct qlistener *ql)
 		quic_conn_settle(qc, s);
 	}
 	ql->ndirty = 0;
+}
+
+/**
+ * mark() - a datagram of the batch reached a connection: settle it once
+ *	    the batch is read
+ * @qc:		the connection
+ * @s:		what ngq_read() said; the first word that is not NGQ_OK
+ *		stands
+ */
+static void mark(struct qconn *qc, enum ngq_state s)
+{
+	struct qlistener *ql = qc->ql;
+
+	if (qc->pend == NGQ_OK)
+		qc->pend = s;
+	if (qc->dirty)
+		return;
+	if (ql->ndirty == QUIC_RECV_BATCH)
+		settle_batch(ql);
+	qc->dirty = true;
+	ql->dirty[ql->ndirty++] = qc;
 }
 
 /**
@@ -742,6 +744,29 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 }
 
 /**
+ * route_read() - route each datagram of a batch's read @i (one, or a run
+ *		  the kernel coalesced from one sender)
+ * @ql:		the listener
+ * @i:		the read
+ */
+static void route_read(struct qlistener *ql, int i)
+{
+	const struct msghdr *h = &ql->msgs[i].msg_hdr;
+	size_t len = ql->msgs[i].msg_len, seg = quic_udp_seg(ql, i);
+
+	if (h->msg_flags & MSG_TRUNC) {
+		counter_add(&ql->st.datagrams, 1);
+		counter_add(&ql->st.dropped, 1);
+		return;
+	}
+	for (size_t at = 0; at < len; at += seg) {
+		counter_add(&ql->st.datagrams, 1);
+		route(ql, ql->rbufs[i] + at, len - at < seg ? len - at : seg,
+		      (struct sockaddr *)&ql->peers[i], h->msg_namelen);
+	}
+}
+
+/**
  * on_readable() - datagrams wait on a listener's socket
  * @loop:	the loop
  * @io:		&qlistener.io
@@ -759,17 +784,8 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 				 strerror(errno));
 		if (n <= 0)
 			return;
-		counter_add(&ql->st.datagrams, n);
-		for (int i = 0; i < n; i++) {
-			const struct msghdr *h = &ql->msgs[i].msg_hdr;
-
-			if (h->msg_flags & MSG_TRUNC)
-				counter_add(&ql->st.dropped, 1);
-			else
-				route(ql, ql->rbufs[i], ql->msgs[i].msg_len,
-				      (struct sockaddr *)&ql->peers[i],
-				      h->msg_namelen);
-		}
+		for (int i = 0; i < n; i++)
+			route_read(ql, i);
 		settle_batch(ql);
 		if (n < QUIC_RECV_BATCH)
 			return;
@@ -834,6 +850,7 @@ bool quic_add(struct quic_host *qh, struct listener *l, int fd)
 	ql->cfg = l->cfg;
 	listener_cfg_get(ql->cfg);
 	ql->fd = fd;
+	quic_udp_gro(ql);
 	ql->locallen = sizeof(ql->local);
 	getsockname(fd, (struct sockaddr *)&ql->local, &ql->locallen);
 	if (ngq_reset_secret(o->quic_key, ql->secret)) {

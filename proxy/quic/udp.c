@@ -3,7 +3,10 @@
  *
  * Theory of operation: QUIC moves a stream in datagrams of about 1,200
  * bytes, one system call each unless batched. Received: recvmmsg() takes
- * up to QUIC_RECV_BATCH datagrams per call into the listener's buffers.
+ * up to QUIC_RECV_BATCH reads per call into the listener's buffers, and
+ * with UDP_GRO each read may be a run of one sender's datagrams that the
+ * kernel coalesced (a peer sending with UDP_SEGMENT, on loopback or
+ * through a device that aggregates), cut again by their segment size.
  * Sent: a connection's packets are written by ngtcp2 one after another
  * into the listener's send buffer and go out as one sendmsg() with
  * UDP_SEGMENT (generic segmentation offload): the kernel cuts the buffer
@@ -124,17 +127,20 @@ void quic_batch_add(struct qlistener *ql, struct qbatch *b, size_t len,
  * quic_udp_recv() - the datagrams waiting on a listener's socket, a batch
  * @ql:		the listener; its @msgs are filled in
  *
- * Return: how many (0 if none), or -1 with errno set.
+ * Return: how many reads (0 if none), each one datagram or a coalesced
+ * run (quic_udp_seg()), or -1 with errno set.
  */
 int quic_udp_recv(struct qlistener *ql)
 {
 	for (unsigned i = 0; i < QUIC_RECV_BATCH; i++) {
-		ql->riov[i] = (struct iovec){ ql->rbufs[i], QUIC_DGRAM };
+		ql->riov[i] = (struct iovec){ ql->rbufs[i], SOCK_GRO_MAX };
 		ql->msgs[i].msg_hdr = (struct msghdr){
 			.msg_name = &ql->peers[i],
 			.msg_namelen = sizeof(ql->peers[i]),
 			.msg_iov = &ql->riov[i],
 			.msg_iovlen = 1,
+			.msg_control = ql->rctl[i].buf,
+			.msg_controllen = sizeof(ql->rctl[i].buf),
 		};
 	}
 	for (;;) {
@@ -146,4 +152,30 @@ int quic_udp_recv(struct qlistener *ql)
 				       ? 0
 				       : n;
 	}
+}
+
+/**
+ * quic_udp_seg() - the size of the datagrams of one read of a batch
+ * @ql:		the listener
+ * @i:		the read
+ *
+ * Return: each datagram's size, the last one's at most.
+ */
+size_t quic_udp_seg(const struct qlistener *ql, int i)
+{
+	return sock_gro_seg(&ql->msgs[i].msg_hdr, ql->msgs[i].msg_len);
+}
+
+/**
+ * quic_udp_gro() - let the kernel coalesce the listener's datagrams
+ * @ql:		the listener, whose socket is set
+ *
+ * A kernel without UDP_GRO costs a read per datagram, nothing else.
+ */
+void quic_udp_gro(struct qlistener *ql)
+{
+	if (!sock_gro_on(ql->fd))
+		log_info(
+			"listener %s: the kernel has no UDP_GRO: one read per datagram",
+			ql->l->name);
 }
