@@ -272,6 +272,9 @@ void quic_bridge_push(struct qconn *qc);
 /* udp.c */
 void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
 		   const struct sockaddr *to, socklen_t tolen);
+struct listen_opts;
+int quic_creds_load(const struct listen_opts *o, struct ngq_creds **out,
+		    char *err, size_t errlen);
 int quic_udp_recv(struct qlistener *ql);
 size_t quic_udp_seg(const struct qlistener *ql, int i);
 void quic_udp_gro(struct qlistener *ql);
