@@ -525,6 +525,43 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
 }
 
 /**
+ * ngq_cc_algo() - ngtcp2's congestion control by its name
+ * @name:	reno, cubic, bbr or bbr2; empty for cubic
+ *
+ * For both roles: the listener's `--congestion client:ALG`, the QUIC
+ * backend's `backend:ALG`.
+ *
+ * Return: the algorithm, or -1 for a name ngtcp2 does not have.
+ */
+int ngq_cc_algo(const char *name)
+{
+	static const char *const names[] = {
+		[NGTCP2_CC_ALGO_RENO] = "reno",
+		[NGTCP2_CC_ALGO_CUBIC] = "cubic",
+		[NGTCP2_CC_ALGO_BBR] = "bbr",
+		[NGTCP2_CC_ALGO_BBR2] = "bbr2",
+	};
+
+	if (!*name)
+		return NGTCP2_CC_ALGO_CUBIC;
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return (int)i;
+	return -1;
+}
+
+/**
+ * ngq_cc_known() - is a congestion control name one QUIC has here
+ * @name:	the name; empty for the default
+ *
+ * Return: true if ngq_accept() and ngqc_connect() take it.
+ */
+bool ngq_cc_known(const char *name)
+{
+	return ngq_cc_algo(name) >= 0;
+}
+
+/**
  * ngq_accept() - a new connection from a client's first Initial
  * @out:	the connection
  * @cr:		the listener's certificate
@@ -532,8 +569,8 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
  * @path:	the datagram's addresses
  * @pkt:	the datagram; ngq_is_initial() said yes
  * @len:	its length
- * @window:	bytes the client may send ahead of what ngq_consumed()
- *		gave back
+ * @tune:	the client's window (bytes it may send ahead of what
+ *		ngq_consumed() gave back) and the congestion control
  * @rt:		what its valid Retry token said (ngq_token()), or NULL if
  *		it brought none
  * @cb:		what the connection tells its owner
@@ -547,10 +584,11 @@ static int conn_params(ngtcp2_transport_params *p, const ngtcp2_pkt_hd *hd,
  */
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
-	       const uint8_t *pkt, size_t len, size_t window,
+	       const uint8_t *pkt, size_t len, const struct ngq_tune *tune,
 	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
 	       uint64_t now)
 {
+	int cc = ngq_cc_algo(tune->cc);
 	struct ngq_conn *c = calloc(1, sizeof(*c));
 	ngtcp2_path p = to_path(path);
 	ngtcp2_transport_params params;
@@ -568,8 +606,8 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	ngq_random(scid.data, scid.datalen);
 	ngtcp2_settings_default(&st);
 	st.initial_ts = now;
-	st.cc_algo = NGTCP2_CC_ALGO_CUBIC;
-	if (conn_params(&params, &hd, &scid, secret, window) ||
+	st.cc_algo = cc < 0 ? NGTCP2_CC_ALGO_CUBIC : cc; /* checked at start */
+	if (conn_params(&params, &hd, &scid, secret, tune->window) ||
 	    (rt && ngq_retried_params(&params, &st, &hd, rt)) ||
 	    tls_new(c, cr) ||
 	    ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, &p, hd.version,

@@ -110,6 +110,16 @@ enum ngq_token {
 };
 
 /**
+ * struct ngq_tune - how a connection the listener accepts behaves
+ * @window:	bytes the client may send ahead of what is taken
+ * @cc:		congestion control (ngq_cc_known()); empty for cubic
+ */
+struct ngq_tune {
+	size_t window;
+	const char *cc;
+};
+
+/**
  * struct ngq_retry - what a valid Retry token says, for ngq_accept()
  * @odcid:	the destination ID of the client's first Initial, the one
  *		the Retry answered
@@ -129,9 +139,11 @@ ssize_t ngq_version_pkt(const uint8_t *pkt, size_t len, uint8_t *out,
 			size_t cap);
 bool ngq_is_initial(const uint8_t *pkt, size_t len);
 void ngq_random(uint8_t *out, size_t len);
+int ngq_cc_algo(const char *name);
+bool ngq_cc_known(const char *name);
 int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	       const uint8_t *secret, const struct ngq_path *path,
-	       const uint8_t *pkt, size_t len, size_t window,
+	       const uint8_t *pkt, size_t len, const struct ngq_tune *tune,
 	       const struct ngq_retry *rt, const struct ngq_cb *cb, void *ud,
 	       uint64_t now);
 enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,

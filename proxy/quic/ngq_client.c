@@ -513,40 +513,6 @@ static int tls_new(struct ngqc_conn *c)
 }
 
 /**
- * cc_algo() - ngtcp2's congestion control by its name
- * @name:	reno, cubic, bbr or bbr2; empty for cubic
- *
- * Return: the algorithm, or -1 for a name ngtcp2 does not have.
- */
-static int cc_algo(const char *name)
-{
-	static const char *const names[] = {
-		[NGTCP2_CC_ALGO_RENO] = "reno",
-		[NGTCP2_CC_ALGO_CUBIC] = "cubic",
-		[NGTCP2_CC_ALGO_BBR] = "bbr",
-		[NGTCP2_CC_ALGO_BBR2] = "bbr2",
-	};
-
-	if (!*name)
-		return NGTCP2_CC_ALGO_CUBIC;
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return (int)i;
-	return -1;
-}
-
-/**
- * ngqc_cc_known() - is a congestion control name one QUIC has here
- * @name:	the name; empty for the default
- *
- * Return: true if ngqc_connect() takes it.
- */
-bool ngqc_cc_known(const char *name)
-{
-	return cc_algo(name) >= 0;
-}
-
-/**
  * conn_new() - ngtcp2's client connection, with its settings and the
  *		transport parameters it offers
  * @c:		the connection, its TLS session made
@@ -572,7 +538,7 @@ static int conn_new(struct ngqc_conn *c, const struct ngqc_dial *d,
 	ngtcp2_transport_params params;
 	ngtcp2_settings st;
 	ngtcp2_cid dcid, scid;
-	int cc = cc_algo(d->cc);
+	int cc = ngq_cc_algo(d->cc);
 
 	dcid.datalen = NGQ_SCID_LEN;
 	ngq_random(dcid.data, dcid.datalen);

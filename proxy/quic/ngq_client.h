@@ -41,7 +41,6 @@ struct ngqc_dial {
 };
 
 int ngqc_pin_parse(const char *text, uint8_t *pin);
-bool ngqc_cc_known(const char *name);
 int ngqc_creds_load(const char *ca, const char *cert, const char *key,
 		    bool pinned, struct ngqc_creds **out, char *err,
 		    size_t errlen);

@@ -116,6 +116,13 @@ int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen)
 			o->name);
 		return -1;
 	}
+	if (!ngq_cc_known(o->cc[SIDE_CLIENT])) {
+		snprintf(
+			err, errlen,
+			"listener %s: congestion client:%s: a quic: listener takes reno, cubic, bbr or bbr2",
+			o->name, o->cc[SIDE_CLIENT]);
+		return -1;
+	}
 	if (client_auth_check(o, err, errlen))
 		return -1;
 	if (quic_creds_load(o, &cr, why, sizeof(why))) {

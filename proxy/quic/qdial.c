@@ -810,7 +810,7 @@ static int check_options(const struct listen_opts *lo, char *err, size_t errlen)
 			lo->name, lo->quic_pin);
 		return -1;
 	}
-	if (!ngqc_cc_known(lo->cc[SIDE_BACKEND])) {
+	if (!ngq_cc_known(lo->cc[SIDE_BACKEND])) {
 		snprintf(
 			err, errlen,
 			"listener %s: congestion %s: a quic: backend takes reno, cubic, bbr or bbr2",

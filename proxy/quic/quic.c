@@ -576,8 +576,10 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	ql->conns = qc;
 	counter_add(&ql->st.active, 1);
 	conn_path(qc, &p);
-	if (ngq_accept(&qc->nc, ql->creds, ql->secret, &p, pkt, len, QUIC_RWIN,
-		       rt, &quic_cb, qc, quic_now())) {
+	if (ngq_accept(
+		    &qc->nc, ql->creds, ql->secret, &p, pkt, len,
+		    &(struct ngq_tune){ QUIC_RWIN, ql->cfg->o.cc[SIDE_CLIENT] },
+		    rt, &quic_cb, qc, quic_now())) {
 		qc->nc = NULL;
 		conn_free(qc);
 		return;

@@ -139,7 +139,7 @@ def nc_exact(q, size, label):
 
 def test_nc(certs):
     srv = Server(echo)
-    q = Quic(srv.addr, certs, "--mode", "tcp")
+    q = Quic(srv.addr, certs, "--mode", "tcp", "--congestion", "client:bbr")
     for size, label in ((0, "0 B"), (1 << 20, "1 MiB"), (64 << 20, "64 MiB")):
         nc_exact(q, size, label)
     lines = q.px.wait_log(r"^.* conn 127\.0\.0\.1:\d+ -> .* end=fin .*$", count=3)
@@ -555,9 +555,14 @@ def test_check(certs):
     check_fails(base + ["--quic-cert", cert], r"quic-key is required", "no key")
     check_fails(["--listen", "127.0.0.1:1", "--backend", "127.0.0.1:1", "--quic-cert", cert, "--quic-key", key],
                 r"need a QUIC listen address", "quic-cert on a TCP listener")
+    check_fails(base + ["--quic-cert", cert, "--quic-key", key, "--congestion", "client:vegas"],
+                r"congestion client:vegas: a quic: listener takes reno, cubic, bbr or bbr2",
+                "a congestion control QUIC has not (TCP's vegas)")
     r = subprocess.run([SMBSPLICE, "--check", "--listen", f"quic:[::1]:{free_port()}", "--backend", "127.0.0.1:1",
-                        "--quic-cert", cert, "--quic-key", key], capture_output=True, text=True, timeout=30)
-    check(r.returncode == 0 and "configuration OK" in r.stdout, f"--check passes quic:[::1]:PORT ({r.stderr.strip()})")
+                        "--quic-cert", cert, "--quic-key", key, "--congestion", "client:bbr2"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "configuration OK" in r.stdout,
+          f"--check passes quic:[::1]:PORT with ngtcp2's bbr2 on the QUIC leg ({r.stderr.strip()})")
 
 
 def main():
