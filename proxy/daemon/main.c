@@ -58,6 +58,7 @@
 #include "core/notify.h"
 #include "conf/options.h"
 #include "priv/privhelper.h"
+#include "quic/qdial.h"
 #include "priv/privs.h"
 #include "core/proxy.h"
 #include "daemon/reload.h"
@@ -266,6 +267,7 @@ static int start(struct proxy *px, struct options *opt)
 	px->started_ns = mono_ns(); /* `info`'s uptime */
 	px->started_at = time(NULL);
 	px->workers = NULL;
+	health_set_quic(qdial_health()); /* before the first probes */
 	if (reload_apply(px, px->cfg, err, sizeof(err))) {
 		log_err("%s", err);
 		return -1;

@@ -13,6 +13,11 @@
  * they choose a backend (listener_pick_backend()), and each change is a log
  * line and a count.
  *
+ * A quic: backend is probed over QUIC: a dial as its connections' (the
+ * handshake, the server's certificate checked, the stream opened), made by
+ * quic/ through struct health_quic, and with smb the same NEGOTIATE on
+ * the stream, read from the dial's socketpair as from a TCP socket.
+ *
  * A backend starts up, so that checks never delay a fresh start. One in
  * maintenance is not probed (its health stays as it was); a drained one
  * is, so that it is known to be up before it is made ready again.
@@ -50,7 +55,9 @@
  * struct probe - one backend's checks
  * @set:	its listener's
  * @be:		which backend
- * @fd:		the probe's socket, -1 between probes
+ * @fd:		the probe's socket (a quic: backend's: the socketpair end
+ *		its dial carries the stream on), -1 between probes
+ * @qd:		a quic: backend's dial, NULL between probes
  * @tick:	every health-interval
  * @tmo:	the probe's deadline
  * @io:		writable while connecting, then readable
@@ -63,6 +70,7 @@ struct probe {
 	struct hset *set;
 	unsigned be;
 	int fd;
+	void *qd;
 	ev_timer tick, tmo;
 	ev_io io;
 	unsigned ok, bad;
@@ -90,6 +98,18 @@ struct hset {
 
 /* Every set, main thread only. */
 static struct hset *sets;
+/* How a quic: backend is dialled; NULL in a build without QUIC, which
+ * has no quic: backend. */
+static const struct health_quic *quic_ops;
+
+/**
+ * health_set_quic() - how probes dial quic: backends, from now on
+ * @q:		quic/'s dial, or NULL
+ */
+void health_set_quic(const struct health_quic *q)
+{
+	quic_ops = q;
+}
 
 /**
  * probe_dial() - start the probe's connect, as a connection's would be
@@ -125,6 +145,22 @@ static int probe_dial(struct proxy *px, const struct lcfg *cfg, unsigned be,
 }
 
 /**
+ * probe_close() - end the probe's dial, connection and timers
+ * @p:		the probe
+ */
+static void probe_close(struct probe *p)
+{
+	ev_io_stop(p->set->px->loop, &p->io);
+	ev_timer_stop(p->set->px->loop, &p->tmo);
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	if (p->qd)
+		quic_ops->release(p->qd); /* after the close: a FIN to send */
+	p->qd = NULL;
+}
+
+/**
  * probe_end() - a probe passed or failed: count it, and change the
  *		 backend's health when enough did in a row
  * @p:		the probe
@@ -136,11 +172,7 @@ static void probe_end(struct probe *p, const char *why)
 	struct lcfg *c = s->cfg;
 	char text[160];
 
-	ev_io_stop(s->px->loop, &p->io);
-	ev_timer_stop(s->px->loop, &p->tmo);
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
+	probe_close(p);
 	if (why) {
 		p->ok = 0;
 		p->bad++;
@@ -259,7 +291,62 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	probe_end(p, ev_is_active(&p->io) && p->io.cb == on_readable
 			     ? "no answer to the NEGOTIATE in time"
+		     : p->qd ? "the QUIC handshake timed out"
 			     : "connect timed out");
+}
+
+/**
+ * probe_deadline() - the whole probe has the shorter of connect-timeout
+ *		      and health-interval
+ * @p:		the probe, starting
+ */
+static void probe_deadline(struct probe *p)
+{
+	const struct listen_opts *o = &p->set->cfg->o;
+
+	ev_timer_set(&p->tmo,
+		     o->connect_timeout < o->check_interval ? o->connect_timeout
+							    : o->check_interval,
+		     0);
+	ev_timer_start(p->set->px->loop, &p->tmo);
+}
+
+/**
+ * on_quic() - a probe's QUIC dial is over: handshake and stream, or not
+ * @ctx:	the probe
+ * @why:	NULL if the stream is open, else why not
+ */
+static void on_quic(void *ctx, const char *why)
+{
+	struct probe *p = ctx;
+	char text[160];
+
+	if (!why) {
+		probe_ask(p); /* may end the probe: the dial allows it */
+		return;
+	}
+	p->qd = NULL; /* gone already */
+	snprintf(text, sizeof(text), "QUIC: %s", why);
+	probe_end(p, text);
+}
+
+/**
+ * probe_quic() - start a probe of a quic: backend
+ * @p:		the probe
+ */
+static void probe_quic(struct probe *p)
+{
+	struct hset *s = p->set;
+	char why[320];
+
+	if (!quic_ops || quic_ops->open(s->px, s->cfg, p->be, on_quic, p,
+					&p->qd, &p->fd, why, sizeof(why))) {
+		p->qd = NULL;
+		p->fd = -1;
+		probe_end(p, quic_ops ? why : "QUIC is not built in");
+		return;
+	}
+	probe_deadline(p);
 }
 
 /**
@@ -279,6 +366,10 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	if (p->fd >= 0 || __atomic_load_n(&s->cfg->be[p->be].admin,
 					  __ATOMIC_RELAXED) == BE_MAINT)
 		return;
+	if (o->backend_quic[p->be]) {
+		probe_quic(p);
+		return;
+	}
 	r = probe_dial(s->px, s->cfg, p->be, &p->fd);
 	if (r < 0) {
 		char why[96];
@@ -288,11 +379,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		probe_end(p, why);
 		return;
 	}
-	ev_timer_set(&p->tmo,
-		     o->connect_timeout < o->check_interval ? o->connect_timeout
-							    : o->check_interval,
-		     0);
-	ev_timer_start(loop, &p->tmo);
+	probe_deadline(p);
 	if (r == 0) {
 		probe_ask(p);
 		return;
@@ -361,10 +448,7 @@ void health_stop(void)
 			struct probe *p = &s->p[i];
 
 			ev_timer_stop(s->px->loop, &p->tick);
-			ev_timer_stop(s->px->loop, &p->tmo);
-			ev_io_stop(s->px->loop, &p->io);
-			if (p->fd >= 0)
-				close(p->fd);
+			probe_close(p);
 		}
 		listener_cfg_put(s->cfg);
 		free(s);

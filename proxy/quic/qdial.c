@@ -789,8 +789,6 @@ static int check_options(const struct listen_opts *lo, char *err, size_t errlen)
 		no = "transparent";
 	else if (lo->mptcp[SIDE_BACKEND])
 		no = "mptcp backend";
-	else if (lo->check != CHECK_OFF)
-		no = "health-check (a QUIC backend is not probed)";
 	if (no) {
 		snprintf(err, errlen,
 			 "listener %s: %s does not apply to a quic: backend",

@@ -55,4 +55,7 @@ void qdial_release(struct qdial *q);
 int qdial_check(const struct listen_opts *lo, char *err, size_t errlen);
 bool qdial_any(const struct listen_opts *lo);
 
+struct health_quic;
+const struct health_quic *qdial_health(void);
+
 #endif /* SMBSPLICE_QDIAL_H */

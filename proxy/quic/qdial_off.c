@@ -81,3 +81,14 @@ void qdial_release(struct qdial *q)
 void qdial_cancel(struct qdial *q)
 {
 }
+
+/**
+ * qdial_health() - how health probes dial quic: backends: not at all,
+ *		    there are none in a build without QUIC
+ *
+ * Return: NULL.
+ */
+const struct health_quic *qdial_health(void)
+{
+	return NULL;
+}

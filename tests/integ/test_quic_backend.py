@@ -22,6 +22,12 @@ listener.
 - a backend that never answers fails at --connect-timeout, the client
   reset; a UDP port with nothing behind it fails over to the next
   backend at once.
+- health checks of quic: backends (--health-check smb and tcp): each
+  probe is a QUIC dial (smbsplice's listener counts its handshakes); a
+  QUIC server that stops is marked down with the reason and new clients
+  reach the other; back on its port, up again; a certificate for another
+  name and a server that never answers are down with their reasons; the
+  probes leak no descriptor and leave no connection open at the server.
 - --check: quic-pin that is no SHA-256, quic-ca with no quic backend and a
   congestion control QUIC does not have are each one line.
 
@@ -39,7 +45,7 @@ import threading
 import time
 
 from harness import (CLEANUPS, SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, Server, TestFailure, check, end_process,
-                     file_sha256, need, random_file, run, sh, wait_for)
+                     file_sha256, metric, need, random_file, run, scrape, sh, wait_for)
 
 BUILDDIR = os.environ.get("BUILDDIR", SRCDIR)
 BIN = os.environ.get("QUIC_BIN", os.path.join(BUILDDIR, "tests", "quic", "bin"))
@@ -325,6 +331,62 @@ def test_timeout_failover(certs, relay, pin):
     px.stop()
 
 
+def quic_far(certs, smb, port=None):
+    """smbsplice's quic: listener in front of smbd, on port (or a free one)."""
+    port = port or free_udp_port()
+    return Proxy(None, "--listen", f"quic:127.0.0.1:{port}", "--backend", smb.addr, "--quic-cert",
+                 f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False, stats=True), port
+
+
+def test_health(certs, smb):
+    """Health checks of two quic: backends, smbsplice's listener and quicrelay."""
+    far, fport = quic_far(certs, smb)
+    relay = Relay(certs, smb.addr)
+    first, second = f"quic:127.0.0.1:{fport}", f"quic:127.0.0.1:{relay.port}"
+    px = Proxy(first, "--backend", second, "--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem",
+               "--health-check", "smb", "--health-interval", "0.3", "--health-fall", "2", "--health-rise", "1",
+               "--connect-timeout", "2", stats=True)
+    wait_for("three probes reach smbsplice's listener over QUIC",
+             lambda: metric(scrape(far.stats_port), "smbsplice_quic_handshakes_total", listener="main") >= 3,
+             timeout=10)
+    fds = len(os.listdir(f"/proc/{px.proc.pid}/fd"))
+    time.sleep(1.5)  # five probes more of each backend
+    m = scrape(px.stats_port)
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=first) == 1
+          and metric(m, "smbsplice_backend_up", listener="main", backend=second) == 1
+          and not any("up -> down" in x for x in px.whole_lines()),
+          "smb checks over QUIC: both QUIC servers answer the NEGOTIATE, up and never down")
+    now = len(os.listdir(f"/proc/{px.proc.pid}/fd"))
+    check(now <= fds + 4, f"the probes' dials leave no descriptor behind ({fds} -> {now})")
+    wait_for("the probes' connections at smbsplice's listener end",
+             lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") <= 1,
+             timeout=5)
+    far.stop()
+    line = px.wait_log(rf"^.*listener main backend {first}: up -> down \(QUIC: .*\).*$")[0]
+    check("QUIC" in line, f"the stopped QUIC server is marked down, with why: {line.strip()[-160:]}")
+    out = smb.smbclient(px.port, cmd="ls")
+    check("blocks" in out, "a client through the proxy reaches the other QUIC server")
+    far, _ = quic_far(certs, smb, fport)
+    px.wait_log(rf"^.*listener main backend {first}: down -> up \(1 smb check passed\).*$")
+    check(metric(scrape(px.stats_port), "smbsplice_backend_up", listener="main", backend=first) == 1,
+          "back on its port: up again after one check")
+    px.stop()
+    # another name: the certificate is refused, and the probe says so
+    px = Proxy(second, "--quic-name", "other.test", "--quic-ca", f"{certs}/ca.pem", "--health-check", "tcp",
+               "--health-interval", "0.3", "--health-fall", "1", "--connect-timeout", "2")
+    px.wait_log(rf"^.*backend {second}: up -> down \(QUIC: .*certificate not accepted for name other\.test.*$")
+    px.stop()
+    hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hole.bind(("127.0.0.1", 0))  # takes datagrams, answers none
+    px = Proxy(f"quic:127.0.0.1:{hole.getsockname()[1]}", "--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem",
+               "--health-check", "tcp", "--health-interval", "0.3", "--health-fall", "1", "--connect-timeout", "2")
+    px.wait_log(r"^.*up -> down \(the QUIC handshake timed out\).*$")
+    px.stop()
+    hole.close()
+    far.stop()
+    relay.stop()
+
+
 def check_fails(args, want, what):
     r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", *args], capture_output=True, text=True,
                        timeout=30)
@@ -363,6 +425,7 @@ def main():
     smb = Samba()
     test_relay(certs, smb, pin)
     test_pair(certs, smb)
+    test_health(certs, smb)
 
 
 if __name__ == "__main__":
