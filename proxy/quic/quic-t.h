@@ -38,13 +38,39 @@
 /* Stateless Resets a listener sends a second at most: each answers a
  * longer packet, but a forged flood should not have them all. */
 #define QUIC_RESET_RATE 100
-/* Connection IDs of connections closed lately, which get no Stateless
- * Reset for QUIC_GONE_NS: a closed connection is freed at once, and the
- * client's packets sent before our CONNECTION_CLOSE reached it must not
- * be answered with a reset that it could read first (it would report a
- * reset, not the close's reason, a TLS alert say). A power of 2. */
+/* Slots for connection IDs of connections closed lately, whose packets
+ * get our CONNECTION_CLOSE again for QUIC_GONE_NS (the closing period),
+ * never a Stateless Reset: a closed connection is freed at once, and a
+ * client whose packets crossed our close, or whose copy was lost, must
+ * not read a reset first (it would report a reset, not the close's
+ * reason, a TLS alert say). A power of 2. */
 #define QUIC_GONE    1024
 #define QUIC_GONE_NS 3000000000ull
+/* The longest CONNECTION_CLOSE datagram kept for a closed connection's
+ * closing period (RFC 9000 10.2.1); a longer one is not kept, and its
+ * client's packets get silence as before. ngtcp2's are under 200 bytes,
+ * an Initial and a Handshake packet coalesced at most. */
+#define QUIC_CLOSE_KEEP 256
+
+/**
+ * struct qgone - one of our connection IDs whose connection closed lately,
+ *		  in its closing period (stateless.c)
+ * @id:		the ID
+ * @until:	the period's end, ns
+ * @close:	the datagram that carried our CONNECTION_CLOSE
+ * @closelen:	its length; 0 when none was sent or it was too long
+ * @seen:	packets for the ID since; the 1st, 2nd, 4th, 8th... get
+ *		@close again, so that a client whose copy was lost hears
+ *		of the close without an answer per packet
+ */
+struct qgone {
+	uint8_t id[NGQ_SCID_LEN];
+	uint64_t until;
+	uint8_t close[QUIC_CLOSE_KEEP];
+	uint16_t closelen;
+	uint32_t seen;
+};
+
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -116,8 +142,8 @@ struct qcid {
  *		connections of the one before
  * @reset_sec:	the second whose Stateless Resets @reset_n counts
  * @reset_n:	how many went out in it (at most QUIC_RESET_RATE)
- * @gone:	IDs of ours whose connections closed lately, a ring
- * @gone_until:	when each stops being kept from a reset, ns
+ * @gone:	IDs of ours whose connections closed lately, a ring: their
+ *		packets get our close again, never a reset
  * @gone_next:	the ring's next slot
  * @token_secret: the secret its Retry tokens are sealed with (random,
  *		this process's)
@@ -163,8 +189,7 @@ struct qlistener {
 	uint8_t token_secret[NGQ_SECRET_LEN];
 	uint64_t reset_sec;
 	unsigned reset_n;
-	uint8_t gone[QUIC_GONE][NGQ_SCID_LEN];
-	uint64_t gone_until[QUIC_GONE];
+	struct qgone gone[QUIC_GONE];
 	unsigned gone_next;
 	struct lquic *qst;
 	uint64_t rate_sec;
@@ -288,7 +313,10 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 		  socklen_t peerlen, const uint8_t *pkt, size_t len);
 void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 			  const struct sockaddr *peer, socklen_t peerlen);
-void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len);
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len,
+	       const uint8_t *close, size_t closelen);
+bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
+		      const struct sockaddr *peer, socklen_t peerlen);
 
 /* quic.c */
 uint64_t quic_now(void);

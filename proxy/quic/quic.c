@@ -323,9 +323,11 @@ static void quic_conn_flush(struct qconn *qc)
 
 /**
  * conn_free() - forget a connection: its IDs, its bridge, its budget
- * @qc:	the connection
+ * @qc:		the connection
+ * @close:	the datagram that carried our CONNECTION_CLOSE, or NULL
+ * @closelen:	its length, or 0
  */
-static void conn_free(struct qconn *qc)
+static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
 {
 	struct qlistener *ql = qc->ql;
 	struct acceptor *acc = ql->qh->acc;
@@ -333,7 +335,8 @@ static void conn_free(struct qconn *qc)
 	ev_timer_stop(acc->loop, &qc->timer);
 	for (unsigned i = 0; i < QUIC_CIDS; i++)
 		if (qc->cids[i].c) {
-			quic_gone(ql, qc->cids[i].id, qc->cids[i].len);
+			quic_gone(ql, qc->cids[i].id, qc->cids[i].len, close,
+				  closelen);
 			cid_unlink(ql, &qc->cids[i]);
 		}
 	quic_bridge_close(qc);
@@ -423,14 +426,13 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 		quic_conn_flush(qc);
 	if (!qc->dead)
 		return;
-	if (qc->send_close && qc->nc) {
-		len = ngq_close_pkt(qc->nc, buf, sizeof(buf), quic_now());
-		if (len > 0)
-			quic_udp_send(qc->ql, buf, len,
-				      (struct sockaddr *)&qc->peer,
-				      qc->peerlen);
-	}
-	conn_free(qc);
+	len = qc->send_close && qc->nc
+		      ? ngq_close_pkt(qc->nc, buf, sizeof(buf), quic_now())
+		      : 0;
+	if (len > 0)
+		quic_udp_send(qc->ql, buf, len, (struct sockaddr *)&qc->peer,
+			      qc->peerlen);
+	conn_free(qc, buf, len > 0 ? (size_t)len : 0);
 }
 
 /**
@@ -581,7 +583,7 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 		    &(struct ngq_tune){ QUIC_RWIN, ql->cfg->o.cc[SIDE_CLIENT] },
 		    rt, &quic_cb, qc, quic_now())) {
 		qc->nc = NULL;
-		conn_free(qc);
+		conn_free(qc, NULL, 0);
 		return;
 	}
 	counter_add(&ql->st.handshakes, 1);
@@ -621,6 +623,10 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 		break;
 	}
 	qc = cid_find(ql, dcid, dcidlen);
+	if (!qc && quic_gone_answer(ql, dcid, dcidlen, peer, peerlen)) {
+		counter_add(&ql->st.dropped, 1);
+		return;
+	}
 	if (!qc) {
 		if (!ql->draining && !ql->held && ngq_is_initial(buf, len)) {
 			quic_initial(ql, peer, peerlen, buf, len);

@@ -104,44 +104,81 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 }
 
 /**
- * quic_gone() - a connection ID of ours whose connection was just freed:
- *		 its packets get no reset for a while
+ * gone_slot() - where an ID of ours is kept once its connection closed
  * @ql:		the listener
- * @id:		the ID
- * @len:	its length (only ours, NGQ_SCID_LEN, are kept: a client's
- *		own names only its Initials, which get no reset)
+ * @id:		the ID, NGQ_SCID_LEN bytes
+ *
+ * Our IDs are random bytes, so their first ones spread them evenly. A
+ * slot is a cache line, not a queue: an ID whose slot another took gets
+ * silence, or a reset, as a closed connection did before it was kept.
+ *
+ * Return: the slot.
  */
-void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len)
+static struct qgone *gone_slot(struct qlistener *ql, const uint8_t *id)
 {
-	unsigned i = ql->gone_next++ & (QUIC_GONE - 1);
+	uint32_t h;
 
-	if (len != NGQ_SCID_LEN)
-		return;
-	memcpy(ql->gone[i], id, len);
-	ql->gone_until[i] = quic_now() + QUIC_GONE_NS;
+	memcpy(&h, id, sizeof(h));
+	return &ql->gone[h & (QUIC_GONE - 1)];
 }
 
 /**
- * gone_lately() - does a short-header packet name a connection that was
- *		   closed within QUIC_GONE_NS
+ * quic_gone() - a connection ID of ours whose connection was just freed:
+ *		 its closing period begins
  * @ql:		the listener
- * @pkt:	the packet
- * @len:	its length
- *
- * Return: true if it does (no reset is sent: the client has our close, or
- * will have it).
+ * @id:		the ID
+ * @len:	its length (only ours, NGQ_SCID_LEN, are kept: a client's
+ *		own names only its Initials)
+ * @close:	the datagram that carried our CONNECTION_CLOSE, or NULL
+ * @closelen:	its length, or 0
  */
-static bool gone_lately(struct qlistener *ql, const uint8_t *pkt, size_t len)
+void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len,
+	       const uint8_t *close, size_t closelen)
 {
-	uint64_t now = quic_now();
+	struct qgone *g;
 
-	if (len < 1 + NGQ_SCID_LEN)
+	if (len != NGQ_SCID_LEN)
+		return;
+	g = gone_slot(ql, id);
+	memcpy(g->id, id, len);
+	g->until = quic_now() + QUIC_GONE_NS;
+	g->seen = 0;
+	g->closelen = close && closelen <= QUIC_CLOSE_KEEP ? closelen : 0;
+	if (g->closelen)
+		memcpy(g->close, close, closelen);
+}
+
+/**
+ * quic_gone_answer() - a packet for a connection closed lately: our close
+ *			again, now and then (RFC 9000 10.2.1)
+ * @ql:		the listener
+ * @dcid:	the packet's destination ID
+ * @dcidlen:	its length
+ * @peer:	its sender
+ * @peerlen:	its length
+ *
+ * A client whose copy of our CONNECTION_CLOSE was lost would otherwise
+ * wait out its idle timeout. The 1st, 2nd, 4th, 8th... packet is
+ * answered, with the same datagram: never more than the client sends,
+ * nor one per packet.
+ *
+ * Return: true if @dcid was such a connection's: the packet makes no
+ * connection and gets no reset.
+ */
+bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
+		      const struct sockaddr *peer, socklen_t peerlen)
+{
+	struct qgone *g;
+
+	if (dcidlen != NGQ_SCID_LEN)
 		return false;
-	for (unsigned i = 0; i < QUIC_GONE; i++)
-		if (ql->gone_until[i] > now &&
-		    !memcmp(ql->gone[i], pkt + 1, NGQ_SCID_LEN))
-			return true;
-	return false;
+	g = gone_slot(ql, dcid);
+	if (g->until <= quic_now() || memcmp(g->id, dcid, NGQ_SCID_LEN))
+		return false;
+	g->seen++;
+	if (g->closelen && !(g->seen & (g->seen - 1)))
+		quic_udp_send(ql, g->close, g->closelen, peer, peerlen);
+	return true;
 }
 
 /**
@@ -154,7 +191,8 @@ static bool gone_lately(struct qlistener *ql, const uint8_t *pkt, size_t len)
  * @peerlen:	its length
  *
  * At most QUIC_RESET_RATE a second, and never as long as the packet
- * (ngq_reset_pkt()).
+ * (ngq_reset_pkt()). A packet for a connection closed lately never comes
+ * here: quic_gone_answer() is asked first.
  */
 void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 			  const struct sockaddr *peer, socklen_t peerlen)
@@ -167,7 +205,7 @@ void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 		ql->reset_sec = sec;
 		ql->reset_n = 0;
 	}
-	if (ql->reset_n >= QUIC_RESET_RATE || gone_lately(ql, pkt, len))
+	if (ql->reset_n >= QUIC_RESET_RATE)
 		return;
 	n = ngq_reset_pkt(pkt, len, ql->secret, out, sizeof(out));
 	if (n <= 0)

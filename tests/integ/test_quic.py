@@ -21,8 +21,12 @@ smbsplice's ngtcp2).
   address.
 - a reload reads the certificate again (a renewal over the same files);
   a reload that removes a QUIC listener lets its connection finish.
+- the closing period: a client whose copy of our CONNECTION_CLOSE was
+  lost gets it again at its next packets (the 1st, 2nd, 4th...), and
+  ends then rather than at its idle timeout; no reset, no new connection.
 - --check: a missing certificate, a key that is not the certificate's,
-  and quic-cert on a TCP listener are each one line and exit status 2.
+  quic-cert on a TCP listener and a congestion control QUIC has not are
+  each one line and exit status 2.
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
@@ -32,11 +36,13 @@ import hashlib
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 
 from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, Server, check, file_sha256, free_port, metric,
@@ -256,6 +262,102 @@ def test_no_stream(certs):
     secs = time.monotonic() - t0
     check(rc != 0 and secs < 10, f"a QUIC connection with no stream is closed after --handshake-timeout 1 ({secs:.1f} s)")
     q.px.wait_log(r"quic 127\.0\.0\.1:\d+: listener main: no stream within 1s \(--handshake-timeout\): closed")
+    q.px.stop()
+    srv.close()
+
+
+class Relay:
+    """A UDP relay between one QUIC client and the listener, that can stop
+    carrying packets either way (a path that fails) and remembers what it
+    dropped and the IDs the client names in its short-header packets."""
+
+    def __init__(self, port):
+        self.down = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the client's side
+        self.down.bind(("127.0.0.1", 0))
+        self.up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the listener's side
+        self.up.connect(("127.0.0.1", port))
+        self.port = self.down.getsockname()[1]
+        self.client, self.cut, self.dropped, self.dcids = None, False, [], set()
+        self.stop = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        sel = selectors.DefaultSelector()
+        sel.register(self.down, selectors.EVENT_READ)
+        sel.register(self.up, selectors.EVENT_READ)
+        while not self.stop:
+            for key, _ in sel.select(0.1):
+                d, frm = key.fileobj.recvfrom(4096)
+                if key.fileobj is self.down:
+                    self.client = frm
+                    if d[0] & 0x80 == 0 and len(d) > 19:
+                        self.dcids.add(d[1:19])
+                    if not self.cut:
+                        self.up.send(d)
+                elif self.cut:
+                    self.dropped.append(d)
+                elif self.client:
+                    self.down.sendto(d, self.client)
+
+    def close(self):
+        self.stop = True
+        self.t.join(5)
+        self.down.close()
+        self.up.close()
+
+
+def test_closing_period(certs):
+    """Our CONNECTION_CLOSE lost on the way: the client's next packets get
+    it again (the 1st, 2nd, 4th...), so it ends at once, not at its idle
+    timeout; and packets for the closed connection make nothing else."""
+    srv = Server(echo)
+    q = Quic(srv.addr, certs, "--mode", "tcp", "--handshake-timeout", "2")
+    relay = Relay(q.port)
+    # quic-go opens the stream with its first byte: none is sent, so the
+    # listener closes the connection after --handshake-timeout.
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{relay.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for("the client's first short-header packet", lambda: relay.dcids, timeout=10)
+        relay.cut = True  # the path fails both ways: the close is lost
+        q.px.wait_log(r"quic 127\.0\.0\.1:\d+: listener main: no stream within 2s \(--handshake-timeout\): closed")
+        wait_for("the listener's CONNECTION_CLOSE, dropped", lambda: relay.dropped, timeout=5)
+        time.sleep(0.3)
+        close = relay.dropped[-1]
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.settimeout(1)
+        dcid = sorted(relay.dcids)[0]
+        got = []
+        for _ in range(4):
+            probe.sendto(bytes([0x40]) + dcid + os.urandom(40), ("127.0.0.1", q.port))
+            try:
+                got.append(probe.recv(4096))
+            except socket.timeout:
+                got.append(None)
+        probe.close()
+        check(got[0] == close and got[1] == close and got[2] is None and got[3] == close,
+              f"packets for the closed connection get its CONNECTION_CLOSE again, the 1st, 2nd and 4th "
+              f"({[len(g) if g else None for g in got]}, the close {len(close)} bytes)")
+        relay.dropped.clear()
+        relay.cut = False  # the path is back: the client's next packets draw the close
+        t0 = time.monotonic()
+        p.stdin.write(b"x")  # a byte to send: a STREAM frame, sent again until acknowledged
+        p.stdin.flush()
+        rc = p.wait(timeout=40)
+        secs = time.monotonic() - t0
+        check(rc != 0 and secs < 5,
+              f"the client learns of the close from its next packets, not at its 30 s idle timeout "
+              f"({secs:.1f} s, exit {rc})")
+        m = scrape(q.px.stats_port)
+        check(metric(m, "smbsplice_quic_stateless_resets_total", listener="main") == 0
+              and metric(m, "smbsplice_quic_handshakes_total", listener="main") == 1,
+              "and none of its packets drew a reset or made a connection")
+    finally:
+        p.stdin.close()
+        if p.poll() is None:
+            p.kill()
+        relay.close()
     q.px.stop()
     srv.close()
 
@@ -582,6 +684,7 @@ def main():
     test_reload_remove(certs)
     test_reload_cert(certs)
     test_no_stream(certs)
+    test_closing_period(certs)
     test_drain(certs)
     test_max_conns(certs)
     test_allow(certs)
