@@ -1,0 +1,199 @@
+"""The Linux kernel's SMB client, cifs, over QUIC: a QEMU guest
+(tests/integ/guest.py) mounts the host's throwaway Samba through a host
+smbsplice with a quic: backend (the client side of docs/deployment.md's
+"Linux to an SMB over QUIC server"), which dials QUIC to
+
+- smbsplice's own quic: listener in front of Samba (the gateway pair over
+  QUIC), and
+- quicrelay server (quic-go, written apart from smbsplice's ngtcp2) in
+  front of Samba.
+
+The mount options are the page's own: its `mount -t cifs` line (the block
+marked for this test) is read, its port replaced by the host smbsplice's
+and its username by the guest's credentials, so that the line the page
+gives is the one that is tested. On each path the guest mounts with them
+as written (SMB 3.1.1), with `seal` added and with `sign` added; on each
+mount it writes a file with dd (GUEST_BIG_MIB, 16 MiB by default), drops
+its page cache, reads Samba's file and its own back, copies a directory
+tree there and back, and unmounts. The host checks every byte by sha256,
+and that the connections went over QUIC: each of the client-side
+smbsplice's end lines names its quic: backend and carried the bytes
+(dialect 3.1.1; signed or encrypted as the mount asked), the far
+smbsplice counted the QUIC handshakes, and quicrelay logged each
+connection's bytes. No daemon logged an error.
+
+Skipped (77) with one line when the daemon was built without QUIC, when
+quicrelay (tests/quic/bin of the build) is missing, or where guests
+cannot run.
+"""
+import os
+import re
+import tempfile
+
+from guest import Guest, dir_sums, randfill, tree_sums
+from harness import SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, metric, need, run, scrape, \
+    wait_for
+from test_quic_backend import BIN, NAME, Relay, free_udp_port, make_certs, quic_built, skip
+
+MIB = 1 << 20
+# 16 MiB in `make check`, 64 MiB under `make check-guests` (GUEST_BIG_MIB=64)
+SIZE = int(os.environ.get("GUEST_BIG_MIB", "16")) * MIB
+# The page's mount line for the QUIC client side, in the block whose
+# marker names this test.
+DOC = "docs/deployment.md"
+DOC_BLOCK = re.compile(r"^<!-- not a recipe: [^\n]*test_guest_quic\.py[^\n]*-->\n```\w*\n(.*?)^```$", re.M | re.S)
+# What each mount adds to the page's options.
+VARIANTS = {"plain": "", "seal": ",seal", "sign": ",sign"}
+
+# Each MOUNTS entry: TAG:PORT:OPTIONS (OPTIONS carry the port already).
+SCRIPT = """
+set -e
+randfill $SIZE 7 >/tmp/g.bin
+make_tree /tmp/tree
+readsum() { say read "$1" "$2" "$(sha256sum "$3" | cut -d' ' -f1)"; }
+for m in $MOUNTS; do
+	tag=${m%%:*}; opts=${m#*:}
+	cifs_mount //10.0.2.2/share /mnt "$opts"
+	say opts $tag "$(grep ' /mnt ' /proc/mounts | cut -d' ' -f4)"
+	dd if=/tmp/g.bin of=/mnt/$tag-dd.bin bs=1M 2>/dev/null
+	drop_caches
+	dd if=/mnt/host.bin of=/tmp/h.bin bs=1M 2>/dev/null
+	readsum $tag host /tmp/h.bin
+	dd if=/mnt/$tag-dd.bin of=/tmp/h.bin bs=1M 2>/dev/null
+	readsum $tag own /tmp/h.bin
+	rm /tmp/h.bin
+	cp -r /tmp/tree /mnt/$tag-tree
+	drop_caches
+	rm -rf /tmp/back; cp -r /mnt/$tag-tree /tmp/back
+	if diff -r /tmp/tree /tmp/back; then say tree $tag same; else say tree $tag differs; fi
+	umount /mnt
+	say unmounted $tag
+done
+say cifserrors "$(dmesg | grep -c 'CIFS: VFS:' || :)"
+"""
+
+
+def doc_options():
+    """The page's mount options, checked against its quic-client recipe:
+    (options without port and username, the port)."""
+    with open(os.path.join(SRCDIR, DOC), encoding="utf-8") as f:
+        text = f.read()
+    blocks = DOC_BLOCK.findall(text)
+    lines = [ln for b in blocks for ln in b.splitlines() if ln.startswith("mount -t cifs ")]
+    check(len(lines) == 1, f"{DOC} gives one mount line for this test ({lines})")
+    m = re.fullmatch(r"mount -t cifs //127\.0\.0\.1/share /mnt -o (\S+)", lines[0].strip())
+    if not m:
+        raise TestFailure(f"{DOC}: the mount line is not `mount -t cifs //127.0.0.1/share /mnt -o OPTIONS`: "
+                          f"{lines[0]}")
+    opts = dict(o.split("=", 1) if "=" in o else (o, None) for o in m.group(1).split(","))
+    listen = re.search(r"<!-- recipe: quic-client [^\n]*\n```ini\n.*?^listen = 127\.0\.0\.1:(\d+)$", text,
+                       re.M | re.S)
+    check(listen and opts.get("port") == listen.group(1) and opts.get("username") == "USER",
+          f"the page's mount line ({lines[0].strip()}) dials its recipe's listener, port "
+          f"{listen.group(1) if listen else None}, as USER")
+    check(opts.get("vers") == "3.1.1", "the page's mount line asks for SMB 3.1.1, the dialect of SMB over QUIC")
+    rest = ",".join(o if v is None else f"{o}={v}" for o, v in opts.items() if o not in ("port", "username"))
+    return rest
+
+
+def quic_paths(certs, smb):
+    """The two QUIC servers in front of Samba and, for each, a client-side
+    smbsplice (TCP listener, quic: backend): {path: (near, far, relay)}."""
+    far = Proxy(None, "--listen", f"quic:127.0.0.1:{free_udp_port()}", "--backend", smb.addr,
+                "--quic-cert", f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False, stats=True)
+    qaddr = far.argv[far.argv.index("--listen") + 1][5:]
+    relay = Relay(certs, smb.addr)
+    ca = ("--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem")
+    return {"pair": (Proxy(f"quic:{qaddr}", *ca, stats=True), far, None),
+            "relay": (Proxy(f"quic:127.0.0.1:{relay.port}", *ca, stats=True), None, relay)}
+
+
+def check_bytes(g, smb, mounts, want_host, want_guest):
+    """Every file the guest read or wrote, byte-exact, on both sides."""
+    reads, trees, want_tree = {(t, w): s for t, w, s in g.said("read")}, dict(g.said("tree")), tree_sums()
+    for tag, (_, opts) in mounts.items():
+        check(reads.get((tag, "host")) == want_host, f"{tag}: cifs {opts}: dd read of Samba's file is byte-exact")
+        check(file_sha256(os.path.join(smb.share, f"{tag}-dd.bin")) == want_guest and
+              reads.get((tag, "own")) == want_guest, f"{tag}: dd write byte-exact in Samba's share, and read back")
+        got = dir_sums(os.path.join(smb.share, f"{tag}-tree"))
+        check(trees.get(tag) == "same" and got == want_tree,
+              f"{tag}: a tree of {len(want_tree)} files copied there ({len(got)} in Samba's share, byte-exact) "
+              f"and back ({trees.get(tag)})")
+
+
+def check_quic(paths, mounts):
+    """Each mount's connection went through its path's QUIC leg."""
+    for path, (near, far, relay) in paths.items():
+        tags = [t for t in mounts if t.startswith(path)]
+        ends = near.wait_log(r"^.* conn \S+ -> quic:.* end=.*$", count=len(tags), timeout=30)
+        conns = near.conn_lines()
+        check(len(conns) == len(tags) and all(c["backend"].startswith("quic:") and c["end"] == "fin" for c in conns),
+              f"{path}: the {len(tags)} mounts' connections went to the quic: backend and ended cleanly "
+              f"({[(c['backend'], c['end']) for c in conns]})")
+        for tag, line, c in zip(tags, ends, conns):
+            want = {"plain": "signed=", "seal": "encrypted=yes", "sign": "signed=yes"}[tag.split("-")[1]]
+            check(" smb dialect=3.1.1 " in line and want in line and c["c2s"] > SIZE and c["s2c"] > 2 * SIZE,
+                  f"{tag}: over QUIC at 3.1.1, {want}, {c['c2s']} bytes up and {c['s2c']} down")
+        m = scrape(near.stats_port)
+        failed = metric(m, "smbsplice_backend_failures_total")
+        check(failed == 0, f"{path}: no dial of the QUIC backend failed ({failed})")
+        if far:
+            hs = metric(scrape(far.stats_port), "smbsplice_quic_handshakes_total")
+            fl = far.conn_lines()
+            check(hs == len(tags) and len(fl) == len(tags) and all(c["end"] == "fin" for c in fl),
+                  f"{path}: smbsplice's quic: listener took {hs:.0f} QUIC connections, ended cleanly "
+                  f"({[c['end'] for c in fl]})")
+        if relay:
+            wait_for("quicrelay's end lines", lambda: len(re.findall(r" end up=", relay.text())) >= len(tags), 30)
+            ups = [(int(u), int(d)) for u, d in re.findall(r" end up=(\d+) down=(\d+)", relay.text())]
+            check(len(ups) == len(tags) and all(u > SIZE and d > 2 * SIZE for u, d in ups),
+                  f"{path}: quicrelay carried each mount's connection ({ups})")
+            check(not re.search(r": no stream: |: backend \S+: ", relay.text()), "quicrelay logged no error")
+        for px in (near, far):
+            if px:
+                bad = [ln for ln in px.whole_lines().splitlines() if re.search(r"error|warn|refus", ln)]
+                check(not bad, f"{path}: smbsplice logged no error ({bad[:3]})")
+
+
+def main():
+    if not quic_built():
+        skip("smbsplice was built without QUIC (configure says QUIC: no)")
+    if not os.access(os.path.join(BIN, "quicrelay"), os.X_OK):
+        skip(f"{BIN}/quicrelay is not built (go and Debian's golang-github-lucas-clemente-quic-go-dev are needed)")
+    need("openssl", "openssl")
+    need("smbd", "samba")
+    opts = doc_options()
+    os.makedirs(TMPDIR, exist_ok=True)
+    certs = tempfile.mkdtemp(prefix="gquic-certs-", dir=TMPDIR)
+    make_certs(certs)
+    smb = Samba()
+    want_host = randfill(os.path.join(smb.share, "host.bin"), SIZE, 3)
+    want_guest = randfill(None, SIZE, 7)
+    paths = quic_paths(certs, smb)
+    mounts = {f"{p}-{v}": (near.port, f"port={near.port},{opts}{extra}")
+              for p, (near, _, _) in paths.items() for v, extra in VARIANTS.items()}
+    g = Guest(SCRIPT, name="quic", env={
+        "GUEST_USER": "root", "GUEST_PASS": Samba.password, "SIZE": SIZE,
+        "MOUNTS": " ".join(f"{t}:{o}" for t, (_, o) in mounts.items())})
+    g.run()
+    check([w[0] for w in g.said("unmounted")] == list(mounts),
+          f"the guest mounted and cleanly unmounted {len(mounts)} times")
+    said = {t: o.split(",") for t, o in g.said("opts")}
+    for tag in mounts:
+        v = tag.split("-")[1]
+        check("vers=3.1.1" in said.get(tag, ()) and (v == "plain" or v in said.get(tag, ())),
+              f"{tag}: the kernel mounted with vers=3.1.1{VARIANTS[v]}")
+    check(g.said("cifserrors") == [["0"]], f"the guest's cifs logged no error ({g.said('cifserrors')})")
+    check_bytes(g, smb, mounts, want_host, want_guest)
+    check_quic(paths, mounts)
+    for near, far, relay in paths.values():
+        near.stop()
+        if far:
+            far.stop()
+        if relay:
+            relay.stop()
+    smb.stop()
+
+
+if __name__ == "__main__":
+    run(main, alarm=400)
