@@ -14,7 +14,7 @@ and its username by the guest's credentials, so that the line the page
 gives is the one that is tested. On each path the guest mounts with them
 as written (SMB 3.1.1), with `seal` added and with `sign` added; on each
 mount it writes a file with dd (GUEST_BIG_MIB, 16 MiB by default), drops
-its page cache, reads Samba's file and its own back, copies a directory
+its page cache, reads a file of Samba's as big with dd, copies a directory
 tree there and back, and unmounts. The host checks every byte by sha256,
 and that the connections went over QUIC: each of the client-side
 smbsplice's end lines names its quic: backend and carried the bytes
@@ -42,6 +42,9 @@ SIZE = int(os.environ.get("GUEST_BIG_MIB", "16")) * MIB
 # marker names this test.
 DOC = "docs/deployment.md"
 DOC_BLOCK = re.compile(r"^<!-- not a recipe: [^\n]*test_guest_quic\.py[^\n]*-->\n```\w*\n(.*?)^```$", re.M | re.S)
+# The one warning expected: cifs asks Samba for its interfaces (it does
+# not use them without multichannel, which no mount here asks for).
+IFLIST = re.compile(r"the server sent the client its network interface list")
 # What each mount adds to the page's options.
 VARIANTS = {"plain": "", "seal": ",seal", "sign": ",sign"}
 
@@ -59,8 +62,6 @@ for m in $MOUNTS; do
 	drop_caches
 	dd if=/mnt/host.bin of=/tmp/h.bin bs=1M 2>/dev/null
 	readsum $tag host /tmp/h.bin
-	dd if=/mnt/$tag-dd.bin of=/tmp/h.bin bs=1M 2>/dev/null
-	readsum $tag own /tmp/h.bin
 	rm /tmp/h.bin
 	cp -r /tmp/tree /mnt/$tag-tree
 	drop_caches
@@ -113,8 +114,8 @@ def check_bytes(g, smb, mounts, want_host, want_guest):
     reads, trees, want_tree = {(t, w): s for t, w, s in g.said("read")}, dict(g.said("tree")), tree_sums()
     for tag, (_, opts) in mounts.items():
         check(reads.get((tag, "host")) == want_host, f"{tag}: cifs {opts}: dd read of Samba's file is byte-exact")
-        check(file_sha256(os.path.join(smb.share, f"{tag}-dd.bin")) == want_guest and
-              reads.get((tag, "own")) == want_guest, f"{tag}: dd write byte-exact in Samba's share, and read back")
+        check(file_sha256(os.path.join(smb.share, f"{tag}-dd.bin")) == want_guest,
+              f"{tag}: cifs {opts}: dd write byte-exact in Samba's share")
         got = dir_sums(os.path.join(smb.share, f"{tag}-tree"))
         check(trees.get(tag) == "same" and got == want_tree,
               f"{tag}: a tree of {len(want_tree)} files copied there ({len(got)} in Samba's share, byte-exact) "
@@ -132,7 +133,7 @@ def check_quic(paths, mounts):
               f"({[(c['backend'], c['end']) for c in conns]})")
         for tag, line, c in zip(tags, ends, conns):
             want = {"plain": "signed=", "seal": "encrypted=yes", "sign": "signed=yes"}[tag.split("-")[1]]
-            check(" smb dialect=3.1.1 " in line and want in line and c["c2s"] > SIZE and c["s2c"] > 2 * SIZE,
+            check(" smb dialect=3.1.1 " in line and want in line and c["c2s"] > SIZE and c["s2c"] > SIZE,
                   f"{tag}: over QUIC at 3.1.1, {want}, {c['c2s']} bytes up and {c['s2c']} down")
         m = scrape(near.stats_port)
         failed = metric(m, "smbsplice_backend_failures_total")
@@ -146,13 +147,14 @@ def check_quic(paths, mounts):
         if relay:
             wait_for("quicrelay's end lines", lambda: len(re.findall(r" end up=", relay.text())) >= len(tags), 30)
             ups = [(int(u), int(d)) for u, d in re.findall(r" end up=(\d+) down=(\d+)", relay.text())]
-            check(len(ups) == len(tags) and all(u > SIZE and d > 2 * SIZE for u, d in ups),
+            check(len(ups) == len(tags) and all(u > SIZE and d > SIZE for u, d in ups),
                   f"{path}: quicrelay carried each mount's connection ({ups})")
             check(not re.search(r": no stream: |: backend \S+: ", relay.text()), "quicrelay logged no error")
         for px in (near, far):
             if px:
-                bad = [ln for ln in px.whole_lines().splitlines() if re.search(r"error|warn|refus", ln)]
-                check(not bad, f"{path}: smbsplice logged no error ({bad[:3]})")
+                bad = [ln for ln in px.whole_lines().splitlines()
+                       if re.search(r"error|refus|warning", ln, re.I) and not IFLIST.search(ln)]
+                check(not bad, f"{path}: smbsplice logged no error, no warning but {IFLIST.pattern} ({bad[:3]})")
 
 
 def main():
@@ -178,11 +180,12 @@ def main():
     g.run()
     check([w[0] for w in g.said("unmounted")] == list(mounts),
           f"the guest mounted and cleanly unmounted {len(mounts)} times")
+    # (/proc/mounts shows seal but not sign: the end lines show signing)
     said = {t: o.split(",") for t, o in g.said("opts")}
     for tag in mounts:
         v = tag.split("-")[1]
-        check("vers=3.1.1" in said.get(tag, ()) and (v == "plain" or v in said.get(tag, ())),
-              f"{tag}: the kernel mounted with vers=3.1.1{VARIANTS[v]}")
+        check("vers=3.1.1" in said.get(tag, ()) and (v != "seal" or v in said.get(tag, ())),
+              f"{tag}: the kernel mounted with vers=3.1.1{',seal' if v == 'seal' else ''}")
     check(g.said("cifserrors") == [["0"]], f"the guest's cifs logged no error ({g.said('cifserrors')})")
     check_bytes(g, smb, mounts, want_host, want_guest)
     check_quic(paths, mounts)
