@@ -18,7 +18,8 @@ its page cache, reads a file of Samba's as big with dd, copies a directory
 tree there and back, and unmounts. The host checks every byte by sha256,
 and that the connections went over QUIC: each of the client-side
 smbsplice's end lines names its quic: backend and carried the bytes
-(dialect 3.1.1; signed or encrypted as the mount asked), the far
+(dialect 3.1.1; signed or encrypted as the mount asked), its `ctl conns`
+showed each connection open to the quic: backend while it lived, the far
 smbsplice counted the QUIC handshakes, and quicrelay logged each
 connection's bytes. No daemon logged an error.
 
@@ -26,13 +27,17 @@ Skipped (77) with one line when the daemon was built without QUIC, when
 quicrelay (tests/quic/bin of the build) is missing, or where guests
 cannot run.
 """
+import json
 import os
 import re
+import subprocess
 import tempfile
+import threading
+import time
 
 from guest import Guest, dir_sums, randfill, tree_sums
-from harness import SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, metric, need, run, scrape, \
-    wait_for
+from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, TestFailure, check, file_sha256, metric, need, run,
+                     scrape, wait_for)
 from test_quic_backend import BIN, NAME, Relay, free_udp_port, make_certs, quic_built, skip
 
 MIB = 1 << 20
@@ -108,8 +113,40 @@ def quic_paths(certs, smb):
     qaddr = far.argv[far.argv.index("--listen") + 1][5:]
     relay = Relay(certs, smb.addr)
     ca = ("--quic-name", NAME, "--quic-ca", f"{certs}/ca.pem")
-    return {"pair": (Proxy(f"quic:{qaddr}", *ca, stats=True), far, None),
-            "relay": (Proxy(f"quic:127.0.0.1:{relay.port}", *ca, stats=True), None, relay)}
+    return {"pair": (Proxy(f"quic:{qaddr}", *ca, "--control", f"{TMPDIR}/ctl-pair", stats=True), far, None),
+            "relay": (Proxy(f"quic:127.0.0.1:{relay.port}", *ca, "--control", f"{TMPDIR}/ctl-relay", stats=True),
+                      None, relay)}
+
+
+class CtlWatch:
+    """`smbsplice ctl conns --json` of each client-side smbsplice, every
+    half second while the guest runs (a mount lives 5 s or more): the live
+    connections each showed, by id."""
+
+    def __init__(self, paths):
+        self.seen = {p: {} for p in paths}
+        self.done = threading.Event()
+        self.t = threading.Thread(target=self._poll, args=(paths,), daemon=True)
+        self.t.start()
+
+    def _poll(self, paths):
+        end = time.monotonic() + GUEST_SECS
+        while not self.done.is_set() and time.monotonic() < end:
+            for path in paths:
+                r = subprocess.run([SMBSPLICE, "ctl", "--control", f"{TMPDIR}/ctl-{path}", "conns", "--json"],
+                                   capture_output=True, text=True, timeout=30)
+                try:
+                    rows = json.loads(r.stdout)["conns"] if r.returncode == 0 else []
+                except ValueError:
+                    rows = []  # (a missed poll: the check after counts what was seen)
+                for row in rows:
+                    self.seen[path][row["id"]] = row
+            self.done.wait(0.5)
+
+    def stop(self):
+        self.done.set()
+        self.t.join(60)
+        return self.seen
 
 
 def check_bytes(g, smb, mounts, want_host, want_guest):
@@ -180,7 +217,9 @@ def main():
     g = Guest(SCRIPT, name="quic", timeout=GUEST_SECS, env={
         "GUEST_USER": "root", "GUEST_PASS": Samba.password, "SIZE": SIZE,
         "MOUNTS": " ".join(f"{t}:{o}" for t, (_, o) in mounts.items())})
+    watch = CtlWatch(paths)
     g.run(GUEST_SECS)
+    seen = watch.stop()
     check([w[0] for w in g.said("unmounted")] == list(mounts),
           f"the guest mounted and cleanly unmounted {len(mounts)} times")
     print("note: seconds from mount to umount: " +
@@ -194,6 +233,11 @@ def main():
     check(g.said("cifserrors") == [["0"]], f"the guest's cifs logged no error ({g.said('cifserrors')})")
     check_bytes(g, smb, mounts, want_host, want_guest)
     check_quic(paths, mounts)
+    for path, rows in seen.items():
+        live = [r for r in rows.values() if str(r.get("backend", "")).startswith("quic:") and r.get("state") == "open"]
+        check(len(live) == len(rows) == len(VARIANTS),
+              f"{path}: `ctl conns` showed each of the {len(VARIANTS)} mounts' connections live, to the quic: "
+              f"backend ({[(r.get('backend'), r.get('state')) for r in rows.values()]})")
     for near, far, relay in paths.values():
         near.stop()
         if far:
