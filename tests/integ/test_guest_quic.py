@@ -83,8 +83,9 @@ say cifserrors "$(dmesg | grep -c 'CIFS: VFS:' || :)"
 
 
 def doc_options():
-    """The page's mount options, checked against its quic-client recipe:
-    (options without port and username, the port)."""
+    """The page's mount options but its port and username (the guest's
+    are its own), once the line is checked against the page's quic-client
+    recipe: its listener's port, SMB 3.1.1."""
     with open(os.path.join(SRCDIR, DOC), encoding="utf-8") as f:
         text = f.read()
     blocks = DOC_BLOCK.findall(text)
@@ -101,8 +102,7 @@ def doc_options():
           f"the page's mount line ({lines[0].strip()}) dials its recipe's listener, port "
           f"{listen.group(1) if listen else None}, as USER")
     check(opts.get("vers") == "3.1.1", "the page's mount line asks for SMB 3.1.1, the dialect of SMB over QUIC")
-    rest = ",".join(o if v is None else f"{o}={v}" for o, v in opts.items() if o not in ("port", "username"))
-    return rest
+    return ",".join(o if v is None else f"{o}={v}" for o, v in opts.items() if o not in ("port", "username"))
 
 
 def quic_paths(certs, smb):
