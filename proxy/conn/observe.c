@@ -79,7 +79,9 @@ static void dir_wrote(void *ctx, uint64_t written, uint64_t began)
  *
  * The capture's addresses are the client's and the listener's as the
  * client sees them: two system calls per connection, and only when
- * tracing.
+ * tracing. A QUIC stream's client socket is one end of a socketpair,
+ * whose addresses say nothing: its capture is between the client's UDP
+ * address and the listener's.
  */
 void observe_begin(struct conn *c)
 {
@@ -91,6 +93,10 @@ void observe_begin(struct conn *c)
 	    getpeername(c->cli.fd, (struct sockaddr *)&peer, &plen) ||
 	    getsockname(c->cli.fd, (struct sockaddr *)&local, &llen))
 		return;
+	if (local.ss_family == AF_UNIX) {
+		peer = c->peer;
+		local = c->lo->listen.addr;
+	}
 	c->trace = trace_conn_new(&peer, &local, c->cli_text);
 	trace_conn_start(c->trace);
 }

@@ -9,7 +9,8 @@ smbsplice's ngtcp2).
   backend's reset resets the stream.
 - a drain keeps a QUIC connection to its end; SIGUSR2 is refused; a
   client past --max-conns is not served.
-- put and get through smbsplice (smb mode) to a real smbd, signed, and
+- put and get through smbsplice (smb mode) to a real smbd (with --trace:
+  tshark decodes from the trace every SMB2 message counted), signed, and
   sealed on a share that demands encryption, byte-exact.
 - garbage datagrams (random bytes, truncated Initials, short headers for
   no connection, an Initial below 1200 bytes) make no connection, no
@@ -46,7 +47,8 @@ import threading
 import time
 
 from harness import (SMBSPLICE, SRCDIR, TMPDIR, Proxy, Samba, Server, check, file_sha256, free_port, metric,
-                     need, random_file, run, scrape, wait_for)
+                     need, random_file, run, scrape, scrape_text, wait_for)
+from test_trace import counted, messages
 
 BUILDDIR = os.environ.get("BUILDDIR", SRCDIR)
 SMBQC = os.environ.get("SMBQC", os.path.join(BUILDDIR, "tests/quic/bin/smbqc"))
@@ -615,7 +617,8 @@ def test_samba(certs):
     os.makedirs(os.path.join(TMPDIR, "sealed"), exist_ok=True)
     smb = Samba(conf_extra=f"[share]\n{sync}[sealed]\n\tpath = {os.path.join(TMPDIR, 'sealed')}\n"
                 f"\tread only = no\n\tsmb encrypt = required\n{sync}")
-    q = Quic(smb.addr, certs)
+    trace = os.path.join(TMPDIR, "quic-trace.pcap")
+    q = Quic(smb.addr, certs, "--trace", trace)
     cred = ("-user", "root", "-pass", Samba.password)
     src = os.path.join(smb.dir, "up.bin")
     want = random_file(src, 32)
@@ -636,7 +639,12 @@ def test_samba(certs):
     lines = q.px.wait_log(r"^.* conn .* end=\w+ .*$", count=4)
     check(all(" smb dialect=3.1.1 " in l for l in lines), "the end lines name dialect 3.1.1 (the smb-mode framer ran)")
     check(any("encrypted=yes" in l for l in lines), "and note the sealed sessions")
-    q.px.stop()
+    counts = counted(scrape_text(q.px.stats_port))
+    q.px.stop()  # the trace's writer flushes at the end
+    traced = messages(trace, q.port)
+    check(traced == counts and traced.get(("to_server", 8)) and traced.get(("to_server", 9)),
+          f"--trace: tshark decodes from the trace the SMB2 messages the streams carried, as counted "
+          f"(READ and WRITE among them; {sum(traced.values())} messages)")
     smb.stop()
 
 
@@ -674,6 +682,7 @@ def main():
     if not os.access(SMBQC, os.X_OK):
         skip(f"smbqc not found at {SMBQC} (set SMBQC, or build tests/quic with golang-go and quic-go)")
     need("certtool", "gnutls-bin")
+    need("tshark", "tshark")
     os.makedirs(TMPDIR, exist_ok=True)
     certs = make_certs(TMPDIR)
     test_check(certs)
