@@ -3,10 +3,12 @@
 #define SMBSPLICE_NGQ_H
 
 /* ngq.h - the QUIC library behind one door: every ngtcp2 and GnuTLS call
- * of the listener is in ngq.c (and of a quic: backend in ngq_client.c,
- * which shares these types), so that moving to ngtcp2 1.x (whose API
- * changed) is those files. Nothing here knows of the event loop or of
- * connections; quic.c drives it with datagrams, times and bytes.
+ * is in ngq*.c, so that moving to ngtcp2 1.x (whose API changed) is those
+ * files. A struct ngq_conn is a listener's connection (ngq_accept()) or a
+ * quic: backend's (ngq_client.h's ngqc_connect()); the calls below from
+ * ngq_read() on serve both roles alike. Nothing here knows of the event
+ * loop or of connections; quic.c and qdial.c drive it with datagrams,
+ * times and bytes.
  */
 
 #include <stdbool.h>
@@ -28,7 +30,7 @@ struct ngq_conn;
 #define NGQ_SCID_LEN 18
 
 /**
- * struct ngq_cb - what a QUIC connection tells its owner (quic.c)
+ * struct ngq_cb - what a QUIC connection tells its owner (quic.c, qdial.c)
  * @stream_open:	the client opened a stream; return 0 to take it as
  *			the connection's one, -1 to refuse it
  * @stream_data:	in-order bytes of the stream, and whether they end
