@@ -405,8 +405,8 @@ static int conn_new(struct ngq_conn *c, const struct ngqc_dial *d,
 	params.initial_max_data = d->window;
 	params.max_idle_timeout = NGQC_IDLE;
 	if (ngtcp2_conn_client_new(&c->conn, &dcid, &scid, &p,
-				   NGTCP2_PROTO_VER_V1, &cbs, &st,
-				   &params, NULL, c))
+				   NGTCP2_PROTO_VER_V1, &cbs, &st, &params,
+				   NULL, c))
 		return -1;
 	ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
 	return 0;

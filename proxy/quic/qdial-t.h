@@ -32,9 +32,9 @@ struct budget;
  * @remote:	the server's
  * @remotelen:	its length
  * @timer:	ngtcp2's next expiry
- * @told:	the owner was told the stream is open; from then on @done is told
- *only of a failure (the server's reset, a lost connection), so that the owner
- *resets its client
+ * @told:	the owner was told the stream is open; from then on
+ *		@done is told only of a failure (the server's reset, a
+ *		lost connection), so that the owner resets its client
  * @gone:	the QUIC connection ended after the server's FIN: the rest
  *		of the server's bytes go into the socketpair, then the dial
  *		ends
