@@ -359,7 +359,7 @@ static void on_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
  * Return: 0, or NGTCP2_ERR_CALLBACK_FAILURE.
  */
 static int on_new_cid(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
-		   size_t len, void *ud)
+		      size_t len, void *ud)
 {
 	struct ngq_conn *c = ud;
 
@@ -423,8 +423,8 @@ static int on_stream_open(ngtcp2_conn *conn, int64_t sid, void *ud)
  * Return: 0, or NGTCP2_ERR_CALLBACK_FAILURE.
  */
 static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t sid,
-		       uint64_t offset, const uint8_t *data, size_t len,
-		       void *ud, void *sud)
+			  uint64_t offset, const uint8_t *data, size_t len,
+			  void *ud, void *sud)
 {
 	struct ngq_conn *c = ud;
 
@@ -450,8 +450,8 @@ static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t sid,
  *
  * Return: 0.
  */
-static int on_acked(ngtcp2_conn *conn, int64_t sid, uint64_t offset, uint64_t len,
-		 void *ud, void *sud)
+static int on_acked(ngtcp2_conn *conn, int64_t sid, uint64_t offset,
+		    uint64_t len, void *ud, void *sud)
 {
 	struct ngq_conn *c = ud;
 
@@ -471,8 +471,8 @@ static int on_acked(ngtcp2_conn *conn, int64_t sid, uint64_t offset, uint64_t le
  *
  * Return: 0.
  */
-static int on_reset(ngtcp2_conn *conn, int64_t sid, uint64_t size, uint64_t code,
-		 void *ud, void *sud)
+static int on_reset(ngtcp2_conn *conn, int64_t sid, uint64_t size,
+		    uint64_t code, void *ud, void *sud)
 {
 	struct ngq_conn *c = ud;
 
@@ -491,8 +491,8 @@ static int on_reset(ngtcp2_conn *conn, int64_t sid, uint64_t size, uint64_t code
  *
  * Return: 0.
  */
-static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code, void *ud,
-			void *sud)
+static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
+			   void *ud, void *sud)
 {
 	return on_reset(conn, sid, 0, code, ud, sud);
 }
@@ -843,19 +843,37 @@ void ngq_reset(struct ngq_conn *c)
 }
 
 /**
- * ngq_info() - a connection's state, for ctl
- * @c:		the connection
+ * ngq_info() - a connection's figures, for ctl
+ * @c:		the connection, of either role
  * @out:	filled in
+ *
+ * The path is ngtcp2's current one: after a migration, the new address.
+ * Losses are those of the stream's packets (ngtcp2 0.12's conn_stat has
+ * no loss count).
  */
-void ngq_info(struct ngq_conn *c, struct ngq_info *out)
+void ngq_info(struct ngq_conn *c, struct quic_figures *out)
 {
+	const ngtcp2_path *p = ngtcp2_conn_get_path(c->conn);
 	ngtcp2_conn_stat cs;
 
 	ngtcp2_conn_get_conn_stat(c->conn, &cs);
-	out->version = ngtcp2_conn_get_negotiated_version(c->conn);
-	out->rtt_ns = cs.smoothed_rtt;
-	out->cwnd = cs.cwnd;
-	out->in_flight = cs.bytes_in_flight;
+	*out = (struct quic_figures){
+		.version = ngtcp2_conn_get_negotiated_version(c->conn),
+		.rtt_ns = cs.smoothed_rtt,
+		.cwnd = cs.cwnd,
+		.in_flight = cs.bytes_in_flight,
+		.lost = c->sid >= 0 ? ngtcp2_conn_get_stream_loss_count(c->conn,
+									c->sid)
+				    : 0,
+	};
+	if (p->local.addrlen <= sizeof(out->local)) {
+		memcpy(&out->local, p->local.addr, p->local.addrlen);
+		out->locallen = p->local.addrlen;
+	}
+	if (p->remote.addrlen <= sizeof(out->remote)) {
+		memcpy(&out->remote, p->remote.addr, p->remote.addrlen);
+		out->remotelen = p->remote.addrlen;
+	}
 }
 
 /**

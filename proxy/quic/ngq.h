@@ -17,6 +17,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "quic/qinfo.h"
+
 struct sockaddr;
 struct ngq_creds;
 struct ngq_conn;
@@ -72,20 +74,6 @@ struct ngq_path {
 	size_t locallen;
 	const struct sockaddr *remote;
 	size_t remotelen;
-};
-
-/**
- * struct ngq_info - a connection's state, for ctl
- * @version:	the QUIC version
- * @rtt_ns:	smoothed round-trip time
- * @cwnd:	congestion window, bytes
- * @in_flight:	bytes sent and not yet acknowledged nor lost
- */
-struct ngq_info {
-	uint32_t version;
-	uint64_t rtt_ns;
-	uint64_t cwnd;
-	uint64_t in_flight;
 };
 
 /* What ngq_read() says of a connection. */
@@ -149,7 +137,7 @@ enum ngq_state ngq_timeout(struct ngq_conn *c, uint64_t now);
 uint64_t ngq_drain_ns(struct ngq_conn *c);
 void ngq_consumed(struct ngq_conn *c, size_t n);
 void ngq_reset(struct ngq_conn *c);
-void ngq_info(struct ngq_conn *c, struct ngq_info *out);
+void ngq_info(struct ngq_conn *c, struct quic_figures *out);
 void ngq_free(struct ngq_conn *c);
 
 /* Address validation (Retry): ngq_sec.c's section of its own. */

@@ -757,6 +757,21 @@ void qdial_release(struct qdial *q)
 }
 
 /**
+ * qdial_figures() - a dial's QUIC figures, for ctl
+ * @q:		the dial, or NULL
+ * @out:	filled in
+ *
+ * Return: true if its QUIC connection is still there to ask.
+ */
+bool qdial_figures(const struct qdial *q, struct quic_figures *out)
+{
+	if (!q || q->closed || !q->b.nc)
+		return false;
+	ngq_info(q->b.nc, out);
+	return true;
+}
+
+/**
  * qdial_any() - has a listener a quic: backend
  * @lo:	its settings
  *

@@ -81,3 +81,15 @@ void qdial_release(struct qdial *q)
 void qdial_cancel(struct qdial *q)
 {
 }
+
+/**
+ * qdial_figures() - no dial runs in this build
+ * @q:		unused
+ * @out:	unused
+ *
+ * Return: false.
+ */
+bool qdial_figures(const struct qdial *q, struct quic_figures *out)
+{
+	return false;
+}

@@ -199,6 +199,8 @@ struct qlistener {
  *		once the stream is over both ways, 0 before
  * @dirty:	in its listener's @dirty
  * @pend:	what the batch's datagrams said of it (enum ngq_state)
+ * @conn_id:	the connection its stream became (struct conn.id), 0
+ *		before, for quic_figures()
  *
  * Its stream became a connection when @b.opened: that connection holds
  * the admission and two descriptors from then on; before, this does.
@@ -218,6 +220,7 @@ struct qconn {
 	uint64_t open_by, done_at;
 	bool dirty;
 	enum ngq_state pend;
+	uint64_t conn_id;
 	struct qconn *next, **prev;
 };
 

@@ -59,8 +59,8 @@ int quic_stream_open(void *ud, int64_t sid)
 	qbridge_open(&qc->b);
 	counter_add(&ql->st.streams, 1);
 	counter_add(&ql->l->st[acc->id].accepted, 1);
-	acc->ops->open(acc->host, ql->l, ql->cfg, sv[1],
-		       (struct sockaddr *)&qc->peer, &qc->key);
+	qc->conn_id = acc->ops->open(acc->host, ql->l, ql->cfg, sv[1],
+				     (struct sockaddr *)&qc->peer, &qc->key);
 	return 0;
 }
 
@@ -85,3 +85,25 @@ static void on_settle(struct qbridge *b)
 }
 
 const struct qbridge_ops quic_bridge_ops = { .settle = on_settle };
+
+/**
+ * quic_figures() - the QUIC figures of the connection a stream became
+ * @qh:		the worker's QUIC listeners
+ * @id:		the connection's id (struct conn.id)
+ * @out:	filled in
+ *
+ * For ctl, between two events of the worker: a walk of its QUIC
+ * connections, done only when an admin asks.
+ *
+ * Return: true if a QUIC connection of @qh carries connection @id.
+ */
+bool quic_figures(struct quic_host *qh, uint64_t id, struct quic_figures *out)
+{
+	for (struct qlistener *ql = qh->list; ql; ql = ql->next)
+		for (struct qconn *qc = ql->conns; qc; qc = qc->next)
+			if (qc->conn_id == id && qc->b.nc) {
+				ngq_info(qc->b.nc, out);
+				return true;
+			}
+	return false;
+}

@@ -132,6 +132,23 @@ static void worker_out_of_fds(void *ctx, const char *why)
 	accept_pause_all(&w->acc, why);
 }
 
+/**
+ * worker_quic_figures() - the QUIC figures of a connection whose client
+ *			   side is a stream of this worker's QUIC listeners
+ * @ctx:	the worker
+ * @id:		the connection
+ * @out:	filled in
+ *
+ * Return: true if one carries it.
+ */
+static bool worker_quic_figures(void *ctx, uint64_t id,
+				struct quic_figures *out)
+{
+	struct worker *w = ctx;
+
+	return quic_figures(&w->quic, id, out);
+}
+
 /* Where its acceptor's clients become connections. */
 static const struct accept_ops worker_accept_ops = {
 	.reserve = conn_host_reserve,
@@ -143,6 +160,7 @@ static const struct accept_ops worker_accept_ops = {
 static const struct conn_host_ops worker_conn_ops = {
 	.out_of_fds = worker_out_of_fds,
 	.ended = worker_conn_ended,
+	.quic_figures = worker_quic_figures,
 };
 
 /**
