@@ -281,6 +281,8 @@ struct conn_host_ops {
  * @conns:	live connections, newest first
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever opened (a counter any thread may read)
+ * @opened:	the id conn_open() gave its last connection, which the
+ *		worker's accept_ops open() returns (0: set before each)
  *
  * Owned by conn.c; the worker embeds one and reads it through the
  * accessors below.
@@ -298,6 +300,7 @@ struct conn_host {
 	struct stall_list stalls;
 	struct conn *conns;
 	uint64_t active, accepted;
+	uint64_t opened;
 };
 
 #endif /* SMBSPLICE_CONN_T_H */

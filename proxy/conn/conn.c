@@ -665,12 +665,10 @@ void conn_watchers_init(struct conn *c)
  * @source:	the same, as admitted by limits_admit(); the connection
  *		releases it, and the descriptors conn_host_reserve() took,
  *		when it ends
- *
- * Return: the connection's id, or 0 if it was refused (no memory).
  */
-uint64_t conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
-		   int cli_fd, const struct sockaddr *peer,
-		   const struct source_key *source)
+void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+	       int cli_fd, const struct sockaddr *peer,
+	       const struct source_key *source)
 {
 	const struct listen_opts *o = &cfg->o;
 	struct conn *c = calloc(1, sizeof(*c));
@@ -683,7 +681,7 @@ uint64_t conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 		conn_host_unreserve(h);
 		sock_set_linger0(cli_fd);
 		close(cli_fd);
-		return 0;
+		return;
 	}
 	c->host = h;
 	c->l = l;
@@ -700,7 +698,7 @@ uint64_t conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
-	c->id = conn_host_new_id();
+	c->id = h->opened = conn_host_new_id();
 	c->started = ev_now(h->loop);
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
 	conn_watchers_init(c);
@@ -711,15 +709,12 @@ uint64_t conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	log_debug("conn %s: accepted", c->cli_text);
 	c->deadline = c->started + o->handshake_timeout;
 	if (!o->accept_proxy) {
-		uint64_t id = c->id; /* c may be gone when it returns */
-
 		conn_first_frame(c);
-		return id;
+		return;
 	}
 	conn_set_state(c, CS_PROXY_HEADER);
 	ev_io_start(h->loop, &c->connect_w);
 	conn_rearm(c, o->handshake_timeout);
-	return c->id;
 }
 
 /**

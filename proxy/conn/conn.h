@@ -20,9 +20,9 @@ struct pipe_pool;
 struct proxy;
 struct timing_pool;
 
-uint64_t conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
-		   int cli_fd, const struct sockaddr *peer,
-		   const struct source_key *source);
+void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+	       int cli_fd, const struct sockaddr *peer,
+	       const struct source_key *source);
 void conn_close_all(struct conn_host *h);
 
 void conn_set_state(struct conn *c, enum conn_state next);

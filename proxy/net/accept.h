@@ -28,7 +28,8 @@ struct wlistener;
  *
  * Today a connection's ends are TCP sockets and conn/ serves them
  * (worker.c binds these to conn_host_reserve(), conn_host_unreserve()
- * and conn_open()): net/ ranks below conn/ and cannot call it. A QUIC
+ * and conn_open(), through worker_open() for the id): net/ ranks below
+ * conn/ and cannot call it. A QUIC
  * transport enters here: it hands each stream it accepts to the same
  * three calls.
  */

@@ -149,11 +149,33 @@ static bool worker_quic_figures(void *ctx, uint64_t id,
 	return quic_figures(&w->quic, id, out);
 }
 
+/**
+ * worker_open() - make an accepted client a connection (conn_open())
+ * @h:		the worker's connections
+ * @l:		the listener
+ * @cfg:	its settings
+ * @fd:		the client's socket
+ * @peer:	its address
+ * @key:	its source key, admitted
+ *
+ * Return: the connection's id, 0 if it was refused (no memory): a QUIC
+ * stream keeps it, to find its connection's figures for ctl.
+ */
+static uint64_t worker_open(struct conn_host *h, struct listener *l,
+			    struct lcfg *cfg, int fd,
+			    const struct sockaddr *peer,
+			    const struct source_key *key)
+{
+	h->opened = 0;
+	conn_open(h, l, cfg, fd, peer, key);
+	return h->opened;
+}
+
 /* Where its acceptor's clients become connections. */
 static const struct accept_ops worker_accept_ops = {
 	.reserve = conn_host_reserve,
 	.unreserve = conn_host_unreserve,
-	.open = conn_open,
+	.open = worker_open,
 };
 
 /* What a worker's connections tell it. */
