@@ -32,6 +32,7 @@ struct listen_opts;
 struct lstats;
 struct pipe_pool;
 struct proxy;
+struct quic_figures;
 struct timing_pool;
 struct trace_conn;
 
@@ -253,12 +254,16 @@ _Static_assert(sizeof(struct conn) - (0 CONN_CARRIED(CONN_MEMBER_SIZE)) < 16,
  * @out_of_fds:	no descriptor was left for a backend socket (@why is
  *		strerror()): stop accepting for a moment
  * @ended:	a connection has ended
+ * @quic_figures: the QUIC figures of connection @id if its client side
+ *		is a QUIC listener's stream (the worker's quic_figures()),
+ *		for ctl; true if it is; NULL for a thread without QUIC
  *
  * So that conn.c calls nothing above it: the worker fills these in.
  */
 struct conn_host_ops {
 	void (*out_of_fds)(void *ctx, const char *why);
 	void (*ended)(void *ctx);
+	bool (*quic_figures)(void *ctx, uint64_t id, struct quic_figures *out);
 };
 
 /**
@@ -276,6 +281,8 @@ struct conn_host_ops {
  * @conns:	live connections, newest first
  * @active:	connections open now (a gauge any thread may read)
  * @accepted:	connections ever opened (a counter any thread may read)
+ * @opened:	the id conn_open() gave its last connection, which the
+ *		worker's accept_ops open() returns (0: set before each)
  *
  * Owned by conn.c; the worker embeds one and reads it through the
  * accessors below.
@@ -293,6 +300,7 @@ struct conn_host {
 	struct stall_list stalls;
 	struct conn *conns;
 	uint64_t active, accepted;
+	uint64_t opened;
 };
 
 #endif /* SMBSPLICE_CONN_T_H */

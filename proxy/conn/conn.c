@@ -698,7 +698,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	c->unauth = o->mode == MODE_SMB; /* as take_client() admitted it */
 	c->cli.fd = cli_fd;
 	c->srv.fd = -1;
-	c->id = conn_host_new_id();
+	c->id = h->opened = conn_host_new_id();
 	c->started = ev_now(h->loop);
 	sock_addr_text(peer, c->cli_text, sizeof(c->cli_text));
 	conn_watchers_init(c);

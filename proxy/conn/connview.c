@@ -30,6 +30,8 @@
 #include "conn/conn.h"
 #include "conn/connview.h"
 #include "common/monotime.h"
+#include "quic/qdial.h"
+#include "quic/qinfo.h"
 
 /**
  * fill_who() - who the session is and what it has open
@@ -94,6 +96,52 @@ static void fill_smb(const struct conn *c, struct conn_rec *r)
 }
 
 /**
+ * quic_rec() - a side's QUIC figures, as the record keeps them
+ * @f:	the figures
+ * @q:	the record's side
+ */
+static void quic_rec(const struct quic_figures *f, struct conn_rec_quic *q)
+{
+	q->on = true;
+	q->version = f->version;
+	if (f->locallen)
+		sock_addr_text((const struct sockaddr *)&f->local, q->local,
+			       sizeof(q->local));
+	else
+		snprintf(q->local, sizeof(q->local), "-");
+	if (f->remotelen)
+		sock_addr_text((const struct sockaddr *)&f->remote, q->remote,
+			       sizeof(q->remote));
+	else
+		snprintf(q->remote, sizeof(q->remote), "-");
+	q->rtt_ns = f->rtt_ns;
+	q->cwnd = f->cwnd;
+	q->in_flight = f->in_flight;
+	q->lost = f->lost;
+}
+
+/**
+ * fill_quic() - the QUIC figures of a connection's QUIC sides
+ * @c:	the connection
+ * @r:	its record
+ *
+ * The QUIC module is asked through its getters (the worker's, for a
+ * listener's stream; qdial.h's, for a dial): nothing here reads ngtcp2.
+ */
+static void fill_quic(const struct conn *c, struct conn_rec *r)
+{
+	const struct conn_host *h = c->host;
+	struct quic_figures f;
+
+	memset(r->quic, 0, sizeof(r->quic));
+	if (c->lo->quic && h->ops && h->ops->quic_figures &&
+	    h->ops->quic_figures(h->ctx, c->id, &f))
+		quic_rec(&f, &r->quic[REC_CLIENT]);
+	if (qdial_figures(c->qd, &f))
+		quic_rec(&f, &r->quic[REC_BACKEND]);
+}
+
+/**
  * fill_rec() - copy one connection into a record
  * @c:		the connection, in its worker's thread
  * @r:		the record
@@ -133,6 +181,7 @@ static void fill_rec(const struct conn *c, struct conn_rec *r, ev_tstamp now,
 	r->bport = backend_port(c->srv.fd);
 	r->transparent = c->lo->transparent;
 	fill_smb(c, r);
+	fill_quic(c, r);
 }
 
 /**

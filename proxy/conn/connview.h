@@ -18,6 +18,32 @@
 struct conn;
 struct conn_host;
 
+/* A connection's two sides, as its QUIC figures name them. */
+enum conn_rec_side {
+	REC_CLIENT,  /* its client is a QUIC listener's stream */
+	REC_BACKEND, /* its backend is a quic: dial */
+	REC_SIDES,
+};
+
+/**
+ * struct conn_rec_quic - a side's QUIC connection, as ctl prints it
+ * @on:		the side is a QUIC stream; nothing else is set otherwise
+ * @version:	the QUIC version (1 for QUIC v1)
+ * @local:	the path's local UDP address, as text
+ * @remote:	its remote UDP address, the current one (after a
+ *		migration, the new one)
+ * @rtt_ns:	smoothed round-trip time, ns
+ * @cwnd:	congestion window, bytes
+ * @in_flight:	bytes in flight
+ * @lost:	the stream's packets declared lost
+ */
+struct conn_rec_quic {
+	bool on;
+	uint32_t version;
+	char local[64], remote[64];
+	uint64_t rtt_ns, cwnd, in_flight, lost;
+};
+
 /**
  * struct conn_rec - one connection, copied out of its worker
  * @id:		its number (struct conn.id)
@@ -58,6 +84,7 @@ struct conn_host;
  * @more_shares: shares connected beyond those
  * @open_files:	files opened and not closed
  * @sealed:	the session encrypts: trees and files are not seen since
+ * @quic:	each side's QUIC figures (enum conn_rec_side)
  */
 struct conn_rec {
 	uint64_t id;
@@ -86,6 +113,7 @@ struct conn_rec {
 	unsigned nshares;
 	uint32_t more_shares, open_files;
 	bool sealed;
+	struct conn_rec_quic quic[REC_SIDES];
 };
 
 /**

@@ -77,6 +77,64 @@ static void count_text(const struct conn_rec *r, char *out, size_t len)
 		snprintf(out, len, "%u", r->open_files);
 }
 
+/* The QUIC sides' names, in text and as JSON keys. */
+static const char *const side_name[REC_SIDES] = { "client", "backend" };
+
+/**
+ * quic_lines() - a line for each side that is a QUIC stream
+ * @ob:		the answer
+ * @r:		the connection
+ * @indent:	what starts each line: under a row of `conns`, two blanks
+ *
+ * Fields as words and values, so that a line reads and splits alike.
+ */
+static void quic_lines(struct outbuf *ob, const struct conn_rec *r,
+		       const char *indent)
+{
+	for (int s = 0; s < REC_SIDES; s++) {
+		const struct conn_rec_quic *q = &r->quic[s];
+
+		if (!q->on)
+			continue;
+		outbuf_printf(
+			ob,
+			"%squic %s version 0x%08x local %s remote %s rtt %.3fms cwnd %llu in_flight %llu lost %llu\n",
+			indent, side_name[s], q->version, q->local, q->remote,
+			q->rtt_ns / 1e6, (unsigned long long)q->cwnd,
+			(unsigned long long)q->in_flight,
+			(unsigned long long)q->lost);
+	}
+}
+
+/**
+ * json_quic() - each side's QUIC figures, or null for a side that is not
+ *		 a QUIC stream
+ * @ob:	the answer
+ * @r:	the connection
+ */
+static void json_quic(struct outbuf *ob, const struct conn_rec *r)
+{
+	for (int s = 0; s < REC_SIDES; s++) {
+		const struct conn_rec_quic *q = &r->quic[s];
+
+		outbuf_printf(ob, ",\"quic_%s\":", side_name[s]);
+		if (!q->on) {
+			outbuf_printf(ob, "null");
+			continue;
+		}
+		outbuf_printf(ob, "{\"version\":%u,\"local\":", q->version);
+		outbuf_json_str(ob, q->local);
+		outbuf_printf(ob, ",\"remote\":");
+		outbuf_json_str(ob, q->remote);
+		outbuf_printf(
+			ob,
+			",\"rtt_ms\":%.6f,\"cwnd\":%llu,\"bytes_in_flight\":%llu,\"lost_packets\":%llu}",
+			q->rtt_ns / 1e6, (unsigned long long)q->cwnd,
+			(unsigned long long)q->in_flight,
+			(unsigned long long)q->lost);
+	}
+}
+
 /* Room for the longest user and shares text. */
 #define WHO_TEXT    (SMB_WHO_DOMAIN_MAX + SMB_WHO_USER_MAX + 2)
 #define SHARES_TEXT (SMB_WHO_SHARES * SMB_WHO_SHARE_MAX + 16)
@@ -130,6 +188,7 @@ void connrec_text(struct outbuf *ob, const struct conn_rec *r)
 		outbuf_printf(ob, "%s %.3fs\n", r->oldest_cmd, r->oldest_age);
 	else
 		outbuf_printf(ob, "-\n");
+	quic_lines(ob, r, "  ");
 }
 
 /**
@@ -212,6 +271,7 @@ void connrec_json(struct outbuf *ob, const struct conn_rec *r, bool full)
 	outbuf_json_str(ob, r->oldest_cmd);
 	outbuf_printf(ob, ",\"oldest_age\":%.3f", r->oldest_age);
 	json_who(ob, r);
+	json_quic(ob, r);
 	for (int d = 0; full && d < DIR_COUNT; d++)
 		outbuf_printf(
 			ob,
@@ -282,4 +342,5 @@ void connrec_detail(struct outbuf *ob, const struct conn_rec *r)
 		outbuf_printf(ob, "oldest %s %.3fs\n", r->oldest_cmd,
 			      r->oldest_age);
 	detail_who(ob, r);
+	quic_lines(ob, r, "");
 }

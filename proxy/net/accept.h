@@ -4,6 +4,7 @@
 
 #include <ev.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct conn_host;
 struct lcfg;
@@ -20,20 +21,24 @@ struct wlistener;
  *		false if it is spent (accepting pauses)
  * @unreserve:	give them back: the client was turned away, or no client
  *		came
- * @open:	make an admitted client's socket a connection, which owns it
+ * @open:	make an admitted client's socket a connection, which owns it;
+ *		returns the connection's id (0 if it was refused), by
+ *		which a QUIC stream finds its connection again (ctl's
+ *		figures)
  *
  * Today a connection's ends are TCP sockets and conn/ serves them
  * (worker.c binds these to conn_host_reserve(), conn_host_unreserve()
- * and conn_open()): net/ ranks below conn/ and cannot call it. A QUIC
+ * and conn_open(), through worker_open() for the id): net/ ranks below
+ * conn/ and cannot call it. A QUIC
  * transport enters here: it hands each stream it accepts to the same
  * three calls.
  */
 struct accept_ops {
 	bool (*reserve)(struct conn_host *h);
 	void (*unreserve)(struct conn_host *h);
-	void (*open)(struct conn_host *h, struct listener *l, struct lcfg *cfg,
-		     int fd, const struct sockaddr *peer,
-		     const struct source_key *key);
+	uint64_t (*open)(struct conn_host *h, struct listener *l,
+			 struct lcfg *cfg, int fd, const struct sockaddr *peer,
+			 const struct source_key *key);
 };
 
 /**

@@ -1,32 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* bridge.c - a QUIC connection's stream, bridged to a socketpair
+/* bridge.c - a QUIC stream bridged to a socketpair, at either end
  *
- * Theory of operation: the client's one bidirectional stream becomes an
- * ordinary smbsplice connection: a socketpair(AF_UNIX, SOCK_STREAM) is
- * made, one end handed to accept_ops' open() as if accepted from the
- * client's UDP address, the other kept here. Bytes move both ways with
- * flow control tied to the socketpair:
+ * Theory of operation: the one bidirectional stream of a QUIC connection
+ * becomes an ordinary smbsplice socket: a socketpair(AF_UNIX,
+ * SOCK_STREAM) whose other end is a connection's client socket (a quic:
+ * listener's connection, quic.c: the peer is the client) or its server
+ * socket (a quic: backend's dial, qdial.c: the peer is the server). The
+ * two ends differ in how the stream opens and how a reset is told; how
+ * bytes move is the same, and is this file's, for both (struct qbridge,
+ * embedded in both connections), so that the two cannot drift apart.
+ * Bytes move both ways with flow control tied to the socketpair:
  *
- * - client to backend: stream bytes are gathered in @rbuf and written into
- *   the socketpair once per batch of datagrams (one writev() for many
- *   packets); what it does not take waits there, and the client's
+ * - peer to socketpair: stream bytes are gathered in @rbuf and written
+ *   into the socketpair once per batch of datagrams (one writev() for
+ *   many packets); what it does not take waits there, and the peer's
  *   window (ngq_consumed()) grows only by bytes the socketpair took. So
  *   @rbuf never holds more than the window, QUIC_RWIN.
- * - backend to client: bytes are read from the socketpair into @sbuf, a
- *   ring, and handed to ngtcp2 by pointer (quic_bridge_iov()); they stay
- *   in place until the client acknowledges them. Reading stops while
+ * - socketpair to peer: bytes are read from the socketpair into @sbuf, a
+ *   ring, and handed to ngtcp2 by pointer (qbridge_next()); they stay in
+ *   place until the peer acknowledges them. Reading stops while
  *   QUIC_SBUF bytes are unacknowledged. They are copied once, from the
  *   socket into the ring; the packet's encryption reads them from there.
  *
- * Ends: the client's FIN shuts the socketpair for writing once the last
+ * Ends: the peer's FIN shuts the socketpair for writing once the last
  * byte is in; end of file from the socketpair sends the stream's FIN, or
  * resets the stream if the connection behind it closed outright while
- * the client was still sending (aborted()). A
- * RESET_STREAM or STOP_SENDING from the client closes the socketpair (the
- * connection behind it ends) and the QUIC connection; a write or read
- * error on the socketpair resets the stream and closes the connection.
- * When both directions are done and acknowledged, the connection closes
- * with no error.
+ * the peer was still sending (aborted()). A write or read error on the
+ * socketpair resets the stream and ends the QUIC connection. What ends
+ * a connection is only marked here (qbridge_end()); its owner's settle()
+ * acts on it, outside ngtcp2's callbacks.
+ *
+ * Timers: ngtcp2's expiry is in nanoseconds of CLOCK_MONOTONIC, and both
+ * ends set their ev_timer to it as a double (quic_timer_arm()), not
+ * rounded to milliseconds.
  */
 #include "config.h"
 
@@ -34,18 +40,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "common/counter.h"
-#include "common/log.h"
-#include "core/proxy.h"
-#include "io/sock.h"
-#include "net/accept.h"
-#include "net/listener.h"
-#include "quic/quic-t.h"
-#include "quic/quic.h"
+#include "quic/bridge-t.h"
+
+/**
+ * quic_now() - the time for ngtcp2
+ *
+ * Return: CLOCK_MONOTONIC, ns.
+ */
+uint64_t quic_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/**
+ * quic_timer_arm() - set a connection's timer to its next expiry
+ * @loop:	the loop
+ * @t:		the timer
+ * @exp:	when, ns of quic_now(); UINT64_MAX for never
+ * @now:	the time, ns
+ * @soon:	it has more to send now (its burst ran out): fire at once
+ */
+void quic_timer_arm(struct ev_loop *loop, ev_timer *t, uint64_t exp,
+		    uint64_t now, bool soon)
+{
+	double after;
+
+	ev_timer_stop(loop, t);
+	if (soon)
+		after = 0.;
+	else if (exp == UINT64_MAX)
+		return;
+	else
+		after = exp > now ? (double)(exp - now) / 1e9 : 0.;
+	ev_timer_set(t, after, 0.);
+	ev_timer_start(loop, t);
+}
 
 /**
  * ring_iov() - a ring's bytes from one offset to another, as at most two
@@ -74,205 +111,229 @@ static int ring_iov(uint8_t *buf, size_t cap, uint64_t from, uint64_t to,
 }
 
 /**
- * quic_bridge_iov() - the stream bytes read and not yet sent
- * @qc:		the connection
+ * qbridge_next() - the bytes read from the socketpair and not yet sent,
+ *		    and whether the FIN is due after them
+ * @b:		the bridge
  * @iov:	two pieces, filled in
+ * @fin:	set if the FIN is due
  *
  * Return: how many pieces.
  */
-int quic_bridge_iov(struct qconn *qc, struct iovec *iov)
+int qbridge_next(struct qbridge *b, struct iovec *iov, bool *fin)
 {
-	if (!qc->sbuf)
+	*fin = b->opened && b->s_eof && !b->s_fin;
+	if (!b->opened || !b->sbuf)
 		return 0;
-	return ring_iov(qc->sbuf, QUIC_SBUF, qc->s_sent, qc->s_tail, iov);
+	return ring_iov(b->sbuf, QUIC_SBUF, b->s_sent, b->s_tail, iov);
 }
 
 /**
- * aborted() - did the connection behind the socketpair end while the
- *	       client's side of the stream was still open
- * @qc:	the connection, whose socketpair just said end of file
- *
- * A connection that half-closes (the backend's FIN) shuts its end for
- * writing: ours is then shut for reading only. One that ends (the
- * backend's reset, a timeout, a kill) closes its end: ours is shut both
- * ways, which poll() says as POLLHUP. If the client had not finished
- * sending, that end is an abort, and the stream is reset rather than
- * ended with a FIN that would look like a clean end.
- *
- * Return: true for an abort.
+ * qbridge_sent() - ngtcp2 took bytes of qbridge_next()'s into a packet
+ * @b:		the bridge
+ * @taken:	how many; -1 for no stream frame (a FIN alone is 0)
+ * @fin:	the FIN was offered with them
  */
-static bool aborted(const struct qconn *qc)
+void qbridge_sent(struct qbridge *b, ssize_t taken, bool fin)
 {
-	struct pollfd p = { .fd = qc->fd, .events = POLLOUT };
-
-	return !qc->r_fin && poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+	if (taken > 0)
+		b->s_sent += taken;
+	if (fin && taken >= 0 && b->s_sent == b->s_tail)
+		b->s_fin = true;
 }
 
 /**
- * on_rio() - the socketpair has bytes for the client
+ * qbridge_peer_gone() - has the connection behind the socketpair closed
+ *			 its end
+ * @b:	the bridge, its stream open
+ *
+ * A connection that half-closes (a FIN) shuts its end for writing: ours
+ * is then shut for reading only. One that ends (a reset, a timeout, a
+ * kill) closes its end: ours is shut both ways, which poll() says as
+ * POLLHUP.
+ *
+ * Return: true if nothing is left to read what the peer sends.
+ */
+bool qbridge_peer_gone(const struct qbridge *b)
+{
+	struct pollfd p = { .fd = b->fd, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
+/**
+ * qbridge_end() - mark the connection to end, saying so to the peer or not
+ * @b:		the bridge
+ * @send_close:	send a CONNECTION_CLOSE (ngq.c chooses the code)
+ *
+ * Only marked: it may be inside an ngq.c callback; the owner's settle()
+ * sends the close and frees it.
+ */
+void qbridge_end(struct qbridge *b, bool send_close)
+{
+	if (b->dead)
+		return;
+	b->dead = true;
+	b->send_close = send_close;
+}
+
+/**
+ * failed() - the socketpair failed: reset the stream, end the connection
+ * @b:	the bridge
+ */
+static void failed(struct qbridge *b)
+{
+	ngq_reset(b->nc);
+	qbridge_end(b, true);
+}
+
+/**
+ * on_rio() - the socketpair has bytes for the peer
  * @loop:	the loop
- * @w:		&qconn.rio
+ * @w:		&qbridge.rio
  * @revents:	unused
+ *
+ * End of file while the peer's side is still open (aborted: the
+ * connection behind ended outright) resets the stream rather than
+ * ending it with a FIN that would look like a clean end.
  */
 static void on_rio(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct qconn *qc = w->data;
+	struct qbridge *b = w->data;
 	struct iovec iov[2];
-	uint64_t room;
+	uint64_t room = QUIC_SBUF - (b->s_tail - b->s_acked);
 	ssize_t n;
 	int cnt;
 
-	room = QUIC_SBUF - (qc->s_tail - qc->s_acked);
 	if (!room) {
-		ev_io_stop(loop, w); /* on_acked() restarts it */
+		ev_io_stop(loop, w); /* qbridge_acked() restarts it */
 		return;
 	}
-	cnt = ring_iov(qc->sbuf, QUIC_SBUF, qc->s_tail, qc->s_acked + QUIC_SBUF,
+	cnt = ring_iov(b->sbuf, QUIC_SBUF, b->s_tail, b->s_acked + QUIC_SBUF,
 		       iov);
-	n = readv(qc->fd, iov, cnt);
+	n = readv(b->fd, iov, cnt);
 	if (n > 0) {
-		qc->s_tail += n;
-	} else if (!n && aborted(qc)) {
-		ngq_reset(qc->nc);
-		quic_conn_end(qc, true);
-	} else if (!n) {
-		qc->s_eof = true;
+		b->s_tail += n;
+	} else if (!n && (b->r_fin || !qbridge_peer_gone(b))) {
+		b->s_eof = true;
 		ev_io_stop(loop, w);
-	} else if (errno != EAGAIN && errno != EINTR) {
-		ngq_reset(qc->nc);
-		quic_conn_end(qc, true);
+	} else if (!n || (errno != EAGAIN && errno != EINTR)) {
+		failed(b);
 	}
-	quic_conn_settle(qc, NGQ_OK);
+	b->ops->settle(b);
 }
 
 /**
- * shut_if_done() - the client's FIN came and every byte before it is in
- *		    the socketpair: shut it for writing
- * @qc:	the connection
- */
-static void shut_if_done(struct qconn *qc)
-{
-	if (qc->r_fin && !qc->r_shut && qc->r_head == qc->r_tail) {
-		shutdown(qc->fd, SHUT_WR);
-		qc->r_shut = true;
-	}
-}
-
-/**
- * failed() - the socketpair refused the client's bytes: the connection
- *	      behind it is gone
- * @qc:	the connection
- */
-static void failed(struct qconn *qc)
-{
-	ngq_reset(qc->nc);
-	quic_conn_end(qc, true);
-}
-
-/**
- * quic_bridge_push() - write the client's waiting bytes into the
- *			socketpair, as many as it takes
- * @qc:	the connection
+ * qbridge_push() - write the peer's waiting bytes into the socketpair,
+ *		    as many as it takes
+ * @b:	the bridge
  *
- * The client's window grows by what was written; what was not waits for
+ * The peer's window grows by what was written; what was not waits for
  * the socketpair to be writable. Called once per batch of datagrams, so
- * that one writev() carries the stream bytes of many packets.
+ * that one writev() carries the stream bytes of many packets. Once the
+ * peer's FIN came and every byte is in, the socketpair is shut for
+ * writing.
  */
-void quic_bridge_push(struct qconn *qc)
+void qbridge_push(struct qbridge *b)
 {
-	struct ev_loop *loop = qc->ql->qh->acc->loop;
 	struct iovec iov[2];
 	int cnt;
 	ssize_t n;
 
-	if (qc->fd < 0)
+	if (b->fd < 0 || !b->opened)
 		return;
-	cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_head, qc->r_tail, iov);
-	n = cnt ? writev(qc->fd, iov, cnt) : 0;
+	cnt = ring_iov(b->rbuf, QUIC_RWIN, b->r_head, b->r_tail, iov);
+	n = cnt ? writev(b->fd, iov, cnt) : 0;
 	if (n > 0) {
-		qc->r_head += n;
-		ngq_consumed(qc->nc, n);
+		b->r_head += n;
+		ngq_consumed(b->nc, n);
 	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		failed(qc);
+		failed(b);
 		return;
 	}
-	if (qc->r_head != qc->r_tail) {
-		ev_io_start(loop, &qc->wio);
+	if (b->r_head != b->r_tail) {
+		ev_io_start(b->loop, &b->wio);
 		return;
 	}
-	ev_io_stop(loop, &qc->wio);
-	shut_if_done(qc);
+	ev_io_stop(b->loop, &b->wio);
+	if (b->r_fin && !b->r_shut) {
+		shutdown(b->fd, SHUT_WR);
+		b->r_shut = true;
+	}
 }
 
 /**
- * on_wio() - the socketpair has room for the client's waiting bytes
+ * on_wio() - the socketpair has room for the peer's waiting bytes
  * @loop:	the loop
- * @w:		&qconn.wio
+ * @w:		&qbridge.wio
  * @revents:	unused
  */
 static void on_wio(struct ev_loop *loop, ev_io *w, int revents)
 {
-	quic_conn_settle(w->data, NGQ_OK); /* which pushes first */
+	struct qbridge *b = w->data;
+
+	b->ops->settle(b); /* which pushes first */
 }
 
 /**
- * quic_bridge_init() - a new connection's bridge, with no stream yet
- * @qc:	the connection
+ * qbridge_init() - a new connection's bridge: no socketpair, no rings,
+ *		    no stream yet
+ * @b:		the bridge
+ * @loop:	the worker's loop
+ * @ops:	its connection's
  */
-void quic_bridge_init(struct qconn *qc)
+void qbridge_init(struct qbridge *b, struct ev_loop *loop,
+		  const struct qbridge_ops *ops)
 {
-	ev_io_init(&qc->rio, on_rio, -1, EV_READ);
-	qc->rio.data = qc;
-	ev_io_init(&qc->wio, on_wio, -1, EV_WRITE);
-	qc->wio.data = qc;
+	b->loop = loop;
+	b->ops = ops;
+	b->fd = -1;
+	ev_io_init(&b->rio, on_rio, -1, EV_READ);
+	b->rio.data = b;
+	ev_io_init(&b->wio, on_wio, -1, EV_WRITE);
+	b->wio.data = b;
 }
 
 /**
- * quic_bridge_open() - ngq.c: the client opened its stream
- * @ud:		the connection
- * @sid:	the stream
+ * qbridge_rings() - make the bridge's two rings, one allocation
+ * @b:	the bridge
  *
- * The socketpair is made, and one end becomes the client side of an
- * smbsplice connection: from here on that connection holds the
- * admission and two of the three descriptors taken at the Initial.
- *
- * Return: 0, or -1 to refuse the stream (a second one, or no memory).
+ * Return: 0, or -1 with errno set.
  */
-int quic_bridge_open(void *ud, int64_t sid)
+int qbridge_rings(struct qbridge *b)
 {
-	struct qconn *qc = ud;
-	struct qlistener *ql = qc->ql;
-	struct acceptor *acc = ql->qh->acc;
-	int sv[2];
-
-	if (qc->opened || qc->dead)
+	b->sbuf = malloc(QUIC_SBUF + QUIC_RWIN);
+	if (!b->sbuf)
 		return -1;
-	qc->sbuf = malloc(QUIC_SBUF + QUIC_RWIN);
-	if (!qc->sbuf ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-		       sv)) {
-		log_rate(LOG_LVL_ERR,
-			 "quic: no memory or socket for a stream: %s",
-			 strerror(errno));
-		quic_conn_end(qc, true);
-		return -1;
-	}
-	qc->rbuf = qc->sbuf + QUIC_SBUF;
-	qc->fd = sv[0];
-	ev_io_set(&qc->rio, qc->fd, EV_READ);
-	ev_io_set(&qc->wio, qc->fd, EV_WRITE);
-	ev_io_start(acc->loop, &qc->rio);
-	qc->opened = true;
-	counter_add(&ql->st.streams, 1);
-	counter_add(&ql->l->st[acc->id].accepted, 1);
-	acc->ops->open(acc->host, ql->l, ql->cfg, sv[1],
-		       (struct sockaddr *)&qc->peer, &qc->key);
+	b->rbuf = b->sbuf + QUIC_SBUF;
 	return 0;
 }
 
 /**
- * quic_bridge_data() - ngq.c: in-order bytes of the stream
- * @ud:		the connection
+ * qbridge_set_fd() - our end of the socketpair, the bridge's from here on
+ * @b:	the bridge
+ * @fd:	the socket, non-blocking
+ */
+void qbridge_set_fd(struct qbridge *b, int fd)
+{
+	b->fd = fd;
+	ev_io_set(&b->rio, fd, EV_READ);
+	ev_io_set(&b->wio, fd, EV_WRITE);
+}
+
+/**
+ * qbridge_open() - the stream is open: bytes move from now on
+ * @b:	the bridge, its rings and socketpair made
+ */
+void qbridge_open(struct qbridge *b)
+{
+	b->opened = true;
+	ev_io_start(b->loop, &b->rio);
+}
+
+/**
+ * qbridge_data() - ngq.c: in-order bytes of the stream (struct ngq_cb's
+ *		    stream_data, for both ends)
+ * @ud:		the bridge
  * @d:		the bytes
  * @n:		how many
  * @fin:	the stream ends after them
@@ -280,91 +341,77 @@ int quic_bridge_open(void *ud, int64_t sid)
  * Return: 0, or -1 if they overflow the window (ngtcp2 enforces it, so
  * never).
  */
-int quic_bridge_data(void *ud, const uint8_t *d, size_t n, bool fin)
+int qbridge_data(void *ud, const uint8_t *d, size_t n, bool fin)
 {
-	struct qconn *qc = ud;
+	struct qbridge *b = ud;
 	struct iovec iov[2];
 	int cnt;
 
-	if (qc->fd < 0 || qc->dead)
+	if (b->fd < 0 || b->dead)
 		return 0;
-	if (qc->r_tail - qc->r_head + n > QUIC_RWIN)
+	if (b->r_tail - b->r_head + n > QUIC_RWIN)
 		return -1;
-	cnt = ring_iov(qc->rbuf, QUIC_RWIN, qc->r_tail, qc->r_tail + n, iov);
+	cnt = ring_iov(b->rbuf, QUIC_RWIN, b->r_tail, b->r_tail + n, iov);
 	if (cnt)
 		memcpy(iov[0].iov_base, d, iov[0].iov_len);
 	if (cnt == 2)
 		memcpy(iov[1].iov_base, d + iov[0].iov_len, iov[1].iov_len);
-	qc->r_tail += n;
+	b->r_tail += n;
 	if (fin)
-		qc->r_fin = true;
+		b->r_fin = true;
 	return 0;
 }
 
 /**
- * quic_bridge_reset() - ngq.c: the client reset the stream or asked it
- *			 stopped: the connection behind it ends, and so does
- *			 the QUIC connection
- * @ud:		the connection
- */
-void quic_bridge_reset(void *ud)
-{
-	quic_conn_end(ud, true);
-}
-
-/**
- * quic_bridge_acked() - ngq.c: the client acknowledged bytes
- * @ud:		the connection
+ * qbridge_acked() - ngq.c: the peer acknowledged bytes (struct ngq_cb's
+ *		     stream_acked, for both ends)
+ * @ud:		the bridge
  * @n:		how many
  *
  * Their room in the ring is free again: reading resumes.
  */
-void quic_bridge_acked(void *ud, uint64_t n)
+void qbridge_acked(void *ud, uint64_t n)
 {
-	struct qconn *qc = ud;
+	struct qbridge *b = ud;
 
-	qc->s_acked += n;
-	if (qc->fd >= 0 && !qc->s_eof && !qc->dead)
-		ev_io_start(qc->ql->qh->acc->loop, &qc->rio);
+	b->s_acked += n;
+	if (b->fd >= 0 && !b->s_eof && !b->dead)
+		ev_io_start(b->loop, &b->rio);
 }
 
 /**
- * quic_bridge_done() - is the stream over both ways, all acknowledged
- * @qc:	the connection
+ * qbridge_done() - is the stream over both ways, all acknowledged
+ * @b:	the bridge
  *
  * Return: true if the connection can close with no error.
  */
-bool quic_bridge_done(const struct qconn *qc)
+bool qbridge_done(const struct qbridge *b)
 {
-	return qc->opened && qc->s_fin && qc->s_acked == qc->s_tail &&
-	       qc->r_shut;
+	return b->opened && b->s_fin && b->s_acked == b->s_tail && b->r_shut;
 }
 
 /**
- * quic_bridge_close() - close the socketpair's end and free the rings
- * @qc:	the connection
+ * qbridge_close() - close the socketpair's end
+ * @b:	the bridge
  *
  * The connection behind it reads end of file, or an error if bytes it
  * had not taken were waiting, and ends.
  */
-void quic_bridge_close(struct qconn *qc)
+void qbridge_close(struct qbridge *b)
 {
-	struct ev_loop *loop = qc->ql->qh->acc->loop;
-
-	ev_io_stop(loop, &qc->rio);
-	ev_io_stop(loop, &qc->wio);
-	if (qc->fd >= 0)
-		close(qc->fd);
-	qc->fd = -1;
+	ev_io_stop(b->loop, &b->rio);
+	ev_io_stop(b->loop, &b->wio);
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
 }
 
 /**
- * quic_bridge_free() - free the rings, once ngtcp2 holds no pointer into
- *			them
- * @qc:	the connection
+ * qbridge_free() - free the rings, once ngtcp2 holds no pointer into them
+ * @b:	the bridge
  */
-void quic_bridge_free(struct qconn *qc)
+void qbridge_free(struct qbridge *b)
 {
-	free(qc->sbuf);
-	qc->sbuf = qc->rbuf = NULL;
+	free(b->sbuf);
+	b->sbuf = b->rbuf = NULL;
 }

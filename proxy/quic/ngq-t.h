@@ -2,9 +2,10 @@
 #ifndef SMBSPLICE_NGQ_T_H
 #define SMBSPLICE_NGQ_T_H
 
-/* ngq-t.h - the ngq module's own structures and the calls between its two
- * files, ngq.c (connections) and ngq_sec.c (Retry, Stateless Reset, path
- * validation, client certificates); nothing outside them includes it.
+/* ngq-t.h - the ngq module's own structures and the calls between its
+ * files: ngq.c (a connection of either role, the stream's glue), ngq_sec.c
+ * (Retry, Stateless Reset, path validation, client certificates) and
+ * ngq_client.c (the client role); nothing outside them includes it.
  */
 
 #include <stdbool.h>
@@ -19,7 +20,9 @@
  * both. */
 struct ngq_access;
 struct ngq_cb;
+struct ngq_path;
 struct ngq_retry;
+struct ngqc_side;
 
 /**
  * struct ngq_creds - a listener's certificate and key
@@ -37,15 +40,18 @@ struct ngq_creds {
 };
 
 /**
- * struct ngq_conn - one QUIC connection
+ * struct ngq_conn - one QUIC connection, a listener's or a client's
  * @conn:	ngtcp2's
  * @tls:	GnuTLS's session
  * @ref:	how ngtcp2_crypto finds @conn from @tls
  * @ccerr:	why it closes, for the CONNECTION_CLOSE
  * @cb:		its owner's callbacks
  * @ud:		their argument
- * @secret:	the listener's stateless reset secret
- * @sid:	the stream served, -1 before the client opens it
+ * @secret:	the stateless reset secret of the IDs it issues (the
+ *		listener's, or the client's own in @cl)
+ * @sid:	the stream served, -1 before it opens
+ * @cl:		the client role's own (ngq_client.c), NULL for a
+ *		listener's connection; the fields below are the listener's
  * @bad_alpn:	the client offered no "smb"
  * @creds:	the certificate its session uses (a reference)
  * @alert:	the TLS alert its handshake fails with, 0 for GnuTLS's own
@@ -61,6 +67,7 @@ struct ngq_conn {
 	void *ud;
 	const uint8_t *secret;
 	int64_t sid;
+	struct ngqc_side *cl;
 	bool bad_alpn;
 	struct ngq_creds *creds;
 	uint8_t alert;
@@ -69,6 +76,16 @@ struct ngq_conn {
 
 int ngq_file_readable(const char *what, const char *path, char *err,
 		      size_t errlen);
+
+/* ngq.c: the glue both roles' connections share */
+int ngq_tls_init(struct ngq_conn *c, unsigned flags,
+		 gnutls_certificate_credentials_t cred);
+void ngq_keepalive(ngtcp2_conn *conn);
+ngtcp2_path ngq_to_path(const struct ngq_path *p);
+void ngq_callbacks(ngtcp2_callbacks *cb);
+
+/* ngq_client.c */
+void ngqc_side_free(struct ngqc_side *cl);
 
 /* ngq_sec.c */
 int ngq_retried_params(ngtcp2_transport_params *p, ngtcp2_settings *st,

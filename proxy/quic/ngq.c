@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* ngq.c - every ngtcp2 and GnuTLS call of the daemon, with ngq_sec.c's
+ *	   and ngq_client.c's
  *
  * Theory of operation: ngtcp2 0.12 (what Debian 12 ships) does QUIC v1's
  * packets, loss recovery and flow control; GnuTLS 3.7 does its TLS 1.3
@@ -8,6 +9,12 @@
  * in datagrams and times (nanoseconds of CLOCK_MONOTONIC, ngtcp2's own
  * precision) and gets back packets to send and the stream's bytes
  * through struct ngq_cb.
+ *
+ * One connection structure and one stream glue for both roles: a quic:
+ * backend's connection (ngq_client.c makes it, with what only a client
+ * has in its @cl) is read, written, timed and closed by the calls here,
+ * and its stream's callbacks are the listener's, so that the two roles
+ * cannot drift apart in how they carry a stream.
  *
  * The server speaks TLS 1.3 only and ALPN "smb" only: a client offering
  * no "smb" is refused with the no_application_protocol alert (120), as
@@ -248,7 +255,40 @@ static int on_client_hello(gnutls_session_t s, unsigned htype, unsigned when,
 }
 
 /**
- * tls_new() - a connection's TLS session: server, TLS 1.3, ALPN smb
+ * ngq_tls_init() - a connection's TLS session, either role's: TLS 1.3,
+ *		    ALPN smb, the certificate credentials
+ * @c:		the connection
+ * @flags:	gnutls_init()'s: GNUTLS_SERVER or GNUTLS_CLIENT, and more
+ * @cred:	what it shows and trusts
+ *
+ * What each role adds (client certificates, SNI) is its own caller's.
+ *
+ * Return: 0, or -1 (ngq_free() frees what was made).
+ */
+int ngq_tls_init(struct ngq_conn *c, unsigned flags,
+		 gnutls_certificate_credentials_t cred)
+{
+	gnutls_datum_t alpn = { .data = (unsigned char *)NGQ_ALPN,
+				.size = strlen(NGQ_ALPN) };
+	bool server = flags & GNUTLS_SERVER;
+
+	if (gnutls_init(&c->tls, flags | GNUTLS_NO_END_OF_EARLY_DATA))
+		return -1;
+	c->ref.get_conn = get_conn;
+	c->ref.user_data = c;
+	gnutls_session_set_ptr(c->tls, &c->ref);
+	if (gnutls_priority_set_direct(c->tls, NGQ_PRIORITY, NULL) ||
+	    (server ? ngtcp2_crypto_gnutls_configure_server_session(c->tls)
+		    : ngtcp2_crypto_gnutls_configure_client_session(c->tls)) ||
+	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, cred) ||
+	    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY))
+		return -1;
+	return 0;
+}
+
+/**
+ * tls_new() - a listener's connection's TLS session: server, client
+ *	       certificates if asked for, and the ALPN check
  * @c:		the connection
  * @cr:		the listener's certificate
  *
@@ -256,27 +296,31 @@ static int on_client_hello(gnutls_session_t s, unsigned htype, unsigned when,
  */
 static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
 {
-	gnutls_datum_t alpn = { .data = (unsigned char *)NGQ_ALPN,
-				.size = strlen(NGQ_ALPN) };
-
-	if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA))
-		return -1;
 	c->creds = cr;
 	cr->refs++;
-	c->ref.get_conn = get_conn;
-	c->ref.user_data = c;
-	gnutls_session_set_ptr(c->tls, &c->ref);
-	if (gnutls_priority_set_direct(c->tls, NGQ_PRIORITY, NULL) ||
-	    ngtcp2_crypto_gnutls_configure_server_session(c->tls) ||
-	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) ||
-	    gnutls_alpn_set_protocols(c->tls, &alpn, 1,
-				      GNUTLS_ALPN_MANDATORY) ||
+	if (ngq_tls_init(c, GNUTLS_SERVER, cr->cred) ||
 	    ngq_client_auth_session(c->tls, cr))
 		return -1;
 	gnutls_handshake_set_hook_function(c->tls,
 					   GNUTLS_HANDSHAKE_CLIENT_HELLO,
 					   GNUTLS_HOOK_POST, on_client_hello);
 	return 0;
+}
+
+/**
+ * ngq_keepalive() - keepalives as often as the peer's idle timeout needs,
+ *		     once the handshake has told it
+ * @conn:	the connection
+ */
+void ngq_keepalive(ngtcp2_conn *conn)
+{
+	const ngtcp2_transport_params *p =
+		ngtcp2_conn_get_remote_transport_params(conn);
+	ngtcp2_duration ka = NGQ_KEEPALIVE;
+
+	if (p && p->max_idle_timeout && p->max_idle_timeout / 2 < ka)
+		ka = p->max_idle_timeout / 2;
+	ngtcp2_conn_set_keep_alive_timeout(conn, ka);
 }
 
 /**
@@ -289,13 +333,7 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
  */
 static int on_handshake(ngtcp2_conn *conn, void *ud)
 {
-	const ngtcp2_transport_params *p =
-		ngtcp2_conn_get_remote_transport_params(conn);
-	ngtcp2_duration ka = NGQ_KEEPALIVE;
-
-	if (p && p->max_idle_timeout && p->max_idle_timeout / 2 < ka)
-		ka = p->max_idle_timeout / 2;
-	ngtcp2_conn_set_keep_alive_timeout(conn, ka);
+	ngq_keepalive(conn);
 	return 0;
 }
 
@@ -402,7 +440,7 @@ static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t sid,
 }
 
 /**
- * on_acked() - the client acknowledged bytes of a stream
+ * on_acked() - the peer acknowledged bytes of a stream
  * @conn:	the connection
  * @sid:	the stream
  * @offset:	unused: acknowledgements come in order
@@ -423,7 +461,7 @@ static int on_acked(ngtcp2_conn *conn, int64_t sid, uint64_t offset,
 }
 
 /**
- * on_reset() - the client reset the stream (RESET_STREAM)
+ * on_reset() - the peer reset the stream (RESET_STREAM)
  * @conn:	the connection
  * @sid:	the stream
  * @size:	unused
@@ -444,7 +482,7 @@ static int on_reset(ngtcp2_conn *conn, int64_t sid, uint64_t size,
 }
 
 /**
- * on_stop_sending() - the client asked the stream's sending stopped
+ * on_stop_sending() - the peer asked the stream's sending stopped
  * @conn:	the connection
  * @sid:	the stream
  * @code:	unused
@@ -459,36 +497,39 @@ static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
 	return on_reset(conn, sid, 0, code, ud, sud);
 }
 
-static const ngtcp2_callbacks ngq_callbacks = {
-	.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
-	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
-	.handshake_completed = on_handshake,
-	.encrypt = ngtcp2_crypto_encrypt_cb,
-	.decrypt = ngtcp2_crypto_decrypt_cb,
-	.hp_mask = ngtcp2_crypto_hp_mask_cb,
-	.recv_stream_data = on_stream_data,
-	.acked_stream_data_offset = on_acked,
-	.stream_open = on_stream_open,
-	.rand = on_rand,
-	.get_new_connection_id = on_new_cid,
-	.remove_connection_id = on_remove_cid,
-	.update_key = ngtcp2_crypto_update_key_cb,
-	.stream_reset = on_reset,
-	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
-	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
-	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
-	.stream_stop_sending = on_stop_sending,
-	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
-	.path_validation = ngq_on_path_validation,
-};
+/**
+ * ngq_callbacks() - the callbacks both roles' connections share: the
+ *		     stream's glue, IDs, randomness and ngtcp2_crypto's
+ * @cb:	filled in; what only one role has (its Initial, its handshake's
+ *	end, Retry, path validation) is its caller's to add
+ */
+void ngq_callbacks(ngtcp2_callbacks *cb)
+{
+	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+	cb->encrypt = ngtcp2_crypto_encrypt_cb;
+	cb->decrypt = ngtcp2_crypto_decrypt_cb;
+	cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
+	cb->recv_stream_data = on_stream_data;
+	cb->acked_stream_data_offset = on_acked;
+	cb->rand = on_rand;
+	cb->get_new_connection_id = on_new_cid;
+	cb->update_key = ngtcp2_crypto_update_key_cb;
+	cb->stream_reset = on_reset;
+	cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+	cb->delete_crypto_cipher_ctx =
+		ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+	cb->get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+	cb->stream_stop_sending = on_stop_sending;
+	cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+}
 
 /**
- * to_path() - an ngtcp2 path from ours
+ * ngq_to_path() - an ngtcp2 path from ours
  * @p:	ours
  *
  * Return: ngtcp2's, pointing at the same addresses.
  */
-static ngtcp2_path to_path(const struct ngq_path *p)
+ngtcp2_path ngq_to_path(const struct ngq_path *p)
 {
 	return (ngtcp2_path){
 		.local = { .addr = (ngtcp2_sockaddr *)p->local,
@@ -590,7 +631,14 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 {
 	int cc = ngq_cc_algo(tune->cc);
 	struct ngq_conn *c = calloc(1, sizeof(*c));
-	ngtcp2_path p = to_path(path);
+	ngtcp2_path p = ngq_to_path(path);
+	ngtcp2_callbacks cbs = {
+		.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
+		.handshake_completed = on_handshake,
+		.stream_open = on_stream_open,
+		.remove_connection_id = on_remove_cid,
+		.path_validation = ngq_on_path_validation,
+	};
 	ngtcp2_transport_params params;
 	ngtcp2_settings st;
 	ngtcp2_pkt_hd hd;
@@ -602,6 +650,7 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 		.cb = cb, .ud = ud, .secret = secret, .sid = -1
 	};
 	ngtcp2_connection_close_error_default(&c->ccerr);
+	ngq_callbacks(&cbs);
 	scid.datalen = NGQ_SCID_LEN;
 	ngq_random(scid.data, scid.datalen);
 	ngtcp2_settings_default(&st);
@@ -611,7 +660,7 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	    (rt && ngq_retried_params(&params, &st, &hd, rt)) ||
 	    tls_new(c, cr) ||
 	    ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, &p, hd.version,
-				   &ngq_callbacks, &st, &params, NULL, c))
+				   &cbs, &st, &params, NULL, c))
 		goto fail;
 	ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
 	if (cb->cid_add(ud, scid.data, scid.datalen) ||
@@ -638,7 +687,7 @@ fail:
 enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 			const uint8_t *pkt, size_t len, uint64_t now)
 {
-	ngtcp2_path p = to_path(path);
+	ngtcp2_path p = ngq_to_path(path);
 	int rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
 	uint8_t alert;
 
@@ -652,10 +701,12 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 		return NGQ_DEAD;
 	case NGTCP2_ERR_CRYPTO:
 		alert = ngtcp2_conn_get_tls_alert(c->conn);
-		if (c->bad_alpn || ngtcp2_conn_get_tls_error(c->conn) ==
-					   GNUTLS_E_NO_APPLICATION_PROTOCOL)
+		if (!c->cl &&
+		    (c->bad_alpn || ngtcp2_conn_get_tls_error(c->conn) ==
+					    GNUTLS_E_NO_APPLICATION_PROTOCOL))
 			alert = NGQ_ALERT_NO_APP_PROTOCOL;
-		alert = ngq_client_auth_alert(c, alert);
+		if (!c->cl)
+			alert = ngq_client_auth_alert(c, alert);
 		ngtcp2_connection_close_error_set_transport_error_tls_alert(
 			&c->ccerr, alert, NULL, 0);
 		return NGQ_CLOSE;
@@ -677,7 +728,8 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
  * @fin:	the stream ends after them
  * @taken:	how many of them went into the packet; -1 if no stream frame
  *		did (a FIN alone is 0)
- * @to:		the address to send it to
+ * @to:		the address to send it to, or NULL (a client's socket is
+ *		connected)
  * @tolen:	in: its room; out: its length
  * @now:	the time, ns
  *
@@ -697,7 +749,7 @@ ssize_t ngq_write(struct ngq_conn *c, uint8_t *buf, size_t cap,
 	for (int i = 0; i < iovcnt && i < 4; i++)
 		v[i] = (ngtcp2_vec){ iov[i].iov_base, iov[i].iov_len };
 	if (sid < 0 || (!iovcnt && !fin))
-		sid = -1, iovcnt = 0;
+		sid = -1, iovcnt = 0, fl = 0;
 	ngtcp2_path_storage_zero(&ps);
 	n = ngtcp2_conn_writev_stream(c->conn, &ps.path, NULL, buf, cap, &nd,
 				      fl, sid, v, iovcnt < 4 ? iovcnt : 4, now);
@@ -711,7 +763,7 @@ ssize_t ngq_write(struct ngq_conn *c, uint8_t *buf, size_t cap,
 		return -1;
 	}
 	*taken = nd;
-	if (n && ps.path.remote.addrlen <= *tolen) {
+	if (n && to && ps.path.remote.addrlen <= *tolen) {
 		memcpy(to, ps.path.remote.addr, ps.path.remote.addrlen);
 		*tolen = ps.path.remote.addrlen;
 	}
@@ -739,8 +791,8 @@ void ngq_sent(struct ngq_conn *c, uint64_t now)
  * went wrong (the SMB connection behind it ended), an application close
  * with no error.
  *
- * Return: its length, or 0 if none can be sent (still in the handshake's
- * first flight, or closing already).
+ * Return: its length, or 0 if none can be sent (a listener's still in the
+ * handshake's first flight, or closing already).
  */
 ssize_t ngq_close_pkt(struct ngq_conn *c, uint8_t *buf, size_t cap,
 		      uint64_t now)
@@ -829,23 +881,41 @@ void ngq_reset(struct ngq_conn *c)
 }
 
 /**
- * ngq_info() - a connection's state, for ctl
- * @c:		the connection
+ * ngq_info() - a connection's figures, for ctl
+ * @c:		the connection, of either role
  * @out:	filled in
+ *
+ * The path is ngtcp2's current one: after a migration, the new address.
+ * Losses are those of the stream's packets (ngtcp2 0.12's conn_stat has
+ * no loss count).
  */
-void ngq_info(struct ngq_conn *c, struct ngq_info *out)
+void ngq_info(struct ngq_conn *c, struct quic_figures *out)
 {
+	const ngtcp2_path *p = ngtcp2_conn_get_path(c->conn);
 	ngtcp2_conn_stat cs;
 
 	ngtcp2_conn_get_conn_stat(c->conn, &cs);
-	out->version = ngtcp2_conn_get_negotiated_version(c->conn);
-	out->rtt_ns = cs.smoothed_rtt;
-	out->cwnd = cs.cwnd;
-	out->in_flight = cs.bytes_in_flight;
+	*out = (struct quic_figures){
+		.version = ngtcp2_conn_get_negotiated_version(c->conn),
+		.rtt_ns = cs.smoothed_rtt,
+		.cwnd = cs.cwnd,
+		.in_flight = cs.bytes_in_flight,
+		.lost = c->sid >= 0 ? ngtcp2_conn_get_stream_loss_count(c->conn,
+									c->sid)
+				    : 0,
+	};
+	if (p->local.addrlen <= sizeof(out->local)) {
+		memcpy(&out->local, p->local.addr, p->local.addrlen);
+		out->locallen = p->local.addrlen;
+	}
+	if (p->remote.addrlen <= sizeof(out->remote)) {
+		memcpy(&out->remote, p->remote.addr, p->remote.addrlen);
+		out->remotelen = p->remote.addrlen;
+	}
 }
 
 /**
- * ngq_free() - forget a connection
+ * ngq_free() - forget a connection, of either role
  * @c:	the connection
  */
 void ngq_free(struct ngq_conn *c)
@@ -855,5 +925,7 @@ void ngq_free(struct ngq_conn *c)
 	if (c->tls)
 		gnutls_deinit(c->tls);
 	ngq_creds_free(c->creds);
+	if (c->cl)
+		ngqc_side_free(c->cl);
 	free(c);
 }

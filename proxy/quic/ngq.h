@@ -3,10 +3,12 @@
 #define SMBSPLICE_NGQ_H
 
 /* ngq.h - the QUIC library behind one door: every ngtcp2 and GnuTLS call
- * of the listener is in ngq.c (and of a quic: backend in ngq_client.c,
- * which shares these types), so that moving to ngtcp2 1.x (whose API
- * changed) is those files. Nothing here knows of the event loop or of
- * connections; quic.c drives it with datagrams, times and bytes.
+ * is in ngq*.c, so that moving to ngtcp2 1.x (whose API changed) is those
+ * files. A struct ngq_conn is a listener's connection (ngq_accept()) or a
+ * quic: backend's (ngq_client.h's ngqc_connect()); the calls below from
+ * ngq_read() on serve both roles alike. Nothing here knows of the event
+ * loop or of connections; quic.c and qdial.c drive it with datagrams,
+ * times and bytes.
  */
 
 #include <stdbool.h>
@@ -14,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+
+#include "quic/qinfo.h"
 
 struct sockaddr;
 struct ngq_creds;
@@ -28,7 +32,7 @@ struct ngq_conn;
 #define NGQ_SCID_LEN 18
 
 /**
- * struct ngq_cb - what a QUIC connection tells its owner (quic.c)
+ * struct ngq_cb - what a QUIC connection tells its owner (quic.c, qdial.c)
  * @stream_open:	the client opened a stream; return 0 to take it as
  *			the connection's one, -1 to refuse it
  * @stream_data:	in-order bytes of the stream, and whether they end
@@ -70,20 +74,6 @@ struct ngq_path {
 	size_t locallen;
 	const struct sockaddr *remote;
 	size_t remotelen;
-};
-
-/**
- * struct ngq_info - a connection's state, for ctl
- * @version:	the QUIC version
- * @rtt_ns:	smoothed round-trip time
- * @cwnd:	congestion window, bytes
- * @in_flight:	bytes sent and not yet acknowledged nor lost
- */
-struct ngq_info {
-	uint32_t version;
-	uint64_t rtt_ns;
-	uint64_t cwnd;
-	uint64_t in_flight;
 };
 
 /* What ngq_read() says of a connection. */
@@ -159,7 +149,7 @@ enum ngq_state ngq_timeout(struct ngq_conn *c, uint64_t now);
 uint64_t ngq_drain_ns(struct ngq_conn *c);
 void ngq_consumed(struct ngq_conn *c, size_t n);
 void ngq_reset(struct ngq_conn *c);
-void ngq_info(struct ngq_conn *c, struct ngq_info *out);
+void ngq_info(struct ngq_conn *c, struct quic_figures *out);
 void ngq_free(struct ngq_conn *c);
 
 /* Address validation (Retry): ngq_sec.c's section of its own. */

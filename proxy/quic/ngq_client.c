@@ -35,15 +35,11 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "quic/ngq-t.h"
 #include "quic/ngq_client.h"
 
 #define NGQC_IDLE		   (120 * NGTCP2_SECONDS)
-#define NGQC_KEEPALIVE		   (25 * NGTCP2_SECONDS)
-#define NGQC_ALPN		   "smb"
 #define NGQC_ALERT_NO_APP_PROTOCOL 120
-
-/* TLS 1.3 only; QUIC forbids the middlebox compatibility mode. */
-#define NGQC_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
 /**
  * struct ngqc_creds - what a client's TLS session trusts and shows
@@ -54,30 +50,17 @@ struct ngqc_creds {
 };
 
 /**
- * struct ngqc_conn - one client connection
- * @conn:	ngtcp2's
- * @tls:	GnuTLS's session
- * @ref:	how ngtcp2_crypto finds @conn from @tls
- * @ccerr:	why it closes, for the CONNECTION_CLOSE
- * @cb:		its owner's callbacks
- * @ud:		their argument
+ * struct ngqc_side - what a client's connection has that a listener's has
+ *		      not (struct ngq_conn's @cl)
  * @secret:	the stateless reset secret of the IDs it issues
- * @sid:	its stream, -1 before the handshake is over
  * @creds:	its credentials, its own
  * @name:	the server's name, for SNI and the certificate's check
  * @pinned:	@pin replaces the check against a CA and the name
  * @pin:	the SHA-256 of the server's certificate
  * @why:	why the handshake failed, once it has, where GnuTLS said
  */
-struct ngqc_conn {
-	ngtcp2_conn *conn;
-	gnutls_session_t tls;
-	ngtcp2_crypto_conn_ref ref;
-	ngtcp2_connection_close_error ccerr;
-	const struct ngq_cb *cb;
-	void *ud;
+struct ngqc_side {
 	uint8_t secret[NGQ_SECRET_LEN];
-	int64_t sid;
 	struct ngqc_creds *creds;
 	char name[256];
 	bool pinned;
@@ -86,27 +69,16 @@ struct ngqc_conn {
 };
 
 /**
- * get_conn() - ngtcp2_crypto's way from a TLS session to its connection
- * @ref:	&ngqc_conn.ref
- *
- * Return: the connection.
- */
-static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref)
-{
-	return ((struct ngqc_conn *)ref->user_data)->conn;
-}
-
-/**
- * conn_of() - the connection a TLS session belongs to
+ * conn_of() - the client side of the connection a TLS session belongs to
  * @s:	the session
  *
- * Return: the connection.
+ * Return: its client side.
  */
-static struct ngqc_conn *conn_of(gnutls_session_t s)
+static struct ngqc_side *conn_of(gnutls_session_t s)
 {
 	ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(s);
 
-	return ref->user_data;
+	return ((struct ngq_conn *)ref->user_data)->cl;
 }
 
 /**
@@ -129,7 +101,7 @@ static void hex_text(const uint8_t *d, size_t n, char *out)
  *
  * Return: 0, or -1 with @k->why set.
  */
-static int verify_pin(struct ngqc_conn *k, gnutls_session_t s)
+static int verify_pin(struct ngqc_side *k, gnutls_session_t s)
 {
 	const gnutls_datum_t *chain;
 	unsigned n = 0;
@@ -179,7 +151,7 @@ static void trim(char *s)
  */
 static int on_verify(gnutls_session_t s)
 {
-	struct ngqc_conn *k = conn_of(s);
+	struct ngqc_side *k = conn_of(s);
 	gnutls_datum_t txt;
 	unsigned status = 0;
 	int rv;
@@ -319,165 +291,18 @@ void ngqc_creds_free(struct ngqc_creds *cr)
  */
 static int on_handshake(ngtcp2_conn *conn, void *ud)
 {
-	struct ngqc_conn *c = ud;
-	const ngtcp2_transport_params *p =
-		ngtcp2_conn_get_remote_transport_params(conn);
-	ngtcp2_duration ka = NGQC_KEEPALIVE;
+	struct ngq_conn *c = ud;
 	int64_t sid;
 
-	if (p && p->max_idle_timeout && p->max_idle_timeout / 2 < ka)
-		ka = p->max_idle_timeout / 2;
-	ngtcp2_conn_set_keep_alive_timeout(conn, ka);
+	ngq_keepalive(conn);
 	if (ngtcp2_conn_open_bidi_stream(conn, &sid, NULL)) {
-		snprintf(c->why, sizeof(c->why),
+		snprintf(c->cl->why, sizeof(c->cl->why),
 			 "the server allows no bidirectional stream");
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	}
 	c->sid = sid;
 	return c->cb->stream_open(c->ud, sid) ? NGTCP2_ERR_CALLBACK_FAILURE : 0;
 }
-
-/**
- * on_rand() - ngtcp2 asks for random bytes
- * @dest:	where
- * @len:	how many
- * @ctx:	unused
- */
-static void on_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
-{
-	ngq_random(dest, len);
-}
-
-/**
- * on_new_cid() - a connection ID of ours for the server to use
- * @conn:	the connection
- * @cid:	the ID, filled in
- * @token:	its stateless reset token, filled in
- * @len:	the length wanted
- * @ud:		our connection
- *
- * The client's socket is connected: no ID routes anything here.
- *
- * Return: 0, or NGTCP2_ERR_CALLBACK_FAILURE.
- */
-static int on_new_cid(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
-		      size_t len, void *ud)
-{
-	struct ngqc_conn *c = ud;
-
-	ngq_random(cid->data, len);
-	cid->datalen = len;
-	if (ngtcp2_crypto_generate_stateless_reset_token(token, c->secret,
-							 NGQ_SECRET_LEN, cid))
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
-/**
- * on_stream_data() - in-order bytes of a stream
- * @conn:	the connection
- * @flags:	NGTCP2_STREAM_DATA_FLAG_FIN if they end it
- * @sid:	the stream
- * @offset:	unused: they come in order
- * @data:	the bytes
- * @len:	how many
- * @ud:		our connection
- * @sud:	unused
- *
- * Return: 0, or NGTCP2_ERR_CALLBACK_FAILURE.
- */
-static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t sid,
-			  uint64_t offset, const uint8_t *data, size_t len,
-			  void *ud, void *sud)
-{
-	struct ngqc_conn *c = ud;
-
-	if (sid != c->sid)
-		return 0; /* the server may open none: never */
-	if (c->cb->stream_data(c->ud, data, len,
-			       flags & NGTCP2_STREAM_DATA_FLAG_FIN))
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
-/**
- * on_acked() - the server acknowledged bytes of the stream
- * @conn:	the connection
- * @sid:	the stream
- * @offset:	unused: acknowledgements come in order
- * @len:	how many
- * @ud:		our connection
- * @sud:	unused
- *
- * Return: 0.
- */
-static int on_acked(ngtcp2_conn *conn, int64_t sid, uint64_t offset,
-		    uint64_t len, void *ud, void *sud)
-{
-	struct ngqc_conn *c = ud;
-
-	if (sid == c->sid)
-		c->cb->stream_acked(c->ud, len);
-	return 0;
-}
-
-/**
- * on_reset() - the server reset the stream (RESET_STREAM)
- * @conn:	the connection
- * @sid:	the stream
- * @size:	unused
- * @code:	unused: SMB defines no application error
- * @ud:		our connection
- * @sud:	unused
- *
- * Return: 0.
- */
-static int on_reset(ngtcp2_conn *conn, int64_t sid, uint64_t size,
-		    uint64_t code, void *ud, void *sud)
-{
-	struct ngqc_conn *c = ud;
-
-	if (sid == c->sid)
-		c->cb->stream_reset(c->ud);
-	return 0;
-}
-
-/**
- * on_stop_sending() - the server asked the stream's sending stopped
- * @conn:	the connection
- * @sid:	the stream
- * @code:	unused
- * @ud:		our connection
- * @sud:	unused
- *
- * Return: 0.
- */
-static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
-			   void *ud, void *sud)
-{
-	return on_reset(conn, sid, 0, code, ud, sud);
-}
-
-static const ngtcp2_callbacks ngqc_callbacks = {
-	.client_initial = ngtcp2_crypto_client_initial_cb,
-	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
-	.handshake_completed = on_handshake,
-	.encrypt = ngtcp2_crypto_encrypt_cb,
-	.decrypt = ngtcp2_crypto_decrypt_cb,
-	.hp_mask = ngtcp2_crypto_hp_mask_cb,
-	.recv_stream_data = on_stream_data,
-	.acked_stream_data_offset = on_acked,
-	.recv_retry = ngtcp2_crypto_recv_retry_cb,
-	.rand = on_rand,
-	.get_new_connection_id = on_new_cid,
-	.update_key = ngtcp2_crypto_update_key_cb,
-	.stream_reset = on_reset,
-	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
-	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
-	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
-	.stream_stop_sending = on_stop_sending,
-	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
-};
 
 /**
  * tls_new() - a connection's TLS session: client, TLS 1.3, ALPN smb, SNI
@@ -488,26 +313,16 @@ static const ngtcp2_callbacks ngqc_callbacks = {
  *
  * Return: 0, or -1.
  */
-static int tls_new(struct ngqc_conn *c)
+static int tls_new(struct ngq_conn *c)
 {
-	gnutls_datum_t alpn = { .data = (unsigned char *)NGQC_ALPN,
-				.size = strlen(NGQC_ALPN) };
-	bool literal = strspn(c->name, "0123456789.") == strlen(c->name) ||
-		       strchr(c->name, ':');
+	const char *name = c->cl->name;
+	bool literal = strspn(name, "0123456789.") == strlen(name) ||
+		       strchr(name, ':');
 
-	if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA))
+	if (ngq_tls_init(c, GNUTLS_CLIENT, c->cl->creds->cred))
 		return -1;
-	c->ref.get_conn = get_conn;
-	c->ref.user_data = c;
-	gnutls_session_set_ptr(c->tls, &c->ref);
-	if (gnutls_priority_set_direct(c->tls, NGQC_PRIORITY, NULL) ||
-	    ngtcp2_crypto_gnutls_configure_client_session(c->tls) ||
-	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE,
-				   c->creds->cred) ||
-	    gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY))
-		return -1;
-	if (!literal && gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, c->name,
-					       strlen(c->name)))
+	if (!literal &&
+	    gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, name, strlen(name)))
 		return -1;
 	return 0;
 }
@@ -526,20 +341,21 @@ static int tls_new(struct ngqc_conn *c)
  *
  * Return: 0, or -1.
  */
-static int conn_new(struct ngqc_conn *c, const struct ngqc_dial *d,
+static int conn_new(struct ngq_conn *c, const struct ngqc_dial *d,
 		    const struct ngq_path *path, uint64_t now)
 {
-	ngtcp2_path p = {
-		.local = { .addr = (ngtcp2_sockaddr *)path->local,
-			   .addrlen = path->locallen },
-		.remote = { .addr = (ngtcp2_sockaddr *)path->remote,
-			    .addrlen = path->remotelen },
+	ngtcp2_path p = ngq_to_path(path);
+	ngtcp2_callbacks cbs = {
+		.client_initial = ngtcp2_crypto_client_initial_cb,
+		.handshake_completed = on_handshake,
+		.recv_retry = ngtcp2_crypto_recv_retry_cb,
 	};
 	ngtcp2_transport_params params;
 	ngtcp2_settings st;
 	ngtcp2_cid dcid, scid;
 	int cc = ngq_cc_algo(d->cc);
 
+	ngq_callbacks(&cbs);
 	dcid.datalen = NGQ_SCID_LEN;
 	ngq_random(dcid.data, dcid.datalen);
 	scid.datalen = NGQ_SCID_LEN;
@@ -555,8 +371,8 @@ static int conn_new(struct ngqc_conn *c, const struct ngqc_dial *d,
 	params.initial_max_data = d->window;
 	params.max_idle_timeout = NGQC_IDLE;
 	if (ngtcp2_conn_client_new(&c->conn, &dcid, &scid, &p,
-				   NGTCP2_PROTO_VER_V1, &ngqc_callbacks, &st,
-				   &params, NULL, c))
+				   NGTCP2_PROTO_VER_V1, &cbs, &st, &params,
+				   NULL, c))
 		return -1;
 	ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
 	return 0;
@@ -578,215 +394,34 @@ static int conn_new(struct ngqc_conn *c, const struct ngqc_dial *d,
  *
  * Return: 0, or -1 (nothing is left of it).
  */
-int ngqc_connect(struct ngqc_conn **out, const struct ngqc_dial *d,
+int ngqc_connect(struct ngq_conn **out, const struct ngqc_dial *d,
 		 struct ngqc_creds *cr, const struct ngq_path *path,
 		 const struct ngq_cb *cb, void *ud, uint64_t now)
 {
-	struct ngqc_conn *c = calloc(1, sizeof(*c));
+	struct ngq_conn *c = calloc(1, sizeof(*c));
+	struct ngqc_side *cl = calloc(1, sizeof(*cl));
 
-	if (!c) {
+	if (!c || !cl) {
+		free(c);
+		free(cl);
 		ngqc_creds_free(cr);
 		return -1;
 	}
-	c->cb = cb;
-	c->ud = ud;
-	c->sid = -1;
-	c->creds = cr;
+	*c = (struct ngq_conn){
+		.cb = cb, .ud = ud, .sid = -1, .cl = cl, .secret = cl->secret
+	};
+	cl->creds = cr;
 	ngtcp2_connection_close_error_default(&c->ccerr);
-	ngq_random(c->secret, sizeof(c->secret));
-	snprintf(c->name, sizeof(c->name), "%s", d->name);
-	c->pinned = d->pinned;
-	memcpy(c->pin, d->pin, sizeof(c->pin));
+	ngq_random(cl->secret, sizeof(cl->secret));
+	snprintf(cl->name, sizeof(cl->name), "%s", d->name);
+	cl->pinned = d->pinned;
+	memcpy(cl->pin, d->pin, sizeof(cl->pin));
 	if (tls_new(c) || conn_new(c, d, path, now)) {
-		ngqc_free(c);
+		ngq_free(c);
 		return -1;
 	}
 	*out = c;
 	return 0;
-}
-
-/**
- * ngqc_read() - a datagram from the server
- * @c:		the connection
- * @path:	its addresses
- * @pkt:	the datagram
- * @len:	its length
- * @now:	the time, ns
- *
- * Return: enum ngq_state.
- */
-enum ngq_state ngqc_read(struct ngqc_conn *c, const struct ngq_path *path,
-			 const uint8_t *pkt, size_t len, uint64_t now)
-{
-	ngtcp2_path p = {
-		.local = { .addr = (ngtcp2_sockaddr *)path->local,
-			   .addrlen = path->locallen },
-		.remote = { .addr = (ngtcp2_sockaddr *)path->remote,
-			    .addrlen = path->remotelen },
-	};
-	int rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
-
-	switch (rv) {
-	case 0:
-		return NGQ_OK;
-	case NGTCP2_ERR_DRAINING:
-		return NGQ_DRAIN;
-	case NGTCP2_ERR_DROP_CONN:
-		return NGQ_DEAD;
-	case NGTCP2_ERR_CRYPTO:
-		ngtcp2_connection_close_error_set_transport_error_tls_alert(
-			&c->ccerr, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
-		return NGQ_CLOSE;
-	default:
-		ngtcp2_connection_close_error_set_transport_error_liberr(
-			&c->ccerr, rv, NULL, 0);
-		return NGQ_CLOSE;
-	}
-}
-
-/**
- * ngqc_write() - the connection's next packet, with stream bytes if any
- * @c:		the connection
- * @buf:	where to write it
- * @cap:	its size (a datagram's)
- * @iov:	the stream's bytes not yet sent; they must stay where they are
- *		until acknowledged: ngtcp2 keeps pointers, not copies
- * @iovcnt:	how many pieces (2 at most)
- * @fin:	the stream ends after them
- * @taken:	how many of them went into the packet; -1 if no stream frame
- *		did (a FIN alone is 0)
- * @now:	the time, ns
- *
- * The socket is connected: the packet goes to the server.
- *
- * Return: the packet's length, 0 for nothing to send now, or -1 if the
- * connection is to be closed (ngqc_close_pkt()).
- */
-ssize_t ngqc_write(struct ngqc_conn *c, uint8_t *buf, size_t cap,
-		   const struct iovec *iov, int iovcnt, bool fin,
-		   ssize_t *taken, uint64_t now)
-{
-	ngtcp2_vec v[2];
-	ngtcp2_ssize n, nd = -1;
-	int64_t sid = c->sid;
-	uint32_t fl = fin ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0;
-
-	if (iovcnt > 2)
-		iovcnt = 2;
-	for (int i = 0; i < iovcnt; i++)
-		v[i] = (ngtcp2_vec){ iov[i].iov_base, iov[i].iov_len };
-	if (sid < 0 || (!iovcnt && !fin))
-		sid = -1, iovcnt = 0, fl = 0;
-	n = ngtcp2_conn_writev_stream(c->conn, NULL, NULL, buf, cap, &nd, fl,
-				      sid, v, iovcnt, now);
-	if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED ||
-	    n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND)
-		n = ngtcp2_conn_writev_stream(c->conn, NULL, NULL, buf, cap,
-					      &nd, 0, -1, NULL, 0, now);
-	if (n < 0) {
-		ngtcp2_connection_close_error_set_transport_error_liberr(
-			&c->ccerr, (int)n, NULL, 0);
-		return -1;
-	}
-	*taken = nd;
-	return n;
-}
-
-/**
- * ngqc_sent() - the packets ngqc_write() gave are out: pacing counts
- *		 from now
- * @c:		the connection
- * @now:	the time, ns
- */
-void ngqc_sent(struct ngqc_conn *c, uint64_t now)
-{
-	ngtcp2_conn_update_pkt_tx_time(c->conn, now);
-}
-
-/**
- * ngqc_close_pkt() - the CONNECTION_CLOSE that ends a connection
- * @c:		the connection
- * @buf:	where to write it
- * @cap:	its size
- * @now:	the time, ns
- *
- * Why is what ngqc_read(), ngqc_write() or ngqc_timeout() found; if
- * nothing went wrong (the connection behind it ended, or gave up), an
- * application close with no error.
- *
- * Return: its length, or 0 if none can be sent.
- */
-ssize_t ngqc_close_pkt(struct ngqc_conn *c, uint8_t *buf, size_t cap,
-		       uint64_t now)
-{
-	ngtcp2_ssize n;
-
-	if (ngtcp2_conn_is_in_closing_period(c->conn) ||
-	    ngtcp2_conn_is_in_draining_period(c->conn))
-		return 0;
-	if (c->ccerr.type ==
-		    NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT &&
-	    !c->ccerr.error_code)
-		ngtcp2_connection_close_error_set_application_error(&c->ccerr,
-								    0, NULL, 0);
-	n = ngtcp2_conn_write_connection_close(c->conn, NULL, NULL, buf, cap,
-					       &c->ccerr, now);
-	return n < 0 ? 0 : n;
-}
-
-/**
- * ngqc_expiry() - when the connection's next timer is due
- * @c:	the connection
- *
- * Return: the time, ns, or UINT64_MAX for none.
- */
-uint64_t ngqc_expiry(struct ngqc_conn *c)
-{
-	return ngtcp2_conn_get_expiry(c->conn);
-}
-
-/**
- * ngqc_timeout() - the connection's timer is due
- * @c:		the connection
- * @now:	the time, ns
- *
- * Return: NGQ_OK (write what is due), NGQ_DEAD (idle: it ends silently)
- * or NGQ_CLOSE.
- */
-enum ngq_state ngqc_timeout(struct ngqc_conn *c, uint64_t now)
-{
-	int rv = ngtcp2_conn_handle_expiry(c->conn, now);
-
-	if (!rv)
-		return NGQ_OK;
-	if (rv == NGTCP2_ERR_IDLE_CLOSE)
-		return NGQ_DEAD;
-	ngtcp2_connection_close_error_set_transport_error_liberr(&c->ccerr, rv,
-								 NULL, 0);
-	return NGQ_CLOSE;
-}
-
-/**
- * ngqc_consumed() - bytes of the stream were taken: the server may send
- *		     as many more
- * @c:	the connection
- * @n:	how many
- */
-void ngqc_consumed(struct ngqc_conn *c, size_t n)
-{
-	if (c->sid >= 0)
-		ngtcp2_conn_extend_max_stream_offset(c->conn, c->sid, n);
-	ngtcp2_conn_extend_max_offset(c->conn, n);
-}
-
-/**
- * ngqc_reset() - reset the stream both ways (RESET_STREAM, STOP_SENDING)
- * @c:	the connection
- */
-void ngqc_reset(struct ngqc_conn *c)
-{
-	if (c->sid >= 0)
-		ngtcp2_conn_shutdown_stream(c->conn, c->sid, 0);
 }
 
 /**
@@ -828,12 +463,12 @@ static bool close_text(const ngtcp2_connection_close_error *e, char *out,
  * The certificate's complaint if there was one; else what the server
  * said in its CONNECTION_CLOSE; else ngtcp2's error.
  */
-void ngqc_why(struct ngqc_conn *c, char *out, size_t outlen)
+void ngqc_why(struct ngq_conn *c, char *out, size_t outlen)
 {
 	ngtcp2_connection_close_error e;
 
-	if (*c->why) {
-		snprintf(out, outlen, "%s", c->why);
+	if (*c->cl->why) {
+		snprintf(out, outlen, "%s", c->cl->why);
 		return;
 	}
 	ngtcp2_conn_get_connection_close_error(c->conn, &e);
@@ -847,15 +482,12 @@ void ngqc_why(struct ngqc_conn *c, char *out, size_t outlen)
 }
 
 /**
- * ngqc_free() - forget a connection and its credentials
- * @c:	the connection
+ * ngqc_side_free() - forget a connection's client side and its
+ *		      credentials (ngq_free()'s)
+ * @cl:	the client side
  */
-void ngqc_free(struct ngqc_conn *c)
+void ngqc_side_free(struct ngqc_side *cl)
 {
-	if (c->conn)
-		ngtcp2_conn_del(c->conn);
-	if (c->tls)
-		gnutls_deinit(c->tls);
-	ngqc_creds_free(c->creds);
-	free(c);
+	ngqc_creds_free(cl->creds);
+	free(cl);
 }

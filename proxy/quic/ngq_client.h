@@ -2,11 +2,13 @@
 #ifndef SMBSPLICE_NGQ_CLIENT_H
 #define SMBSPLICE_NGQ_CLIENT_H
 
-/* ngq_client.h - the QUIC library's client side behind one door: every
- * ngtcp2 and GnuTLS call of a quic: backend is in ngq_client.c, as the
- * listener's are in ngq.c (whose types it shares: struct ngq_cb,
- * struct ngq_path, enum ngq_state). Nothing here knows of the event loop
- * or of connections; qdial.c drives it with datagrams, times and bytes.
+/* ngq_client.h - the QUIC library's client side behind one door: what a
+ * quic: backend's connection needs beyond the listener's is in
+ * ngq_client.c. Its connection is ngq.h's struct ngq_conn, in the client
+ * role: once ngqc_connect() made it, it is read, written, timed and freed
+ * by ngq.h's calls (ngq_read(), ngq_write() and the rest), the ones a
+ * listener's connection uses. Nothing here knows of the event loop or of
+ * connections; qdial.c drives it with datagrams, times and bytes.
  */
 
 #include <stdbool.h>
@@ -19,7 +21,7 @@
 
 struct sockaddr;
 struct ngqc_creds;
-struct ngqc_conn;
+struct ngq_conn;
 
 /**
  * struct ngqc_dial - what a client connection dials, and how it checks
@@ -45,22 +47,9 @@ int ngqc_creds_load(const char *ca, const char *cert, const char *key,
 		    bool pinned, struct ngqc_creds **out, char *err,
 		    size_t errlen);
 void ngqc_creds_free(struct ngqc_creds *cr);
-int ngqc_connect(struct ngqc_conn **out, const struct ngqc_dial *d,
+int ngqc_connect(struct ngq_conn **out, const struct ngqc_dial *d,
 		 struct ngqc_creds *cr, const struct ngq_path *path,
 		 const struct ngq_cb *cb, void *ud, uint64_t now);
-enum ngq_state ngqc_read(struct ngqc_conn *c, const struct ngq_path *path,
-			 const uint8_t *pkt, size_t len, uint64_t now);
-ssize_t ngqc_write(struct ngqc_conn *c, uint8_t *buf, size_t cap,
-		   const struct iovec *iov, int iovcnt, bool fin,
-		   ssize_t *taken, uint64_t now);
-void ngqc_sent(struct ngqc_conn *c, uint64_t now);
-ssize_t ngqc_close_pkt(struct ngqc_conn *c, uint8_t *buf, size_t cap,
-		       uint64_t now);
-uint64_t ngqc_expiry(struct ngqc_conn *c);
-enum ngq_state ngqc_timeout(struct ngqc_conn *c, uint64_t now);
-void ngqc_consumed(struct ngqc_conn *c, size_t n);
-void ngqc_reset(struct ngqc_conn *c);
-void ngqc_why(struct ngqc_conn *c, char *out, size_t outlen);
-void ngqc_free(struct ngqc_conn *c);
+void ngqc_why(struct ngq_conn *c, char *out, size_t outlen);
 
 #endif /* SMBSPLICE_NGQ_CLIENT_H */

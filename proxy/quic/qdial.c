@@ -132,35 +132,6 @@ static struct qbufs *bufs(void)
 }
 
 /**
- * now_ns() - the time for ngtcp2
- *
- * Return: CLOCK_MONOTONIC, ns.
- */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/**
- * qdial_end() - mark the dial to end, saying so to the server or not
- * @q:		the dial
- * @send_close:	send a CONNECTION_CLOSE (ngq.c chooses the code)
- *
- * Only marked: it may be inside an ngq_client.c callback; qdial_settle()
- * frees it.
- */
-void qdial_end(struct qdial *q, bool send_close)
-{
-	if (q->dead)
-		return;
-	q->dead = true;
-	q->send_close = send_close;
-}
-
-/**
  * send_batch() - send packets written one after another
  * @q:		the dial
  * @b:		the packets
@@ -195,22 +166,13 @@ static void send_batch(struct qdial *q, uint8_t *b, size_t used, size_t seg,
  */
 static void arm_timer(struct qdial *q, bool soon)
 {
-	uint64_t exp = ngqc_expiry(q->nc), now = now_ns();
-	double after;
+	uint64_t exp = ngq_expiry(q->b.nc), now = quic_now();
 
 	/* Half-closed by the connection: look each second whether it has
 	 * gone, for a server that never ends its side (settle()). */
-	if (q->s_fin && !q->r_shut && exp > now + QDIAL_GONE_NS)
+	if (q->b.s_fin && !q->b.r_shut && exp > now + QDIAL_GONE_NS)
 		exp = now + QDIAL_GONE_NS;
-	ev_timer_stop(q->loop, &q->timer);
-	if (soon)
-		after = 0.;
-	else if (exp == UINT64_MAX)
-		return;
-	else
-		after = exp > now ? (double)(exp - now) / 1e9 : 0.;
-	ev_timer_set(&q->timer, after, 0.);
-	ev_timer_start(q->loop, &q->timer);
+	quic_timer_arm(q->b.loop, &q->timer, exp, now, soon);
 }
 
 /**
@@ -226,16 +188,14 @@ static ssize_t write_one(struct qdial *q, uint8_t *buf, uint64_t now)
 {
 	struct iovec iov[2];
 	ssize_t taken = -1, len;
-	bool fin = q->opened && q->s_eof && !q->s_fin;
-	int n = q->opened ? qdial_bridge_iov(q, iov) : 0;
+	bool fin;
+	int n = qbridge_next(&q->b, iov, &fin);
 
-	len = ngqc_write(q->nc, buf, QUIC_DGRAM, iov, n, fin, &taken, now);
+	len = ngq_write(q->b.nc, buf, QUIC_DGRAM, iov, n, fin, &taken, NULL,
+			NULL, now);
 	if (len < 0)
 		return -1;
-	if (taken > 0)
-		q->s_sent += taken;
-	if (fin && taken >= 0 && q->s_sent == q->s_tail)
-		q->s_fin = true;
+	qbridge_sent(&q->b, taken, fin);
 	return len;
 }
 
@@ -249,7 +209,7 @@ static ssize_t write_one(struct qdial *q, uint8_t *buf, uint64_t now)
 static void flush(struct qdial *q)
 {
 	struct qbufs *tb = bufs(); /* made by qdial_start() */
-	uint64_t now = now_ns();
+	uint64_t now = quic_now();
 	size_t used = 0, seg = 0;
 	unsigned n = 0;
 	int i;
@@ -258,7 +218,7 @@ static void flush(struct qdial *q)
 		ssize_t len = write_one(q, tb->g + used, now);
 
 		if (len < 0) {
-			qdial_end(q, true);
+			qbridge_end(&q->b, true);
 			break;
 		}
 		if (!len)
@@ -279,9 +239,9 @@ static void flush(struct qdial *q)
 	}
 	if (n)
 		send_batch(q, tb->g, used, seg, n);
-	if (q->dead)
+	if (q->b.dead)
 		return;
-	ngqc_sent(q->nc, now);
+	ngq_sent(q->b.nc, now);
 	arm_timer(q, i == QDIAL_SEND_BURST);
 }
 
@@ -307,19 +267,14 @@ static void dial_close(struct qdial *q)
 	if (q->closed)
 		return;
 	q->closed = true;
-	ev_io_stop(q->loop, &q->uio);
-	ev_io_stop(q->loop, &q->rio);
-	ev_io_stop(q->loop, &q->wio);
-	ev_timer_stop(q->loop, &q->timer);
-	if (q->nc)
-		ngqc_free(q->nc);
-	q->nc = NULL;
-	if (q->fd >= 0)
-		close(q->fd);
-	q->fd = -1;
+	ev_io_stop(q->b.loop, &q->uio);
+	ev_timer_stop(q->b.loop, &q->timer);
+	qbridge_close(&q->b);
+	if (q->b.nc)
+		ngq_free(q->b.nc);
+	q->b.nc = NULL;
 	close(q->ufd);
-	free(q->sbuf);
-	q->sbuf = NULL;
+	qbridge_free(&q->b);
 	budget_give(q->fds, QDIAL_FDS);
 }
 
@@ -349,16 +304,16 @@ static void finish(struct qdial *q)
 	char why[320];
 	ssize_t len;
 
-	if (q->send_close && q->nc) {
-		len = ngqc_close_pkt(q->nc, pkt, sizeof(pkt), now_ns());
+	if (q->b.send_close && q->b.nc) {
+		len = ngq_close_pkt(q->b.nc, pkt, sizeof(pkt), quic_now());
 		if (len > 0)
 			while (send(q->ufd, pkt, len, 0) < 0 && errno == EINTR)
 				;
 	}
 	if (done && *q->why)
 		snprintf(why, sizeof(why), "%s", q->why);
-	else if (done && q->nc)
-		ngqc_why(q->nc, why, sizeof(why));
+	else if (done && q->b.nc)
+		ngqc_why(q->b.nc, why, sizeof(why));
 	else if (done)
 		snprintf(why, sizeof(why), "the QUIC connection failed");
 	if (!done && q->told && !q->released) {
@@ -387,9 +342,9 @@ static void server_gone(struct qdial *q)
 {
 	q->gone = true;
 	q->done = NULL;
-	ev_io_stop(q->loop, &q->uio);
-	ev_io_stop(q->loop, &q->rio);
-	ev_timer_stop(q->loop, &q->timer);
+	ev_io_stop(q->b.loop, &q->uio);
+	ev_io_stop(q->b.loop, &q->b.rio);
+	ev_timer_stop(q->b.loop, &q->timer);
 }
 
 /**
@@ -398,31 +353,34 @@ static void server_gone(struct qdial *q)
  * @q:		the dial, freed here if it ended
  * @s:		enum ngq_state
  */
-void qdial_settle(struct qdial *q, enum ngq_state s)
+static void qdial_settle(struct qdial *q, enum ngq_state s)
 {
-	if (s != NGQ_OK && q->told && q->r_fin && !q->gone)
+	if (s != NGQ_OK && q->told && q->b.r_fin && !q->gone)
 		server_gone(q);
 	else if (s == NGQ_CLOSE)
-		qdial_end(q, true);
+		qbridge_end(&q->b, true);
 	else if (s != NGQ_OK)
-		qdial_end(q, false);
-	if (!q->dead)
-		qdial_push(q);
-	if (!q->dead && q->gone && q->r_shut)
-		qdial_end(q, false); /* the server's last byte is delivered */
-	if (!q->dead && q->opened && q->s_fin && q->s_acked == q->s_tail &&
-	    (q->r_shut || qdial_peer_gone(q))) {
-		q->done = NULL;	    /* a clean end, nothing to tell */
-		qdial_end(q, true); /* over both ways, or nobody is left to
-				     * read the server's: a close, no error */
+		qbridge_end(&q->b, false);
+	if (!q->b.dead)
+		qbridge_push(&q->b);
+	if (!q->b.dead && q->gone && q->b.r_shut)
+		qbridge_end(&q->b,
+			    false); /* the server's last byte is delivered */
+	if (!q->b.dead && q->b.opened && q->b.s_fin &&
+	    q->b.s_acked == q->b.s_tail &&
+	    (q->b.r_shut || qbridge_peer_gone(&q->b))) {
+		q->done = NULL; /* a clean end, nothing to tell */
+		qbridge_end(&q->b,
+			    true); /* over both ways, or nobody is left to
+				    * read the server's: a close, no error */
 	}
-	if (!q->dead && !q->gone)
+	if (!q->b.dead && !q->gone)
 		flush(q);
-	if (q->dead) {
+	if (q->b.dead) {
 		finish(q);
 		return;
 	}
-	if (q->opened && !q->told && q->done) {
+	if (q->b.opened && !q->told && q->done) {
 		q->told = true; /* last: the owner may let go of it */
 		q->done(q->ctx, NULL);
 	}
@@ -447,8 +405,8 @@ static enum ngq_state read_run(struct qdial *q, const struct ngq_path *p,
 	if (m->msg_hdr.msg_flags & MSG_TRUNC)
 		return NGQ_OK; /* cut: a loss, which QUIC recovers */
 	for (size_t at = 0; at < len && s == NGQ_OK; at += seg)
-		s = ngqc_read(q->nc, p, buf + at,
-			      len - at < seg ? len - at : seg, now_ns());
+		s = ngq_read(q->b.nc, p, buf + at,
+			     len - at < seg ? len - at : seg, quic_now());
 	return s;
 }
 
@@ -482,7 +440,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 			};
 		}
 		n = recvmmsg(q->ufd, tb->msgs, QDIAL_RECV_BATCH, 0, NULL);
-		if (n < 0 && errno == ECONNREFUSED && !q->opened) {
+		if (n < 0 && errno == ECONNREFUSED && !q->b.opened) {
 			/* An ICMP port unreachable: nothing listens there,
 			 * as a refused TCP connect says. */
 			snprintf(
@@ -508,8 +466,84 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct qdial *q = t->data;
 
-	qdial_settle(q, ngqc_timeout(q->nc, now_ns()));
+	qdial_settle(q, ngq_timeout(q->b.nc, quic_now()));
 }
+
+/**
+ * on_open() - ngq_client.c: the handshake is over and the stream open
+ * @ud:		the dial's bridge
+ * @sid:	the stream
+ *
+ * The owner is told once the datagrams that brought it are read
+ * (qdial_settle()), not from inside ngtcp2.
+ *
+ * Return: 0.
+ */
+static int on_open(void *ud, int64_t sid)
+{
+	qbridge_open(ud);
+	return 0;
+}
+
+/**
+ * on_reset() - ngq_client.c: the server reset the stream or asked it
+ *		stopped: both ends close
+ * @ud:		the dial's bridge
+ */
+static void on_reset(void *ud)
+{
+	struct qdial *q = QBRIDGE_OWNER(ud, struct qdial);
+
+	if (!q->b.dead)
+		snprintf(q->why, sizeof(q->why),
+			 "the server reset the QUIC stream");
+	qbridge_end(&q->b, true);
+}
+
+/**
+ * on_cid_add() - ngq_client.c: an ID to route by; a connected socket
+ *		  needs none
+ * @ud:		unused
+ * @id:		unused
+ * @len:	unused
+ *
+ * Return: 0.
+ */
+static int on_cid_add(void *ud, const uint8_t *id, size_t len)
+{
+	return 0;
+}
+
+/**
+ * on_cid_del() - ngq_client.c: an ID retired; nothing routes by it
+ * @ud:		unused
+ * @id:		unused
+ * @len:	unused
+ */
+static void on_cid_del(void *ud, const uint8_t *id, size_t len)
+{
+}
+
+/* What the dial's QUIC side tells this file and bridge.c. */
+static const struct ngq_cb qdial_cb = {
+	.stream_open = on_open,
+	.stream_data = qbridge_data,
+	.stream_reset = on_reset,
+	.stream_acked = qbridge_acked,
+	.cid_add = on_cid_add,
+	.cid_del = on_cid_del,
+};
+
+/**
+ * on_settle() - bridge.c: act on what the bridge did
+ * @b:	the dial's bridge
+ */
+static void on_settle(struct qbridge *b)
+{
+	qdial_settle(QBRIDGE_OWNER(b, struct qdial), NGQ_OK);
+}
+
+static const struct qbridge_ops qdial_bridge_ops = { .settle = on_settle };
 
 /**
  * backend_host() - the HOST of a backend's quic:HOST:PORT, the default
@@ -553,27 +587,26 @@ static struct qdial *dial_new(const struct qdial_req *r, int udp, int *fd,
 	struct qdial *q = calloc(1, sizeof(*q));
 	int sv[2], e;
 
-	if (!q || !(q->sbuf = malloc(QUIC_SBUF + QUIC_RWIN)) ||
+	if (!q || qbridge_rings(&q->b) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		       sv)) {
 		e = errno;
 		snprintf(err, errlen, "no memory or socket for a QUIC dial: %s",
 			 strerror(e));
 		if (q)
-			free(q->sbuf);
+			qbridge_free(&q->b);
 		free(q);
 		close(udp);
 		errno = e;
 		return NULL;
 	}
-	q->rbuf = q->sbuf + QUIC_SBUF;
-	q->loop = r->loop;
+	qbridge_init(&q->b, r->loop, &qdial_bridge_ops);
 	q->fds = &r->px->limits.fds;
 	q->done = r->done;
 	q->ctx = r->ctx;
 	q->ufd = udp;
 	sock_gro_on(udp); /* without, a read is one datagram: slower, no less */
-	q->fd = sv[0];
+	qbridge_set_fd(&q->b, sv[0]);
 	*fd = sv[1];
 	snprintf(q->what, sizeof(q->what), "listener %s: backend %s", lo->name,
 		 lo->backend[be].text);
@@ -583,7 +616,6 @@ static struct qdial *dial_new(const struct qdial_req *r, int udp, int *fd,
 	q->remotelen = lo->backend[be].len;
 	ev_io_init(&q->uio, on_readable, q->ufd, EV_READ);
 	q->uio.data = q;
-	qdial_bridge_init(q);
 	ev_timer_init(&q->timer, on_timer, 0., 0.);
 	q->timer.data = q;
 	return q;
@@ -597,7 +629,7 @@ static struct qdial *dial_new(const struct qdial_req *r, int udp, int *fd,
  * @err:	buffer for one line saying why not
  * @errlen:	its size
  *
- * Return: 0, or -1 with @err set (@q->nc is NULL then).
+ * Return: 0, or -1 with @err set (@q->b.nc is NULL then).
  */
 static int dial_quic(struct qdial *q, const struct listen_opts *lo,
 		     const struct ngqc_dial *d, char *err, size_t errlen)
@@ -609,8 +641,8 @@ static int dial_quic(struct qdial *q, const struct listen_opts *lo,
 			    lo->quic_client_key, d->pinned, &cr, err, errlen))
 		return -1;
 	path(q, &p);
-	if (ngqc_connect(&q->nc, d, cr, &p, &qdial_cb, q, now_ns())) {
-		q->nc = NULL;
+	if (ngqc_connect(&q->b.nc, d, cr, &p, &qdial_cb, &q->b, quic_now())) {
+		q->b.nc = NULL;
 		snprintf(err, errlen, "QUIC: no memory for a connection");
 		return -1;
 	}
@@ -663,9 +695,9 @@ static int dial_start(const struct qdial_req *r, int udp, struct qdial **out,
 		errno = EINVAL;
 		return -1;
 	}
-	ev_io_start(q->loop, &q->uio);
+	ev_io_start(q->b.loop, &q->uio);
 	flush(q); /* the first Initial */
-	if (q->dead) {
+	if (q->b.dead) {
 		snprintf(err, errlen,
 			 "QUIC: the first Initial could not be made");
 		close(*fd);
@@ -729,8 +761,8 @@ void qdial_cancel(struct qdial *q)
 	if (!q)
 		return;
 	q->done = NULL;
-	q->dead = true;
-	q->send_close = true;
+	q->b.dead = true;
+	q->b.send_close = true;
 	finish(q);
 }
 
@@ -756,6 +788,21 @@ void qdial_release(struct qdial *q)
 		q->done = NULL;
 		q->released = true;
 	}
+}
+
+/**
+ * qdial_figures() - a dial's QUIC figures, for ctl
+ * @q:		the dial, or NULL
+ * @out:	filled in
+ *
+ * Return: true if its QUIC connection is still there to ask.
+ */
+bool qdial_figures(const struct qdial *q, struct quic_figures *out)
+{
+	if (!q || q->closed || !q->b.nc)
+		return false;
+	ngq_info(q->b.nc, out);
+	return true;
 }
 
 /**

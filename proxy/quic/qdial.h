@@ -16,6 +16,7 @@ struct dial_req;
 struct listen_opts;
 struct proxy;
 struct qdial;
+struct quic_figures;
 
 /**
  * typedef qdial_done_fn - how a dial ends, told once
@@ -54,6 +55,7 @@ void qdial_cancel(struct qdial *q);
 void qdial_release(struct qdial *q);
 int qdial_check(const struct listen_opts *lo, char *err, size_t errlen);
 bool qdial_any(const struct listen_opts *lo);
+bool qdial_figures(const struct qdial *q, struct quic_figures *out);
 
 struct health_quic;
 const struct health_quic *qdial_health(void);

@@ -92,3 +92,15 @@ const struct health_quic *qdial_health(void)
 {
 	return NULL;
 }
+
+/**
+ * qdial_figures() - no dial runs in this build
+ * @q:		unused
+ * @out:	unused
+ *
+ * Return: false.
+ */
+bool qdial_figures(const struct qdial *q, struct quic_figures *out)
+{
+	return false;
+}

@@ -3,7 +3,7 @@
 #define SMBSPLICE_QUIC_T_H
 
 /* quic-t.h - the QUIC listener's and connection's state, for quic.c,
- * stateless.c and bridge.c alone.
+ * stateless.c, stream.c and udp.c alone.
  */
 
 #include <ev.h>
@@ -14,6 +14,7 @@
 
 #include "core/limits.h"
 #include "io/sock.h"
+#include "quic/bridge-t.h"
 #include "quic/ngq.h"
 
 /* Connection IDs routed per connection: ngtcp2 offers the client up to 8
@@ -21,12 +22,6 @@
 #define QUIC_CIDS 12
 /* Buckets of a listener's connection ID table (a power of 2). */
 #define QUIC_BUCKETS 1024
-/* Bytes of the stream kept for the client until it acknowledges them,
- * and the window it may send ahead into the socketpair (powers of 2): a
- * window per round trip is the most a stream moves, and 1 MiB is
- * 200 Mbit/s at 40 ms. */
-#define QUIC_SBUF (1u << 20)
-#define QUIC_RWIN (1u << 20)
 /* How long a connection whose stream is over both ways waits for the
  * client to close it: closing first could lose the client's last read
  * (a client's stream may fail at a close before it read the FIN). */
@@ -217,8 +212,11 @@ struct qlistener {
 
 /**
  * struct qconn - one QUIC connection and its stream's bridge
+ * @b:		its stream's bridge to the socketpair, and the QUIC
+ *		connection (ngq.c); first, so that ngq.c's callbacks,
+ *		whose argument is @b, find the connection at the same
+ *		address
  * @ql:		its listener
- * @nc:		the QUIC connection (ngq.c)
  * @cids:	the IDs it is found by
  * @peer:	the client's address as last seen
  * @peerlen:	its length
@@ -227,21 +225,6 @@ struct qlistener {
  * @pathlen:	its length
  * @key:	the client as the caps count it (admit_client())
  * @timer:	ngtcp2's next expiry
- * @fd:		our end of the socketpair, -1 before the stream opens
- * @rio:	@fd readable: bytes for the client
- * @wio:	@fd writable: room for the client's bytes
- * @sbuf:	the client's bytes ring: read from @fd, sent, kept until
- *		acknowledged (QUIC_SBUF)
- * @s_acked:	stream offset acknowledged by the client
- * @s_sent:	stream offset handed to ngtcp2
- * @s_tail:	stream offset read from @fd
- * @rbuf:	the client's bytes that @fd did not take yet (QUIC_RWIN)
- * @r_head:	offset written to @fd
- * @r_tail:	offset received
- * @s_eof:	@fd said end of file: the stream's FIN is due
- * @s_fin:	the FIN went out
- * @r_fin:	the client's FIN came
- * @r_shut:	and @fd was shut for writing after the last byte
  * @open_by:	when the connection closes if the client has opened no
  *		stream: --handshake-timeout after its first Initial, so
  *		that a client cannot hold an admission and three
@@ -251,16 +234,17 @@ struct qlistener {
  *		once the stream is over both ways, 0 before
  * @dirty:	in its listener's @dirty
  * @pend:	what the batch's datagrams said of it (enum ngq_state)
- * @opened:	the stream became a connection: it holds the admission and
- *		two descriptors; before, this does
- * @dead:	to be freed once the callback that found it returns
- * @send_close:	and a CONNECTION_CLOSE sent first
+ * @conn_id:	the connection its stream became (struct conn.id), 0
+ *		before, for quic_figures()
+ *
+ * Its stream became a connection when @b.opened: that connection holds
+ * the admission and two descriptors from then on; before, this does.
  * @next:	the listener's list
  * @prev:	the link to this one
  */
 struct qconn {
+	struct qbridge b;
 	struct qlistener *ql;
-	struct ngq_conn *nc;
 	struct qcid cids[QUIC_CIDS];
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
@@ -268,31 +252,17 @@ struct qconn {
 	socklen_t pathlen;
 	struct source_key key;
 	ev_timer timer;
-	int fd;
-	ev_io rio, wio;
-	uint8_t *sbuf;
-	uint64_t s_acked, s_sent, s_tail;
-	uint8_t *rbuf;
-	uint64_t r_head, r_tail;
-	bool s_eof, s_fin, r_fin, r_shut;
 	uint64_t open_by, done_at;
 	bool dirty;
 	enum ngq_state pend;
-	bool opened, dead, send_close;
+	uint64_t conn_id;
 	struct qconn *next, **prev;
 };
 
-/* bridge.c */
-int quic_bridge_open(void *ud, int64_t sid);
-int quic_bridge_data(void *ud, const uint8_t *d, size_t n, bool fin);
-void quic_bridge_reset(void *ud);
-void quic_bridge_acked(void *ud, uint64_t n);
-void quic_bridge_init(struct qconn *qc);
-void quic_bridge_close(struct qconn *qc);
-void quic_bridge_free(struct qconn *qc);
-bool quic_bridge_done(const struct qconn *qc);
-int quic_bridge_iov(struct qconn *qc, struct iovec *iov);
-void quic_bridge_push(struct qconn *qc);
+/* stream.c */
+extern const struct qbridge_ops quic_bridge_ops;
+int quic_stream_open(void *ud, int64_t sid);
+void quic_stream_reset(void *ud);
 
 /* udp.c */
 void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
@@ -319,7 +289,6 @@ bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
 		      const struct sockaddr *peer, socklen_t peerlen);
 
 /* quic.c */
-uint64_t quic_now(void);
 void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 		   socklen_t peerlen, const uint8_t *pkt, size_t len,
 		   const struct ngq_retry *rt);

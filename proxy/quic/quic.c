@@ -52,19 +52,6 @@ bool quic_built(void)
 }
 
 /**
- * quic_now() - the time for ngtcp2
- *
- * Return: CLOCK_MONOTONIC, ns.
- */
-uint64_t quic_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/**
  * cid_hash() - a connection ID's bucket
  * @id:		its bytes (random: ours are, and a client's own only hurt
  *		that client)
@@ -172,7 +159,7 @@ static void quic_cid_del(struct qconn *qc, const uint8_t *id, size_t len)
  */
 static int on_cid_add(void *ud, const uint8_t *id, size_t len)
 {
-	return quic_cid_add(ud, id, len);
+	return quic_cid_add(QBRIDGE_OWNER(ud, struct qconn), id, len);
 }
 
 /**
@@ -183,7 +170,7 @@ static int on_cid_add(void *ud, const uint8_t *id, size_t len)
  */
 static void on_cid_del(void *ud, const uint8_t *id, size_t len)
 {
-	quic_cid_del(ud, id, len);
+	quic_cid_del(QBRIDGE_OWNER(ud, struct qconn), id, len);
 }
 
 /**
@@ -197,7 +184,7 @@ static void on_cid_del(void *ud, const uint8_t *id, size_t len)
  */
 static void on_migrated(void *ud, const struct sockaddr *to, size_t tolen)
 {
-	struct qconn *qc = ud;
+	struct qconn *qc = QBRIDGE_OWNER(ud, struct qconn);
 
 	if (tolen == qc->pathlen && !memcmp(to, &qc->path, tolen))
 		return;
@@ -215,7 +202,7 @@ static void on_migrated(void *ud, const struct sockaddr *to, size_t tolen)
  */
 static void on_cert_denied(void *ud, const char *why)
 {
-	struct qconn *qc = ud;
+	struct qconn *qc = QBRIDGE_OWNER(ud, struct qconn);
 	char text[64];
 
 	counter_add(&qc->ql->qst->certs_denied, 1);
@@ -224,12 +211,12 @@ static void on_cert_denied(void *ud, const char *why)
 		 qc->ql->l->name, why);
 }
 
-/* What a connection's QUIC side tells this file and bridge.c. */
+/* What a connection's QUIC side tells this file, stream.c and bridge.c. */
 static const struct ngq_cb quic_cb = {
-	.stream_open = quic_bridge_open,
-	.stream_data = quic_bridge_data,
-	.stream_reset = quic_bridge_reset,
-	.stream_acked = quic_bridge_acked,
+	.stream_open = quic_stream_open,
+	.stream_data = qbridge_data,
+	.stream_reset = quic_stream_reset,
+	.stream_acked = qbridge_acked,
 	.cid_add = on_cid_add,
 	.cid_del = on_cid_del,
 	.migrated = on_migrated,
@@ -257,23 +244,13 @@ static void conn_path(const struct qconn *qc, struct ngq_path *p)
  */
 static void arm_timer(struct qconn *qc, bool soon)
 {
-	struct ev_loop *loop = qc->ql->qh->acc->loop;
-	uint64_t exp = ngq_expiry(qc->nc), now = quic_now();
-	double after;
+	uint64_t exp = ngq_expiry(qc->b.nc);
 
 	if (qc->done_at && qc->done_at < exp)
 		exp = qc->done_at;
-	if (!qc->opened && qc->open_by < exp)
+	if (!qc->b.opened && qc->open_by < exp)
 		exp = qc->open_by;
-	ev_timer_stop(loop, &qc->timer);
-	if (soon)
-		after = 0.;
-	else if (exp == UINT64_MAX)
-		return;
-	else
-		after = exp > now ? (double)(exp - now) / 1e9 : 0.;
-	ev_timer_set(&qc->timer, after, 0.);
-	ev_timer_start(loop, &qc->timer);
+	quic_timer_arm(qc->b.loop, &qc->timer, exp, quic_now(), soon);
 }
 
 /**
@@ -293,31 +270,28 @@ static void quic_conn_flush(struct qconn *qc)
 	int i;
 
 	for (i = 0; i < QUIC_SEND_BURST; i++) {
-		int n = quic_bridge_iov(qc, iov);
-		bool fin = qc->s_eof && !qc->s_fin;
+		bool fin;
+		int n = qbridge_next(&qc->b, iov, &fin);
 		size_t tolen = sizeof(to), cap;
 		uint8_t *buf = quic_batch_room(ql, &b, &cap);
 		ssize_t taken = -1, len;
 
-		len = ngq_write(qc->nc, buf, cap, iov, n, fin, &taken,
+		len = ngq_write(qc->b.nc, buf, cap, iov, n, fin, &taken,
 				(struct sockaddr *)&to, &tolen, now);
 		if (len < 0) {
 			quic_conn_end(qc, true);
 			break;
 		}
-		if (taken > 0)
-			qc->s_sent += taken;
-		if (fin && taken >= 0 && qc->s_sent == qc->s_tail)
-			qc->s_fin = true;
+		qbridge_sent(&qc->b, taken, fin);
 		if (!len)
 			break;
 		quic_batch_add(ql, &b, len, (struct sockaddr *)&to, tolen);
 	}
 	if (b.n)
 		quic_batch_send(ql, &b);
-	if (qc->dead)
+	if (qc->b.dead)
 		return;
-	ngq_sent(qc->nc, now);
+	ngq_sent(qc->b.nc, now);
 	arm_timer(qc, i == QUIC_SEND_BURST);
 }
 
@@ -339,8 +313,8 @@ static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
 				  closelen);
 			cid_unlink(ql, &qc->cids[i]);
 		}
-	quic_bridge_close(qc);
-	if (!qc->opened) {
+	qbridge_close(&qc->b);
+	if (!qc->b.opened) {
 		/* The stream never became a connection: what it would have
 		 * taken over is given back here. */
 		limits_release(&acc->px->limits, &qc->key,
@@ -348,9 +322,9 @@ static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
 		acc->ops->unreserve(acc->host);
 	}
 	budget_give(&acc->px->limits.fds, 1);
-	if (qc->nc)
-		ngq_free(qc->nc);
-	quic_bridge_free(qc);
+	if (qc->b.nc)
+		ngq_free(qc->b.nc);
+	qbridge_free(&qc->b);
 	*qc->prev = qc->next;
 	if (qc->next)
 		qc->next->prev = qc->prev;
@@ -373,10 +347,7 @@ static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
  */
 void quic_conn_end(struct qconn *qc, bool send_close)
 {
-	if (qc->dead)
-		return;
-	qc->dead = true;
-	qc->send_close = send_close;
+	qbridge_end(&qc->b, send_close);
 }
 
 /**
@@ -410,11 +381,11 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 		quic_conn_end(qc, true);
 	else if (s != NGQ_OK)
 		quic_conn_end(qc, false);
-	if (!qc->dead)
-		quic_bridge_push(qc);
-	if (!qc->dead && !qc->opened && quic_now() >= qc->open_by)
+	if (!qc->b.dead)
+		qbridge_push(&qc->b);
+	if (!qc->b.dead && !qc->b.opened && quic_now() >= qc->open_by)
 		no_stream(qc);
-	if (!qc->dead && quic_bridge_done(qc)) {
+	if (!qc->b.dead && qbridge_done(&qc->b)) {
 		uint64_t now = quic_now();
 
 		if (!qc->done_at)
@@ -422,12 +393,12 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 		else if (now >= qc->done_at)
 			quic_conn_end(qc, true);
 	}
-	if (!qc->dead)
+	if (!qc->b.dead)
 		quic_conn_flush(qc);
-	if (!qc->dead)
+	if (!qc->b.dead)
 		return;
-	len = qc->send_close && qc->nc
-		      ? ngq_close_pkt(qc->nc, buf, sizeof(buf), quic_now())
+	len = qc->b.send_close && qc->b.nc
+		      ? ngq_close_pkt(qc->b.nc, buf, sizeof(buf), quic_now())
 		      : 0;
 	if (len > 0)
 		quic_udp_send(qc->ql, buf, len, (struct sockaddr *)&qc->peer,
@@ -445,7 +416,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct qconn *qc = t->data;
 
-	quic_conn_settle(qc, ngq_timeout(qc->nc, quic_now()));
+	quic_conn_settle(qc, ngq_timeout(qc->b.nc, quic_now()));
 }
 
 /**
@@ -567,10 +538,9 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	qc->peerlen = peerlen;
 	memcpy(&qc->path, peer, peerlen);
 	qc->pathlen = peerlen;
-	qc->fd = -1;
 	ev_timer_init(&qc->timer, on_timer, 0., 0.);
 	qc->timer.data = qc;
-	quic_bridge_init(qc);
+	qbridge_init(&qc->b, ql->qh->acc->loop, &quic_bridge_ops);
 	qc->next = ql->conns;
 	if (qc->next)
 		qc->next->prev = &qc->next;
@@ -579,16 +549,16 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	counter_add(&ql->st.active, 1);
 	conn_path(qc, &p);
 	if (ngq_accept(
-		    &qc->nc, ql->creds, ql->secret, &p, pkt, len,
+		    &qc->b.nc, ql->creds, ql->secret, &p, pkt, len,
 		    &(struct ngq_tune){ QUIC_RWIN, ql->cfg->o.cc[SIDE_CLIENT] },
-		    rt, &quic_cb, qc, quic_now())) {
-		qc->nc = NULL;
+		    rt, &quic_cb, &qc->b, quic_now())) {
+		qc->b.nc = NULL;
 		conn_free(qc, NULL, 0);
 		return;
 	}
 	counter_add(&ql->st.handshakes, 1);
 	counter_add(&ql->qst->handshakes, 1);
-	mark(qc, ngq_read(qc->nc, &p, pkt, len, quic_now()));
+	mark(qc, ngq_read(qc->b.nc, &p, pkt, len, quic_now()));
 }
 
 /**
@@ -639,7 +609,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 	memcpy(&qc->peer, peer, peerlen);
 	qc->peerlen = peerlen;
 	conn_path(qc, &p);
-	mark(qc, ngq_read(qc->nc, &p, buf, len, quic_now()));
+	mark(qc, ngq_read(qc->b.nc, &p, buf, len, quic_now()));
 }
 
 /**

@@ -11,6 +11,7 @@ struct acceptor;
 struct listen_opts;
 struct listener;
 struct qlistener;
+struct quic_figures;
 
 /**
  * struct quic_host - a worker's QUIC listeners
@@ -41,5 +42,6 @@ void quic_drain_all(struct quic_host *qh);
 void quic_remove_all(struct quic_host *qh);
 int quic_check_listener(const struct listen_opts *o, char *err, size_t errlen);
 bool quic_built(void);
+bool quic_figures(struct quic_host *qh, uint64_t id, struct quic_figures *out);
 
 #endif /* SMBSPLICE_QUIC_H */

@@ -134,3 +134,16 @@ void quic_drain_all(struct quic_host *qh)
 void quic_remove_all(struct quic_host *qh)
 {
 }
+
+/**
+ * quic_figures() - no QUIC connection carries anything in this build
+ * @qh:		unused
+ * @id:		unused
+ * @out:	unused
+ *
+ * Return: false.
+ */
+bool quic_figures(struct quic_host *qh, uint64_t id, struct quic_figures *out)
+{
+	return false;
+}

@@ -132,17 +132,57 @@ static void worker_out_of_fds(void *ctx, const char *why)
 	accept_pause_all(&w->acc, why);
 }
 
+/**
+ * worker_quic_figures() - the QUIC figures of a connection whose client
+ *			   side is a stream of this worker's QUIC listeners
+ * @ctx:	the worker
+ * @id:		the connection
+ * @out:	filled in
+ *
+ * Return: true if one carries it.
+ */
+static bool worker_quic_figures(void *ctx, uint64_t id,
+				struct quic_figures *out)
+{
+	struct worker *w = ctx;
+
+	return quic_figures(&w->quic, id, out);
+}
+
+/**
+ * worker_open() - make an accepted client a connection (conn_open())
+ * @h:		the worker's connections
+ * @l:		the listener
+ * @cfg:	its settings
+ * @fd:		the client's socket
+ * @peer:	its address
+ * @key:	its source key, admitted
+ *
+ * Return: the connection's id, 0 if it was refused (no memory): a QUIC
+ * stream keeps it, to find its connection's figures for ctl.
+ */
+static uint64_t worker_open(struct conn_host *h, struct listener *l,
+			    struct lcfg *cfg, int fd,
+			    const struct sockaddr *peer,
+			    const struct source_key *key)
+{
+	h->opened = 0;
+	conn_open(h, l, cfg, fd, peer, key);
+	return h->opened;
+}
+
 /* Where its acceptor's clients become connections. */
 static const struct accept_ops worker_accept_ops = {
 	.reserve = conn_host_reserve,
 	.unreserve = conn_host_unreserve,
-	.open = conn_open,
+	.open = worker_open,
 };
 
 /* What a worker's connections tell it. */
 static const struct conn_host_ops worker_conn_ops = {
 	.out_of_fds = worker_out_of_fds,
 	.ended = worker_conn_ended,
+	.quic_figures = worker_quic_figures,
 };
 
 /**

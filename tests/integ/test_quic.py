@@ -19,7 +19,10 @@ smbsplice's ngtcp2).
 - a client offering another ALPN is refused with alert 120.
 - ctl drain and resume hold and release a QUIC listener.
 - ctl conns shows a QUIC client's stream as a connection from its UDP
-  address.
+  address, with its QUIC figures (version 1, the path with the client's
+  port, 0 < RTT < 1 s, cwnd > 0, bytes in flight, packets lost) in text,
+  --json and ctl conn ID; after smbqc -rebind-after moves the client to a
+  new UDP port, the path's remote address shows the new port.
 - a reload reads the certificate again (a renewal over the same files);
   a reload that removes a QUIC listener lets its connection finish.
 - the closing period: a client whose copy of our CONNECTION_CLOSE was
@@ -271,7 +274,8 @@ def test_no_stream(certs):
 class Relay:
     """A UDP relay between one QUIC client and the listener, that can stop
     carrying packets either way (a path that fails) and remembers what it
-    dropped and the IDs the client names in its short-header packets."""
+    dropped and the IDs the client names in its short-header packets
+    (dcid: the last one)."""
 
     def __init__(self, port):
         self.down = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the client's side
@@ -295,6 +299,7 @@ class Relay:
                     self.client = frm
                     if d[0] & 0x80 == 0 and len(d) > 19:
                         self.dcids.add(d[1:19])
+                        self.dcid = d[1:19]  # the one in use (others may be retired)
                     if not self.cut:
                         self.up.send(d)
                 elif self.cut:
@@ -329,7 +334,7 @@ def test_closing_period(certs):
         close = relay.dropped[-1]
         probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         probe.settimeout(1)
-        dcid = sorted(relay.dcids)[0]
+        dcid = relay.dcid
         got = []
         for _ in range(4):
             probe.sendto(bytes([0x40]) + dcid + os.urandom(40), ("127.0.0.1", q.port))
@@ -538,18 +543,65 @@ def test_allow(certs):
     srv.close()
 
 
+def ctl_text(q, *args):
+    r = subprocess.run([SMBSPLICE, "ctl", "--control", q.control, *args], capture_output=True, text=True,
+                       timeout=30)
+    return r.stdout
+
+
+def quic_plausible(f, what):
+    """A side's QUIC figures as ctl conns --json has them, plausible on
+    loopback: QUIC v1, an RTT above 0 and below 1 s, a congestion window."""
+    check(f is not None and f["version"] == 1 and 0 < f["rtt_ms"] < 1000 and f["cwnd"] > 0
+          and f["bytes_in_flight"] >= 0 and f["lost_packets"] >= 0,
+          f"{what}: QUIC v1, 0 < RTT < 1 s, cwnd > 0, bytes in flight and packets lost counted ({f})")
+
+
+def quic_line(text, side, remote):
+    """The line of ctl's text that gives a side's QUIC figures, with the
+    remote address wanted."""
+    return re.search(rf"^ *quic {side} version 0x00000001 local \S+ remote {re.escape(remote)} "
+                     rf"rtt [0-9.]+ms cwnd [1-9]\d* in_flight \d+ lost \d+$", text, re.M)
+
+
 def test_ctl(q):
-    """A held stream is a row of ctl conns, from the client's UDP port."""
-    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """A held stream is a row of ctl conns, from the client's UDP port,
+    with its QUIC figures (version, path, RTT, cwnd, bytes in flight,
+    packets lost) in ctl conns, --json and ctl conn ID; once the client
+    moved to a new UDP port (smbqc -rebind-after), the path's remote
+    address is the new one."""
+    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "-rebind-after", "3",
+                          "nc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdin.write(b"x")
     p.stdin.flush()
     rows = wait_for("ctl conns shows the QUIC stream", lambda: q.conns(), timeout=10)
+    first = rows[0]["quic_client"]
+    quic_plausible(first, "ctl conns --json: quic_client")
+    check(first["local"] == f"127.0.0.1:{q.port}" and rows[0]["quic_backend"] is None,
+          f"its path's local address is the listener's, and a TCP backend has no QUIC figures ({rows[0]})")
+    check(quic_line(ctl_text(q, "conns"), "client", first["remote"]),
+          "ctl conns (text) gives the QUIC figures under the connection's row")
+    check(quic_line(ctl_text(q, "conn", str(rows[0]["id"])), "client", first["remote"]),
+          "ctl conn ID gives them too")
+    # 1 byte out and 1 back: the third moves the client to a new port.
+    p.stdin.write(b"y")
+    p.stdin.flush()
+    moved = wait_for("ctl conns shows the client's new UDP port",
+                     lambda: [r for r in q.conns() if r["quic_client"] and r["quic_client"]["remote"] != first["remote"]],
+                     timeout=15)
+    quic_plausible(moved[0]["quic_client"], "after the move")
     out, err = p.communicate(timeout=30)
-    m = re.search(r"quic connected \S+:(\d+) ->", err.decode())
-    check(m is not None and len(rows) == 1 and rows[0]["client"] == f"127.0.0.1:{m.group(1)}",
-          f"ctl conns shows the QUIC client's stream as a connection from its UDP address ({rows})")
-    check(out == b"x", "and its byte came back")
+    err = err.decode()
+    m = re.search(r"quic connected \S+:(\d+) ->", err)
+    mv = re.search(r"rebound udp \S+:(\d+) -> \S+:(\d+)", err)
+    check(m is not None and len(rows) == 1 and rows[0]["client"] == f"127.0.0.1:{m.group(1)}"
+          and first["remote"] == rows[0]["client"],
+          f"ctl conns shows the QUIC client's stream as a connection from its UDP address, and the path's "
+          f"remote port is the client's ({rows}; {err.strip()})")
+    check(mv is not None and mv.group(1) == m.group(1)
+          and moved[0]["quic_client"]["remote"] == f"127.0.0.1:{mv.group(2)}",
+          f"after smbqc moved to a new UDP port the path shows it ({moved[0]['quic_client']}; {err.strip()})")
+    check(out == b"xy", f"and its bytes came back ({out})")
 
 
 def rss_kib(pid):

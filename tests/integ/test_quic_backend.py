@@ -14,6 +14,9 @@ listener.
 - --mode tcp through to a TCP echo server: 0 B, 1 MiB, 64 MiB back
   byte-exact over the client's half-close; the server pinned by the
   SHA-256 of its certificate (--quic-pin).
+- ctl conns (--json) and ctl conn ID show the quic: backend's QUIC
+  figures: version 1, the path to quicrelay's port, 0 < RTT < 1 s,
+  cwnd > 0, bytes in flight, packets lost.
 - resets both ways: the server's (RESET_STREAM) resets the client; the
   client's reaches the server as RESET_STREAM, and its backend as a
   reset.
@@ -35,7 +38,9 @@ Skipped (77) with one line when the daemon was built without QUIC or
 quicrelay (tests/quic/bin of the build) is missing.
 """
 import hashlib
+import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -235,6 +240,33 @@ def test_echo(certs, pin):
     return relay
 
 
+def test_ctl(relay, pin):
+    """ctl conns (--json) and ctl conn ID show a quic: backend's QUIC
+    figures: version 1, the path from the dial's UDP socket to quicrelay's
+    port, 0 < RTT < 1 s, cwnd > 0, bytes in flight, packets lost."""
+    ctl = os.path.join(TMPDIR, "ctl-qbackend")
+    px = Proxy(f"quic:127.0.0.1:{relay.port}", "--mode", "tcp", "--quic-pin", pin, "--control", ctl)
+    s = socket.create_connection(("127.0.0.1", px.port), timeout=30)
+    s.sendall(b"x")
+    check(s.recv(1) == b"x", "a byte through the quic: backend and back")
+    r = subprocess.run([SMBSPLICE, "ctl", "--control", ctl, "conns", "--json"], capture_output=True, text=True,
+                       timeout=30)
+    rows = json.loads(r.stdout)["conns"]
+    f = rows[0]["quic_backend"] if len(rows) == 1 else None
+    check(f is not None and f["version"] == 1 and 0 < f["rtt_ms"] < 1000 and f["cwnd"] > 0
+          and f["bytes_in_flight"] >= 0 and f["lost_packets"] >= 0 and f["remote"] == f"127.0.0.1:{relay.port}"
+          and re.fullmatch(r"127\.0\.0\.1:[1-9]\d*", f["local"]) and rows[0]["quic_client"] is None,
+          f"ctl conns --json: quic_backend has QUIC v1, the path to quicrelay's port, 0 < RTT < 1 s, cwnd > 0; "
+          f"a TCP client has no quic_client ({rows})")
+    r = subprocess.run([SMBSPLICE, "ctl", "--control", ctl, "conn", str(rows[0]["id"])], capture_output=True,
+                       text=True, timeout=30)
+    check(re.search(rf"^quic backend version 0x00000001 local {re.escape(f['local'])} remote 127\.0\.0\.1:"
+                    rf"{relay.port} rtt [0-9.]+ms cwnd [1-9]\d* in_flight \d+ lost \d+$", r.stdout, re.M),
+          f"ctl conn ID gives them in a line ({r.stdout.strip()[-300:]})")
+    s.close()
+    px.stop()
+
+
 def test_resets(certs, pin):
     """Resets cross both ways: a TCP reset behind quicrelay comes as
     RESET_STREAM and resets smbsplice's client; a client's reset goes out
@@ -418,6 +450,7 @@ def main():
     pin = make_certs(certs)
     test_check(certs)
     relay = test_echo(certs, pin)
+    test_ctl(relay, pin)
     test_refusals(certs, relay, pin)
     test_timeout_failover(certs, relay, pin)
     relay.stop()
