@@ -158,8 +158,13 @@ enum ngq_kind ngq_peek(const uint8_t *pkt, size_t len, const uint8_t **dcid,
 		       size_t *dcidlen)
 {
 	ngtcp2_version_cid vc;
-	int rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, NGQ_SCID_LEN);
+	int rv;
 
+	/* ngtcp2 asserts that a datagram has a byte: an empty one (anyone
+	 * can send it) would abort the daemon. */
+	if (!len)
+		return NGQ_GARBAGE;
+	rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, NGQ_SCID_LEN);
 	if (rv == NGTCP2_ERR_VERSION_NEGOTIATION)
 		return NGQ_VERSION;
 	if (rv)
