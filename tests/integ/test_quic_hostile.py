@@ -34,12 +34,14 @@ Initials, forged Retry tokens) do not cover:
   listener serves a client afterwards.
 
 Switched off, each fails (tried when written): without ngq_peek()'s
-empty-datagram check the daemon dies at the first check; with
---handshake-timeout 600 (the defence left long) ctl conns still holds
-the replay's handshake when checked; with --first-frame any the lying
-first frames reach the backend over both, but differently shaped
-refusals would differ (the comparison is what fails when the QUIC
-bridge ends a stream another way than TCP, e.g. a reset for a FIN).
+empty-datagram check the daemon aborts at the first datagram ("the
+daemon runs on" fails); with --handshake-timeout 600 (the defence left
+long) the warm-up replay's handshake is never freed and the replays after
+the get begin none ("at most one handshake at a time": 0 new); with
+--quic-retry off there is no Retry to replay (it fails there); with the
+first-frame gate off on the QUIC listener only (--first-frame any), the
+16 MiB first frame reaches the backend over QUIC (12 bytes) and not over
+TCP: the comparison fails.
 
 smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build;
 skipped (77) with one line without QUIC or smbqc.
