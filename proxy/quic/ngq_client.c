@@ -658,8 +658,14 @@ enum ngq_state ngqc_read(struct ngqc_conn *c, const struct ngq_path *path,
 		.remote = { .addr = (ngtcp2_sockaddr *)path->remote,
 			    .addrlen = path->remotelen },
 	};
-	int rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
+	int rv;
 
+	/* ngtcp2 takes an empty datagram for a caller's error and the
+	 * connection would end (INTERNAL_ERROR): one forged from the
+	 * server's address is dropped, as garbage is. */
+	if (!len)
+		return NGQ_OK;
+	rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
 	switch (rv) {
 	case 0:
 		return NGQ_OK;

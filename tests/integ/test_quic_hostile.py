@@ -4,7 +4,10 @@ Initials, forged Retry tokens) do not cover:
 
 - an empty UDP datagram: ngtcp2 asserted on it and the daemon aborted
   (found by tests/fuzz/fuzz_quic.c); now it is dropped and a client after
-  it is served.
+  it is served. A quic: backend (the client side) that gets an empty
+  datagram from its server's address (a forwarder between it and a
+  second smbsplice's quic: listener injects one before the server's
+  first answer) drops it: it ended the dial with INTERNAL_ERROR.
 - replayed Initials: the independent client's (smbqc) real datagrams are
   recorded by a UDP forwarder between it and the daemon, and its first
   Initial is replayed 2,000 times while its 32 MiB get runs (half from
@@ -35,7 +38,8 @@ Initials, forged Retry tokens) do not cover:
 
 Switched off, each fails (tried when written): without ngq_peek()'s
 empty-datagram check the daemon aborts at the first datagram ("the
-daemon runs on" fails); with --handshake-timeout 600 (the defence left
+daemon runs on" fails); without ngqc_read()'s, the quic: backend's dial
+ends ("backend QUIC error 0x1") and the client's connection is reset; with --handshake-timeout 600 (the defence left
 long) the warm-up replay's handshake is never freed and the replays after
 the get begin none ("at most one handshake at a time": 0 new); with
 --quic-retry off there is no Retry to replay (it fails there); with the
@@ -56,8 +60,8 @@ import threading
 import time
 
 import smbgen
-from harness import Proxy, Samba, Server, TMPDIR, SANITIZED, check, need, random_file, run
-from test_quic import NAME, SMBQC, Quic, make_certs, quic_built, rss_kib, skip
+from harness import Proxy, Samba, Server, TMPDIR, SANITIZED, TestFailure, check, need, random_file, recv_exact, run
+from test_quic import NAME, SMBQC, Quic, echo, make_certs, quic_built, rss_kib, skip
 from test_quic_sec import SYNC, quic_metrics
 
 
@@ -66,7 +70,8 @@ class Forwarder:
     client's datagrams; its back socket is the client's address as the
     daemon sees it."""
 
-    def __init__(self, port):
+    def __init__(self, port, inject=None):
+        self.inject = inject  # sent to the client before its first datagram is forwarded
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.front.bind(("127.0.0.1", 0))
         self.port = self.front.getsockname()[1]
@@ -84,6 +89,9 @@ class Forwarder:
             if self.front in r:
                 d, self.client = self.front.recvfrom(65536)
                 self.got.append(d)
+                if self.inject is not None:
+                    self.front.sendto(self.inject, self.client)
+                    self.inject = None
                 with self.lock:
                     self.back.send(d)
             if self.back in r:
@@ -147,6 +155,27 @@ def test_empty_datagram(q):
     check(q.px.proc.poll() is None, "three empty datagrams: the daemon runs on")
     r = q.smbqc("nc", stdin=subprocess.DEVNULL)
     check(r.returncode == 0, f"a client after them is served ({r.stderr.decode().strip()[-200:]})")
+
+
+def test_backend_empty(certs):
+    srv = Server(echo)
+    far = Quic(srv.addr, certs, "--mode", "tcp")
+    fw = Forwarder(far.port, inject=b"")
+    near = Proxy(f"quic:127.0.0.1:{fw.port}", "--mode", "tcp", "--quic-name", NAME, "--quic-ca", far.ca)
+    c = near.connect()
+    c.sendall(b"hello")
+    try:
+        got = recv_exact(c, 5)
+    except (OSError, TestFailure) as e:
+        got = repr(e)
+    c.close()
+    check(got == b"hello" and "backend QUIC error" not in near.log(),
+          f"a quic: backend sent an empty datagram from its server's address before the server's first answer "
+          f"still connects, and the bytes go through ({got!r})")
+    near.stop()
+    fw.close()
+    far.px.stop()
+    srv.close()
 
 
 def test_replay(certs, smb):
@@ -361,6 +390,7 @@ def main():
     need("certtool", "gnutls-bin")
     os.makedirs(TMPDIR, exist_ok=True)
     certs = make_certs(TMPDIR)
+    test_backend_empty(certs)
     test_lying_stream(certs)
     smb = Samba(conf_extra=f"[share]\n{SYNC}")
     test_replay(certs, smb)
