@@ -8,6 +8,13 @@ Initials, forged Retry tokens) do not cover:
   datagram from its server's address (a forwarder between it and a
   second smbsplice's quic: listener injects one before the server's
   first answer) drops it: it ended the dial with INTERNAL_ERROR.
+- a ClientHello without the quic_transport_parameters extension (smbqc's
+  first Initial, recorded, decrypted with its public Initial keys, the
+  extension renamed, sealed again): ngtcp2 0.12 went on with the
+  handshake and aborted the daemon at its first 1-RTT packet (found by
+  fuzz_quic); now the client is closed with CRYPTO_ERROR 0x16d
+  (missing_extension, RFC 9001 8.2), read from the server's Initial.
+  Needs python3-cryptography, and says so when it is missing.
 - replayed Initials: the independent client's (smbqc) real datagrams are
   recorded by a UDP forwarder between it and the daemon, and its first
   Initial is replayed 2,000 times while its 32 MiB get runs (half from
@@ -39,7 +46,9 @@ Initials, forged Retry tokens) do not cover:
 Switched off, each fails (tried when written): without ngq_peek()'s
 empty-datagram check the daemon aborts at the first datagram ("the
 daemon runs on" fails); without ngqc_read()'s, the quic: backend's dial
-ends ("backend QUIC error 0x1") and the client's connection is reset; with --handshake-timeout 600 (the defence left
+ends ("backend QUIC error 0x1") and the client's connection is reset;
+without on_client_hello()'s check of the transport parameters the
+daemon aborts (ngtcp2's assertion of a negotiated version); with --handshake-timeout 600 (the defence left
 long) the warm-up replay's handshake is never freed and the replays after
 the get begin none ("at most one handshake at a time": 0 new); with
 --quic-retry off there is no Retry to replay (it fails there); with the
@@ -157,6 +166,130 @@ def test_empty_datagram(q):
     check(r.returncode == 0, f"a client after them is served ({r.stderr.decode().strip()[-200:]})")
 
 
+def varint(b, at):
+    """A QUIC variable-length integer at b[at]: its value and the next offset."""
+    w = 1 << (b[at] >> 6)
+    return int.from_bytes(bytes([b[at] & 0x3f]) + b[at + 1:at + w], "big"), at + w
+
+
+def initial_keys(dcid, label):
+    """RFC 9001 5.2: key, IV and header protection key of the Initials of
+    one side (label b"client in" or b"server in") for a client's DCID."""
+    from cryptography.hazmat.primitives import hashes, hmac
+
+    def mac(key, data):
+        h = hmac.HMAC(key, hashes.SHA256())
+        h.update(data)
+        return h.finalize()
+
+    def expand(secret, lab, n):
+        lab = b"tls13 " + lab
+        return mac(secret, struct.pack(">HB", n, len(lab)) + lab + b"\0\1")[:n]
+
+    sec = expand(mac(bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a"), dcid), label, 32)
+    return expand(sec, b"quic key", 16), expand(sec, b"quic iv", 12), expand(sec, b"quic hp", 16)
+
+
+def hp_mask(hp, sample):
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    e = Cipher(algorithms.AES(hp), modes.ECB()).encryptor()
+    return e.update(sample) + e.finalize()
+
+
+def open_initial(pkt, dcid, label):
+    """A long-header Initial's IDs, token and frames, decrypted with the
+    Initial keys of dcid (the client's first DCID)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    k, iv, hp = initial_keys(dcid, label)
+    at = 6 + pkt[5]
+    scid = pkt[at + 1:at + 1 + pkt[at]]
+    at += 1 + pkt[at]
+    n, at = varint(pkt, at)
+    token = pkt[at:at + n]
+    length, at = varint(pkt, at + n)
+    mask = hp_mask(hp, pkt[at + 4:at + 20])
+    first = pkt[0] ^ (mask[0] & 0x0f)
+    pnlen = (first & 3) + 1
+    pn = bytes(a ^ b for a, b in zip(pkt[at:at + pnlen], mask[1:]))
+    nonce = iv[:12 - pnlen] + bytes(a ^ b for a, b in zip(iv[12 - pnlen:], pn))
+    frames = AESGCM(k).decrypt(nonce, pkt[at + pnlen:at + length], bytes([first]) + pkt[1:at] + pn)
+    return pkt[6:6 + pkt[5]], scid, token, frames
+
+
+def seal_initial(dcid, scid, frames, pn=0):
+    """A client Initial of QUIC v1 carrying frames, padded to 1200 bytes."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    k, iv, hp = initial_keys(dcid, b"client in")
+    head = bytes([0xc3]) + b"\0\0\0\1" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid + b"\0"
+    plen = 1200 - len(head) - 2 - 4 - 16
+    frames = frames + bytes(plen - len(frames))
+    head += struct.pack(">H", 0x4000 | (plen + 4 + 16)) + struct.pack(">I", pn)
+    nonce = iv[:8] + bytes(a ^ b for a, b in zip(iv[8:], struct.pack(">I", pn)))
+    body = AESGCM(k).encrypt(nonce, frames, head)
+    mask = hp_mask(hp, body[:16])
+    head = bytearray(head)
+    head[0] ^= mask[0] & 0x0f
+    for i in range(4):
+        head[-4 + i] ^= mask[1 + i]
+    return bytes(head) + body
+
+
+def without_transport_params(frames):
+    """The Initial's frames with the ClientHello's quic_transport_parameters
+    extension (57) renamed to an unknown one (56): as if it had none."""
+    at = frames.index(b"\x06\x00")  # CRYPTO at offset 0
+    n, at = varint(frames, at + 2)
+    ch = bytearray(frames[at:at + n])
+    q = 4 + 2 + 32
+    q += 1 + ch[q]
+    q += 2 + struct.unpack(">H", ch[q:q + 2])[0]
+    q += 1 + ch[q]
+    end = q + 2 + struct.unpack(">H", ch[q:q + 2])[0]
+    q += 2
+    while q < end:
+        et, el = struct.unpack(">HH", ch[q:q + 4])
+        if et == 57:
+            ch[q:q + 2] = struct.pack(">H", 56)
+            return b"\x06\x00" + struct.pack(">H", 0x4000 | n) + bytes(ch)  # the CRYPTO frame alone
+        q += 4 + el
+    raise ValueError("no quic_transport_parameters in the ClientHello")
+
+
+def test_no_transport_params(q):
+    """A ClientHello without QUIC transport parameters: ngtcp2 0.12 went on
+    with the handshake and asserted at the first 1-RTT packet."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        print("note: no python3-cryptography: the ClientHello without transport parameters is not tried")
+        return
+    fw = Forwarder(q.port)
+    r = subprocess.run([SMBQC, "-addr", f"127.0.0.1:{fw.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    fw.close()
+    check(r.returncode == 0 and fw.got, f"a client through the forwarder is served ({r.returncode})")
+    dcid, scid, _, frames = open_initial(fw.got[0], fw.got[0][6:6 + fw.got[0][5]], b"client in")
+    dcid = os.urandom(len(dcid))
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(seal_initial(dcid, scid, without_transport_params(frames)), ("127.0.0.1", q.port))
+    try:
+        ans = s.recv(2048)
+    except socket.timeout:
+        ans = b""
+    s.close()
+    time.sleep(0.3)
+    check(q.px.proc.poll() is None, "a ClientHello without QUIC transport parameters: the daemon runs on")
+    code = None
+    if ans and ans[0] & 0xf0 == 0xc0:
+        f = open_initial(ans, dcid, b"server in")[3]
+        at = f.find(b"\x1c")
+        if at >= 0:
+            code = varint(f, at + 1)[0]
+    check(code == 0x16d, f"and the client is closed with CRYPTO_ERROR 0x16d, TLS alert missing_extension "
+          f"(RFC 9001 8.2) ({code if code is None else hex(code)})")
+
+
 def test_backend_empty(certs):
     srv = Server(echo)
     far = Quic(srv.addr, certs, "--mode", "tcp")
@@ -182,6 +315,7 @@ def test_replay(certs, smb):
     timeout = 3
     q = Quic(smb.addr, certs, "--quic-retry", "off", "--handshake-timeout", str(timeout))
     test_empty_datagram(q)
+    test_no_transport_params(q)
     src = os.path.join(smb.share, "replay.bin")
     want = random_file(src, 32)
     fw = Forwarder(q.port)
