@@ -16,7 +16,9 @@ comment has the format):
 - if python3-cryptography is present, the first Initial's frames
   (decrypted with its Initial keys, RFC 9001 5.2) as a record of type 1
   and, under --quic-retry always, as type 1 then type 2: the fuzzer then
-  mutates the ClientHello itself, not ciphertext that fails its tag.
+  mutates the ClientHello itself, not ciphertext that fails its tag; and
+  the ClientHello without its QUIC transport parameters (the input that
+  aborted the daemon, kept as a seed).
 
 Exit 0 with the seeds written, 77 with one line when smbqc or openssl is
 missing or the connection did not work (the fuzzer then runs from the
@@ -164,7 +166,55 @@ def initial_frames(pkt):
     hdr = bytes([first]) + pkt[1:at] + pn
     nonce = iv[:12 - pnlen] + bytes(a ^ b for a, b in zip(iv[12 - pnlen:], pn))
     frames = AESGCM(k).decrypt(nonce, pkt[at + pnlen:at + ln], hdr)
-    return dcid, scid, int.from_bytes(pn, "big"), frames.rstrip(b"\0")
+    return dcid, scid, int.from_bytes(pn, "big"), unpadded(frames)
+
+
+def varint(b, at):
+    w = 1 << (b[at] >> 6)
+    return int.from_bytes(bytes([b[at] & 0x3f]) + b[at + 1:at + w], "big"), at + w
+
+
+def unpadded(frames):
+    """The frames without PADDING (quic-go pads before its CRYPTO frame):
+    what the harness seals again must fit in its 1200 bytes whole."""
+    out, at = b"", 0
+    while at < len(frames):
+        t = frames[at]
+        if t == 0:
+            at += 1
+        elif t == 1:
+            out, at = out + b"\1", at + 1
+        elif t == 6:
+            _, e = varint(frames, at + 1)
+            n, e = varint(frames, e)
+            out, at = out + frames[at:e + n], e + n
+        else:
+            return out + frames[at:]
+    return out
+
+
+def no_transport_params(frames):
+    """The frames' first CRYPTO frame with the ClientHello's
+    quic_transport_parameters extension (57) renamed (56): the input that
+    aborted the daemon before the ClientHello hook checked for them."""
+    at = frames.find(b"\x06\x00")
+    if at < 0 or frames[at + 2] >> 6 != 1:
+        return None
+    n = struct.unpack(">H", frames[at + 2:at + 4])[0] & 0x3fff
+    ch = bytearray(frames[at + 4:at + 4 + n])
+    q = 4 + 2 + 32
+    q += 1 + ch[q]
+    q += 2 + struct.unpack(">H", ch[q:q + 2])[0]
+    q += 1 + ch[q]
+    end = q + 2 + struct.unpack(">H", ch[q:q + 2])[0]
+    q += 2
+    while q + 4 <= end:
+        et, el = struct.unpack(">HH", ch[q:q + 4])
+        if et == 57:
+            ch[q:q + 2] = struct.pack(">H", 56)
+            return frames[:at + 4] + bytes(ch)
+        q += 4 + el
+    return None
 
 
 def write(out, name, data):
@@ -200,6 +250,9 @@ def main():
         dcid, scid, pn, frames = f
         body = bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid + bytes([pn & 0xff]) + frames
         write(out, "hello-1", b"\2" + rec(1, 0, body) + b"".join(rec(0, 0, d) for d in got[1:]))
+        nt = no_transport_params(frames)
+        if nt:
+            write(out, "hello-no-tp", b"\2" + rec(1, 0, body[:-len(frames)] + nt))
         body2 = bytes([len(scid)]) + scid + bytes([pn & 0xff]) + frames
         write(out, "hello-retry", b"\1" + rec(1, 1, body) + rec(2, 1, body2))
     print(f"capture_quic_seeds: {len(got)} client datagrams captured, seeds in {out}")
