@@ -21,11 +21,10 @@ pkgs=(autoconf automake make gcc pkg-config python3
 	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev
 	systemd iproute2 nftables
 	samba smbclient samba-testsuite python3-impacket tshark strace
-	prometheus python3-prometheus-client
+	prometheus python3-prometheus-client python3-cryptography
 	clang libclang-rt-14-dev iperf3 iputils-ping
 	qemu-system-x86 busybox-static libglib2.0-0 libnl-3-200 libnl-genl-3-200 libcap-ng0
-	dpkg-dev debhelper lintian
-	golang-go golang-github-lucas-clemente-quic-go-dev golang-github-hirochachacha-go-smb2-dev openssl)
+	dpkg-dev debhelper lintian openssl)
 bench=(haproxy socat passt gnuplot-nox libsmbclient-dev stunnel4)
 [ "${1:-}" = "--bench" ] && pkgs+=("${bench[@]}")
 

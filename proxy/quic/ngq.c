@@ -53,6 +53,8 @@
 #define NGQ_KEEPALIVE		  (25 * NGTCP2_SECONDS)
 #define NGQ_ALPN		  "smb"
 #define NGQ_ALERT_NO_APP_PROTOCOL 120
+/* TLS alert missing_extension: no QUIC transport parameters. */
+#define NGQ_ALERT_MISSING_EXTENSION 109
 
 /* TLS 1.3 only; QUIC forbids the middlebox compatibility mode. */
 #define NGQ_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
@@ -165,8 +167,13 @@ enum ngq_kind ngq_peek(const uint8_t *pkt, size_t len, const uint8_t **dcid,
 		       size_t *dcidlen)
 {
 	ngtcp2_version_cid vc;
-	int rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, NGQ_SCID_LEN);
+	int rv;
 
+	/* ngtcp2 asserts that a datagram has a byte: an empty one (anyone
+	 * can send it) would abort the daemon. */
+	if (!len)
+		return NGQ_GARBAGE;
+	rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, NGQ_SCID_LEN);
 	if (rv == NGTCP2_ERR_VERSION_NEGOTIATION)
 		return NGQ_VERSION;
 	if (rv)
@@ -231,14 +238,21 @@ static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref)
 }
 
 /**
- * on_client_hello() - refuse a client that offers no "smb"
+ * on_client_hello() - refuse a client that offers no "smb", or sent no
+ *		       QUIC transport parameters
  * @s:		the session
  * @htype:	unused
  * @when:	unused
  * @incoming:	unused
  * @msg:	unused
  *
- * Return: 0, or GNUTLS_E_NO_APPLICATION_PROTOCOL to fail the handshake.
+ * A ClientHello without the quic_transport_parameters extension must
+ * fail the handshake with missing_extension (RFC 9001 8.2). ngtcp2 0.12
+ * does not check it: the handshake went on without them, and the first
+ * 1-RTT packet written failed ngtcp2's assertion of a negotiated version
+ * (the daemon aborted; found by tests/fuzz/fuzz_quic.c).
+ *
+ * Return: 0, or a GnuTLS error to fail the handshake.
  */
 static int on_client_hello(gnutls_session_t s, unsigned htype, unsigned when,
 			   unsigned incoming, const gnutls_datum_t *msg)
@@ -247,6 +261,10 @@ static int on_client_hello(gnutls_session_t s, unsigned htype, unsigned when,
 	struct ngq_conn *c = ref->user_data;
 	gnutls_datum_t p;
 
+	if (!ngtcp2_conn_get_remote_transport_params(c->conn)) {
+		c->alert = NGQ_ALERT_MISSING_EXTENSION;
+		return GNUTLS_E_MISSING_EXTENSION;
+	}
 	if (!gnutls_alpn_get_selected_protocol(s, &p) &&
 	    p.size == strlen(NGQ_ALPN) && !memcmp(p.data, NGQ_ALPN, p.size))
 		return 0;
@@ -688,9 +706,16 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 			const uint8_t *pkt, size_t len, uint64_t now)
 {
 	ngtcp2_path p = ngq_to_path(path);
-	int rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
 	uint8_t alert;
+	int rv;
 
+	/* ngtcp2 takes an empty datagram for a caller's error and the
+	 * connection would end (INTERNAL_ERROR): one forged from the peer's
+	 * address is dropped, as garbage is (the listener's never come
+	 * here: ngq_peek() calls them garbage). */
+	if (!len)
+		return NGQ_OK;
+	rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
 	switch (rv) {
 	case 0:
 		return NGQ_OK;
