@@ -34,6 +34,10 @@ import tempfile
 import threading
 import time
 
+# The Initial packet crypto is shared with tests/integ/test_quic_hostile.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integ"))
+from quicinitial import have_crypto, open_initial, rename_transport_params, varint  # noqa: E402
+
 
 def skip(why):
     print(f"capture_quic_seeds: SKIP: {why}")
@@ -126,52 +130,12 @@ def rec(kind, client, b):
 
 
 def initial_frames(pkt):
-    """The first Initial's IDs, packet number and frames, decrypted."""
-    try:
-        from cryptography.hazmat.primitives import hashes, hmac
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError:
+    """The first Initial's IDs, packet number and frames, decrypted; None
+    without python3-cryptography."""
+    if not have_crypto():
         return None
-
-    def hkdf_extract(salt, ikm):
-        h = hmac.HMAC(salt, hashes.SHA256())
-        h.update(ikm)
-        return h.finalize()
-
-    def expand_label(secret, label, n):
-        lab = b"tls13 " + label
-        info = struct.pack(">HB", n, len(lab)) + lab + b"\0"
-        h = hmac.HMAC(secret, hashes.SHA256())
-        h.update(info + b"\1")
-        return h.finalize()[:n]
-
-    at = 5
-    dcid = pkt[at + 1:at + 1 + pkt[at]]
-    at += 1 + len(dcid)
-    scid = pkt[at + 1:at + 1 + pkt[at]]
-    at += 1 + len(scid)
-    tl = pkt[at] & 0x3f  # smbqc's first Initial has no token: one byte
-    at += 1 + tl
-    ln = struct.unpack(">H", pkt[at:at + 2])[0] & 0x3fff
-    at += 2
-    salt = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
-    cli = expand_label(hkdf_extract(salt, dcid), b"client in", 32)
-    k, iv, hp = expand_label(cli, b"quic key", 16), expand_label(cli, b"quic iv", 12), expand_label(cli, b"quic hp", 16)
-    enc = Cipher(algorithms.AES(hp), modes.ECB()).encryptor()
-    mask = enc.update(pkt[at + 4:at + 20]) + enc.finalize()
-    first = pkt[0] ^ (mask[0] & 0x0f)
-    pnlen = (first & 3) + 1
-    pn = bytes(a ^ b for a, b in zip(pkt[at:at + pnlen], mask[1:1 + pnlen]))
-    hdr = bytes([first]) + pkt[1:at] + pn
-    nonce = iv[:12 - pnlen] + bytes(a ^ b for a, b in zip(iv[12 - pnlen:], pn))
-    frames = AESGCM(k).decrypt(nonce, pkt[at + pnlen:at + ln], hdr)
-    return dcid, scid, int.from_bytes(pn, "big"), unpadded(frames)
-
-
-def varint(b, at):
-    w = 1 << (b[at] >> 6)
-    return int.from_bytes(bytes([b[at] & 0x3f]) + b[at + 1:at + w], "big"), at + w
+    dcid, scid, _, pn, frames = open_initial(pkt, pkt[6:6 + pkt[5]], b"client in")
+    return dcid, scid, pn, unpadded(frames)
 
 
 def unpadded(frames):
@@ -201,20 +165,8 @@ def no_transport_params(frames):
     if at < 0 or frames[at + 2] >> 6 != 1:
         return None
     n = struct.unpack(">H", frames[at + 2:at + 4])[0] & 0x3fff
-    ch = bytearray(frames[at + 4:at + 4 + n])
-    q = 4 + 2 + 32
-    q += 1 + ch[q]
-    q += 2 + struct.unpack(">H", ch[q:q + 2])[0]
-    q += 1 + ch[q]
-    end = q + 2 + struct.unpack(">H", ch[q:q + 2])[0]
-    q += 2
-    while q + 4 <= end:
-        et, el = struct.unpack(">HH", ch[q:q + 4])
-        if et == 57:
-            ch[q:q + 2] = struct.pack(">H", 56)
-            return frames[:at + 4] + bytes(ch)
-        q += 4 + el
-    return None
+    ch = rename_transport_params(frames[at + 4:at + 4 + n])
+    return None if ch is None else frames[:at + 4] + ch
 
 
 def write(out, name, data):

@@ -73,6 +73,7 @@ import threading
 import time
 
 import smbgen
+from quicinitial import have_crypto, open_initial, rename_transport_params, seal_initial, varint
 from harness import Proxy, Samba, Server, TMPDIR, SANITIZED, TestFailure, check, need, random_file, recv_exact, run
 from test_quic import NAME, SMBQC, Quic, echo, make_certs, quic_built, rss_kib, skip
 from test_quic_sec import SYNC, quic_metrics
@@ -170,101 +171,21 @@ def test_empty_datagram(q):
     check(r.returncode == 0, f"a client after them is served ({r.stderr.decode().strip()[-200:]})")
 
 
-def varint(b, at):
-    """A QUIC variable-length integer at b[at]: its value and the next offset."""
-    w = 1 << (b[at] >> 6)
-    return int.from_bytes(bytes([b[at] & 0x3f]) + b[at + 1:at + w], "big"), at + w
-
-
-def initial_keys(dcid, label):
-    """RFC 9001 5.2: key, IV and header protection key of the Initials of
-    one side (label b"client in" or b"server in") for a client's DCID."""
-    from cryptography.hazmat.primitives import hashes, hmac
-
-    def mac(key, data):
-        h = hmac.HMAC(key, hashes.SHA256())
-        h.update(data)
-        return h.finalize()
-
-    def expand(secret, lab, n):
-        lab = b"tls13 " + lab
-        return mac(secret, struct.pack(">HB", n, len(lab)) + lab + b"\0\1")[:n]
-
-    sec = expand(mac(bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a"), dcid), label, 32)
-    return expand(sec, b"quic key", 16), expand(sec, b"quic iv", 12), expand(sec, b"quic hp", 16)
-
-
-def hp_mask(hp, sample):
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-    e = Cipher(algorithms.AES(hp), modes.ECB()).encryptor()
-    return e.update(sample) + e.finalize()
-
-
-def open_initial(pkt, dcid, label):
-    """A long-header Initial's IDs, token and frames, decrypted with the
-    Initial keys of dcid (the client's first DCID)."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    k, iv, hp = initial_keys(dcid, label)
-    at = 6 + pkt[5]
-    scid = pkt[at + 1:at + 1 + pkt[at]]
-    at += 1 + pkt[at]
-    n, at = varint(pkt, at)
-    token = pkt[at:at + n]
-    length, at = varint(pkt, at + n)
-    mask = hp_mask(hp, pkt[at + 4:at + 20])
-    first = pkt[0] ^ (mask[0] & 0x0f)
-    pnlen = (first & 3) + 1
-    pn = bytes(a ^ b for a, b in zip(pkt[at:at + pnlen], mask[1:]))
-    nonce = iv[:12 - pnlen] + bytes(a ^ b for a, b in zip(iv[12 - pnlen:], pn))
-    frames = AESGCM(k).decrypt(nonce, pkt[at + pnlen:at + length], bytes([first]) + pkt[1:at] + pn)
-    return pkt[6:6 + pkt[5]], scid, token, frames
-
-
-def seal_initial(dcid, scid, frames, pn=0):
-    """A client Initial of QUIC v1 carrying frames, padded to 1200 bytes."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    k, iv, hp = initial_keys(dcid, b"client in")
-    head = bytes([0xc3]) + b"\0\0\0\1" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid + b"\0"
-    plen = 1200 - len(head) - 2 - 4 - 16
-    frames = frames + bytes(plen - len(frames))
-    head += struct.pack(">H", 0x4000 | (plen + 4 + 16)) + struct.pack(">I", pn)
-    nonce = iv[:8] + bytes(a ^ b for a, b in zip(iv[8:], struct.pack(">I", pn)))
-    body = AESGCM(k).encrypt(nonce, frames, head)
-    mask = hp_mask(hp, body[:16])
-    head = bytearray(head)
-    head[0] ^= mask[0] & 0x0f
-    for i in range(4):
-        head[-4 + i] ^= mask[1 + i]
-    return bytes(head) + body
-
-
 def without_transport_params(frames):
     """The Initial's frames with the ClientHello's quic_transport_parameters
     extension (57) renamed to an unknown one (56): as if it had none."""
     at = frames.index(b"\x06\x00")  # CRYPTO at offset 0
     n, at = varint(frames, at + 2)
-    ch = bytearray(frames[at:at + n])
-    q = 4 + 2 + 32
-    q += 1 + ch[q]
-    q += 2 + struct.unpack(">H", ch[q:q + 2])[0]
-    q += 1 + ch[q]
-    end = q + 2 + struct.unpack(">H", ch[q:q + 2])[0]
-    q += 2
-    while q < end:
-        et, el = struct.unpack(">HH", ch[q:q + 4])
-        if et == 57:
-            ch[q:q + 2] = struct.pack(">H", 56)
-            return b"\x06\x00" + struct.pack(">H", 0x4000 | n) + bytes(ch)  # the CRYPTO frame alone
-        q += 4 + el
-    raise ValueError("no quic_transport_parameters in the ClientHello")
+    ch = rename_transport_params(frames[at:at + n])
+    if ch is None:
+        raise ValueError("no quic_transport_parameters in the ClientHello")
+    return b"\x06\x00" + struct.pack(">H", 0x4000 | n) + ch  # the CRYPTO frame alone
 
 
 def test_no_transport_params(q):
     """A ClientHello without QUIC transport parameters: ngtcp2 0.12 went on
     with the handshake and asserted at the first 1-RTT packet."""
-    try:
-        import cryptography  # noqa: F401
-    except ImportError:
+    if not have_crypto():
         print("note: no python3-cryptography: the ClientHello without transport parameters is not tried")
         return
     fw = Forwarder(q.port)
@@ -272,7 +193,7 @@ def test_no_transport_params(q):
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     fw.close()
     check(r.returncode == 0 and fw.got, f"a client through the forwarder is served ({r.returncode})")
-    dcid, scid, _, frames = open_initial(fw.got[0], fw.got[0][6:6 + fw.got[0][5]], b"client in")
+    dcid, scid, _, _, frames = open_initial(fw.got[0], fw.got[0][6:6 + fw.got[0][5]], b"client in")
     dcid = os.urandom(len(dcid))
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
@@ -286,7 +207,7 @@ def test_no_transport_params(q):
     check(q.px.proc.poll() is None, "a ClientHello without QUIC transport parameters: the daemon runs on")
     code = None
     if ans and ans[0] & 0xf0 == 0xc0:
-        f = open_initial(ans, dcid, b"server in")[3]
+        f = open_initial(ans, dcid, b"server in")[4]
         at = f.find(b"\x1c")
         if at >= 0:
             code = varint(f, at + 1)[0]
