@@ -92,6 +92,22 @@ def make_certs(d):
     return p("ca.pem"), p("srv.pem"), p("srv.key"), p("other.key")
 
 
+def quic_setup(*tools):
+    """The start of every QUIC test: skip (77, one line) without QUIC in
+    this build or without smbqc; need certtool and each (program, package)
+    of tools; make TMPDIR and the certificates in it (make_certs)."""
+    if not quic_built():
+        skip("smbsplice was built without QUIC (configure says \"QUIC: no\"): install libngtcp2-dev "
+             "libngtcp2-crypto-gnutls-dev libgnutls28-dev and rebuild")
+    if not os.access(SMBQC, os.X_OK):
+        skip(f"smbqc not found at {SMBQC} (set SMBQC, or build tests/quic with golang-go and quic-go)")
+    need("certtool", "gnutls-bin")
+    for prog, package in tools:
+        need(prog, package)
+    os.makedirs(TMPDIR, exist_ok=True)
+    return make_certs(TMPDIR)
+
+
 class Quic:
     """One quic: listener on a free UDP port, with its smbqc."""
 
@@ -728,15 +744,7 @@ def test_check(certs):
 
 
 def main():
-    if not quic_built():
-        skip("smbsplice was built without QUIC (configure says \"QUIC: no\"): install libngtcp2-dev "
-             "libngtcp2-crypto-gnutls-dev libgnutls28-dev and rebuild")
-    if not os.access(SMBQC, os.X_OK):
-        skip(f"smbqc not found at {SMBQC} (set SMBQC, or build tests/quic with golang-go and quic-go)")
-    need("certtool", "gnutls-bin")
-    need("tshark", "tshark")
-    os.makedirs(TMPDIR, exist_ok=True)
-    certs = make_certs(TMPDIR)
+    certs = quic_setup(("tshark", "tshark"))
     test_check(certs)
     test_nc(certs)
     test_backend_fin(certs)

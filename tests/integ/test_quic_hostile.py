@@ -74,8 +74,8 @@ import time
 
 import smbgen
 from quicinitial import have_crypto, open_initial, rename_transport_params, seal_initial, varint
-from harness import Proxy, Samba, Server, TMPDIR, SANITIZED, TestFailure, check, need, random_file, recv_exact, run
-from test_quic import NAME, SMBQC, Quic, echo, make_certs, quic_built, rss_kib, skip
+from harness import Proxy, Samba, Server, SANITIZED, TestFailure, check, random_file, recv_exact, run
+from test_quic import NAME, SMBQC, Quic, echo, quic_setup, rss_kib
 from test_quic_sec import SYNC, quic_metrics
 
 
@@ -463,13 +463,7 @@ def test_lying_stream(certs):
 
 
 def main():
-    if not quic_built():
-        skip("smbsplice was built without QUIC")
-    if not os.access(SMBQC, os.X_OK):
-        skip(f"smbqc not found at {SMBQC} (set SMBQC, or build tests/quic with golang-go and quic-go)")
-    need("certtool", "gnutls-bin")
-    os.makedirs(TMPDIR, exist_ok=True)
-    certs = make_certs(TMPDIR)
+    certs = quic_setup()
     test_backend_empty(certs)
     test_lying_stream(certs)
     smb = Samba(conf_extra=f"[share]\n{SYNC}")

@@ -48,9 +48,9 @@ import ssl
 import subprocess
 import time
 
-from harness import Proxy, Samba, Server, TMPDIR, check, metric, need, random_file, run, scrape, SANITIZED
-from test_quic import (NAME, SMBQC, Quic, certtool, check_fails, echo, free_udp_port, make_certs, quic_built, rss_kib,
-                       skip)
+from harness import Proxy, Samba, Server, TMPDIR, check, metric, random_file, run, scrape, SANITIZED
+from test_quic import (NAME, SMBQC, Quic, certtool, check_fails, echo, free_udp_port, make_certs, quic_setup,
+                       rss_kib)
 
 # go-smb2 1.1.0 cannot take an asynchronous answer: Samba answers
 # synchronously without aio, set per share (tests/quic/README.md).
@@ -325,13 +325,7 @@ def test_client_certs(certs):
 
 
 def main():
-    if not quic_built():
-        skip("smbsplice was built without QUIC")
-    if not os.access(SMBQC, os.X_OK):
-        skip(f"smbqc not found at {SMBQC} (set SMBQC, or build tests/quic with golang-go and quic-go)")
-    need("certtool", "gnutls-bin")
-    os.makedirs(TMPDIR, exist_ok=True)
-    certs = make_certs(TMPDIR)
+    certs = quic_setup()
     smb = Samba(conf_extra=f"[share]\n{SYNC}")
     test_client_certs(certs)
     test_stateless_reset(certs)
