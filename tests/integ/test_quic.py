@@ -36,7 +36,6 @@ smbqc is found at $SMBQC, else at tests/quic/bin/smbqc of the build; the
 test is skipped (77) with one line when the daemon was built without
 QUIC or smbqc is missing.
 """
-import hashlib
 import json
 import os
 import re
