@@ -18,10 +18,17 @@
 
 /* Bytes of the stream kept for the peer until it acknowledges them, and
  * the window it may send ahead into the socketpair (powers of 2): a
- * window per round trip is the most a stream moves, and 1 MiB is
- * 200 Mbit/s at 40 ms. */
-#define QUIC_SBUF (1u << 20)
-#define QUIC_RWIN (1u << 20)
+ * window per round trip is the most a stream moves, and while a lost
+ * packet is sent again the bytes after it wait in both. 4 MiB holds a
+ * 100 Mbit/s, 40 ms path at 1 % loss to the TCP pair's rate (1 MiB gave
+ * 0.6 of it, 2 MiB 0.9; docs/benchmarks.md). Their pages are given back
+ * when the stream has been quiet for QUIC_LEND_NS (qbridge_idle()). */
+#define QUIC_SBUF (4u << 20)
+#define QUIC_RWIN (4u << 20)
+/* How long a stream's rings must have moved nothing before their pages
+ * go back to the kernel, at the connection's next timer (ngtcp2's: a
+ * keepalive PING's at the latest). */
+#define QUIC_LEND_NS 1000000000ull
 
 struct qbridge;
 
@@ -60,6 +67,10 @@ struct qbridge_ops {
  * @opened:	the stream is open and @fd carries it
  * @dead:	to be freed once the callback that found it returns
  * @send_close:	and a CONNECTION_CLOSE sent first
+ * @moved:	bytes entered a ring since the last timer (qbridge_idle())
+ * @touched:	the rings hold pages: bytes passed since they were given
+ *		back
+ * @quiet_since: the first timer that found nothing moved, ns
  */
 struct qbridge {
 	struct ev_loop *loop;
@@ -73,6 +84,8 @@ struct qbridge {
 	uint64_t r_head, r_tail;
 	bool s_eof, s_fin, r_fin, r_shut;
 	bool opened, dead, send_close;
+	bool moved, touched;
+	uint64_t quiet_since;
 };
 
 /* The connection a bridge is the member @b of. */
@@ -94,6 +107,7 @@ bool qbridge_peer_gone(const struct qbridge *b);
 void qbridge_end(struct qbridge *b, bool send_close);
 void qbridge_close(struct qbridge *b);
 void qbridge_free(struct qbridge *b);
+void qbridge_idle(struct qbridge *b, uint64_t now);
 uint64_t quic_now(void);
 void quic_timer_arm(struct ev_loop *loop, ev_timer *t, uint64_t exp,
 		    uint64_t now, bool soon);

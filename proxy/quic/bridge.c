@@ -42,6 +42,7 @@
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -213,6 +214,7 @@ static void on_rio(struct ev_loop *loop, ev_io *w, int revents)
 	n = readv(b->fd, iov, cnt);
 	if (n > 0) {
 		b->s_tail += n;
+		b->moved = true;
 	} else if (!n && (b->r_fin || !qbridge_peer_gone(b))) {
 		b->s_eof = true;
 		ev_io_stop(loop, w);
@@ -294,18 +296,52 @@ void qbridge_init(struct qbridge *b, struct ev_loop *loop,
 }
 
 /**
- * qbridge_rings() - make the bridge's two rings, one allocation
+ * qbridge_rings() - make the bridge's two rings, one mapping
  * @b:	the bridge
+ *
+ * Mapped, not allocated: their pages are touched only as bytes pass, and
+ * go back to the kernel when the stream is quiet (qbridge_idle()).
  *
  * Return: 0, or -1 with errno set.
  */
 int qbridge_rings(struct qbridge *b)
 {
-	b->sbuf = malloc(QUIC_SBUF + QUIC_RWIN);
-	if (!b->sbuf)
+	void *m = mmap(NULL, QUIC_SBUF + QUIC_RWIN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
 		return -1;
+	b->sbuf = m;
 	b->rbuf = b->sbuf + QUIC_SBUF;
 	return 0;
+}
+
+/**
+ * qbridge_idle() - the connection's timer fired: give the rings' pages
+ *		    back if the stream has been quiet long enough
+ * @b:		the bridge
+ * @now:	the time, ns
+ *
+ * A mapped drive's session is idle for hours after a transfer, and would
+ * hold up to both rings' worth of pages for nothing. Once nothing has
+ * entered either ring for QUIC_LEND_NS, every byte sent is acknowledged
+ * and every byte received delivered, the pages are dropped; the next
+ * bytes touch fresh zero pages. Called from timers only, never per
+ * packet, so a busy stream pays one flag per batch.
+ */
+void qbridge_idle(struct qbridge *b, uint64_t now)
+{
+	if (b->moved) {
+		b->moved = false;
+		b->touched = true;
+		b->quiet_since = now;
+		return;
+	}
+	if (!b->touched || !b->sbuf || now - b->quiet_since < QUIC_LEND_NS ||
+	    b->s_acked != b->s_tail || b->r_head != b->r_tail)
+		return;
+	madvise(b->sbuf, QUIC_SBUF + QUIC_RWIN, MADV_DONTNEED);
+	b->touched = false;
 }
 
 /**
@@ -357,6 +393,7 @@ int qbridge_data(void *ud, const uint8_t *d, size_t n, bool fin)
 	if (cnt == 2)
 		memcpy(iov[1].iov_base, d + iov[0].iov_len, iov[1].iov_len);
 	b->r_tail += n;
+	b->moved = b->moved || n;
 	if (fin)
 		b->r_fin = true;
 	return 0;
@@ -412,6 +449,7 @@ void qbridge_close(struct qbridge *b)
  */
 void qbridge_free(struct qbridge *b)
 {
-	free(b->sbuf);
+	if (b->sbuf)
+		munmap(b->sbuf, QUIC_SBUF + QUIC_RWIN);
 	b->sbuf = b->rbuf = NULL;
 }

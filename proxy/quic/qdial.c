@@ -465,8 +465,10 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct qdial *q = t->data;
+	uint64_t now = quic_now();
 
-	qdial_settle(q, ngq_timeout(q->b.nc, quic_now()));
+	qbridge_idle(&q->b, now);
+	qdial_settle(q, ngq_timeout(q->b.nc, now));
 }
 
 /**

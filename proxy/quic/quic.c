@@ -415,8 +415,10 @@ void quic_conn_settle(struct qconn *qc, enum ngq_state s)
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct qconn *qc = t->data;
+	uint64_t now = quic_now();
 
-	quic_conn_settle(qc, ngq_timeout(qc->b.nc, quic_now()));
+	qbridge_idle(&qc->b, now);
+	quic_conn_settle(qc, ngq_timeout(qc->b.nc, now));
 }
 
 /**
