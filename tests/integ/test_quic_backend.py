@@ -31,6 +31,9 @@ listener.
   reach the other; back on its port, up again; a certificate for another
   name and a server that never answers are down with their reasons; the
   probes leak no descriptor and leave no connection open at the server.
+  With the connections holding the whole descriptor budget, a probe's
+  dial that cannot take its two is no failure of the backend: it stays
+  up (it was marked down with "out of descriptors" before).
 - --check: quic-pin that is no SHA-256, quic-ca with no quic backend and a
   congestion control QUIC does not have are each one line.
 
@@ -419,6 +422,38 @@ def test_health(certs, smb):
     relay.stop()
 
 
+def test_health_budget(certs, pin):
+    """A probe's dial that finds the descriptor budget spent (every unit
+    held by connections) is no failure of the backend: a TCP probe's
+    socket is not counted in the budget at all, so a quic: backend was
+    marked down (QUIC: out of descriptors) only because the proxy was
+    busy, and its clients' connections then went to it last."""
+    relay = Relay(certs, f"127.0.0.1:{echo_server()}")
+    backend = f"quic:127.0.0.1:{relay.port}"
+    px = Proxy(backend, "--mode", "tcp", "--quic-pin", pin, "--workers", "1", "--health-check", "tcp",
+               "--health-interval", "0.2", "--health-fall", "1", "--connect-timeout", "5", stats=True,
+               rlimit_nofile=48)
+    time.sleep(0.6)
+    m = scrape(px.stats_port)
+    limit = int(metric(m, "smbsplice_descriptors_limit"))
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=backend) == 1, "the probes pass")
+    clients = []
+    for _ in range(limit // 2 + 2):  # more than the budget holds: the rest wait
+        s = socket.create_connection(("127.0.0.1", px.port), timeout=10)
+        s.sendall(b"x")
+        clients.append(s)
+    wait_for("the connections hold the whole descriptor budget but one unit at most",
+             lambda: metric(scrape(px.stats_port), "smbsplice_descriptors_used") >= limit - 1, timeout=10)
+    time.sleep(1.2)  # six probes
+    down = [x for x in px.whole_lines() if "up -> down" in x]
+    check(not down and metric(scrape(px.stats_port), "smbsplice_backend_up", listener="main", backend=backend) == 1,
+          f"the proxy out of descriptors does not mark the quic: backend down: {down[:1]}")
+    for s in clients:
+        s.close()
+    px.stop()
+    relay.stop()
+
+
 def check_fails(args, want, what):
     r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", *args], capture_output=True, text=True,
                        timeout=30)
@@ -454,6 +489,7 @@ def main():
     test_refusals(certs, relay, pin)
     test_timeout_failover(certs, relay, pin)
     relay.stop()
+    test_health_budget(certs, pin)
     test_resets(certs, pin)
     smb = Samba()
     test_relay(certs, smb, pin)
