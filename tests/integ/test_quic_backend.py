@@ -34,6 +34,10 @@ listener.
   With the connections holding the whole descriptor budget, a probe's
   dial that cannot take its two is no failure of the backend: it stays
   up (it was marked down with "out of descriptors" before).
+- a stop (SIGINT) with a stream open tells the server at once: the far
+  smbsplice's connection ends within 3 s (before, the dial was let go
+  of in a loop never run again: never freed, and the server kept the
+  connection until its idle timeout; the check failed).
 - --check: quic-pin that is no SHA-256, quic-ca with no quic backend and a
   congestion control QUIC does not have are each one line.
 
@@ -454,6 +458,34 @@ def test_health_budget(certs, pin):
     relay.stop()
 
 
+def test_stop_closes(certs, pin):
+    """A stop (SIGINT) with a connection's stream open on a quic: backend
+    tells the server at once with a CONNECTION_CLOSE, as a TCP backend's
+    socket is reset: the dial used to be let go of and left to end on its
+    own in a loop that was never run again, never freed (2 MiB at exit),
+    and the server, told nothing, kept the connection (an SMB session)
+    until its idle timeout."""
+    port = free_udp_port()
+    far = Proxy(None, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo_server()}", "--mode",
+                "tcp", "--quic-cert", f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False, stats=True)
+    near = Proxy(f"quic:127.0.0.1:{port}", "--mode", "tcp", "--quic-pin", pin)
+    s = socket.create_connection(("127.0.0.1", near.port), timeout=10)
+    s.sendall(b"hello")
+    check(s.recv(5) == b"hello", "a connection's stream is open through the quic: backend")
+    wait_for("the far listener has the connection",
+             lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") == 1, timeout=5)
+    near.proc.send_signal(signal.SIGINT)
+    near.proc.wait(30)
+    check(near.proc.returncode == 0, f"the stop is clean ({near.proc.returncode})")
+    t0 = time.monotonic()
+    wait_for("the server is told: its connection ends at once, not at its idle timeout",
+             lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") == 0, timeout=3)
+    print(f"note: the far connection ended {time.monotonic() - t0:.2f} s after the stop")
+    s.close()
+    near.stop(check_fds=False)
+    far.stop()
+
+
 def check_fails(args, want, what):
     r = subprocess.run([SMBSPLICE, "--check", "--listen", "127.0.0.1:1", *args], capture_output=True, text=True,
                        timeout=30)
@@ -490,6 +522,7 @@ def main():
     test_timeout_failover(certs, relay, pin)
     relay.stop()
     test_health_budget(certs, pin)
+    test_stop_closes(certs, pin)
     test_resets(certs, pin)
     smb = Samba()
     test_relay(certs, smb, pin)
