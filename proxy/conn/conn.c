@@ -806,15 +806,15 @@ void conn_end(struct conn *c, enum conn_end end, const char *why)
 		if (c->srv.fd >= 0)
 			sock_set_linger0(c->srv.fd);
 	}
+	if (end == END_SHUTDOWN) /* no loop is left for a released dial */
+		qdial_abort(&c->qd);
 	conn_free(c);
 	h->ops->ended(h->ctx);
 }
 
 /**
- * conn_free() - close a connection's sockets, give back all it holds, free
- *		 it
- * @c:	the connection, its watchers stopped, its pumps and observers
- *	released
+ * conn_free() - close a connection's sockets, give back all, free it
+ * @c:	the connection, its watchers stopped, its pumps and observers freed
  *
  * The close is a plain one: whatever conn_end() decided (a reset, a FIN)
  * is done, and a handed-over connection's sockets are the next process's.

@@ -341,8 +341,20 @@ static void probe_quic(struct probe *p)
 
 	if (!quic_ops || quic_ops->open(s->px, s->cfg, p->be, on_quic, p,
 					&p->qd, &p->fd, why, sizeof(why))) {
+		int e = errno;
+
 		p->qd = NULL;
 		p->fd = -1;
+		if (quic_ops && (e == EMFILE || e == ENFILE)) {
+			/* The dial takes from the connections' descriptor
+			 * budget (a TCP probe's socket is not in it): spent,
+			 * it says the proxy is busy, not that the backend is
+			 * down. The next tick tries again. */
+			log_debug("listener %s backend %s: no check now: %s",
+				  s->cfg->o.name, s->cfg->o.backend[p->be].text,
+				  why);
+			return;
+		}
 		probe_end(p, quic_ops ? why : "QUIC is not built in");
 		return;
 	}

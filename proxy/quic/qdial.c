@@ -793,6 +793,30 @@ void qdial_release(struct qdial *q)
 }
 
 /**
+ * qdial_abort() - the connection ends because the daemon stops: close the
+ *		   dial now, telling the server, and free it
+ * @qp:	the dial, or NULL; NULL afterwards
+ *
+ * A released dial (qdial_release()) runs on in the worker's loop, which a
+ * stop leaves for good: it would be freed by nobody, and the server,
+ * told nothing, would keep the connection (an SMB session and its open
+ * files) until its idle timeout, where a TCP backend's socket is reset.
+ */
+void qdial_abort(struct qdial **qp)
+{
+	struct qdial *q = *qp;
+
+	if (!q)
+		return;
+	*qp = NULL;
+	q->done = NULL;
+	q->released = true; /* finish() frees it, even if told */
+	q->b.dead = true;
+	q->b.send_close = true;
+	finish(q);
+}
+
+/**
  * qdial_figures() - a dial's QUIC figures, for ctl
  * @q:		the dial, or NULL
  * @out:	filled in

@@ -53,6 +53,7 @@ int qdial_open(const struct qdial_req *r, struct qdial **out, int *fd,
 	       char *err, size_t errlen);
 void qdial_cancel(struct qdial *q);
 void qdial_release(struct qdial *q);
+void qdial_abort(struct qdial **qp);
 int qdial_check(const struct listen_opts *lo, char *err, size_t errlen);
 bool qdial_any(const struct listen_opts *lo);
 bool qdial_figures(const struct qdial *q, struct quic_figures *out);

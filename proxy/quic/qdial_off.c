@@ -75,6 +75,14 @@ void qdial_release(struct qdial *q)
 }
 
 /**
+ * qdial_abort() - nothing to close in this build
+ * @qp:	unused
+ */
+void qdial_abort(struct qdial **qp)
+{
+}
+
+/**
  * qdial_cancel() - nothing to cancel in this build
  * @q:	unused
  */

@@ -488,7 +488,8 @@ static bool admit(struct qlistener *ql, const struct sockaddr *peer,
 		goto release;
 	}
 	if (!budget_take(&acc->px->limits.fds, 1)) {
-		budget_give(&acc->px->limits.fds, 1);
+		/* budget_take() undid itself: only the reserve is given
+		 * back, or the budget would drift below what is held. */
 		acc->ops->unreserve(acc->host);
 		snprintf(why, sizeof(why), "out of descriptors");
 		goto release;

@@ -408,19 +408,21 @@ def test_lend(certs):
         p.stdin.flush()
     t = threading.Thread(target=feed, daemon=True)
     t.start()
-    got = b""
+    got, rss1 = b"", rss0
     while len(got) < len(data):
         chunk = p.stdout.read1(1 << 20)
         if not chunk:
             break
         got += chunk
+        rss1 = max(rss1, rss_kib(pid))  # the peak while bytes move
     t.join(30)
     check(got == data, "16 MiB went through and came back byte-exact")
-    rss1 = rss_kib(pid)
-    low = wait_for("the quiet stream's rings given back",
-                   lambda: rss_kib(pid) if rss_kib(pid) < rss1 - 4096 else None, timeout=15)
+    low, end = rss_kib(pid), time.monotonic() + 15
+    while low - rss0 >= 2048 and time.monotonic() < end:
+        time.sleep(0.1)
+        low = min(low, rss_kib(pid))
     # under sanitizers the rings' shadow stays: about an eighth of them
-    check(rss1 - rss0 >= 6144 and low is not None and low - rss0 < (2048 if not SANITIZED else 4096),
+    check(rss1 - rss0 >= 6144 and low - rss0 < (2048 if not SANITIZED else 4096),
           f"the daemon held its rings while bytes moved and gave their pages back once quiet "
           f"({rss0} -> {rss1} -> {low} KiB)")
     p.stdin.close()
@@ -751,12 +753,18 @@ def test_samba(certs):
     lines = q.px.wait_log(r"^.* conn .* end=\w+ .*$", count=4)
     check(all(" smb dialect=3.1.1 " in l for l in lines), "the end lines name dialect 3.1.1 (the smb-mode framer ran)")
     check(any("encrypted=yes" in l for l in lines), "and note the sealed sessions")
-    counts = counted(scrape_text(q.px.stats_port))
+    # the counters of a connection's last messages may reach the page a
+    # moment after its end line: read until two reads agree
+    counts, prev, end = None, {}, time.monotonic() + 10
+    while counts != prev and time.monotonic() < end:
+        prev, counts = counts, counted(scrape_text(q.px.stats_port))
+        time.sleep(0.3)
     q.px.stop()  # the trace's writer flushes at the end
     traced = messages(trace, q.port)
-    check(traced == counts and traced.get(("to_server", 8)) and traced.get(("to_server", 9)),
+    diff = {k: (traced.get(k), counts.get(k)) for k in set(traced) | set(counts) if traced.get(k) != counts.get(k)}
+    check(not diff and traced.get(("to_server", 8)) and traced.get(("to_server", 9)),
           f"--trace: tshark decodes from the trace the SMB2 messages the streams carried, as counted "
-          f"(READ and WRITE among them; {sum(traced.values())} messages)")
+          f"(READ and WRITE among them; {sum(traced.values())} messages; traced, counted where they differ: {diff})")
     smb.stop()
 
 

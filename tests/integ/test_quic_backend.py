@@ -31,6 +31,13 @@ listener.
   reach the other; back on its port, up again; a certificate for another
   name and a server that never answers are down with their reasons; the
   probes leak no descriptor and leave no connection open at the server.
+  With the connections holding the whole descriptor budget, a probe's
+  dial that cannot take its two is no failure of the backend: it stays
+  up (it was marked down with "out of descriptors" before).
+- a stop (SIGINT) with a stream open tells the server at once: the far
+  smbsplice's connection ends within 3 s (before, the dial was let go
+  of in a loop never run again: never freed, and the server kept the
+  connection until its idle timeout; the check failed).
 - --check: quic-pin that is no SHA-256, quic-ca with no quic backend and a
   congestion control QUIC does not have are each one line.
 
@@ -370,6 +377,16 @@ def quic_far(certs, smb, port=None):
                  f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False, stats=True), port
 
 
+def fewest_fds(pid):
+    """The fewest descriptors pid held in 1 s: a probe in flight holds
+    three (its UDP socket and socketpair), between probes none."""
+    n = []
+    for _ in range(20):
+        n.append(len(os.listdir(f"/proc/{pid}/fd")))
+        time.sleep(0.05)
+    return min(n)
+
+
 def test_health(certs, smb):
     """Health checks of two quic: backends, smbsplice's listener and quicrelay."""
     far, fport = quic_far(certs, smb)
@@ -381,14 +398,14 @@ def test_health(certs, smb):
     wait_for("three probes reach smbsplice's listener over QUIC",
              lambda: metric(scrape(far.stats_port), "smbsplice_quic_handshakes_total", listener="main") >= 3,
              timeout=10)
-    fds = len(os.listdir(f"/proc/{px.proc.pid}/fd"))
+    fds = fewest_fds(px.proc.pid)
     time.sleep(1.5)  # five probes more of each backend
     m = scrape(px.stats_port)
     check(metric(m, "smbsplice_backend_up", listener="main", backend=first) == 1
           and metric(m, "smbsplice_backend_up", listener="main", backend=second) == 1
           and not any("up -> down" in x for x in px.whole_lines()),
           "smb checks over QUIC: both QUIC servers answer the NEGOTIATE, up and never down")
-    now = len(os.listdir(f"/proc/{px.proc.pid}/fd"))
+    now = fewest_fds(px.proc.pid)
     check(now <= fds + 4, f"the probes' dials leave no descriptor behind ({fds} -> {now})")
     wait_for("the probes' connections at smbsplice's listener end",
              lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") <= 1,
@@ -417,6 +434,66 @@ def test_health(certs, smb):
     hole.close()
     far.stop()
     relay.stop()
+
+
+def test_health_budget(certs, pin):
+    """A probe's dial that finds the descriptor budget spent (every unit
+    held by connections) is no failure of the backend: a TCP probe's
+    socket is not counted in the budget at all, so a quic: backend was
+    marked down (QUIC: out of descriptors) only because the proxy was
+    busy, and its clients' connections then went to it last."""
+    relay = Relay(certs, f"127.0.0.1:{echo_server()}")
+    backend = f"quic:127.0.0.1:{relay.port}"
+    px = Proxy(backend, "--mode", "tcp", "--quic-pin", pin, "--workers", "1", "--health-check", "tcp",
+               "--health-interval", "0.2", "--health-fall", "1", "--connect-timeout", "5", stats=True,
+               rlimit_nofile=48)
+    time.sleep(0.6)
+    m = scrape(px.stats_port)
+    limit = int(metric(m, "smbsplice_descriptors_limit"))
+    check(metric(m, "smbsplice_backend_up", listener="main", backend=backend) == 1, "the probes pass")
+    clients = []
+    for _ in range(limit // 2 + 2):  # more than the budget holds: the rest wait
+        s = socket.create_connection(("127.0.0.1", px.port), timeout=10)
+        s.sendall(b"x")
+        clients.append(s)
+    wait_for("the connections hold the whole descriptor budget but one unit at most",
+             lambda: metric(scrape(px.stats_port), "smbsplice_descriptors_used") >= limit - 1, timeout=10)
+    time.sleep(1.2)  # six probes
+    down = [x for x in px.whole_lines() if "up -> down" in x]
+    check(not down and metric(scrape(px.stats_port), "smbsplice_backend_up", listener="main", backend=backend) == 1,
+          f"the proxy out of descriptors does not mark the quic: backend down: {down[:1]}")
+    for s in clients:
+        s.close()
+    px.stop()
+    relay.stop()
+
+
+def test_stop_closes(certs, pin):
+    """A stop (SIGINT) with a connection's stream open on a quic: backend
+    tells the server at once with a CONNECTION_CLOSE, as a TCP backend's
+    socket is reset: the dial used to be let go of and left to end on its
+    own in a loop that was never run again, never freed (2 MiB at exit),
+    and the server, told nothing, kept the connection (an SMB session)
+    until its idle timeout."""
+    port = free_udp_port()
+    far = Proxy(None, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo_server()}", "--mode",
+                "tcp", "--quic-cert", f"{certs}/srv.pem", "--quic-key", f"{certs}/srv.key", listen=False, stats=True)
+    near = Proxy(f"quic:127.0.0.1:{port}", "--mode", "tcp", "--quic-pin", pin)
+    s = socket.create_connection(("127.0.0.1", near.port), timeout=10)
+    s.sendall(b"hello")
+    check(s.recv(5) == b"hello", "a connection's stream is open through the quic: backend")
+    wait_for("the far listener has the connection",
+             lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") == 1, timeout=5)
+    near.proc.send_signal(signal.SIGINT)
+    near.proc.wait(30)
+    check(near.proc.returncode == 0, f"the stop is clean ({near.proc.returncode})")
+    t0 = time.monotonic()
+    wait_for("the server is told: its connection ends at once, not at its idle timeout",
+             lambda: metric(scrape(far.stats_port), "smbsplice_connections_active", listener="main") == 0, timeout=3)
+    print(f"note: the far connection ended {time.monotonic() - t0:.2f} s after the stop")
+    s.close()
+    near.stop(check_fds=False)
+    far.stop()
 
 
 def check_fails(args, want, what):
@@ -454,6 +531,8 @@ def main():
     test_refusals(certs, relay, pin)
     test_timeout_failover(certs, relay, pin)
     relay.stop()
+    test_health_budget(certs, pin)
+    test_stop_closes(certs, pin)
     test_resets(certs, pin)
     smb = Samba()
     test_relay(certs, smb, pin)

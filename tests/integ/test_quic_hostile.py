@@ -44,8 +44,15 @@ Initials, forged Retry tokens) do not cover:
   handled alike over both: the same bytes reach the backend (or none),
   the same end= in the end line, the same reason logged; and the QUIC
   listener serves a client afterwards.
+- Initials past the descriptor budget: with room for a connection's two
+  descriptors but not the listener's third, admit() gave back a unit
+  that budget_take() had already undone, so each such Initial let the
+  budget drift one below what is held (and the limit be passed). Under
+  a small open-files limit, k handshakes hold 3k of 3k+2, and three
+  more Initials are refused with the gauge staying at 3k.
 
-Switched off, each fails (tried when written): without ngq_peek()'s
+Switched off, each fails (tried when written): with admit()'s extra
+budget_give() back, the gauge falls to 3k-1 at the first refusal; without ngq_peek()'s
 empty-datagram check the daemon aborts at the first datagram ("the
 daemon runs on" fails); without ngqc_read()'s, the quic: backend's dial
 ends ("backend QUIC error 0x1") and the client's connection is reset;
@@ -74,8 +81,9 @@ import time
 
 import smbgen
 from quicinitial import have_crypto, open_initial, rename_transport_params, seal_initial, varint
-from harness import Proxy, Samba, Server, SANITIZED, TestFailure, check, random_file, recv_exact, run
-from test_quic import NAME, SMBQC, Quic, echo, quic_setup, rss_kib
+from harness import (Proxy, Samba, Server, SANITIZED, TestFailure, check, metric, random_file, recv_exact, run,
+                     scrape)
+from test_quic import NAME, SMBQC, Quic, echo, free_udp_port, quic_setup, rss_kib
 from test_quic_sec import SYNC, quic_metrics
 
 
@@ -462,9 +470,72 @@ def test_lying_stream(certs):
     rec.srv.close()
 
 
+def fd_gauges(q):
+    m = scrape(q.px.stats_port)
+    return int(metric(m, "smbsplice_descriptors_used")), int(metric(m, "smbsplice_descriptors_limit"))
+
+
+def wait_used(q, want):
+    end = time.monotonic() + 10
+    while (used := fd_gauges(q)[0]) != want and time.monotonic() < end:
+        time.sleep(0.05)
+    return used
+
+
+def test_fd_budget(certs):
+    """Initials refused for want of a descriptor give back what they took,
+    no more: with room for a connection's two (the socketpair's client
+    end, the backend's) but not the third (our end), admit() gave back a
+    unit budget_take() had already undone, so that each such Initial let
+    the budget drift by one below what is held, and past its limit."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        print("note: no python3-cryptography: the descriptor budget of refused Initials is not tried")
+        return
+    srv = Server(echo)
+    for nofile in range(40, 46):  # a limit that leaves room for 2 more after k handshakes of 3
+        q = Quic.__new__(Quic)
+        q.ca, cert, key, _ = certs
+        q.port = free_udp_port()
+        q.px = Proxy(None, "--listen", f"quic:127.0.0.1:{q.port}", "--backend", srv.addr, "--quic-cert", cert,
+                     "--quic-key", key, "--mode", "tcp", "--workers", "1", "--handshake-timeout", "30",
+                     listen=False, stats=True, rlimit_nofile=nofile)
+        used, limit = fd_gauges(q)
+        if used == 0 and limit >= 5 and (limit - 2) % 3 == 0:
+            break
+        q.px.stop()
+    else:
+        raise TestFailure(f"no open-files limit in 40..45 gave a descriptor limit of 3k+2 ({limit})")
+    fw = Forwarder(q.port)
+    r = subprocess.run([SMBQC, "-addr", f"127.0.0.1:{fw.port}", "-name", NAME, "-ca", q.ca, "nc"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    fw.close()
+    check(r.returncode == 0 and fw.got, f"a client through the forwarder is served ({r.returncode})")
+    check(wait_used(q, 0) == 0, "its descriptors are given back")
+    _, scid, _, _, frames = open_initial(fw.got[0], fw.got[0][6:6 + fw.got[0][5]], b"client in")
+    at = frames.index(b"\x06\x00")  # the CRYPTO frame at offset 0: the ClientHello, without the padding
+    n, end = varint(frames, at + 2)
+    frames = frames[at:end + n]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    k = (limit - 2) // 3
+    for _ in range(k):
+        s.sendto(seal_initial(os.urandom(18), scid, frames), ("127.0.0.1", q.port))
+    check(wait_used(q, 3 * k) == 3 * k, f"{k} handshakes hold 3 descriptors each: {3 * k} of {limit}")
+    for i in range(3):
+        s.sendto(seal_initial(os.urandom(18), scid, frames), ("127.0.0.1", q.port))
+        q.px.wait_log(r"refused by listener main: out of descriptors", count=i + 1)
+        used = fd_gauges(q)[0]
+        check(used == 3 * k, f"Initial {i + 1} past the budget is refused and the budget stays {3 * k} ({used})")
+    s.close()
+    q.px.stop()
+    srv.close()
+
+
 def main():
     certs = quic_setup()
     test_backend_empty(certs)
+    test_fd_budget(certs)
     test_lying_stream(certs)
     smb = Samba(conf_extra=f"[share]\n{SYNC}")
     test_replay(certs, smb)
