@@ -286,7 +286,8 @@ void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len,
 	       const uint8_t *close, size_t closelen);
 bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
-		      const struct sockaddr *peer, socklen_t peerlen);
+		      size_t len, const struct sockaddr *peer,
+		      socklen_t peerlen);
 
 /* quic.c */
 void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,

@@ -596,7 +596,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 		break;
 	}
 	qc = cid_find(ql, dcid, dcidlen);
-	if (!qc && quic_gone_answer(ql, dcid, dcidlen, peer, peerlen)) {
+	if (!qc && quic_gone_answer(ql, dcid, dcidlen, len, peer, peerlen)) {
 		counter_add(&ql->st.dropped, 1);
 		return;
 	}
@@ -620,22 +620,25 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
  *		  the kernel coalesced from one sender)
  * @ql:		the listener
  * @i:		the read
+ *
+ * Return: how many datagrams it held.
  */
-static void route_read(struct qlistener *ql, int i)
+static unsigned route_read(struct qlistener *ql, int i)
 {
 	const struct msghdr *h = &ql->msgs[i].msg_hdr;
 	size_t len = ql->msgs[i].msg_len, seg = quic_udp_seg(ql, i);
 
-	if (h->msg_flags & MSG_TRUNC) {
+	if ((h->msg_flags & MSG_TRUNC) || !len) {
 		counter_add(&ql->st.datagrams, 1);
 		counter_add(&ql->st.dropped, 1);
-		return;
+		return 1;
 	}
 	for (size_t at = 0; at < len; at += seg) {
 		counter_add(&ql->st.datagrams, 1);
 		route(ql, ql->rbufs[i] + at, len - at < seg ? len - at : seg,
 		      (struct sockaddr *)&ql->peers[i], h->msg_namelen);
 	}
+	return len ? (unsigned)((len + seg - 1) / seg) : 1;
 }
 
 /**
@@ -647,8 +650,12 @@ static void route_read(struct qlistener *ql, int i)
 static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct qlistener *ql = io->data;
+	/* Datagrams, not reads, per wake: with UDP_GRO a read may hold 64,
+	 * and a sender of coalesced bursts must not hold the worker's TCP
+	 * connections up longer than uncoalesced ones would. */
+	unsigned left = QUIC_RECV_ROUNDS * QUIC_RECV_BATCH;
 
-	for (int r = 0; r < QUIC_RECV_ROUNDS; r++) {
+	while (left) {
 		int n = quic_udp_recv(ql);
 
 		if (n < 0)
@@ -656,8 +663,11 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 				 strerror(errno));
 		if (n <= 0)
 			return;
-		for (int i = 0; i < n; i++)
-			route_read(ql, i);
+		for (int i = 0; i < n; i++) {
+			unsigned got = route_read(ql, i);
+
+			left -= got < left ? got : left;
+		}
 		settle_batch(ql);
 		if (n < QUIC_RECV_BATCH)
 			return;

@@ -154,19 +154,22 @@ void quic_gone(struct qlistener *ql, const uint8_t *id, size_t len,
  * @ql:		the listener
  * @dcid:	the packet's destination ID
  * @dcidlen:	its length
+ * @len:	the packet's length
  * @peer:	its sender
  * @peerlen:	its length
  *
  * A client whose copy of our CONNECTION_CLOSE was lost would otherwise
  * wait out its idle timeout. The 1st, 2nd, 4th, 8th... packet is
- * answered, with the same datagram: never more than the client sends,
- * nor one per packet.
+ * answered, with the same datagram: never one per packet, and never
+ * more than three times the packet's bytes (RFC 9000 8.1: the sender's
+ * address is not validated; whoever knows the ID may forge it).
  *
  * Return: true if @dcid was such a connection's: the packet makes no
  * connection and gets no reset.
  */
 bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
-		      const struct sockaddr *peer, socklen_t peerlen)
+		      size_t len, const struct sockaddr *peer,
+		      socklen_t peerlen)
 {
 	struct qgone *g;
 
@@ -176,7 +179,7 @@ bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
 	if (g->until <= quic_now() || memcmp(g->id, dcid, NGQ_SCID_LEN))
 		return false;
 	g->seen++;
-	if (g->closelen && !(g->seen & (g->seen - 1)))
+	if (g->closelen && g->closelen <= 3 * len && !(g->seen & (g->seen - 1)))
 		quic_udp_send(ql, g->close, g->closelen, peer, peerlen);
 	return true;
 }
