@@ -417,12 +417,15 @@ def test_lend(certs):
         rss1 = max(rss1, rss_kib(pid))  # the peak while bytes move
     t.join(30)
     check(got == data, "16 MiB went through and came back byte-exact")
+    # Given back: at least 6 of the rings' 8 MiB leave the peak, and (in
+    # the plain build) the daemon is back near where it was; under
+    # sanitizers their allocator keeps other memory of the transfer.
+    back = (lambda low: rss1 - low >= 6144) if SANITIZED else (lambda low: low - rss0 < 2048)
     low, end = rss_kib(pid), time.monotonic() + 15
-    while low - rss0 >= 2048 and time.monotonic() < end:
+    while not back(low) and time.monotonic() < end:
         time.sleep(0.1)
         low = min(low, rss_kib(pid))
-    # under sanitizers the rings' shadow stays: about an eighth of them
-    check(rss1 - rss0 >= 6144 and low - rss0 < (2048 if not SANITIZED else 4096),
+    check(rss1 - rss0 >= 6144 and back(low),
           f"the daemon held its rings while bytes moved and gave their pages back once quiet "
           f"({rss0} -> {rss1} -> {low} KiB)")
     p.stdin.close()
