@@ -627,18 +627,19 @@ static unsigned route_read(struct qlistener *ql, int i)
 {
 	const struct msghdr *h = &ql->msgs[i].msg_hdr;
 	size_t len = ql->msgs[i].msg_len, seg = quic_udp_seg(ql, i);
+	unsigned n;
 
 	if ((h->msg_flags & MSG_TRUNC) || !len) {
 		counter_add(&ql->st.datagrams, 1);
 		counter_add(&ql->st.dropped, 1);
 		return 1;
 	}
-	for (size_t at = 0; at < len; at += seg) {
-		counter_add(&ql->st.datagrams, 1);
+	for (size_t at = 0; at < len; at += seg)
 		route(ql, ql->rbufs[i] + at, len - at < seg ? len - at : seg,
 		      (struct sockaddr *)&ql->peers[i], h->msg_namelen);
-	}
-	return len ? (unsigned)((len + seg - 1) / seg) : 1;
+	n = (unsigned)((len + seg - 1) / seg);
+	counter_add(&ql->st.datagrams, n);
+	return n;
 }
 
 /**
