@@ -257,6 +257,20 @@ def tshark_counts(path):
             "requests": cmds[("read", False)], "conns": len(streams)}
 
 
+def tshark_agrees(a, b):
+    """Whether tshark found the same messages and payloads in two captures."""
+    return all(a[k] == b[k] for k in ("cmds", "read", "write", "requests"))
+
+
+def tshark_diff(a, b):
+    """What differs between two of tshark's counts, for a note."""
+    keys = set(a["cmds"]) | set(b["cmds"])
+    diff = {f"{k[0]}{' response' if k[1] else ''}": (a["cmds"][k], b["cmds"][k])
+            for k in sorted(keys) if a["cmds"][k] != b["cmds"][k]}
+    diff.update({c: (a[c][:2], b[c][:2]) for c in ("read", "write") if a[c][:2] != b[c][:2]})
+    return diff
+
+
 def advisor_counts(d):
     """The same figures from the advisor's JSON."""
     return {"cmds": advisor_cmds(d), "requests": d["read"]["requests"], "conns": d["connections"],
@@ -595,7 +609,18 @@ def full_captures(pcapng, pcap, clean):
     if clean:
         want, want_pcap = tshark_counts(pcapng), tshark_counts(pcap)
         compare(d, want, "full pcapng, as tshark")
-        compare(d2, want_pcap, "full pcap (SLL2), as tshark")
+        # The two files hold the same traffic, and the advisor's figures
+        # on them were just found equal. tshark's reassembly has been seen
+        # to lose one message of the -i any capture (a WRITE, under the
+        # sanitizers' load) that it finds in the lo capture; the advisor is
+        # then held to tshark's figures on the lo capture, and the
+        # disagreement is shown, not taken for the advisor's.
+        if tshark_agrees(want, want_pcap):
+            compare(d2, want_pcap, "full pcap (SLL2), as tshark")
+        else:
+            print(f"note: tshark finds other figures in the -i any capture than in the lo capture of the same "
+                  f"traffic: {tshark_diff(want, want_pcap)}; the advisor is held to the lo capture's", flush=True)
+            compare(d2, want, "full pcap (SLL2), as tshark on the lo capture")
         check(d["connections"] == want["conns"] and d["read"]["requests"] == want["requests"],
               f"{d['connections']} connections and {d['read']['requests']} READ requests, as tshark")
     else:
