@@ -33,7 +33,7 @@ type opts struct {
 	addr, name, ca, cert, key, alpn, local string
 	user, pass, domain, share              string
 	sign, seal, keepOld                    bool
-	rebindAfter                            int64
+	rebindAfter, rebindEvery               int64
 	timeout, idle                          time.Duration
 }
 
@@ -65,6 +65,7 @@ func main() {
 	fs.BoolVar(&o.sign, "sign", false, "require signing, and check every answer after the mount is signed or sealed")
 	fs.BoolVar(&o.seal, "seal", false, "check every answer after the mount is encrypted (the server must ask for it)")
 	fs.Var(sizeFlag{&o.rebindAfter}, "rebind-after", "after BYTES on the stream, send from a new UDP port")
+	fs.Var(sizeFlag{&o.rebindEvery}, "rebind-every", "with -rebind-after, send from a new UDP port again after every further BYTES")
 	fs.BoolVar(&o.keepOld, "rebind-keep-old", false, "after a rebind, still receive on the old port")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "handshake and SMB setup timeout")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "QUIC idle timeout (a server that stopped answering)")
@@ -196,7 +197,8 @@ func dial() (*wireConn, error) {
 	alpn := c.ConnectionState().TLS.NegotiatedProtocol
 	fmt.Fprintf(os.Stderr, "smbqc: quic connected %s -> %s alpn=%s tls=%s\n", c.LocalAddr(), c.RemoteAddr(),
 		alpn, tlsVersion(c.ConnectionState().TLS.Version))
-	return &wireConn{StreamConn: &squic.StreamConn{Stream: st, Conn: c}, rebindAfter: o.rebindAfter, pc: pc,
+	return &wireConn{StreamConn: &squic.StreamConn{Stream: st, Conn: c}, rebindAfter: o.rebindAfter,
+		rebindEvery: o.rebindEvery, pc: pc,
 		keepOld: o.keepOld}, nil
 }
 

@@ -91,6 +91,9 @@ type wireConn struct {
 	readErr     error // the stream's first error: why it ended
 	bytes       int64
 	rebindAfter int64
+	rebindEvery int64
+	rebinds     int64
+	rebindMu    sync.Mutex
 	rebindOnce  sync.Once
 	pc          *squic.RebindConn
 	keepOld     bool
@@ -160,18 +163,31 @@ func (w *wireConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// moved adds n bytes and rebinds the UDP socket once past the threshold.
+// moved adds n bytes and rebinds the UDP socket once past -rebind-after,
+// and with -rebind-every again after every further that many bytes.
 func (w *wireConn) moved(n int) {
 	total := atomic.AddInt64(&w.bytes, int64(n))
 	if w.rebindAfter <= 0 || total < w.rebindAfter {
 		return
 	}
-	w.rebindOnce.Do(func() {
-		from, to, err := w.pc.Rebind(w.keepOld)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "smbqc: rebind failed: %v\n", err)
-			return
-		}
-		fmt.Fprintf(os.Stderr, "smbqc: rebound udp %s -> %s after %d bytes\n", from, to, total)
-	})
+	if w.rebindEvery <= 0 {
+		w.rebindOnce.Do(func() { w.rebind(total) })
+		return
+	}
+	w.rebindMu.Lock()
+	defer w.rebindMu.Unlock()
+	for total >= w.rebindAfter+w.rebinds*w.rebindEvery {
+		w.rebinds++
+		w.rebind(total)
+	}
+}
+
+// rebind moves the UDP socket to a new port and says so on stderr.
+func (w *wireConn) rebind(total int64) {
+	from, to, err := w.pc.Rebind(w.keepOld)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "smbqc: rebind failed: %v\n", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "smbqc: rebound udp %s -> %s after %d bytes\n", from, to, total)
 }
