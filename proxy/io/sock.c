@@ -307,21 +307,27 @@ size_t sock_gro_seg(const struct msghdr *h, size_t len)
  *		      QUIC listener
  * @sa:		address to bind
  * @len:	its length
- *
- * No SO_REUSEPORT: one worker serves a QUIC listener, and a second
- * process on the same address must fail to bind rather than take half
- * of every connection's datagrams.
+ * @reuseport:	SO_REUSEPORT: one socket per worker, their datagrams
+ *		steered by connection ID (reuseport.c); the caller has made
+ *		sure no other process is bound there first
  *
  * Return: the socket, or -1 with errno set.
  */
-int sock_udp_bound(const struct sockaddr *sa, socklen_t len)
+int sock_udp_bound(const struct sockaddr *sa, socklen_t len, bool reuseport)
 {
-	int fd;
+	int fd, one = 1, err;
 
 	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0)
 		return -1;
+	if (reuseport &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
 	return bind_or_close(fd, sa, len);
 }
 

@@ -40,6 +40,7 @@
 #include "common/netns.h"
 #include "priv/privhelper.h"
 #include "core/proxy.h"
+#include "io/reuseport.h"
 #include "io/sock.h"
 
 /**
@@ -386,6 +387,84 @@ static bool listened_on(const struct lcfg *cfg)
 }
 
 /**
+ * quic_alone() - a QUIC listener's one socket, served by worker 0
+ * @l:		the listener, @fds[0] bound with SO_REUSEPORT
+ * @sa:		its address
+ * @len:	its length
+ * @why:	why its datagrams cannot be steered, for the line
+ *
+ * Bound again without SO_REUSEPORT, so that no other socket can join it.
+ *
+ * Return: 0, or an errno.
+ */
+static int quic_alone(struct listener *l, const struct sockaddr *sa,
+		      socklen_t len, const char *why)
+{
+	for (unsigned i = 0; i < l->nworkers; i++)
+		if (l->fds[i] >= 0) {
+			close(l->fds[i]);
+			l->fds[i] = -1;
+		}
+	l->fds[0] = sock_udp_bound(sa, len, false);
+	if (l->fds[0] < 0)
+		return errno;
+	log_warn("listener %s: QUIC datagrams cannot be steered to the worker "
+		 "of their connection (%s): worker 0 serves all of this "
+		 "listener's QUIC connections; run smbsplice with CAP_BPF (as "
+		 "root at start) to spread them over the workers",
+		 l->name, why);
+	return 0;
+}
+
+/**
+ * open_quic() - a QUIC listener's UDP sockets: one per worker, each
+ *		 datagram steered to its connection's worker
+ * @l:		the listener, with @fds all -1
+ * @ep:		its address
+ *
+ * A socket is bound alone first, without SO_REUSEPORT: a second process
+ * on the address must fail here rather than take half of every
+ * connection's datagrams. Its address (the port, if 0 was asked for) is
+ * then the one every worker's socket binds, with SO_REUSEPORT, and
+ * reuseport.c's program steers each datagram by the worker named in its
+ * connection ID. Where the program cannot be loaded (no CAP_BPF, an old
+ * kernel), one socket and worker 0 serve the listener, as a single
+ * worker does.
+ *
+ * Return: 0, or an errno.
+ */
+static int open_quic(struct listener *l, const struct endpoint *ep)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const struct sockaddr *sa = (const struct sockaddr *)&ss;
+	char why[160];
+	unsigned i;
+
+	l->fds[0] = sock_udp_bound((const struct sockaddr *)&ep->addr, ep->len,
+				   false);
+	if (l->fds[0] < 0)
+		return errno;
+	if (l->nworkers == 1)
+		return 0;
+	if (getsockname(l->fds[0], (struct sockaddr *)&ss, &len))
+		return quic_alone(l, (const struct sockaddr *)&ep->addr,
+				  ep->len, strerror(errno));
+	close(l->fds[0]);
+	for (i = 0; i < l->nworkers; i++)
+		if ((l->fds[i] = sock_udp_bound(sa, len, true)) < 0)
+			break;
+	if (i < l->nworkers) {
+		snprintf(why, sizeof(why), "a socket per worker: %s",
+			 strerror(errno));
+		return quic_alone(l, sa, len, why);
+	}
+	if (reuseport_steer_quic(l->fds, l->nworkers, why, sizeof(why)))
+		return quic_alone(l, sa, len, why);
+	return 0;
+}
+
+/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
  * @px:		the process
@@ -417,11 +496,7 @@ static int open_sockets(struct proxy *px, struct listener *l,
 		return -1;
 	}
 	if (cfg->o.quic) {
-		/* One worker serves a QUIC listener (proxy/quic/README.md). */
-		l->fds[0] = sock_udp_bound((const struct sockaddr *)&ep->addr,
-					   ep->len);
-		if (l->fds[0] < 0)
-			e = errno;
+		e = open_quic(l, ep);
 	} else if (!px->opt->share_address && !ours(px, cfg) &&
 		   listened_on(cfg)) {
 		taken = true;
@@ -480,8 +555,8 @@ int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen)
 		return -1;
 	}
 	if (cfg->o.quic)
-		fd = sock_udp_bound((const struct sockaddr *)&ep->addr,
-				    ep->len);
+		fd = sock_udp_bound((const struct sockaddr *)&ep->addr, ep->len,
+				    false);
 	else
 		fd = sock_bound((const struct sockaddr *)&ep->addr, ep->len,
 				true, cfg->o.mptcp[SIDE_CLIENT]);

@@ -72,6 +72,7 @@ struct ngq_conn {
 	struct ngq_creds *creds;
 	uint8_t alert;
 	bool no_cert;
+	uint8_t slot;
 };
 
 int ngq_file_readable(const char *what, const char *path, char *err,

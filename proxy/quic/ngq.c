@@ -33,6 +33,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "io/reuseport.h"
 #include "quic/ngq-t.h"
 #include "quic/ngq.h"
 
@@ -152,6 +154,25 @@ void ngq_random(uint8_t *out, size_t len)
 {
 	if (gnutls_rnd(GNUTLS_RND_RANDOM, out, len))
 		abort(); /* no randomness: no safe connection ID either */
+}
+
+/* The kernel's steering program reads the slot of IDs of this length. */
+static_assert(NGQ_SCID_LEN == REUSEPORT_CIDLEN, "steered IDs' length");
+
+/**
+ * ngq_new_cid() - a new connection ID of ours
+ * @cid:	filled in
+ * @len:	its length
+ * @slot:	its first byte: the worker's socket slot, by which the kernel
+ *		steers its datagrams (io/reuseport.c); the rest is random
+ *
+ * The client side's IDs have slot 0: nothing steers by them.
+ */
+static void ngq_new_cid(ngtcp2_cid *cid, size_t len, uint8_t slot)
+{
+	ngq_random(cid->data, len);
+	cid->data[0] = slot;
+	cid->datalen = len;
 }
 
 /**
@@ -381,8 +402,7 @@ static int on_new_cid(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
 {
 	struct ngq_conn *c = ud;
 
-	ngq_random(cid->data, len);
-	cid->datalen = len;
+	ngq_new_cid(cid, len, c->slot);
 	if (ngtcp2_crypto_generate_stateless_reset_token(token, c->secret,
 							 NGQ_SECRET_LEN, cid) ||
 	    c->cb->cid_add(c->ud, cid->data, cid->datalen))
@@ -669,8 +689,8 @@ int ngq_accept(struct ngq_conn **out, struct ngq_creds *cr,
 	};
 	ngtcp2_connection_close_error_default(&c->ccerr);
 	ngq_callbacks(&cbs);
-	scid.datalen = NGQ_SCID_LEN;
-	ngq_random(scid.data, scid.datalen);
+	c->slot = tune->slot;
+	ngq_new_cid(&scid, NGQ_SCID_LEN, c->slot);
 	ngtcp2_settings_default(&st);
 	st.initial_ts = now;
 	st.cc_algo = cc < 0 ? NGTCP2_CC_ALGO_CUBIC : cc; /* checked at start */

@@ -103,10 +103,14 @@ enum ngq_token {
  * struct ngq_tune - how a connection the listener accepts behaves
  * @window:	bytes the client may send ahead of what is taken
  * @cc:		congestion control (ngq_cc_known()); empty for cubic
+ * @slot:	the first byte of every connection ID it issues: the slot of
+ *		the worker's socket, which io/reuseport.c steers the
+ *		connection's datagrams to
  */
 struct ngq_tune {
 	size_t window;
 	const char *cc;
+	uint8_t slot;
 };
 
 /**

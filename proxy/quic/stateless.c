@@ -108,9 +108,11 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
  * @ql:		the listener
  * @id:		the ID, NGQ_SCID_LEN bytes
  *
- * Our IDs are random bytes, so their first ones spread them evenly. A
- * slot is a cache line, not a queue: an ID whose slot another took gets
- * silence, or a reset, as a closed connection did before it was kept.
+ * Our IDs are random bytes after the first, which names the worker's
+ * socket (io/reuseport.h) and is the same for all of a worker's: the
+ * next ones spread them evenly. A slot is a cache line, not a queue: an
+ * ID whose slot another took gets silence, or a reset, as a closed
+ * connection did before it was kept.
  *
  * Return: the slot.
  */
@@ -118,7 +120,7 @@ static struct qgone *gone_slot(struct qlistener *ql, const uint8_t *id)
 {
 	uint32_t h;
 
-	memcpy(&h, id, sizeof(h));
+	memcpy(&h, id + 1, sizeof(h));
 	return &ql->gone[h & (QUIC_GONE - 1)];
 }
 
