@@ -176,7 +176,9 @@ void metrics_report_listener(const struct listener *l, struct lreport *r)
  */
 static char *render_metrics(const struct proxy *px, size_t *len)
 {
-	uint64_t *accepted = calloc(px->nworkers, sizeof(*accepted));
+	uint64_t *accepted =
+		calloc(2 * (size_t)px->nworkers, sizeof(*accepted));
+	uint64_t *moved = accepted ? accepted + px->nworkers : NULL;
 	struct lreport *ls = NULL;
 	struct gauges g = { 0 };
 	struct procstat ps;
@@ -196,7 +198,7 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 							    reports them */
 			metrics_report_listener(l, &ls[n++]);
 	for (unsigned i = 0; i < px->nworkers; i++)
-		worker_report(&px->workers[i], &g, &accepted[i]);
+		worker_report(&px->workers[i], &g, &accepted[i], &moved[i]);
 	g.pipes_open = pipepool_budget_open(&px->pipe_budget);
 	g.fds_used = (uint64_t)budget_used(&px->limits.fds);
 	g.fds_limit = (uint64_t)budget_limit(&px->limits.fds);
@@ -206,8 +208,8 @@ static char *render_metrics(const struct proxy *px, size_t *len)
 	procstat_read(&ps);
 	out = open_memstream(&body, len);
 	if (out) {
-		int bad = promtext_write(out, ls, n, &g, accepted, px->nworkers,
-					 &ps);
+		int bad = promtext_write(out, ls, n, &g, accepted, moved,
+					 px->nworkers, &ps);
 
 		if (fclose(out) || bad) {
 			free(body);

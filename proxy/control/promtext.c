@@ -647,7 +647,8 @@ static void write_latency(FILE *out, const struct lreport *ls,
  * @ls:		each listener's counters, summed over the workers
  * @nls:	how many listeners
  * @g:		the process's gauges
- * @accepted:	connections accepted per worker
+ * @accepted:	connections each worker opened
+ * @moved:	clients each worker accepted and handed to another
  * @nworkers:	how many workers
  * @ps:		what the process uses (/proc)
  *
@@ -656,7 +657,8 @@ static void write_latency(FILE *out, const struct lreport *ls,
  */
 int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers, const struct procstat *ps)
+		   const uint64_t *moved, unsigned nworkers,
+		   const struct procstat *ps)
 {
 	struct lnames *lab = calloc(nls ? nls : 1, sizeof(*lab));
 
@@ -680,11 +682,20 @@ int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 	write_process(out, g);
 	metric_head(
 		out, "smbsplice_worker_connections_total", "counter",
-		"Connections accepted by each worker: how the kernel spread them.");
+		"Connections each worker served: those the kernel gave it and "
+		"kept, and those other workers handed it.");
 	for (unsigned i = 0; i < nworkers; i++)
 		fprintf(out,
 			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
 			i, (unsigned long long)accepted[i]);
+	metric_head(
+		out, "smbsplice_worker_connections_moved_total", "counter",
+		"TCP clients each worker accepted and handed to a worker that "
+		"served fewer connections.");
+	for (unsigned i = 0; i < nworkers; i++)
+		fprintf(out,
+			"smbsplice_worker_connections_moved_total{worker=\"%u\"} %llu\n",
+			i, (unsigned long long)moved[i]);
 	write_build(out);
 	write_procstat(out, ps);
 	return 0;

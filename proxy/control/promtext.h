@@ -18,6 +18,7 @@ struct procstat;
 
 int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 		   const struct gauges *g, const uint64_t *accepted,
-		   unsigned nworkers, const struct procstat *ps);
+		   const uint64_t *moved, unsigned nworkers,
+		   const struct procstat *ps);
 
 #endif /* SMBSPLICE_PROMTEXT_H */

@@ -4,7 +4,10 @@
  * Theory of operation: every worker has a listening socket of its own per
  * listener, bound to the same address with SO_REUSEPORT, and the kernel
  * spreads new connections over them; so workers never contend for an
- * accept queue or hand connections to each other. The main thread makes
+ * accept queue. An admitted client is placed through accept_ops' place():
+ * the worker keeps it, or hands it to one that serves fewer connections
+ * (worker/balance.c), since the kernel's hash spreads a few long SMB
+ * sessions unevenly. The main thread makes
  * the sockets (listener.c) and hands each to its worker, which watches it
  * here until the listener is removed or the process drains.
  *
@@ -212,7 +215,7 @@ static void take_client(struct wlistener *wl, int fd,
 		return;
 	}
 	counter_add(&st->accepted, 1);
-	acc->ops->open(acc->host, wl->l, wl->cfg, fd, peer, &key);
+	acc->ops->place(acc->host, wl->l, wl->cfg, fd, peer, &key);
 }
 
 /**

@@ -21,6 +21,9 @@ struct wlistener;
  *		false if it is spent (accepting pauses)
  * @unreserve:	give them back: the client was turned away, or no client
  *		came
+ * @place:	make an admitted TCP client a connection, in this worker or
+ *		in one that serves fewer (worker/balance.c), which owns its
+ *		socket
  * @open:	make an admitted client's socket a connection, which owns it;
  *		returns the connection's id (0 if it was refused), by
  *		which a QUIC stream finds its connection again (ctl's
@@ -36,6 +39,9 @@ struct wlistener;
 struct accept_ops {
 	bool (*reserve)(struct conn_host *h);
 	void (*unreserve)(struct conn_host *h);
+	void (*place)(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+		      int fd, const struct sockaddr *peer,
+		      const struct source_key *key);
 	uint64_t (*open)(struct conn_host *h, struct listener *l,
 			 struct lcfg *cfg, int fd, const struct sockaddr *peer,
 			 const struct source_key *key);

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,22 +103,43 @@ bool worker_is_idle(const struct worker *w)
 }
 
 /**
- * worker_conn_ended() - a connection of this worker has ended
- * @ctx:	the worker
+ * worker_drain_check() - tell the main thread if a draining worker has
+ *			  nothing left to serve
+ * @w:	the worker, from its thread
  *
- * While draining, the last one tells the main thread; a QUIC listener
- * still serving connections (whose streams have ended, but which wait for
- * their clients' close) holds the drain until it has gone too.
+ * Nothing left: no connection, no client on its way from another worker
+ * (balance.c), and no QUIC listener still serving connections (whose
+ * streams have ended, but which wait for their clients' close).
  */
-static void worker_conn_ended(void *ctx)
+void worker_drain_check(struct worker *w)
 {
-	struct worker *w = ctx;
-
 	if (w->state != WS_DRAINING || !conn_host_empty(&w->host) ||
-	    w->quic.list)
+	    w->quic.list || balance_pending(w))
 		return;
 	worker_set_state(w, WS_IDLE);
 	ev_async_send(w->px->loop, &w->px->drained_w);
+}
+
+/**
+ * worker_conn_ended() - a connection of this worker has ended
+ * @ctx:	the worker
+ *
+ * While draining, the last one tells the main thread.
+ */
+static void worker_conn_ended(void *ctx)
+{
+	worker_drain_check(ctx);
+}
+
+/**
+ * worker_of_host() - the worker whose connections these are
+ * @h:	its conn_host
+ *
+ * Return: the worker.
+ */
+struct worker *worker_of_host(struct conn_host *h)
+{
+	return (struct worker *)((char *)h - offsetof(struct worker, host));
 }
 
 /**
@@ -175,6 +197,7 @@ static uint64_t worker_open(struct conn_host *h, struct listener *l,
 static const struct accept_ops worker_accept_ops = {
 	.reserve = conn_host_reserve,
 	.unreserve = conn_host_unreserve,
+	.place = balance_place,
 	.open = worker_open,
 };
 
@@ -284,7 +307,7 @@ static void drain_run(struct worker *w, struct worker_cmd *c)
 		worker_set_state(w, WS_DRAINING);
 	accept_remove_all(&w->acc, true);
 	quic_drain_all(&w->quic);
-	worker_conn_ended(w);
+	worker_drain_check(w);
 }
 
 const struct worker_cmd_ops worker_cmd_drain = { .run = drain_run };
@@ -596,11 +619,15 @@ void worker_destroy(struct worker *w)
  * worker_report() - add a worker's gauges to a scrape's sums
  * @w:		the worker, running in its own thread
  * @g:		the gauges' sum; pipes_open is process-wide and left alone
- * @accepted:	set to the connections this worker accepted
+ * @accepted:	set to the connections this worker opened (those other
+ *		workers handed it included)
+ * @moved:	set to the clients it accepted and handed to another
  */
-void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted)
+void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted,
+		   uint64_t *moved)
 {
 	*accepted = conn_host_accepted(&w->host);
+	*moved = counter_read(&w->moved);
 	g->total += *accepted;
 	g->pipes_lent += counter_read(&w->pipes.lent);
 	g->pipes_denied += counter_read(&w->pipes.denied);

@@ -20,6 +20,8 @@
 struct lcfg;
 struct listener;
 struct proxy;
+struct sockaddr;
+struct source_key;
 
 /* A worker's stage; worker_set_state() alone moves it:
  *   running -> no_netns (it could not enter the backend namespace)
@@ -116,6 +118,10 @@ extern const struct worker_cmd_ops worker_cmd_stop;
  * @netns_ino:	the network namespace the thread sits in (its inode), for
  *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
+ * @incoming:	clients other workers accepted and are handing to this one
+ *		(balance.c; atomic, written by them and by this worker)
+ * @moved:	clients this worker accepted and handed to a worker that
+ *		served fewer connections (a counter, this worker's)
  *
  * Nothing here is shared on the data path: the main thread only reads the
  * counters and gauges (see counter.h), and queues commands under @lock.
@@ -137,6 +143,8 @@ struct worker {
 	enum worker_state state;
 	ino_t netns_ino;
 	ev_timer trim;
+	unsigned incoming;
+	uint64_t moved;
 };
 
 int worker_init(struct worker *w, struct proxy *px, unsigned id);
@@ -145,8 +153,19 @@ int worker_run(struct worker *w, const struct worker_cmd *c,
 	       enum worker_cmd_wait wait);
 void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
-void worker_report(const struct worker *w, struct gauges *g,
-		   uint64_t *accepted);
+void worker_report(const struct worker *w, struct gauges *g, uint64_t *accepted,
+		   uint64_t *moved);
+struct worker *worker_of_host(struct conn_host *h);
+void worker_drain_check(struct worker *w);
+
+/* balance.c: each accepted TCP client to the worker that serves fewest;
+ * balance_cmd_take opens a client another worker accepted (@l, @cfg:
+ * references the sender took; @fd and @arg: the command's own). */
+extern const struct worker_cmd_ops balance_cmd_take;
+void balance_place(struct conn_host *h, struct listener *l, struct lcfg *cfg,
+		   int fd, const struct sockaddr *peer,
+		   const struct source_key *key);
+bool balance_pending(const struct worker *w);
 bool worker_is_idle(const struct worker *w);
 uint64_t worker_active(const struct worker *w);
 uint64_t worker_accepted(const struct worker *w);
