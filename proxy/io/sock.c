@@ -321,6 +321,11 @@ int sock_udp_bound(const struct sockaddr *sa, socklen_t len, bool reuseport)
 		    0);
 	if (fd < 0)
 		return -1;
+	/* Datagrams wait in the receive queue while the worker is busy, and
+	 * a burst (a thousand clients' keepalives or closes at once) is
+	 * lost past the default 208 KiB: room for a few thousand, where the
+	 * process may (past net.core.rmem_max needs CAP_NET_ADMIN). */
+	sock_set_buffers(fd, SOCK_UDP_BUF);
 	if (reuseport &&
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
 		err = errno;
@@ -443,7 +448,7 @@ int sock_set_congestion(int fd, const char *alg)
 
 /**
  * sock_set_buffers() - fix a socket's send and receive buffers
- * @fd:		a TCP socket
+ * @fd:		a TCP socket, or a QUIC listener's UDP one
  * @bytes:	the size of each, or 0 to leave the kernel's autotuning
  *
  * A fixed size turns autotuning off for the socket. The FORCE options

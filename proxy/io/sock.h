@@ -33,6 +33,8 @@ bool sock_peer_shut(int fd);
 int sock_stream(int family, bool mptcp);
 int sock_bound(const struct sockaddr *sa, socklen_t len, bool reuseport,
 	       bool mptcp);
+/* A QUIC listener's UDP socket buffers (sock_udp_bound()). */
+#define SOCK_UDP_BUF (4u << 20)
 int sock_udp_bound(const struct sockaddr *sa, socklen_t len, bool reuseport);
 /* The most bytes one read of a UDP_GRO socket returns (a coalesced batch
  * is at most 64 KiB), and the control room its segment size needs. */
