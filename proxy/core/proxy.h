@@ -82,6 +82,8 @@ enum proxy_state {
  * @take_handed:	the seam through which a listener takes the sockets a
  *			handover brought (handover_listener_fds(): net/
  *			ranks below handover/); NULL in tests
+ * @take_quic_map:	the same for a QUIC listener's steering map
+ *			(handover_quic_map()): a descriptor, or -1
  *
  * The main thread forwards nothing. It watches signals, reloads, drains,
  * serves /metrics by reading the workers' counters, and reaches the
@@ -119,6 +121,7 @@ struct proxy {
 	enum proxy_state state;
 	unsigned (*take_handed)(const char *name, const struct endpoint *ep,
 				int *fds, unsigned nworkers);
+	int (*take_quic_map)(const char *name, const struct endpoint *ep);
 };
 
 #endif /* SMBSPLICE_PROXY_H */

@@ -13,6 +13,7 @@
  * lengths (a client's own first ID) are left to the kernel's hash. */
 #define REUSEPORT_CIDLEN 18
 
-int reuseport_steer_quic(const int *fds, unsigned n, char *err, size_t errlen);
+int reuseport_steer_quic(int *map, const int *fds, unsigned n, unsigned *base,
+			 char *err, size_t errlen);
 
 #endif /* SMBSPLICE_REUSEPORT_H */

@@ -40,7 +40,6 @@
 #include "common/netns.h"
 #include "priv/privhelper.h"
 #include "core/proxy.h"
-#include "io/reuseport.h"
 #include "io/sock.h"
 
 /**
@@ -387,84 +386,6 @@ static bool listened_on(const struct lcfg *cfg)
 }
 
 /**
- * quic_alone() - a QUIC listener's one socket, served by worker 0
- * @l:		the listener, @fds[0] bound with SO_REUSEPORT
- * @sa:		its address
- * @len:	its length
- * @why:	why its datagrams cannot be steered, for the line
- *
- * Bound again without SO_REUSEPORT, so that no other socket can join it.
- *
- * Return: 0, or an errno.
- */
-static int quic_alone(struct listener *l, const struct sockaddr *sa,
-		      socklen_t len, const char *why)
-{
-	for (unsigned i = 0; i < l->nworkers; i++)
-		if (l->fds[i] >= 0) {
-			close(l->fds[i]);
-			l->fds[i] = -1;
-		}
-	l->fds[0] = sock_udp_bound(sa, len, false);
-	if (l->fds[0] < 0)
-		return errno;
-	log_warn("listener %s: QUIC datagrams cannot be steered to the worker "
-		 "of their connection (%s): worker 0 serves all of this "
-		 "listener's QUIC connections; run smbsplice with CAP_BPF (as "
-		 "root at start) to spread them over the workers",
-		 l->name, why);
-	return 0;
-}
-
-/**
- * open_quic() - a QUIC listener's UDP sockets: one per worker, each
- *		 datagram steered to its connection's worker
- * @l:		the listener, with @fds all -1
- * @ep:		its address
- *
- * A socket is bound alone first, without SO_REUSEPORT: a second process
- * on the address must fail here rather than take half of every
- * connection's datagrams. Its address (the port, if 0 was asked for) is
- * then the one every worker's socket binds, with SO_REUSEPORT, and
- * reuseport.c's program steers each datagram by the worker named in its
- * connection ID. Where the program cannot be loaded (no CAP_BPF, an old
- * kernel), one socket and worker 0 serve the listener, as a single
- * worker does.
- *
- * Return: 0, or an errno.
- */
-static int open_quic(struct listener *l, const struct endpoint *ep)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	const struct sockaddr *sa = (const struct sockaddr *)&ss;
-	char why[160];
-	unsigned i;
-
-	l->fds[0] = sock_udp_bound((const struct sockaddr *)&ep->addr, ep->len,
-				   false);
-	if (l->fds[0] < 0)
-		return errno;
-	if (l->nworkers == 1)
-		return 0;
-	if (getsockname(l->fds[0], (struct sockaddr *)&ss, &len))
-		return quic_alone(l, (const struct sockaddr *)&ep->addr,
-				  ep->len, strerror(errno));
-	close(l->fds[0]);
-	for (i = 0; i < l->nworkers; i++)
-		if ((l->fds[i] = sock_udp_bound(sa, len, true)) < 0)
-			break;
-	if (i < l->nworkers) {
-		snprintf(why, sizeof(why), "a socket per worker: %s",
-			 strerror(errno));
-		return quic_alone(l, sa, len, why);
-	}
-	if (reuseport_steer_quic(l->fds, l->nworkers, why, sizeof(why)))
-		return quic_alone(l, sa, len, why);
-	return 0;
-}
-
-/**
  * open_sockets() - one listening socket per worker, in the listen
  *		    namespace
  * @px:		the process
@@ -496,7 +417,12 @@ static int open_sockets(struct proxy *px, struct listener *l,
 		return -1;
 	}
 	if (cfg->o.quic) {
-		e = open_quic(l, ep);
+		e = listener_open_quic(px, l, ep, err, errlen);
+		if (e < 0) { /* @err says why */
+			if (ns >= 0)
+				netns_enter(netns_home());
+			return -1;
+		}
 	} else if (!px->opt->share_address && !ours(px, cfg) &&
 		   listened_on(cfg)) {
 		taken = true;
@@ -605,6 +531,7 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 	snprintf(l->name, sizeof(l->name), "%s", cfg->o.name);
 	l->nworkers = px->nworkers;
 	l->refs = 1;
+	l->quic_map = -1;
 	l->cfg = cfg;
 	for (unsigned i = 0; i < l->nworkers; i++)
 		l->fds[i] = -1;
@@ -726,6 +653,8 @@ void listener_free(struct listener *l)
 				close(l->fds[i]);
 	if (l->cfg)
 		listener_cfg_put(l->cfg);
+	if (l->quic_map >= 0)
+		close(l->quic_map);
 	free(l->fds);
 	drop_counters(l);
 	free(l);

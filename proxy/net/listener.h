@@ -150,6 +150,11 @@ enum listener_flag {
  * @flags:	what has happened to it, LISTENER_* (main thread only)
  * @held:	the control socket drained it: its workers accept nothing on
  *		it until resumed (main thread only)
+ * @quic_map:	a QUIC listener's steering map (io/reuseport.c), which a
+ *		handover carries to the next process; -1 without one
+ * @quic_base:	the slot of its worker 0's socket in that map: the first
+ *		byte of the connection IDs each worker issues is this plus
+ *		the worker's number
  * @next:	the process's list
  *
  * Made and freed by the main thread; workers only accept on their socket
@@ -165,6 +170,8 @@ struct listener {
 	unsigned refs;
 	unsigned flags;
 	bool held;
+	int quic_map;
+	unsigned quic_base;
 	struct listener *next;
 };
 
@@ -177,6 +184,9 @@ struct listener *listener_new(struct proxy *px, struct lcfg *cfg, char *err,
 void listener_get(struct listener *l);
 void listener_put(struct listener *l);
 int listener_check_bind(const struct lcfg *cfg, char *err, size_t errlen);
+/* quicsock.c */
+int listener_open_quic(struct proxy *px, struct listener *l,
+		       const struct endpoint *ep, char *err, size_t errlen);
 bool listener_same_socket(const struct lcfg *a, const struct lcfg *b);
 int listener_set_cfg(struct listener *l, struct lcfg *cfg, char *err,
 		     size_t errlen);

@@ -552,9 +552,9 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	counter_add(&ql->st.active, 1);
 	conn_path(qc, &p);
 	if (ngq_accept(&qc->b.nc, ql->creds, ql->secret, &p, pkt, len,
-		       &(struct ngq_tune){ QUIC_RWIN,
-					   ql->cfg->o.cc[SIDE_CLIENT],
-					   (uint8_t)ql->qh->acc->id },
+		       &(struct ngq_tune){
+			       QUIC_RWIN, ql->cfg->o.cc[SIDE_CLIENT],
+			       (uint8_t)(ql->l->quic_base + ql->qh->acc->id) },
 		       rt, &quic_cb, &qc->b, quic_now())) {
 		qc->b.nc = NULL;
 		conn_free(qc, NULL, 0);

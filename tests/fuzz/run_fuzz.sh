@@ -27,8 +27,8 @@ image_src="proxy/handover/image.c smb/framer.c smb/login.c smb/opening.c smb/thr
 	proxy/observe/trace.c proxy/observe/tracefile.c common/log.c common/ring.c"
 # The QUIC listener as the daemon runs it, and what it needs of the rest.
 quic_src="proxy/quic/quic.c proxy/quic/qcheck.c proxy/quic/ngq.c proxy/quic/ngq_sec.c proxy/quic/stateless.c
-	proxy/quic/ngq_client.c proxy/quic/bridge.c proxy/quic/stream.c proxy/quic/udp.c proxy/net/admit.c proxy/net/listener.c
-	proxy/conf/parse.c common/netns.c proxy/core/limits.c proxy/io/sock.c
+	proxy/quic/ngq_client.c proxy/quic/bridge.c proxy/quic/stream.c proxy/quic/udp.c proxy/net/admit.c proxy/net/listener.c proxy/net/quicsock.c
+	proxy/conf/parse.c common/netns.c proxy/core/limits.c proxy/io/sock.c proxy/io/reuseport.c
 	common/log.c common/ring.c common/fdpass.c"
 
 if ! command -v "$cc" >/dev/null 2>&1; then
