@@ -132,6 +132,29 @@ static void stop_now(struct proxy *px)
 }
 
 /**
+ * handed_over() - a handover is done: stop, or serve on what stayed here
+ * @px:	the process; the next one has its listeners, its --stats and
+ *	control sockets, and every connection it could take
+ *
+ * A QUIC listener's connections stay in this process to their end
+ * (connmove_stays()): it drains, as at SIGTERM, and stops when they are
+ * gone or at --drain-timeout. Its scrapes and health probes are the next
+ * process's now.
+ */
+static void handed_over(struct proxy *px)
+{
+	for (const struct listener *l = px->listeners; l; l = l->next)
+		if (l->cfg && l->cfg->o.quic &&
+		    !listener_is(l, LISTENER_RETIRED)) {
+			metrics_stop(px);
+			health_stop();
+			signals_linger(px);
+			return;
+		}
+	stop_now(px);
+}
+
+/**
  * become_user() - with --user, give up root once every socket is bound
  * @px:	the process, single-threaded still
  *
@@ -281,7 +304,7 @@ static int start(struct proxy *px, struct options *opt)
 	handed[CONTROL_ADMIN] = handover_fd(HANDED_CONTROL);
 	handed[CONTROL_VIEW] = handover_fd(HANDED_CONTROL_RO);
 	if (metrics_start(px, handover_fd(HANDED_METRICS)) ||
-	    control_start(px, handed) || handover_init(px, stop_now) ||
+	    control_start(px, handed) || handover_init(px, handed_over) ||
 	    become_user(px))
 		return -1;
 	/* As the user it will belong to, who rotates and reopens it: root
@@ -362,7 +385,8 @@ int main(int argc, char **argv)
 	struct proxy px = { .worker_netns = -1,
 			    .sync_lock = PTHREAD_MUTEX_INITIALIZER,
 			    .sync_cond = PTHREAD_COND_INITIALIZER,
-			    .take_handed = handover_listener_fds };
+			    .take_handed = handover_listener_fds,
+			    .take_quic_map = handover_quic_map };
 	struct options opt;
 	uint64_t total;
 	char err[512];
@@ -373,8 +397,7 @@ int main(int argc, char **argv)
 	n = notify_inherited(&px.inherited);
 	px.ninherited = n > 0 ? (unsigned)n : 0;
 	px.activated = px.ninherited > 0 || handover_incoming();
-	px.cfg = calloc(1, sizeof(*px.cfg));
-	if (!px.cfg) {
+	if (!(px.cfg = calloc(1, sizeof(*px.cfg)))) {
 		fprintf(stderr, "smbsplice: out of memory\n");
 		return 1;
 	}

@@ -92,25 +92,16 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *t, int revents)
 }
 
 /**
- * on_sigterm() - SIGTERM: drain; the second one stops at once
- * @loop:	the main loop
- * @w:		the signal watcher
- * @revents:	unused
+ * drain() - close every listener, let the open connections run to their
+ *	     end or for --drain-timeout
+ * @px:		the process, running
+ * @what:	what began it, for the line
  */
-static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
+static void drain(struct proxy *px, const char *what)
 {
-	struct proxy *px = w->data;
-	unsigned long open = worker_active_all(px);
+	unsigned long open;
 
-	(void)revents;
-	if (px->state != PX_RUNNING) {
-		log_info("signal %d again: stopping, %lu connections open",
-			 w->signum, open);
-		stop_now(px);
-		return;
-	}
 	px->state = PX_DRAINING;
-	notify_stopping(open);
 	reload_retire_all(px);
 	for (unsigned i = 0; i < px->nworkers; i++)
 		worker_run(&px->workers[i],
@@ -120,16 +111,56 @@ static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
 	open = worker_active_all(px);
 	if (px->opt->drain_timeout > 0)
 		log_info(
-			"signal %d: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
-			w->signum, open, px->opt->drain_timeout);
+			"%s: draining: listeners closed, %lu connections open, letting them run for up to %gs (SIGTERM again or SIGINT to stop now)",
+			what, open, px->opt->drain_timeout);
 	else
 		log_info(
-			"signal %d: draining: listeners closed, %lu connections open, letting them run to their end (SIGTERM again or SIGINT to stop now)",
-			w->signum, open);
+			"%s: draining: listeners closed, %lu connections open, letting them run to their end (SIGTERM again or SIGINT to stop now)",
+			what, open);
 	if (px->opt->drain_timeout > 0) {
 		ev_timer_set(&px->drain_timer, px->opt->drain_timeout, 0.);
-		ev_timer_start(loop, &px->drain_timer);
+		ev_timer_start(px->loop, &px->drain_timer);
 	}
+}
+
+/**
+ * on_sigterm() - SIGTERM: drain; the second one stops at once
+ * @loop:	the main loop
+ * @w:		the signal watcher
+ * @revents:	unused
+ */
+static void on_sigterm(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct proxy *px = w->data;
+	unsigned long open = worker_active_all(px);
+	char what[32];
+
+	(void)loop;
+	(void)revents;
+	if (px->state != PX_RUNNING) {
+		log_info("signal %d again: stopping, %lu connections open",
+			 w->signum, open);
+		stop_now(px);
+		return;
+	}
+	notify_stopping(open);
+	snprintf(what, sizeof(what), "signal %d", w->signum);
+	drain(px, what);
+}
+
+/**
+ * signals_linger() - after a handover, serve what stayed here to its end
+ * @px:	the process, whose listeners and connections the next process
+ *	took, but for its QUIC connections (connmove_stays())
+ *
+ * A drain, as SIGTERM's: each QUIC listener takes no new connection and
+ * goes with its last one, and the process stops when nothing is left, or
+ * at --drain-timeout. The service manager is not told: the next process
+ * is its main one now.
+ */
+void signals_linger(struct proxy *px)
+{
+	drain(px, "handover");
 }
 
 /**

@@ -7,5 +7,6 @@
 struct proxy;
 
 void signals_watch(struct proxy *px, void (*stop)(struct proxy *px));
+void signals_linger(struct proxy *px);
 
 #endif /* SMBSPLICE_SIGNALS_H */

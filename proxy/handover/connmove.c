@@ -458,6 +458,21 @@ static void conn_save(const struct conn *c, struct image_writer *w)
 }
 
 /**
+ * connmove_stays() - does a connection stay in this process at a handover
+ * @c:	the connection
+ *
+ * One whose client is a QUIC stream: its QUIC connection is inside
+ * ngtcp2 here and cannot be carried, so the connection serves on here
+ * to its end, beside the next process (handover_out.c).
+ *
+ * Return: true if it stays.
+ */
+bool connmove_stays(const struct conn *c)
+{
+	return c->lo->quic;
+}
+
+/**
  * connmove_save() - write every connection of a thread into the image
  * @h:	the thread's host, paused
  * @w:	the image
@@ -465,7 +480,8 @@ static void conn_save(const struct conn *c, struct image_writer *w)
 void connmove_save(const struct conn_host *h, struct image_writer *w)
 {
 	for (const struct conn *c = h->conns; c; c = c->next)
-		conn_save(c, w);
+		if (!connmove_stays(c))
+			conn_save(c, w);
 }
 
 /**
@@ -474,9 +490,12 @@ void connmove_save(const struct conn_host *h, struct image_writer *w)
  */
 void connmove_abandon(struct conn_host *h)
 {
-	struct conn *c;
+	struct conn *c, *next;
 
-	while ((c = h->conns)) {
+	for (c = h->conns; c; c = next) {
+		next = c->next;
+		if (connmove_stays(c))
+			continue;
 		for (unsigned i = 0; i < DIR_COUNT; i++)
 			pump_abandon(&c->dir[i].pump);
 		observe_forget(c);
@@ -554,8 +573,9 @@ const struct worker_cmd_ops connmove_cmd_unpause = { .run = unpause_run };
 
 /**
  * abandon_run() - connmove_cmd_abandon: the handover is done: forget every
- *		   listening socket and connection, closing this process's
- *		   copies
+ *		   listening socket and connection the next process took,
+ *		   closing this process's copies; those that stay here
+ *		   (connmove_stays()) run again
  * @w:	the worker, paused and saved
  * @c:	nothing of it is read
  */
@@ -564,6 +584,7 @@ static void abandon_run(struct worker *w, struct worker_cmd *c)
 	(void)c;
 	accept_remove_all(&w->acc, false);
 	connmove_abandon(&w->host);
+	connmove_resume(&w->host);
 }
 
 const struct worker_cmd_ops connmove_cmd_abandon = { .run = abandon_run };

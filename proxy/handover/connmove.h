@@ -29,6 +29,7 @@ void connmove_resume(struct conn_host *h);
 void connmove_save(const struct conn_host *h, struct image_writer *w);
 void connmove_save_listeners(const struct acceptor *a, struct image_writer *w);
 void connmove_abandon(struct conn_host *h);
+bool connmove_stays(const struct conn *c);
 int connmove_adopt(struct conn_host *h, struct listener *l,
 		   const struct img_conn_view *v, struct image_in *in,
 		   char *err, size_t errlen);

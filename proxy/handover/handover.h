@@ -17,6 +17,7 @@ bool handover_incoming(void);
 int handover_receive(struct proxy *px);
 int handover_adopt(struct proxy *px);
 void handover_refuse(struct proxy *px, const char *why);
+int handover_quic_map(const char *name, const struct endpoint *ep);
 unsigned handover_listener_fds(const char *name, const struct endpoint *ep,
 			       int *fds, unsigned nworkers);
 /* The process's sockets a handover carries besides the listeners'. */

@@ -195,6 +195,33 @@ unsigned handover_listener_fds(const char *name, const struct endpoint *ep,
 }
 
 /**
+ * handover_quic_map() - claim the steering map a handover brought for a
+ *			 QUIC listener
+ * @name:	the listener's name
+ * @ep:		its listen address
+ *
+ * Matched by name and configured address: the old process's sockets and
+ * connections stay where they are, and this process's sockets join their
+ * group through the map (net/listener.c's quic_join()). Struct proxy's
+ * @take_quic_map, a seam as @take_handed is.
+ *
+ * Return: the map's descriptor, or -1 if none came for it.
+ */
+int handover_quic_map(const char *name, const struct endpoint *ep)
+{
+	for (unsigned i = 0; hin.sock >= 0 && i < hin.img.nquic; i++) {
+		const struct img_quic *q = &hin.img.quic[i];
+
+		if (!strcmp(q->name, name) && q->addrlen == ep->len &&
+		    ep->len <= sizeof(q->addr) &&
+		    !memcmp(q->addr, &ep->addr, ep->len) &&
+		    hin.fds[q->map_fd] >= 0)
+			return image_in_take_fd(&hin, q->map_fd);
+	}
+	return -1;
+}
+
+/**
  * handover_fd() - take a control or metrics socket the image brought
  * @which:	which
  *

@@ -22,7 +22,11 @@
  *      starting a watcher, and says TAKEN.
  *   5. OLD tells systemd that NEW is the main process, says GO, forgets
  *      everything (connmove_cmd_abandon: its copies of the descriptors
- *      are closed, which sends nothing to any peer) and exits 0.
+ *      are closed, which sends nothing to any peer) and exits 0; but for
+ *      its QUIC connections (connmove_stays()), whose state is inside
+ *      ngtcp2 and cannot be carried: those it serves to their end, as a
+ *      drain (main.c's handed_over()), while NEW takes every new client
+ *      through the steering map the image carries (write_quic()).
  *   6. NEW, on GO, starts its watchers: forwarding resumes where it
  *      stopped.
  *
@@ -239,6 +243,28 @@ static void save_counters(struct proxy *px, struct image_writer *w)
 }
 
 /**
+ * write_quic() - each QUIC listener's steering map, for the next process
+ *		  to take slots of
+ * @px:	the process, paused
+ * @w:	the image
+ */
+static void write_quic(struct proxy *px, struct image_writer *w)
+{
+	for (struct listener *l = px->listeners; l; l = l->next) {
+		struct img_quic q = { .addrlen = l->cfg->o.listen.len };
+
+		if (!l->cfg->o.quic || l->quic_map < 0 ||
+		    listener_is(l, LISTENER_RETIRED) ||
+		    q.addrlen > sizeof(q.addr))
+			continue;
+		snprintf(q.name, sizeof(q.name), "%s", l->name);
+		memcpy(q.addr, &l->cfg->o.listen.addr, q.addrlen);
+		q.map_fd = image_write_fd(w, l->quic_map);
+		image_write_put(w, IMG_QUIC, &q, sizeof(q), NULL, NULL, 0);
+	}
+}
+
+/**
  * struct steps - when each step of a handover ended, for its log line
  * @t0:		the pause began
  * @paused:	every worker was paused
@@ -302,6 +328,7 @@ static int write_image(struct proxy *px, struct image_writer *w,
 		return r;
 	image_write_reserve(w, worker_active_all(px));
 	save_counters(px, w);
+	write_quic(px, w);
 	for (unsigned i = 0; i < px->nworkers && !r; i++)
 		r = worker_run(&px->workers[i],
 			       &(struct worker_cmd){ .ops = &connmove_cmd_save,
@@ -325,6 +352,7 @@ static void hand_over(struct proxy *px)
 	struct steps st = { .t0 = mono_ns() };
 	struct image_writer w;
 	uint32_t taken = 0;
+	unsigned long stay;
 	char err[320];
 	int r = write_image(px, &w, &st);
 
@@ -378,6 +406,11 @@ static void hand_over(struct proxy *px)
 		taken, (int)ho->pid, ms(st.t0, st.go), ms(st.t0, st.paused),
 		st.bytes, st.nfds, ms(st.paused, st.written),
 		ms(st.written, st.sent), ms(st.sent, st.taken));
+	stay = worker_active_all(px);
+	if (stay)
+		log_info(
+			"handover: %lu QUIC connections stay in this process (pid %d) to their end, for up to --drain-timeout; new ones go to pid %d",
+			stay, (int)getpid(), (int)ho->pid);
 	close(ho->sock);
 	ho->sock = -1;
 	ho->done(px);
@@ -450,12 +483,14 @@ static const char *refusal(const struct proxy *px)
 	for (const struct listener *l = px->listeners; l; l = l->next)
 		if (l->held && !listener_is(l, LISTENER_RETIRED))
 			return "a listener is drained through the control socket (smbsplice ctl resume it first)";
-	/* A QUIC connection's state is inside ngtcp2 in this process and
-	 * cannot be carried: refused rather than reset (issue 33). */
+	/* A QUIC connection's state is inside ngtcp2 in this process: it
+	 * stays here to its end, and the next process takes new ones, which
+	 * takes the steering map (write_quic()). Without one, the next
+	 * process could not share the address: refused rather than reset. */
 	for (const struct listener *l = px->listeners; l; l = l->next)
-		if (l->cfg && l->cfg->o.quic &&
+		if (l->cfg && l->cfg->o.quic && l->quic_map < 0 &&
 		    !listener_is(l, LISTENER_RETIRED))
-			return "a QUIC listener's connections cannot be handed over yet (restart instead)";
+			return "a QUIC listener whose datagrams are not steered by connection ID (no CAP_BPF at start) cannot share its address with the next process (restart instead)";
 	/* Nor can a quic: backend's: its QUIC client is in this process. */
 	for (const struct listener *l = px->listeners; l; l = l->next)
 		if (l->cfg && qdial_any(&l->cfg->o) &&

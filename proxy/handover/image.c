@@ -77,6 +77,7 @@ static uint32_t image_layout(void)
 		sizeof(struct dir_saved),	 sizeof(struct pump_saved),
 		sizeof(struct smb_framer_saved), sizeof(struct timing_saved),
 		sizeof(struct trace_conn_saved), sizeof(struct smb_who_saved),
+		sizeof(struct img_quic),
 	};
 	uint32_t h = 2166136261u;
 
@@ -392,6 +393,37 @@ static int dec_listener(struct decoder *d, const uint8_t *p, size_t len)
 }
 
 /**
+ * dec_quic() - a QUIC listener's map record
+ * @d:		the decoder
+ * @p:		its bytes
+ * @len:	their count
+ *
+ * Return: 0, or -1.
+ */
+static int dec_quic(struct decoder *d, const uint8_t *p, size_t len)
+{
+	struct image *img = d->img;
+	struct img_quic *q;
+
+	if (len != sizeof(*q))
+		return bad(d, "QUIC record of the wrong size");
+	if (img->nquic == CONFIG_MAX_LISTENERS)
+		return bad(d, "more QUIC records than a process has listeners");
+	if (!(q = grow((void **)&img->quic, img->nquic, sizeof(*q))))
+		return bad(d, "out of memory");
+	img->nquic++;
+	memcpy(q, p, sizeof(*q));
+	if (!str_ok(q->name, sizeof(q->name)) || q->addrlen > sizeof(q->addr))
+		return bad(d, "QUIC record with a bad field");
+	for (unsigned i = 0; i + 1 < img->nquic; i++)
+		if (!strcmp(img->quic[i].name, q->name))
+			return bad(d, "two QUIC records of one listener");
+	if (!fd_ok(d, q->map_fd, false))
+		return bad(d, "QUIC record names a bad descriptor");
+	return 0;
+}
+
+/**
  * ls_cmp() - order listener records by worker, then name
  * @a:	a pointer to one
  * @b:	a pointer to another
@@ -630,6 +662,9 @@ static int dec_records(struct decoder *d, const uint8_t *p, size_t len,
 		case IMG_CONN:
 			r = dec_conn(d, p, h.len);
 			break;
+		case IMG_QUIC:
+			r = dec_quic(d, p, h.len);
+			break;
 		default:
 			r = bad(d, "a record of an unknown type");
 		}
@@ -697,6 +732,7 @@ void image_free(struct image *img)
 	free(img->ls);
 	free(img->st);
 	free(img->conns);
+	free(img->quic);
 	*img = (struct image){ 0 };
 }
 

@@ -17,13 +17,14 @@
  * image of another number, and the one that wrote it goes on forwarding.
  * Any change to a record below, or to a struct it embeds, bumps it. */
 #define IMG_MAGIC   "SMBSPHO"
-#define IMG_VERSION 4u
+#define IMG_VERSION 5u
 
 enum img_type {
 	IMG_PROCESS = 1, /* struct img_process, first and once */
 	IMG_LISTENER,	 /* struct img_listener */
 	IMG_LSTATS,	 /* struct img_lstats, then its counters */
 	IMG_CONN,	 /* struct img_conn, then its tails */
+	IMG_QUIC,	 /* struct img_quic (version 5) */
 };
 
 /**
@@ -63,6 +64,22 @@ struct img_listener {
 	char name[OPT_NAME_LEN];
 	uint32_t worker;
 	int32_t fd;
+};
+
+/**
+ * struct img_quic - a QUIC listener's steering map, which the next process
+ *		     takes slots of (io/reuseport.c); its connections stay
+ *		     in the process that has them
+ * @name:	the listener's name, NUL-terminated
+ * @addr:	its configured listen address (a struct sockaddr_in or _in6)
+ * @addrlen:	its length
+ * @map_fd:	the map's descriptor index
+ */
+struct img_quic {
+	char name[OPT_NAME_LEN];
+	uint8_t addr[28];
+	uint32_t addrlen;
+	int32_t map_fd;
 };
 
 /**
@@ -227,6 +244,8 @@ struct img_lstats_view {
  * @nst:	how many
  * @conns:	connections
  * @nconns:	how many
+ * @quic:	QUIC listeners' maps
+ * @nquic:	how many
  */
 struct image {
 	struct img_process proc;
@@ -236,6 +255,8 @@ struct image {
 	unsigned nst;
 	struct img_conn_view *conns;
 	unsigned nconns;
+	struct img_quic *quic;
+	unsigned nquic;
 };
 
 /**

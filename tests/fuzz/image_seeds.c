@@ -5,6 +5,7 @@
  * by this build's writer (image_write_*()), not by a script that would have to
  * know every field's offset. Each seed is a valid image of at most 16
  * descriptors: a process record alone; listeners with their counters;
+ * QUIC listeners' steering maps;
  * a connection in each stage that can be handed over; open connections
  * with pending bytes, a pipe, a latency table and a capture.
  *
@@ -64,6 +65,16 @@ static void put_listener(struct seed *s, const char *name)
 				0);
 		image_write_put(&s->w, IMG_LSTATS, &st, sizeof(st), t, tl, 1);
 	}
+}
+
+/* A QUIC listener's steering map. */
+static void put_quic(struct seed *s, const char *name)
+{
+	struct img_quic q = { .addrlen = 16, .map_fd = s->nfd++ };
+
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	q.addr[0] = 2; /* AF_INET, little-endian sa_family */
+	image_write_put(&s->w, IMG_QUIC, &q, sizeof(q), NULL, NULL, 0);
 }
 
 /* A connection in @state; an open one with @pending bytes in direction
@@ -183,6 +194,14 @@ int main(int argc, char **argv)
 	put_process(&s);
 	put_listener(&s, "smb");
 	put_listener(&s, "other");
+	r |= save(&s, argv[1], n++);
+	/* A TCP listener and two QUIC listeners' maps. */
+	image_write_init(&s.w);
+	s.nfd = 0;
+	put_process(&s);
+	put_listener(&s, "smb");
+	put_quic(&s, "quic");
+	put_quic(&s, "quic2");
 	r |= save(&s, argv[1], n++);
 	/* A connection in each stage. */
 	image_write_init(&s.w);

@@ -592,6 +592,7 @@ class Proxy:
         self.stats = stats
         self.fds0 = None
         self.previous = []  # the processes a handover replaced, oldest first
+        self.lingering = []  # of them, those that kept QUIC connections (handover(old_stays=True))
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, preexec_fn=pre, env=env)
         Proxy.running.append(self)
         if not check_start:
@@ -610,7 +611,7 @@ class Proxy:
         first "listening on" line.)"""
         self.fds0 = fd_table(self.proc.pid)
 
-    def handover(self, timeout=30.0):
+    def handover(self, timeout=30.0, old_stays=False):
         """`kill -USR2` the daemon and follow the process it hands over to
         (NEW): wait for OLD's `handover: N connections to pid P, forwarding
         paused X ms` line and NEW's `handover: took ...` line, check OLD
@@ -622,19 +623,38 @@ class Proxy:
         NEW is OLD's child (or, under NOTIFY_SOCKET, its parent's: this
         process's); this process becomes a child subreaper first so that
         NEW, orphaned when OLD exits, is adopted here and its exit status
-        can be read (Adopted)."""
+        can be read (Adopted).
+
+        old_stays: OLD keeps serving connections that cannot be carried
+        (QUIC ones) after GO; it is not waited for, but kept in
+        self.lingering (its exit is the test's to check), and NEW, still
+        OLD's child, is adopted here only once OLD has gone."""
         become_subreaper()
         old = self.proc
         done = len(re.findall(HANDOVER_DONE_RE, self.whole_lines(), re.M))
         took = len(re.findall(HANDOVER_TOOK_RE, self.whole_lines(), re.M))
+        # A process a handover started while the one before it lingers
+        # is that one's child: its exit (it may have nothing to keep)
+        # cannot be waited for here.
+        own = not isinstance(old, Adopted) or old.adopted()
         old.send_signal(signal.SIGUSR2)
-        line = self.wait_log(HANDOVER_DONE_RE, timeout, count=done + 1)[done]
+        line = self.wait_log(HANDOVER_DONE_RE, timeout, count=done + 1, own=own)[done]
         conns, pid, paused = int(line[0]), int(line[1]), float(line[2])
         # NEW's line: OLD may well have exited 0 before NEW logs it.
         taken = [t for t in self.wait_log(HANDOVER_TOOK_RE, timeout, count=took + 1, own=False)
                  if int(t[2]) == old.pid]
         if not taken:
             raise TestFailure(f"no `handover: took ... from pid {old.pid}` line:\n{self.log()}")
+        if old_stays:
+            self.lingering.append(old)
+            self.previous.append(old)
+            self.proc = Adopted(pid)
+            if self.stats:
+                wait_for(f"/metrics of pid {pid} answering", lambda: self._scrape_ok(), 10)
+            if self.fds0 is not None:
+                self.started()
+            return {"conns": conns, "pid": pid, "paused_ms": paused,
+                    "took_conns": int(taken[0][0]), "took_listeners": int(taken[0][1])}
         try:
             old.wait(self.EXIT_WAIT)
         except subprocess.TimeoutExpired:

@@ -17,7 +17,8 @@ its connection (proxy/io/reuseport.c), driven by the independent client
 - Without CAP_BPF and CAP_SYS_ADMIN (setpriv drops them from the bounding
   set) the program cannot be loaded: one line says so and what to do,
   worker 0 alone serves the listener (worker 1 accepts nothing), and a
-  moving client's bytes are still exact.
+  moving client's bytes are still exact; SIGUSR2 is refused in one line,
+  since the next process could not share the address.
 
 Switched off, it fails (tried when written): ngq.c's IDs without the
 worker's slot in their first byte, the moved clients end with a
@@ -27,6 +28,7 @@ Skipped (77) with one line, as test_quic.py is, without QUIC or smbqc.
 """
 import os
 import re
+import signal
 import subprocess
 import threading
 
@@ -127,6 +129,11 @@ def test_fallback(certs):
     moving(px, port, ca, 2, "without the program")
     w = per_worker(px)
     check(w[0] == 2 and w[1] == 0, f"without the program worker 0 alone took the connections ({w})")
+    px.proc.send_signal(signal.SIGUSR2)
+    px.wait_log(r"SIGUSR2: a QUIC listener whose datagrams are not steered by connection ID \(no CAP_BPF at start\) "
+                r"cannot share its address with the next process \(restart instead\); no handover")
+    check(px.proc.poll() is None, "without the program a live upgrade is refused in one line, and the process "
+          "runs on")
     px.stop()
     srv.close()
 

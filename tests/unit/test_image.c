@@ -847,6 +847,79 @@ static void test_many_listeners(void **state)
 	}
 }
 
+/* An image of the process record and @n QUIC records @q, with @nfds
+ * descriptors; its decode's result, and @img filled in on success. */
+static int quic_image(const struct img_quic *q, unsigned n, size_t nfds,
+		      struct image *img)
+{
+	struct image_writer w;
+	int r;
+
+	image_write_init(&w);
+	image_write_put(&w, IMG_PROCESS, &pt.proc, sizeof(pt.proc), NULL, NULL,
+			0);
+	for (unsigned i = 0; i < n; i++)
+		image_write_put(&w, IMG_QUIC, &q[i], sizeof(q[i]), NULL, NULL,
+				0);
+	assert_int_equal(image_write_finish(&w), 0);
+	err[0] = '\0';
+	errno = 0;
+	r = image_decode(w.p, w.len, nfds, img, err, sizeof(err));
+	image_write_free(&w);
+	return r;
+}
+
+static void test_quic(void **state)
+{
+	struct img_quic q[CONFIG_MAX_LISTENERS + 1];
+	struct image img;
+	size_t nfds = pt.nfds + CONFIG_MAX_LISTENERS + 1;
+
+	memset(q, 0, sizeof(q));
+	for (unsigned i = 0; i <= CONFIG_MAX_LISTENERS; i++) {
+		snprintf(q[i].name, sizeof(q[i].name), "q%u", i);
+		q[i].addrlen = 16;
+		q[i].map_fd = (int32_t)(pt.nfds + i);
+	}
+	/* Two listeners' maps: both seen, by name and descriptor. */
+	assert_int_equal(quic_image(q, 2, nfds, &img), 0);
+	assert_int_equal(img.nquic, 2);
+	assert_string_equal(img.quic[1].name, "q1");
+	assert_int_equal(img.quic[1].map_fd, (int32_t)pt.nfds + 1);
+	image_free(&img);
+	/* As many as a process has listeners, and no more. */
+	assert_int_equal(quic_image(q, CONFIG_MAX_LISTENERS, nfds, &img), 0);
+	image_free(&img);
+	assert_int_equal(
+		quic_image(q, CONFIG_MAX_LISTENERS + 1, nfds, &img), -1);
+	assert_non_null(strstr(err, "more QUIC records than"));
+	image_free(&img);
+	/* A second record of one listener, a name not ended, an address
+	 * longer than its field, a descriptor not sent or named twice. */
+	snprintf(q[1].name, sizeof(q[1].name), "q0");
+	assert_int_equal(quic_image(q, 2, nfds, &img), -1);
+	assert_non_null(strstr(err, "two QUIC records of one listener"));
+	image_free(&img);
+	memset(q[1].name, 'x', sizeof(q[1].name));
+	assert_int_equal(quic_image(q, 2, nfds, &img), -1);
+	assert_non_null(strstr(err, "QUIC record with a bad field"));
+	image_free(&img);
+	snprintf(q[1].name, sizeof(q[1].name), "q1");
+	q[1].addrlen = sizeof(q[1].addr) + 1;
+	assert_int_equal(quic_image(q, 2, nfds, &img), -1);
+	assert_non_null(strstr(err, "QUIC record with a bad field"));
+	image_free(&img);
+	q[1].addrlen = 16;
+	q[1].map_fd = (int32_t)nfds;
+	assert_int_equal(quic_image(q, 2, nfds, &img), -1);
+	assert_non_null(strstr(err, "QUIC record names a bad descriptor"));
+	image_free(&img);
+	q[1].map_fd = q[0].map_fd;
+	assert_int_equal(quic_image(q, 2, nfds, &img), -1);
+	assert_non_null(strstr(err, "QUIC record names a bad descriptor"));
+	image_free(&img);
+}
+
 /* Every test starts from setup()'s valid records. */
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
@@ -867,6 +940,7 @@ int main(void)
 		T(test_conn_tails),
 		T(test_many),
 		T(test_many_listeners),
+		T(test_quic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
