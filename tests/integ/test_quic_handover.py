@@ -10,11 +10,13 @@ With --workers 2 and --mode tcp, driven by the independent client
 (smbqc nc: quic-go 0.29):
 
 - A get in flight (the backend sends 24 MiB in pieces over about six
-  seconds) and an idle session (an echo, opened before the first
-  handover) go on through three handovers: the get's bytes are exact, and
-  the idle session echoes after the third.
+  seconds) and two idle sessions (an echo, opened before the first
+  handover), one of smbqc's and one through smbsplice's own QUIC client
+  side (a gateway whose backend is quic:), go on through three
+  handovers: the get's bytes are exact, and both idle sessions echo after
+  the third.
 - Each handover says how many QUIC connections stay with the old process
-  ("handover: 2 QUIC connections stay in this process (pid P) ..."), and
+  ("handover: 3 QUIC connections stay in this process (pid P) ..."), and
   after each a new client is served (by the newest process).
 - The old process exits 0 once its last QUIC connection has ended
   ("drained: every connection has ended"), and the processes in between,
@@ -35,7 +37,7 @@ import subprocess
 import threading
 import time
 
-from harness import Proxy, Server, check, run, wait_for
+from harness import Proxy, Server, check, recv_exact, run, wait_for
 from test_quic import NAME, SMBQC, free_udp_port, quic_setup
 
 GET = 24 << 20
@@ -107,6 +109,12 @@ def main():
     first = px.proc.pid
     idle = nc(port, ca)
     check(echo_once(idle, b"before--"), "an idle session echoes before the handovers")
+    # smbsplice's own client side: a gateway whose backend is the
+    # listener above, over QUIC, holding an idle session of its own.
+    near = Proxy(f"quic:127.0.0.1:{port}", "--mode", "tcp", "--quic-name", NAME, "--quic-ca", ca)
+    gw = near.connect()
+    gw.sendall(b"Egateway")
+    check(recv_exact(gw, 7) == b"gateway", "an idle session through smbsplice's own QUIC client side echoes")
     get = nc(port, ca, b"G")
     digest, got = hashlib.sha256(), [0]
 
@@ -125,7 +133,7 @@ def main():
         line = px.wait_log(rf"handover: (\d+) QUIC connections stay in this process \(pid {pids[-2]}\)",
                            own=False)[-1] if i == 0 else None
         if i == 0:
-            check(line == "2", f"handover 1: the old process (pid {first}) keeps its 2 QUIC connections, "
+            check(line == "3", f"handover 1: the old process (pid {first}) keeps its 3 QUIC connections, "
                   f"{h['took_conns']} handed over, paused {h['paused_ms']:.1f} ms")
         new = nc(port, ca)
         ok = echo_once(new, b"new-%d---" % i)
@@ -140,6 +148,10 @@ def main():
           f"the get in flight through three handovers: {got[0]} bytes, exact ({rc}: "
           f"{get.stderr.read().decode().strip()[-200:]})")
     check(echo_once(idle, b"after---"), "the idle session opened before them echoes after the third")
+    gw.sendall(b"after---")
+    check(recv_exact(gw, 8) == b"after---", "so does the one through smbsplice's own QUIC client side")
+    gw.close()
+    near.stop()
     wait_for("the processes between the first and the last to exit", lambda: all(gone(p) for p in pids[1:-1]),
              timeout=30)
     check(not gone(first), f"the first process (pid {first}) still serves its idle session")
