@@ -80,6 +80,13 @@ Workloads:
          tcp, across 5 `kill -USR2` handovers: the pause each old process
          logs, the probes' round trips in steady state and around the
          handovers, and every idle connection answering afterwards.
+  quicfield  QUIC in the field (contrib/bench/quicfield.py): memory per
+         idle session (--quicfield-idle, default 1000) through smbsplice
+         with TCP clients, smbsplice's quic: listener and the quic-go
+         relay; one `kill -USR2` with 10 and 1000 (--quicfield-handover)
+         idle QUIC sessions and a transfer in flight (the pause, the
+         sessions the old process kept and that answered after, its exit);
+         and how four long TCP connections spread over --workers 2.
   quic   SMB over QUIC (contrib/bench/quic.py): smbclient get and put of
          --mib MiB through a pair of fronts (a branch front for the client,
          an HQ front before smbd): direct, the stunnel4 pair (TLS 1.3), the
@@ -114,6 +121,7 @@ Usage: bench.py [--out DIR] [--runs N] [--quick] [--only W1,W2] [--mib N]
                 [--scale-counts N1,N2] [--scale-idle SEC] [--handover-counts N1,N2]
                 [--wan-grid RTTS:LOSSES:RATES] [--wan-work W1,W2] [--wan-fronts F1,F2] [--wan-seconds S] [--wan-mtu N]
                 [--quic-grid RTTS:LOSSES:RATES|none] [--quic-seconds S]
+                [--quicfield-idle N] [--quicfield-handover N1,N2]
 Writes DIR/results.json, DIR/results.md and DIR/*.png (gnuplot); with the
 default DIR (contrib/bench/results) it also embeds results.md in
 docs/benchmarks.md.
@@ -971,7 +979,7 @@ OBS_RUNS = 5
 TRACE_DIR = "/var/tmp"
 TOPOLOGIES = ("loopback", "ns")
 WORKLOADS = ("bulk", "rr", "get", "echo", "sweep", "tune", "cost", "obs", "scale", "parallel", "ns",
-             "office", "wan", "handover", "quic")
+             "office", "wan", "handover", "quic", "quicfield")
 BASELINE = None         # --baseline: the older smbsplice for base: twins
 # Backends that speak no SMB (loadgen, connstorm): smb mode dials them on
 # the first byte and lets their clients stay unauthenticated, as a test's
@@ -1081,6 +1089,10 @@ def main():
                     help="seconds held idle before the second RSS reading")
     ap.add_argument("--handover-counts", default="10,1000,9000",
                     help="idle connections carried by each set of handovers, comma-separated (--quick 10,1000)")
+    ap.add_argument("--quicfield-idle", type=int, default=1000,
+                    help="idle sessions held through each contestant of quicfield (--quick 300)")
+    ap.add_argument("--quicfield-handover", default="10,1000",
+                    help="idle QUIC sessions open at quicfield's handover, comma-separated")
     ap.add_argument("--office-files", type=int, help=f"files of mget and mput (default {OFFICE_FILES}, "
                     "--quick 100)")
     ap.add_argument("--office-entries", type=int, help=f"entries of the listed directory (default "
@@ -1290,6 +1302,14 @@ def main():
                 results["handover"] = handover.run_handover(
                     [int(x) for x in counts.split(",")], be.connstorm(), work, log,
                     {"free_port": free_port, "wait_listening": wait_listening, "raw_args": RAW_ARGS})
+        if "quicfield" in lo_only:
+            import handover
+            import quicfield
+            with part("loopback: quicfield"):
+                handover.subreaper()
+                handover.raise_nofile()
+                results["quicfield"] = quicfield.run_quicfield(
+                    args, work, be.connstorm(), log, {"free_port": free_port, "wait_listening": wait_listening})
         if ns_only and be.netns_create():
             if "ns" in ns_only:
                 with part("namespace: get, put, bulk, rr"):

@@ -872,6 +872,9 @@ def write(r, outdir):
     if r.get("quic"):
         import quic
         parts.append(quic.table(r["quic"]))
+    if r.get("quicfield"):
+        import quicfield
+        parts.append(quicfield.table(r["quicfield"]))
     parts.append(failed_runs(r))
     parts.append(targets(r))
     parts.append(ns_targets(r))

@@ -1,0 +1,388 @@
+"""QUIC in the field (`bench.py --only quicfield`, issue 33): what idle
+sessions cost, what a live upgrade does to open QUIC sessions, and how
+long TCP sessions spread over the workers.
+
+Theory of operation, all on loopback against bench.py's connstorm echo
+(--mode tcp everywhere, so that the figures are the front's and not an
+SMB server's):
+
+- idle: N sessions (--quicfield-idle, default 1,000; --quick 300) held
+  idle through each contestant, and the contestant's resident memory
+  growth per session once they are open and quiet (after IDLE_SETTLE
+  seconds: smbsplice gives back a quiet stream's ring pages after a
+  second), against a base taken with WARM sessions open. Contestants:
+  smbsplice with TCP clients (this process holds the sockets),
+  smbsplice's quic: listener and the quic-go relay (tests/quic's
+  quicrelay server), both held by tests/quic's qhold (quic-go). A QUIC
+  session takes three of smbsplice's descriptors, so N is kept under a
+  third of the open-files limit.
+- handover: for each N of --quicfield-handover (default 10,1000), N idle
+  QUIC sessions (qhold) and a transfer in flight (smbqc nc: 64 MiB
+  through the echo and back) through smbsplice --workers 2, then one
+  `kill -USR2`: the pause the old process logs, whether the transfer's
+  bytes came back exact, how many of the N sessions answered 8 bytes
+  after the handover (qhold -verify), and how long the old process took
+  to exit once the sessions closed.
+- split: ROUNDS rounds of four TCP connections at once, each moving
+  SPLIT_BYTES through the echo while all four are open, through
+  smbsplice --workers 2: in how many rounds `ctl conns` showed them 2+2,
+  and how many clients were handed to the other worker.
+
+Bounds: every wait has a time limit; whatever this part started is
+stopped at the end.
+"""
+import collections
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
+BIN = os.path.join(TOP, "tests/quic/bin")
+NAME = "smb.test"
+WARM = 20
+IDLE_SETTLE = 5.0
+ROUNDS = 8
+SPLIT_BYTES = 4 << 20
+XFER = 64 << 20
+TIMEOUT = 120.0
+DONE_RE = re.compile(r"handover: (\d+) connections to pid (\d+), forwarding paused ([\d.]+) ms")
+STAY_RE = re.compile(r"handover: (\d+) QUIC connections stay in this process")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def certs(work):
+    """A CA and a server certificate for NAME (certtool), as the tests make them."""
+    d = os.path.join(work, "quicfield-certs")
+    os.makedirs(d, exist_ok=True)
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+    with open(p("ca.tmpl"), "w") as f:
+        f.write('cn = "bench CA"\nca\ncert_signing_key\nexpiration_days = 2\n')
+    with open(p("srv.tmpl"), "w") as f:
+        f.write(f'cn = "{NAME}"\ndns_name = "{NAME}"\ntls_www_server\nsigning_key\nexpiration_days = 2\n')
+    for key in ("ca.key", "srv.key"):
+        subprocess.run(["certtool", "--generate-privkey", "--key-type=ecdsa", "--curve=secp256r1",
+                        "--outfile", p(key)], check=True, capture_output=True, timeout=60)
+    subprocess.run(["certtool", "--generate-self-signed", "--load-privkey", p("ca.key"), "--template",
+                    p("ca.tmpl"), "--outfile", p("ca.pem")], check=True, capture_output=True, timeout=60)
+    subprocess.run(["certtool", "--generate-certificate", "--load-privkey", p("srv.key"), "--load-ca-certificate",
+                    p("ca.pem"), "--load-ca-privkey", p("ca.key"), "--template", p("srv.tmpl"), "--outfile",
+                    p("srv.pem")], check=True, capture_output=True, timeout=60)
+    return p("ca.pem"), p("srv.pem"), p("srv.key")
+
+
+def free_udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Daemon:
+    """A process of ours with its log in a file."""
+
+    def __init__(self, argv, work, name):
+        self.logname = os.path.join(work, f"{name}.log")
+        self.logf = open(self.logname, "w")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf)
+
+    def log(self):
+        with open(self.logname, errors="replace") as f:
+            return f.read()
+
+    def wait_log(self, rx, count=1, timeout=TIMEOUT):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            found = rx.findall(self.log())
+            if len(found) >= count:
+                return found
+            time.sleep(0.05)
+        raise RuntimeError(f"no {rx.pattern!r} within {timeout:.0f} s in {self.logname}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+
+
+def qhold(port, ca, n, *extra):
+    p = subprocess.Popen([os.path.join(BIN, "qhold"), "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca,
+                          "-n", str(n), *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    line = p.stdout.readline().decode()
+    if not line.startswith(f"held {n}"):
+        p.kill()
+        raise RuntimeError(f"qhold -n {n}: {line.strip()} {p.stderr.read().decode().strip()[-300:]}")
+    return p
+
+
+def tcp_hold(port, n):
+    socks = []
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        msg = b"%08d" % i
+        s.sendall(msg)
+        got = b""
+        while len(got) < 8:
+            more = s.recv(8 - len(got))
+            if not more:
+                raise RuntimeError("a held TCP session ended")
+            got += more
+        socks.append(s)
+    return socks
+
+
+def per_session(pid, base, n):
+    time.sleep(IDLE_SETTLE)
+    return (rss_kib(pid) - base) / n
+
+
+def idle_one(name, n, echo, cert, work, tools):
+    """One contestant's memory per idle session."""
+    ca, crt, key = cert
+    if name == "smbsplice tcp":
+        port = tools["free_port"]()
+        d = Daemon([SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                    "--workers", "1"], work, "qf-idle-tcp")
+        tools["wait_listening"](port)
+        try:
+            warm = tcp_hold(port, WARM)
+            time.sleep(1)
+            base = rss_kib(d.proc.pid)
+            socks = tcp_hold(port, n)
+            kib = per_session(d.proc.pid, base, n)
+            for s in socks + warm:
+                s.close()
+        finally:
+            d.stop()
+        return kib
+    port = free_udp()
+    if name == "smbsplice quic":
+        argv = [SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                "--workers", "1", "--quic-cert", crt, "--quic-key", key]
+    else:
+        argv = [os.path.join(BIN, "quicrelay"), "server", "-listen", f"127.0.0.1:{port}", "-backend",
+                f"127.0.0.1:{echo}", "-cert", crt, "-key", key]
+    d = Daemon(argv, work, "qf-idle-" + name.split()[0])
+    time.sleep(1)
+    try:
+        warm = qhold(port, ca, WARM)
+        time.sleep(2)
+        base = rss_kib(d.proc.pid)
+        q = qhold(port, ca, n)
+        kib = per_session(d.proc.pid, base, n)
+        for p in (q, warm):
+            p.stdin.close()
+            p.wait(timeout=60)
+    finally:
+        d.stop()
+    return kib
+
+
+def handover_one(n, echo, cert, work, log):
+    """N idle QUIC sessions and a transfer in flight through one handover."""
+    ca, crt, key = cert
+    port = free_udp()
+    d = Daemon([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                "--workers", "2", "--quic-cert", crt, "--quic-key", key], work, f"qf-handover-{n}")
+    time.sleep(1)
+    src = os.path.join(work, "qf-xfer.in")
+    with open(src, "wb") as f:
+        f.write(os.urandom(XFER))
+    with open(src, "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    q = None
+    try:
+        q = qhold(port, ca, n, "-verify")
+        got = hashlib.sha256()
+        xfer = subprocess.Popen([os.path.join(BIN, "smbqc"), "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca,
+                                 "nc"], stdin=open(src, "rb"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        total = [0]
+
+        def read():
+            while (b := xfer.stdout.read1(1 << 20)):
+                got.update(b)
+                total[0] += len(b)
+
+        t = threading.Thread(target=read)
+        t.start()
+        end = time.monotonic() + 30
+        while total[0] < XFER // 8 and time.monotonic() < end:
+            time.sleep(0.01)
+        d.proc.send_signal(signal.SIGUSR2)
+        done = d.wait_log(DONE_RE)[0]
+        stay = d.wait_log(STAY_RE)[0]
+        t.join(timeout=TIMEOUT)
+        xfer.wait(timeout=TIMEOUT)
+        q.stdin.close()
+        line = q.stdout.readline().decode()
+        m = re.match(r"verified (\d+) of (\d+)", line)
+        closed = time.monotonic()
+        q.wait(timeout=TIMEOUT)
+        try:
+            d.proc.wait(timeout=TIMEOUT)
+            exit_s = time.monotonic() - closed
+        except subprocess.TimeoutExpired:
+            exit_s = None
+        new = int(done[1])
+        try:
+            os.kill(new, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        return {"n": n, "pause_ms": float(done[2]), "stayed": int(stay), "in_flight_at_signal": XFER // 8,
+                "exact": total[0] == XFER and got.hexdigest() == want, "moved": total[0],
+                "verified": int(m.group(1)) if m else 0, "old_exit_s": exit_s}
+    finally:
+        if q and q.poll() is None:
+            q.kill()
+        d.stop()
+        os.unlink(src)
+
+
+def split(echo, work, tools):
+    """ROUNDS rounds of four long TCP connections over two workers."""
+    port, stats = tools["free_port"](), tools["free_port"]()
+    ctl = os.path.join(work, "qf-split.ctl")
+    d = Daemon([SMBSPLICE, "--listen", f"127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                "--workers", "2", "--control", ctl, "--stats", f"127.0.0.1:{stats}"], work, "qf-split")
+    tools["wait_listening"](port)
+
+    def conns():
+        r = subprocess.run([SMBSPLICE, "ctl", "--control", ctl, "conns", "--json"], capture_output=True, text=True,
+                           timeout=30)
+        return json.loads(r.stdout)["conns"]
+
+    even, spreads = 0, []
+    try:
+        for _ in range(ROUNDS):
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+            end = time.monotonic() + 20
+            while len(conns()) < 4 and time.monotonic() < end:
+                time.sleep(0.02)
+            spread = sorted(collections.Counter(c["worker"] for c in conns()).values(), reverse=True)
+            spreads.append(spread)
+            even += spread == [2, 2]
+            data = os.urandom(SPLIT_BYTES)
+
+            def move(s):
+                threading.Thread(target=s.sendall, args=(data,), daemon=True).start()
+                got = 0
+                while got < SPLIT_BYTES:
+                    b = s.recv(1 << 20)
+                    if not b:
+                        break
+                    got += len(b)
+
+            ts = [threading.Thread(target=move, args=(s,)) for s in socks]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(timeout=TIMEOUT)
+            for s in socks:
+                s.close()
+            end = time.monotonic() + 20
+            while conns() and time.monotonic() < end:
+                time.sleep(0.02)
+        moved = sum(int(x) for x in re.findall(r'smbsplice_worker_connections_moved_total\{worker="\d+"\} (\d+)',
+                                                 metrics(stats)))
+    finally:
+        d.stop()
+    return {"rounds": ROUNDS, "even": even, "spreads": spreads, "moved": moved}
+
+
+def metrics(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        return r.read().decode()
+
+
+def run_quicfield(args, work, echo, log, tools):
+    """bench.py's entry."""
+    res = {"idle": [], "handover": [], "split": None}
+    if not all(os.access(os.path.join(BIN, b), os.X_OK) for b in ("qhold", "quicrelay", "smbqc")):
+        res["skipped"] = "tests/quic's Go tools are not built (golang-go and quic-go)"
+        return res
+    cert = certs(work)
+    n = args.quicfield_idle if not args.quick else min(args.quicfield_idle, 300)
+    for name in ("smbsplice tcp", "smbsplice quic", "quic-go relay"):
+        try:
+            kib = idle_one(name, n, echo, cert, work, tools)
+            res["idle"].append({"name": name, "n": n, "kib": kib})
+            log(f"quicfield idle: {name}: {kib:.1f} KiB per session at {n}")
+        except Exception as e:
+            res["idle"].append({"name": name, "n": n, "failed": " ".join(str(e).split())[-300:]})
+            log(f"quicfield idle: {name}: failed: {e}")
+    for c in [int(x) for x in args.quicfield_handover.split(",") if x]:
+        try:
+            h = handover_one(c, echo, cert, work, log)
+            res["handover"].append(h)
+            log(f"quicfield handover: {c} sessions: {h}")
+        except Exception as e:
+            res["handover"].append({"n": c, "failed": " ".join(str(e).split())[-300:]})
+            log(f"quicfield handover {c}: failed: {e}")
+    try:
+        res["split"] = split(echo, work, tools)
+        log(f"quicfield split: {res['split']}")
+    except Exception as e:
+        res["split"] = {"failed": " ".join(str(e).split())[-300:]}
+    return res
+
+
+def table(r):
+    """The report's tables (report.py)."""
+    if not r:
+        return ""
+    if r.get("skipped"):
+        return f"### QUIC in the field\n\nSkipped: {r['skipped']}.\n"
+    out = ["### QUIC in the field: idle sessions\n",
+           f"Resident memory growth per idle session, {IDLE_SETTLE:g} s after they are open (--mode tcp to an echo; "
+           "the base taken with a few open).\n", "| contestant | sessions | KiB per session | ÷ quic-go relay |",
+           "|---|---|---|---|"]
+    relay = next((x.get("kib") for x in r["idle"] if x["name"] == "quic-go relay"), None)
+    for x in r["idle"]:
+        if x.get("failed"):
+            out.append(f"| {x['name']} | {x['n']:,} | failed: {x['failed'][:100]} | |")
+            continue
+        ratio = f"{x['kib'] / relay:.2f}×" if relay else ""
+        out.append(f"| {x['name']} | {x['n']:,} | {x['kib']:.1f} | {ratio} |")
+    out += ["", "### QUIC in the field: a live upgrade with open QUIC sessions\n",
+            f"One `kill -USR2` with N idle sessions (qhold) and a {XFER >> 20} MiB transfer in flight, "
+            "--workers 2: the pause the old process logs, the QUIC connections it kept, the transfer's bytes, the "
+            "sessions that answered afterwards, and the old process's exit after they closed.\n",
+            "| N idle | pause ms | kept by the old process | transfer | answered after | old process gone after |",
+            "|---|---|---|---|---|---|"]
+    for h in r["handover"]:
+        if h.get("failed"):
+            out.append(f"| {h['n']:,} | failed: {h['failed'][:100]} | | | | |")
+            continue
+        gone = f"{h['old_exit_s']:.2f} s" if h.get("old_exit_s") is not None else "did not exit"
+        out.append(f"| {h['n']:,} | {h['pause_ms']:.1f} | {h['stayed']:,} | "
+                   f"{'exact' if h['exact'] else 'NOT exact'} ({h['moved'] >> 20} MiB) | "
+                   f"{h['verified']:,}/{h['n']:,} | {gone} |")
+    s = r.get("split") or {}
+    if s.get("failed"):
+        out += ["", f"Workers: failed: {s['failed'][:200]}"]
+    elif s:
+        out += ["", f"Workers (--workers 2, {s['rounds']} rounds of four long TCP connections at once): 2+2 in "
+                f"{s['even']} of {s['rounds']} rounds, {s['moved']} clients handed to the other worker "
+                f"({s['spreads']})."]
+    return "\n".join(out) + "\n"
