@@ -56,7 +56,8 @@ const struct opt_def opt_table[] = {
 	  .help = "QUIC listener: a Retry (the client proves its address\n"
 		  "before any state is kept) for every new connection,\n"
 		  "never, or auto: above 200 new connections a second\n"
-		  "(default)",
+		  "or 64 handshakes under way from unproved addresses in\n"
+		  "a worker (default)",
 	  .apply = opt_set_quic_retry },
 	{ .name = "quic-client-ca",
 	  .metavar = "FILE",

@@ -30,6 +30,12 @@
  * for a Retry: well above what a site's clients open, well below what a
  * spoofed flood sends. */
 #define QUIC_RETRY_RATE 200
+/* Handshakes a worker's listener has under way from addresses no Retry
+ * proved, past which --quic-retry auto asks new clients for a Retry: a
+ * site's clients finish theirs in a round trip or two, while a spoofed
+ * flood's never finish and would each hold a connection's state (some
+ * 90 KiB) and three descriptors until --handshake-timeout. */
+#define QUIC_RETRY_HALFOPEN 64
 /* Stateless Resets a listener sends a second at most: each answers a
  * longer packet, but a forged flood should not have them all. */
 #define QUIC_RESET_RATE 100
@@ -146,6 +152,9 @@ struct qcid {
  * @rate_sec:	the second whose new Initials @rate_n counts
  * @rate_n:	how many came in it: --quic-retry auto asks for a Retry
  *		above QUIC_RETRY_RATE
+ * @halfopen:	connections begun without a Retry whose client has not
+ *		opened its stream: auto asks for a Retry at
+ *		QUIC_RETRY_HALFOPEN
  * @table:	connection IDs to connections
  * @conns:	its connections
  * @st:		its counters
@@ -189,6 +198,7 @@ struct qlistener {
 	struct lquic *qst;
 	uint64_t rate_sec;
 	unsigned rate_n;
+	unsigned halfopen;
 	struct qcid *table[QUIC_BUCKETS];
 	struct qconn *conns;
 	struct quic_stats st;
@@ -236,6 +246,8 @@ struct qlistener {
  * @pend:	what the batch's datagrams said of it (enum ngq_state)
  * @conn_id:	the connection its stream became (struct conn.id), 0
  *		before, for quic_figures()
+ * @unproved:	begun without a Retry and its stream not yet opened:
+ *		counted in its listener's @halfopen (quic_proved())
  *
  * Its stream became a connection when @b.opened: that connection holds
  * the admission and two descriptors from then on; before, this does.
@@ -256,8 +268,11 @@ struct qconn {
 	bool dirty;
 	enum ngq_state pend;
 	uint64_t conn_id;
+	bool unproved;
 	struct qconn *next, **prev;
 };
+
+void quic_proved(struct qconn *qc);
 
 /* stream.c */
 extern const struct qbridge_ops quic_bridge_ops;

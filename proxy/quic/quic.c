@@ -307,6 +307,7 @@ static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
 	struct acceptor *acc = ql->qh->acc;
 
 	ev_timer_stop(acc->loop, &qc->timer);
+	quic_proved(qc);
 	for (unsigned i = 0; i < QUIC_CIDS; i++)
 		if (qc->cids[i].c) {
 			quic_gone(ql, qc->cids[i].id, qc->cids[i].len, close,
@@ -332,6 +333,20 @@ static void conn_free(struct qconn *qc, const uint8_t *close, size_t closelen)
 	free(qc);
 	if (ql->draining && !ql->conns)
 		ev_timer_start(acc->loop, &ql->reap);
+}
+
+/**
+ * quic_proved() - a connection begun without a Retry no longer counts as
+ *		   a handshake under way from an unproved address
+ * @qc:	the connection: its client opened its stream (it got our
+ *	packets, so its address is its own), or it is freed
+ */
+void quic_proved(struct qconn *qc)
+{
+	if (!qc->unproved)
+		return;
+	qc->unproved = false;
+	qc->ql->halfopen--;
 }
 
 /**
@@ -562,6 +577,10 @@ void quic_conn_new(struct qlistener *ql, const struct sockaddr *peer,
 	}
 	counter_add(&ql->st.handshakes, 1);
 	counter_add(&ql->qst->handshakes, 1);
+	if (!rt) {
+		qc->unproved = true;
+		ql->halfopen++;
+	}
 	mark(qc, ngq_read(qc->b.nc, &p, pkt, len, quic_now()));
 }
 

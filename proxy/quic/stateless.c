@@ -8,7 +8,8 @@
  * here. A client Initial either brings a valid Retry token (its address
  * is proved: it makes a connection), or is answered with a Retry when
  * --quic-retry says so (always, or under auto above QUIC_RETRY_RATE new
- * Initials a second), or makes a connection at once. A short-header
+ * Initials a second or QUIC_RETRY_HALFOPEN handshakes under way from
+ * unproved addresses), or makes a connection at once. A short-header
  * packet of no connection gets a Stateless Reset, at most QUIC_RESET_RATE
  * a second. Each answer is smaller than what it answers, and nothing is
  * allocated; ngq_sec.c makes the packets.
@@ -29,7 +30,9 @@
  * @now:	the time, ns
  *
  * Return: true under --quic-retry always, and under auto once more than
- * QUIC_RETRY_RATE new Initials came within this second.
+ * QUIC_RETRY_RATE new Initials came within this second, or while
+ * QUIC_RETRY_HALFOPEN handshakes begun without a Retry are under way (a
+ * spoofed flood's never finish).
  */
 static bool retry_due(struct qlistener *ql, uint64_t now)
 {
@@ -52,7 +55,14 @@ static bool retry_due(struct qlistener *ql, uint64_t now)
 			LOG_LVL_WARN,
 			"listener %s: over %u new QUIC connections a second: new clients get a Retry (--quic-retry auto)",
 			ql->l->name, QUIC_RETRY_RATE);
-	return ql->rate_n > QUIC_RETRY_RATE;
+	if (ql->halfopen == QUIC_RETRY_HALFOPEN &&
+	    ql->rate_n <= QUIC_RETRY_RATE)
+		log_rate(
+			LOG_LVL_WARN,
+			"listener %s: %u QUIC handshakes under way from unproved addresses: new clients get a Retry (--quic-retry auto)",
+			ql->l->name, QUIC_RETRY_HALFOPEN);
+	return ql->rate_n > QUIC_RETRY_RATE ||
+	       ql->halfopen >= QUIC_RETRY_HALFOPEN;
 }
 
 /**

@@ -57,6 +57,7 @@ int quic_stream_open(void *ud, int64_t sid)
 	}
 	qbridge_set_fd(&qc->b, sv[0]);
 	qbridge_open(&qc->b);
+	quic_proved(qc);
 	counter_add(&ql->st.streams, 1);
 	counter_add(&ql->l->st[acc->id].accepted, 1);
 	qc->conn_id = acc->ops->open(acc->host, ql->l, ql->cfg, sv[1],
