@@ -23,6 +23,13 @@ SMB server's):
   bytes came back exact, how many of the N sessions answered 8 bytes
   after the handover (qhold -verify), and how long the old process took
   to exit once the sessions closed.
+- flood: a transfer of XFER through smbsplice's quic: listener
+  (--workers 2, --quic-retry auto) alone, then again while another
+  process sends real client Initials (smbqc's first, sealed again under
+  fresh IDs: tests/integ/test_quic_flood.py's) from random 127/8 source
+  addresses through a raw socket as fast as it can, until the transfer
+  ends: both rates, their ratio, the flood's rate, and what the listener
+  did with it (Retries, handshakes begun).
 - split: ROUNDS rounds of four TCP connections at once, each moving
   SPLIT_BYTES through the echo while all four are open, through
   smbsplice --workers 2: in how many rounds `ctl conns` showed them 2+2,
@@ -259,6 +266,110 @@ def handover_one(n, echo, cert, work, log):
         os.unlink(src)
 
 
+FLOODER = r"""
+import pickle, random, socket, struct, sys
+port = int(sys.argv[2])
+with open(sys.argv[1], "rb") as f:
+    datagrams = pickle.load(f)
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+dst = socket.inet_aton("127.0.0.1")
+rnd = random.Random(33)
+n = 0
+while True:
+    for d in datagrams:
+        src = bytes([127, rnd.randrange(1, 255), rnd.randrange(0, 256), rnd.randrange(1, 255)])
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 0, 0, 0, 64, 17, 0, src, dst)
+        udp = struct.pack(">HHHH", rnd.randrange(1024, 65535), port, 8 + len(d), 0)
+        try:
+            s.sendto(ip + udp + d, ("127.0.0.1", 0))
+            n += 1
+        except OSError:
+            pass
+        if n % 1000 == 0:
+            print(n, flush=True)
+"""
+
+
+def nc_rate(port, ca, src, want):
+    """smbqc nc of src through the echo: (exact, MB/s)."""
+    h = hashlib.sha256()
+    n = 0
+    t0 = time.monotonic()
+    with open(src, "rb") as i:
+        p = subprocess.Popen([os.path.join(BIN, "smbqc"), "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca,
+                              "nc"], stdin=i, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while (b := p.stdout.read1(1 << 20)):
+            h.update(b)
+            n += len(b)
+        p.wait(timeout=TIMEOUT)
+    return p.returncode == 0 and n == XFER and h.hexdigest() == want, XFER / (time.monotonic() - t0) / 1e6
+
+
+def quic_counters(port):
+    text = metrics(port)
+    return {k: sum(float(v) for v in re.findall(rf"smbsplice_quic_{k}_total{{[^}}]*}} ([\d.e+]+)", text))
+            for k in ("retries", "handshakes")}
+
+
+def flood(echo, cert, work, tools):
+    """A transfer alone and under a spoofed handshake flood."""
+    import pickle
+    import sys
+    sys.path.insert(0, os.path.join(TOP, "tests/integ"))
+    from quicinitial import have_crypto
+    if not have_crypto():
+        return {"failed": "python3-cryptography is missing: the Initials cannot be sealed"}
+    from test_quic_flood import forged
+    from test_quic_hostile import Forwarder
+    ca, crt, key = cert
+    port, stats = free_udp(), tools["free_port"]()
+    d = Daemon([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                "--workers", "2", "--quic-retry", "auto", "--quic-cert", crt, "--quic-key", key, "--stats",
+                f"127.0.0.1:{stats}"], work, "qf-flood")
+    time.sleep(1)
+    src = os.path.join(work, "qf-flood.in")
+    with open(src, "wb") as f:
+        f.write(os.urandom(XFER))
+    with open(src, "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    fl = None
+    try:
+        fw = Forwarder(port)
+        p = subprocess.Popen([os.path.join(BIN, "smbqc"), "-addr", f"127.0.0.1:{fw.port}", "-name", NAME, "-ca", ca,
+                              "nc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.monotonic() + 10
+        while not fw.got and time.monotonic() < end:
+            time.sleep(0.01)
+        p.communicate(b"x", timeout=30)
+        fw.close()
+        dg = os.path.join(work, "qf-flood.pickle")
+        with open(dg, "wb") as f:
+            pickle.dump(forged(fw.got[0], 5000), f)
+        exact_calm, calm = nc_rate(port, ca, src, want)
+        before = quic_counters(stats)
+        script = os.path.join(work, "qf-flooder.py")
+        with open(script, "w") as f:
+            f.write(FLOODER)
+        fl = subprocess.Popen(["python3", script, dg, str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        fl.stdout.readline()  # it is sending
+        t0 = time.monotonic()
+        exact_flood, stormy = nc_rate(port, ca, src, want)
+        secs = time.monotonic() - t0
+        fl.send_signal(signal.SIGTERM)
+        sent = 0
+        for line in fl.stdout.read().decode().split():
+            sent = int(line)
+        after = quic_counters(stats)
+        return {"calm": calm, "flood": stormy, "exact": exact_calm and exact_flood, "flood_rate": sent / secs,
+                "retries": after["retries"] - before["retries"],
+                "handshakes": after["handshakes"] - before["handshakes"]}
+    finally:
+        if fl and fl.poll() is None:
+            fl.kill()
+        d.stop()
+        os.unlink(src)
+
+
 def split(echo, work, tools):
     """ROUNDS rounds of four long TCP connections over two workers."""
     port, stats = tools["free_port"](), tools["free_port"]()
@@ -317,7 +428,7 @@ def metrics(port):
 
 def run_quicfield(args, work, echo, log, tools):
     """bench.py's entry."""
-    res = {"idle": [], "handover": [], "split": None}
+    res = {"idle": [], "handover": [], "flood": None, "split": None}
     if not all(os.access(os.path.join(BIN, b), os.X_OK) for b in ("qhold", "quicrelay", "smbqc")):
         res["skipped"] = "tests/quic's Go tools are not built (golang-go and quic-go)"
         return res
@@ -339,6 +450,12 @@ def run_quicfield(args, work, echo, log, tools):
         except Exception as e:
             res["handover"].append({"n": c, "failed": " ".join(str(e).split())[-300:]})
             log(f"quicfield handover {c}: failed: {e}")
+    try:
+        res["flood"] = flood(echo, cert, work, tools)
+        log(f"quicfield flood: {res['flood']}")
+    except Exception as e:
+        res["flood"] = {"failed": " ".join(str(e).split())[-300:]}
+        log(f"quicfield flood: failed: {e}")
     try:
         res["split"] = split(echo, work, tools)
         log(f"quicfield split: {res['split']}")
@@ -378,6 +495,18 @@ def table(r):
         out.append(f"| {h['n']:,} | {h['pause_ms']:.1f} | {h['stayed']:,} | "
                    f"{'exact' if h['exact'] else 'NOT exact'} ({h['moved'] >> 20} MiB) | "
                    f"{h['verified']:,}/{h['n']:,} | {gone} |")
+    fl = r.get("flood") or {}
+    if fl.get("failed"):
+        out += ["", f"Flood: failed: {fl['failed'][:200]}"]
+    elif fl:
+        out += ["", "### QUIC in the field: a handshake flood\n",
+                f"A {XFER >> 20} MiB transfer through the QUIC listener (--workers 2, --quic-retry auto), alone and "
+                "while another process sends real client Initials under fresh IDs from random 127/8 addresses "
+                "through a raw socket as fast as it can.\n",
+                "| alone MB/s | under the flood MB/s | ratio | flood, Initials a second | Retries sent | "
+                "handshakes begun | bytes |", "|---|---|---|---|---|---|---|",
+                f"| {fl['calm']:.0f} | {fl['flood']:.0f} | {fl['flood'] / fl['calm']:.2f}× | {fl['flood_rate']:,.0f} | "
+                f"{fl['retries']:,.0f} | {fl['handshakes']:,.0f} | {'exact' if fl['exact'] else 'NOT exact'} |"]
     s = r.get("split") or {}
     if s.get("failed"):
         out += ["", f"Workers: failed: {s['failed'][:200]}"]
