@@ -72,6 +72,28 @@ struct qgone {
 	uint32_t seen;
 };
 
+/* The longest stateless answer a batch keeps to send with the others (a
+ * Retry, a Stateless Reset, a close sent again, a Version Negotiation:
+ * each smaller than what it answers, a Retry well under this); and how
+ * many a batch keeps: one per datagram read. */
+#define QUIC_ANSWER_MAX 256
+#define QUIC_ANSWERS	64
+
+/**
+ * struct qanswer - a stateless answer waiting for the batch's sendmmsg()
+ *		    (udp.c)
+ * @buf:	the datagram
+ * @len:	its length
+ * @to:		where it goes
+ * @tolen:	its length
+ */
+struct qanswer {
+	uint8_t buf[QUIC_ANSWER_MAX];
+	uint16_t len;
+	socklen_t tolen;
+	struct sockaddr_storage to;
+};
+
 /* The largest datagram received or sent. */
 #define QUIC_DGRAM 2048
 /* Datagrams taken per recvmmsg(), and packets sent per UDP_SEGMENT
@@ -155,6 +177,10 @@ struct qcid {
  * @halfopen:	connections begun without a Retry whose client has not
  *		opened its stream: auto asks for a Retry at
  *		QUIC_RETRY_HALFOPEN
+ * @ans:	stateless answers of the batch being read, sent together
+ *		once it is (quic_answers_flush()): a flood of Initials costs
+ *		a system call per batch of Retries, not one each
+ * @nans:	how many
  * @table:	connection IDs to connections
  * @conns:	its connections
  * @st:		its counters
@@ -199,6 +225,8 @@ struct qlistener {
 	uint64_t rate_sec;
 	unsigned rate_n;
 	unsigned halfopen;
+	struct qanswer ans[QUIC_ANSWERS];
+	unsigned nans;
 	struct qcid *table[QUIC_BUCKETS];
 	struct qconn *conns;
 	struct quic_stats st;
@@ -286,6 +314,9 @@ struct listen_opts;
 int quic_creds_load(const struct listen_opts *o, struct ngq_creds **out,
 		    char *err, size_t errlen);
 int quic_udp_recv(struct qlistener *ql);
+void quic_answer(struct qlistener *ql, const uint8_t *buf, size_t len,
+		 const struct sockaddr *to, socklen_t tolen);
+void quic_answers_flush(struct qlistener *ql);
 size_t quic_udp_seg(const struct qlistener *ql, int i);
 void quic_udp_gro(struct qlistener *ql);
 uint8_t *quic_batch_room(struct qlistener *ql, struct qbatch *b, size_t *cap);

@@ -610,7 +610,7 @@ static void route(struct qlistener *ql, const uint8_t *buf, size_t len,
 		counter_add(&ql->st.dropped, 1);
 		n = ngq_version_pkt(buf, len, out, sizeof(out));
 		if (n > 0)
-			quic_udp_send(ql, out, n, peer, peerlen);
+			quic_answer(ql, out, n, peer, peerlen);
 		return;
 	case NGQ_PACKET:
 		break;
@@ -689,6 +689,7 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 
 			left -= got < left ? got : left;
 		}
+		quic_answers_flush(ql);
 		settle_batch(ql);
 		if (n < QUIC_RECV_BATCH)
 			return;

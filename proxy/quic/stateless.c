@@ -96,7 +96,7 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 		counter_add(&ql->st.dropped, 1);
 		n = ngq_bad_token_pkt(pkt, len, out, sizeof(out));
 		if (n > 0)
-			quic_udp_send(ql, out, n, peer, peerlen);
+			quic_answer(ql, out, n, peer, peerlen);
 		return;
 	case NGQ_TOKEN_NONE:
 		break;
@@ -108,7 +108,7 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 	n = ngq_retry_pkt(pkt, len, ql->token_secret, peer, peerlen, out,
 			  sizeof(out), now);
 	if (n > 0) {
-		quic_udp_send(ql, out, n, peer, peerlen);
+		quic_answer(ql, out, n, peer, peerlen);
 		counter_add(&ql->qst->retries, 1);
 	}
 }
@@ -192,7 +192,7 @@ bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
 		return false;
 	g->seen++;
 	if (g->closelen && g->closelen <= 3 * len && !(g->seen & (g->seen - 1)))
-		quic_udp_send(ql, g->close, g->closelen, peer, peerlen);
+		quic_answer(ql, g->close, g->closelen, peer, peerlen);
 	return true;
 }
 
@@ -226,6 +226,6 @@ void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 	if (n <= 0)
 		return;
 	ql->reset_n++;
-	quic_udp_send(ql, out, n, peer, peerlen);
+	quic_answer(ql, out, n, peer, peerlen);
 	counter_add(&ql->qst->resets, 1);
 }

@@ -53,6 +53,75 @@ void quic_udp_send(struct qlistener *ql, const uint8_t *buf, size_t len,
 }
 
 /**
+ * quic_answer() - a stateless answer, sent with the batch's others
+ * @ql:		the listener
+ * @buf:	the datagram (a Retry, a Stateless Reset, a close sent again,
+ *		a Version Negotiation)
+ * @len:	its length
+ * @to:		where
+ * @tolen:	its length
+ *
+ * Kept until the batch of reads it answers is routed
+ * (quic_answers_flush()); one too long to keep goes at once.
+ */
+void quic_answer(struct qlistener *ql, const uint8_t *buf, size_t len,
+		 const struct sockaddr *to, socklen_t tolen)
+{
+	struct qanswer *a;
+
+	if (len > QUIC_ANSWER_MAX || tolen > sizeof(a->to)) {
+		quic_udp_send(ql, buf, len, to, tolen);
+		return;
+	}
+	if (ql->nans == QUIC_ANSWERS)
+		quic_answers_flush(ql);
+	a = &ql->ans[ql->nans++];
+	memcpy(a->buf, buf, len);
+	a->len = (uint16_t)len;
+	memcpy(&a->to, to, tolen);
+	a->tolen = tolen;
+}
+
+/**
+ * quic_answers_flush() - send the batch's stateless answers with one
+ *			  sendmmsg()
+ * @ql:		the listener
+ *
+ * An answer the kernel refuses (its destination unreachable, say) is
+ * skipped, not the ones after it; a full socket buffer drops the rest,
+ * as it would drop them one by one: their senders ask again.
+ */
+void quic_answers_flush(struct qlistener *ql)
+{
+	struct mmsghdr m[QUIC_ANSWERS];
+	struct iovec iov[QUIC_ANSWERS];
+	unsigned done = 0;
+	int r;
+
+	for (unsigned i = 0; i < ql->nans; i++) {
+		iov[i] = (struct iovec){ ql->ans[i].buf, ql->ans[i].len };
+		m[i] = (struct mmsghdr){
+			.msg_hdr = { .msg_name = &ql->ans[i].to,
+				     .msg_namelen = ql->ans[i].tolen,
+				     .msg_iov = &iov[i],
+				     .msg_iovlen = 1 }
+		};
+	}
+	while (done < ql->nans) {
+		r = sendmmsg(ql->fd, m + done, ql->nans - done, 0);
+		if (r > 0)
+			done += (unsigned)r;
+		else if (r < 0 && errno == EINTR)
+			continue;
+		else if (r < 0 && errno != EAGAIN && errno != ENOBUFS)
+			done++; /* this one's destination: skip it */
+		else
+			break;
+	}
+	ql->nans = 0;
+}
+
+/**
  * quic_batch_send() - send a batch's packets, and empty it
  * @ql:		the listener
  * @b:		the batch
