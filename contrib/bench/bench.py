@@ -81,7 +81,8 @@ Workloads:
          logs, the probes' round trips in steady state and around the
          handovers, and every idle connection answering afterwards.
   quicfield  QUIC in the field (contrib/bench/quicfield.py): memory per
-         idle session (--quicfield-idle, default 1000) through smbsplice
+         idle session (--quicfield-idle, default 9000, at most a third of
+         the open-files limit) through smbsplice
          with TCP clients, smbsplice's quic: listener and the quic-go
          relay; one `kill -USR2` with 10 and 1000 (--quicfield-handover)
          idle QUIC sessions and a transfer in flight (the pause, the
@@ -1089,8 +1090,9 @@ def main():
                     help="seconds held idle before the second RSS reading")
     ap.add_argument("--handover-counts", default="10,1000,9000",
                     help="idle connections carried by each set of handovers, comma-separated (--quick 10,1000)")
-    ap.add_argument("--quicfield-idle", type=int, default=1000,
-                    help="idle sessions held through each contestant of quicfield (--quick 300)")
+    ap.add_argument("--quicfield-idle", type=int, default=9000,
+                    help="idle sessions held through each contestant of quicfield, at most a third of the "
+                    "open-files limit (--quick 300)")
     ap.add_argument("--quicfield-handover", default="10,1000",
                     help="idle QUIC sessions open at quicfield's handover, comma-separated")
     ap.add_argument("--office-files", type=int, help=f"files of mget and mput (default {OFFICE_FILES}, "

@@ -6,7 +6,7 @@ the stream rings' pages are given back (after a second of quiet, at a
 keepalive at the latest): a session that kept its 4 MiB rings, or its
 copy buffers, would cost far more. The figure itself, at more sessions
 and beside TCP's and the quic-go relay's, is bench.py's (--only
-quic-idle); this bound only catches a regression by a multiple.
+quicfield); this bound only catches a regression by a multiple.
 
 Each session costs three descriptors (the socketpair's two ends and the
 backend's socket), so N is held below what the descriptor budget allows.
