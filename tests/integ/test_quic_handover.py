@@ -30,7 +30,6 @@ smbqc exit 4).
 Skipped (77) with one line, as test_quic.py is, without QUIC or smbqc.
 """
 import hashlib
-import os
 import random
 import socket
 import subprocess
