@@ -8,8 +8,8 @@ its connection (proxy/io/reuseport.c), driven by the independent client
   connections.
 - Four smbqc's at once each move 24 MiB through the echo and send from a
   new UDP port (old socket closed, as a NAT forgets a binding) every
-  2 MiB it has moved (both ways), so each connection changes its 4-tuple
-  about 24 times. The
+  8 MiB it has moved (both ways), so each connection changes its 4-tuple
+  six times, 24 moves in all. The
   kernel's hash would send a moved client's datagrams to a worker that
   does not know its connection (which would answer with a Stateless
   Reset): every byte comes back exact, and
@@ -35,10 +35,12 @@ import threading
 from harness import SANITIZED, TMPDIR, Proxy, Server, check, file_sha256, metric, run, scrape
 from test_quic import NAME, SMBQC, echo, free_udp_port, quic_setup
 
-# Under the sanitizers a client of 24 MiB each way took up to 172 s
-# beside three others: a quarter of it, moving as often for its size.
+# Each move costs the quic-go 0.29 client seconds (it was not written to
+# move: with smbsplice's own client side a move costs a round trip,
+# test_wan_emulated.py): six moves a client, on 24 MiB each way (6 under
+# the sanitizers, where 24 took up to 172 s beside three others).
 SIZE = (6 if SANITIZED else 24) << 20
-EVERY, FIRST = ("512K", "256K") if SANITIZED else ("2M", "1M")
+EVERY, FIRST = ("2M", "1M") if SANITIZED else ("8M", "1M")
 
 
 def start(certs, *wrap):
@@ -88,7 +90,7 @@ def moving(px, port, ca, n, label):
         err = r.stderr.decode()
         moved = len(re.findall(r"rebound udp", err))
         moves += moved
-        check(r.returncode == 0 and file_sha256(out) == want and moved >= 8,
+        check(r.returncode == 0 and file_sha256(out) == want and moved >= 4,
               f"{label}: client {i} moved to a new UDP port {moved} times, its {SIZE >> 20} MiB came back "
               f"exact ({r.returncode}: {err.strip()[-300:]})")
         os.unlink(out)
