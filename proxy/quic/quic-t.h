@@ -36,6 +36,11 @@
  * flood's never finish and would each hold a connection's state (some
  * 90 KiB) and three descriptors until --handshake-timeout. */
 #define QUIC_RETRY_HALFOPEN 64
+/* Retries a worker's listener sends a second at most: past them, a new
+ * client's Initial is dropped unanswered (it sends it again after its
+ * timer). A Retry costs a token sealed and a datagram; a spoofed flood
+ * answered in full took the CPU that open connections need. */
+#define QUIC_RETRY_MAX 1000
 /* Stateless Resets a listener sends a second at most: each answers a
  * longer packet, but a forged flood should not have them all. */
 #define QUIC_RESET_RATE 100
@@ -174,6 +179,8 @@ struct qcid {
  * @rate_sec:	the second whose new Initials @rate_n counts
  * @rate_n:	how many came in it: --quic-retry auto asks for a Retry
  *		above QUIC_RETRY_RATE
+ * @retry_sec:	the second whose Retries @retry_n counts
+ * @retry_n:	how many went out in it (at most QUIC_RETRY_MAX)
  * @halfopen:	connections begun without a Retry whose client has not
  *		opened its stream: auto asks for a Retry at
  *		QUIC_RETRY_HALFOPEN
@@ -224,6 +231,8 @@ struct qlistener {
 	struct lquic *qst;
 	uint64_t rate_sec;
 	unsigned rate_n;
+	uint64_t retry_sec;
+	unsigned retry_n;
 	unsigned halfopen;
 	struct qanswer ans[QUIC_ANSWERS];
 	unsigned nans;

@@ -66,6 +66,33 @@ static bool retry_due(struct qlistener *ql, uint64_t now)
 }
 
 /**
+ * retry_spent() - have this second's Retries all gone out
+ * @ql:		the listener
+ * @now:	the time, ns
+ *
+ * Return: true past QUIC_RETRY_MAX this second (said once a second, as
+ * rate-limited lines are); else the Retry is counted.
+ */
+static bool retry_spent(struct qlistener *ql, uint64_t now)
+{
+	uint64_t sec = now / 1000000000u;
+
+	if (sec != ql->retry_sec) {
+		ql->retry_sec = sec;
+		ql->retry_n = 0;
+	}
+	if (ql->retry_n < QUIC_RETRY_MAX) {
+		ql->retry_n++;
+		return false;
+	}
+	log_rate(
+		LOG_LVL_WARN,
+		"listener %s: over %u QUIC Retries a second: new clients' Initials are dropped until the next second (a flood?); open connections are not touched",
+		ql->l->name, QUIC_RETRY_MAX);
+	return true;
+}
+
+/**
  * quic_initial() - a client Initial that names no connection: a new one, or
  *	       a Retry, or nothing
  * @ql:		the listener
@@ -103,6 +130,10 @@ void quic_initial(struct qlistener *ql, const struct sockaddr *peer,
 	}
 	if (!retry_due(ql, now)) {
 		quic_conn_new(ql, peer, peerlen, pkt, len, NULL);
+		return;
+	}
+	if (retry_spent(ql, now)) {
+		counter_add(&ql->st.dropped, 1);
 		return;
 	}
 	n = ngq_retry_pkt(pkt, len, ql->token_secret, peer, peerlen, out,

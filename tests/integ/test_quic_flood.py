@@ -11,14 +11,16 @@ behind a quic: listener (--workers 2, --quic-retry auto, --mode tcp):
   figure is the bench's);
 - --quic-retry auto answers the flood with stateless Retries once 64
   handshakes from unproved addresses are under way in a worker (or above
-  200 new connections a second): most of the flood is retried
-  (smbsplice_quic_retries_total), and only its first 64 per worker begin
-  handshakes;
+  200 new connections a second), at most 1,000 a second per worker
+  (smbsplice_quic_retries_total), dropping the rest unanswered; only the
+  flood's first 64 per worker begin handshakes;
 - the handshakes it began hold nothing once --handshake-timeout (3 s)
   has passed: the descriptors in use fall back to where they were, and
   the daemon's memory does not grow by the flood.
 
-Seen to fail when written: with only the rate of 200 a second to go by,
+Without the cap of 1,000 Retries a second, every Initial was answered
+(3,873 of 4,000) and a transfer in flight, in make bench's flood, ran
+at 0.36x to 0.43x instead of 0.67x to 0.89x. Seen to fail when written: with only the rate of 200 a second to go by,
 414 handshakes began in 1.2 s, the daemon's memory grew 42 MiB over the
 flood (about 100 KiB each, held until --handshake-timeout) and the
 transfer ran at 0.44x; with the cap of 64 under way, 129 began and it
@@ -143,8 +145,9 @@ def main():
     time.sleep(0.5)
     m1 = quic_metrics(q)
     retries, began = m1["retries"] - m0["retries"], m1["handshakes"] - m0["handshakes"]
-    check(retries >= sent[0] // 2,
-          f"--quic-retry auto answered most of the flood with a stateless Retry: {retries:,} of {sent[0]:,}")
+    check(0 < retries <= 2 * 1000 * (int(secs) + 2) and retries + began < sent[0],
+          f"--quic-retry auto answered the flood with stateless Retries, at most 1,000 a second per worker, and "
+          f"dropped the rest: {retries:,} of {sent[0]:,} in {secs:.1f} s")
     check(began <= 2 * 64 + 4,
           f"and began handshakes for no more than 64 at a time per worker: {began:,} in {secs:.1f} s")
     wait_for("the flood's handshakes to time out and give their descriptors back",
