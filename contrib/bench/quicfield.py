@@ -50,14 +50,16 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+sys.path.insert(0, os.path.join(TOP, "tests/integ"))
+from test_quic import NAME, free_udp_port, make_certs  # noqa: E402
 SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 BIN = os.path.join(TOP, "tests/quic/bin")
-NAME = "smb.test"
 WARM = 20
 IDLE_SETTLE = 5.0
 ROUNDS = 8
@@ -77,31 +79,11 @@ def rss_kib(pid):
 
 
 def certs(work):
-    """A CA and a server certificate for NAME (certtool), as the tests make them."""
+    """A CA and a server certificate for NAME, as the tests make them:
+    (ca, cert, key)."""
     d = os.path.join(work, "quicfield-certs")
     os.makedirs(d, exist_ok=True)
-    p = lambda n: os.path.join(d, n)  # noqa: E731
-    with open(p("ca.tmpl"), "w") as f:
-        f.write('cn = "bench CA"\nca\ncert_signing_key\nexpiration_days = 2\n')
-    with open(p("srv.tmpl"), "w") as f:
-        f.write(f'cn = "{NAME}"\ndns_name = "{NAME}"\ntls_www_server\nsigning_key\nexpiration_days = 2\n')
-    for key in ("ca.key", "srv.key"):
-        subprocess.run(["certtool", "--generate-privkey", "--key-type=ecdsa", "--curve=secp256r1",
-                        "--outfile", p(key)], check=True, capture_output=True, timeout=60)
-    subprocess.run(["certtool", "--generate-self-signed", "--load-privkey", p("ca.key"), "--template",
-                    p("ca.tmpl"), "--outfile", p("ca.pem")], check=True, capture_output=True, timeout=60)
-    subprocess.run(["certtool", "--generate-certificate", "--load-privkey", p("srv.key"), "--load-ca-certificate",
-                    p("ca.pem"), "--load-ca-privkey", p("ca.key"), "--template", p("srv.tmpl"), "--outfile",
-                    p("srv.pem")], check=True, capture_output=True, timeout=60)
-    return p("ca.pem"), p("srv.pem"), p("srv.key")
-
-
-def free_udp():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return make_certs(d)[:3]
 
 
 class Daemon:
@@ -187,7 +169,7 @@ def idle_one(name, n, echo, cert, work, tools):
         finally:
             d.stop()
         return kib
-    port = free_udp()
+    port = free_udp_port()
     if name == "smbsplice quic":
         argv = [SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
                 "--workers", "1", "--quic-cert", crt, "--quic-key", key]
@@ -210,18 +192,24 @@ def idle_one(name, n, echo, cert, work, tools):
     return kib
 
 
+def xfer_file(work, name):
+    """XFER random bytes in a file of the work directory: its path and
+    SHA-256."""
+    src = os.path.join(work, name)
+    data = os.urandom(XFER)
+    with open(src, "wb") as f:
+        f.write(data)
+    return src, hashlib.sha256(data).hexdigest()
+
+
 def handover_one(n, echo, cert, work, log):
     """N idle QUIC sessions and a transfer in flight through one handover."""
     ca, crt, key = cert
-    port = free_udp()
+    port = free_udp_port()
     d = Daemon([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
                 "--workers", "2", "--quic-cert", crt, "--quic-key", key], work, f"qf-handover-{n}")
     time.sleep(1)
-    src = os.path.join(work, "qf-xfer.in")
-    with open(src, "wb") as f:
-        f.write(os.urandom(XFER))
-    with open(src, "rb") as f:
-        want = hashlib.sha256(f.read()).hexdigest()
+    src, want = xfer_file(work, "qf-xfer.in")
     q = None
     try:
         q = qhold(port, ca, n, "-verify")
@@ -325,24 +313,18 @@ def quic_counters(port):
 def flood(echo, cert, work, tools):
     """A transfer alone and under a spoofed handshake flood."""
     import pickle
-    import sys
-    sys.path.insert(0, os.path.join(TOP, "tests/integ"))
     from quicinitial import have_crypto
     if not have_crypto():
         return {"failed": "python3-cryptography is missing: the Initials cannot be sealed"}
     from test_quic_flood import forged
     from test_quic_hostile import Forwarder
     ca, crt, key = cert
-    port, stats = free_udp(), tools["free_port"]()
+    port, stats = free_udp_port(), tools["free_port"]()
     d = Daemon([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
                 "--workers", "2", "--quic-retry", "auto", "--quic-cert", crt, "--quic-key", key, "--stats",
                 f"127.0.0.1:{stats}"], work, "qf-flood")
     time.sleep(1)
-    src = os.path.join(work, "qf-flood.in")
-    with open(src, "wb") as f:
-        f.write(os.urandom(XFER))
-    with open(src, "rb") as f:
-        want = hashlib.sha256(f.read()).hexdigest()
+    src, want = xfer_file(work, "qf-flood.in")
     fl = None
     try:
         fw = Forwarder(port)

@@ -642,6 +642,23 @@ static void write_latency(FILE *out, const struct lreport *ls,
 }
 
 /**
+ * write_per_worker() - a counter with one series per worker
+ * @out:	where to write
+ * @name:	its name
+ * @help:	its HELP text
+ * @vals:	its value in each worker
+ * @nworkers:	how many
+ */
+static void write_per_worker(FILE *out, const char *name, const char *help,
+			     const uint64_t *vals, unsigned nworkers)
+{
+	metric_head(out, name, "counter", help);
+	for (unsigned i = 0; i < nworkers; i++)
+		fprintf(out, "%s{worker=\"%u\"} %llu\n", name, i,
+			(unsigned long long)vals[i]);
+}
+
+/**
  * promtext_write() - the /metrics page
  * @out:	where to write
  * @ls:		each listener's counters, summed over the workers
@@ -680,22 +697,15 @@ int promtext_write(FILE *out, const struct lreport *ls, unsigned nls,
 	write_listeners(out, ls, lab, nls);
 	free(lab);
 	write_process(out, g);
-	metric_head(
-		out, "smbsplice_worker_connections_total", "counter",
+	write_per_worker(
+		out, "smbsplice_worker_connections_total",
 		"Connections each worker served: those the kernel gave it and "
-		"kept, and those other workers handed it.");
-	for (unsigned i = 0; i < nworkers; i++)
-		fprintf(out,
-			"smbsplice_worker_connections_total{worker=\"%u\"} %llu\n",
-			i, (unsigned long long)accepted[i]);
-	metric_head(
-		out, "smbsplice_worker_connections_moved_total", "counter",
-		"TCP clients each worker accepted and handed to a worker that "
-		"served fewer connections.");
-	for (unsigned i = 0; i < nworkers; i++)
-		fprintf(out,
-			"smbsplice_worker_connections_moved_total{worker=\"%u\"} %llu\n",
-			i, (unsigned long long)moved[i]);
+		"kept, and those other workers handed it.",
+		accepted, nworkers);
+	write_per_worker(out, "smbsplice_worker_connections_moved_total",
+			 "TCP clients each worker accepted and handed to a "
+			 "worker that served fewer connections.",
+			 moved, nworkers);
 	write_build(out);
 	write_procstat(out, ps);
 	return 0;

@@ -647,14 +647,25 @@ class Proxy:
             raise TestFailure(f"no `handover: took ... from pid {old.pid}` line:\n{self.log()}")
         if old_stays:
             self.lingering.append(old)
-            self.previous.append(old)
-            self.proc = Adopted(pid)
-            if self.stats:
-                wait_for(f"/metrics of pid {pid} answering", lambda: self._scrape_ok(), 10)
-            if self.fds0 is not None:
-                self.started()
-            return {"conns": conns, "pid": pid, "paused_ms": paused,
-                    "took_conns": int(taken[0][0]), "took_listeners": int(taken[0][1])}
+        else:
+            self._old_exited(old, pid)
+        self.previous.append(old)
+        self.proc = Adopted(pid)
+        if not old_stays:
+            wait_for(f"pid {pid} adopted once pid {old.pid} exited", lambda: self.proc.adopted(), 10)
+            reap_orphans()
+        if self.stats:
+            # NEW serves /metrics once it has taken everything; the
+            # descriptor snapshot is taken after it does.
+            wait_for(f"/metrics of pid {pid} answering", lambda: self._scrape_ok(), 10)
+        if self.fds0 is not None:
+            self.started()
+        return {"conns": conns, "pid": pid, "paused_ms": paused,
+                "took_conns": int(taken[0][0]), "took_listeners": int(taken[0][1])}
+
+    def _old_exited(self, old, pid):
+        """The process that handed over to pid exited 0, with no sanitizer
+        report in the log."""
         try:
             old.wait(self.EXIT_WAIT)
         except subprocess.TimeoutExpired:
@@ -664,18 +675,6 @@ class Proxy:
         report = sanitizer_report(self.log())
         if report:
             raise TestFailure(f"sanitizer report in the log after the handover from pid {old.pid}:\n{report}")
-        self.previous.append(old)
-        self.proc = Adopted(pid)
-        wait_for(f"pid {pid} adopted once pid {old.pid} exited", lambda: self.proc.adopted(), 10)
-        reap_orphans()
-        if self.stats:
-            # NEW serves /metrics once it has taken everything; the
-            # descriptor snapshot is taken after it does.
-            wait_for(f"/metrics of pid {pid} answering", lambda: self._scrape_ok(), 10)
-        if self.fds0 is not None:
-            self.started()
-        return {"conns": conns, "pid": pid, "paused_ms": paused,
-                "took_conns": int(taken[0][0]), "took_listeners": int(taken[0][1])}
 
     def handover_fails(self, why=r".*", timeout=30.0):
         """`kill -USR2` the daemon for a handover that must fail: wait for

@@ -24,19 +24,11 @@ import threading
 
 from harness import (NO_LOGIN, NOT_SMB, SMBSPLICE, TMPDIR, Proxy, Server, check, metric, recv_exact, run,
                      scrape, wait_for)
+from test_quic import echo
 
 ROUNDS = 8
 CLIENTS = 4
 BYTES = 4 << 20
-
-
-def echo(c):
-    while True:
-        d = c.recv(1 << 20)
-        if not d:
-            break
-        c.sendall(d)
-    c.shutdown(socket.SHUT_WR)
 
 
 def conns(control):
