@@ -57,7 +57,7 @@ import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(TOP, "tests/integ"))
-from test_quic import NAME, free_udp_port, make_certs  # noqa: E402
+from test_quic import NAME, free_udp_port, make_certs, rss_kib  # noqa: E402
 SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 BIN = os.path.join(TOP, "tests/quic/bin")
 WARM = 20
@@ -68,14 +68,6 @@ XFER = 64 << 20
 TIMEOUT = 120.0
 DONE_RE = re.compile(r"handover: (\d+) connections to pid (\d+), forwarding paused ([\d.]+) ms")
 STAY_RE = re.compile(r"handover: (\d+) QUIC connections stay in this process")
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def certs(work):
