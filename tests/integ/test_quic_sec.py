@@ -5,7 +5,8 @@ and each able to fail when the feature is switched off:
 - Retry (--quic-retry always): smbqc's put and get through a real smbd
   stay byte-exact and each connection costs one Retry
   (smbsplice_quic_retries_total); a flood of client-Initial-looking
-  datagrams from one socket is answered with Retries and makes no
+  datagrams from one socket is answered with Retries (at least the
+  1,000 a second a worker sends at most) and makes no
   connection (no handshake counted, ctl conns empty, no growth of the
   daemon's memory). With --quic-retry auto, a flood above 200 new
   connections a second turns to Retries.
@@ -118,10 +119,13 @@ def test_retry_always(certs, smb):
     rss1 = rss_kib(q.px.proc.pid)
     m1 = quic_metrics(q)
     retries = [a for a in answers if a[0] & 0xf0 == 0xf0 and a[1:5] == b"\0\0\0\1"]
-    check(len(retries) >= n // 2 and all(a[5] == 8 and a[6:14] in scids for a in retries),
+    # At most 1,000 Retries a second per worker (QUIC_RETRY_MAX): the
+    # rest of a flood is dropped unanswered.
+    least = min(n // 2, 1000)
+    check(len(retries) >= least and all(a[5] == 8 and a[6:14] in scids for a in retries),
           f"a flood of {n} Initials is answered with Retries to their source IDs ({len(retries)} of {len(answers)})")
     check(all(len(a) < 1200 for a in answers), "each answer is smaller than the Initial it answers (no amplification)")
-    check(m1["handshakes"] == 2 and m1["retries"] - m["retries"] >= n // 2,
+    check(m1["handshakes"] == 2 and m1["retries"] - m["retries"] >= least,
           f"and makes no connection: handshakes still 2 ({m1['handshakes']}), "
           f"retries {m['retries']} -> {m1['retries']}")
     check(q.conns() == [], "ctl conns is empty")
@@ -138,7 +142,8 @@ def test_retry_always(certs, smb):
     check(a[0] & 0xf0 == 0xc0 and len(a) < 1200 and quic_metrics(q)["handshakes"] == 2,
           f"an Initial with a forged Retry token is closed at once (an Initial of {len(a)} bytes), no connection made")
     r = q.smbqc(*cred, "get", "retry.bin", "-")
-    check(r.returncode == 0 and f"sha256={want}" in r.stdout.decode(), "a client after the flood is served")
+    check(r.returncode == 0 and f"sha256={want}" in r.stdout.decode(),
+          f"a client after the flood is served ({r.returncode}: {r.stderr.decode().strip()[-300:]})")
     q.px.stop()
 
 
