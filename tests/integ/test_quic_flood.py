@@ -145,9 +145,11 @@ def main():
     time.sleep(0.5)
     m1 = quic_metrics(q)
     retries, began = m1["retries"] - m0["retries"], m1["handshakes"] - m0["handshakes"]
-    check(0 < retries <= 2 * 1000 * (int(secs) + 2) and retries + began < sent[0],
-          f"--quic-retry auto answered the flood with stateless Retries, at most 1,000 a second per worker, and "
-          f"dropped the rest: {retries:,} of {sent[0]:,} in {secs:.1f} s")
+    # Past the cap the rest is dropped unanswered; a flood slower than it
+    # (under the sanitizers) is answered whole.
+    check(0 < retries <= 2 * 1000 * (int(secs) + 2) and retries + began <= sent[0],
+          f"--quic-retry auto answered the flood with stateless Retries, at most 1,000 a second per worker, "
+          f"dropping what was past that: {retries:,} of {sent[0]:,} in {secs:.1f} s")
     check(began <= 2 * 64 + 4,
           f"and began handshakes for no more than 64 at a time per worker: {began:,} in {secs:.1f} s")
     wait_for("the flood's handshakes to time out and give their descriptors back",
