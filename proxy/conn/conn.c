@@ -12,15 +12,14 @@
  *   proxy-header, handshake, connecting -> ended
  *
  *   proxy-header: --accept-proxy only: the gateway's PROXY v2 header
- *               (pp2_sock.c) names the client, who is then judged by
- *               --allow and the caps instead of the gateway, under
- *               --handshake-timeout; a bad or missing one is reset.
- *               The client it names takes the gateway's place in all that
- *               judges or records a client (--allow, the caps, the log,
- *               the address --transparent dials from, --send-proxy); a
- *               LOCAL header keeps the gateway. With --transparent an
- *               IPv6 client of an IPv4 listener is reset, never dialled
- *               from a wrong address (conn_pp2_adopt()).
+ *               (pp2_sock.c), read under --handshake-timeout (a bad or
+ *               missing one is reset), names the client, who takes the
+ *               gateway's place in all that judges or records a client
+ *               (--allow, the caps, the log, the address --transparent
+ *               dials from, --send-proxy); a LOCAL header keeps the
+ *               gateway. With --transparent an IPv6 client of an IPv4
+ *               listener is reset, never dialled from a wrong address
+ *               (conn_pp2_adopt()).
  *   handshake:  smb mode only: the backend is not dialled until the
  *               client's first frame is an SMB opening (handshake.c),
  *               under --handshake-timeout; while it is incomplete, a
@@ -50,17 +49,16 @@
  * of file is forwarded after its last byte, as direct TCP would, and the
  * other direction goes on to its own end (midframe= in the end line).
  *
- * A connection sees the thread it lives in only as a struct conn_host
- * (connhost.c): the pools it draws on, the stalled-pipe list (stall.c),
- * and two calls back. Its two descriptors are reserved with
- * conn_host_reserve() before the accept and given back by
- * conn_host_unreserve() when it ends. conn_end() is the one way into
- * "ended": it writes the end line (connlog.c), closes both sockets
- * (resetting both peers unless both directions ended cleanly), gives back
- * everything the connection held and tells its thread. The worker sets
- * its host up once (conn_host_init()); the host's stalled-pipe list is
- * given the one thing it may do to a direction, move its pipe's bytes
- * into a buffer, which ends the connection if the pipe cannot be read.
+ * A connection sees its thread only as a struct conn_host (connhost.c):
+ * the pools it draws on, the stalled-pipe list (stall.c), two calls back,
+ * and the descriptor budget (conn_host_reserve() before the accept, given
+ * back when it ends). conn_end() is the one way into "ended": it writes
+ * the end line (connlog.c), closes both sockets (resetting both peers
+ * unless both directions ended cleanly), gives back everything the
+ * connection held and tells its thread. The worker sets its host up once
+ * (conn_host_init()); the host's stalled-pipe list is given the one thing
+ * it may do to a direction, move its pipe's bytes into a buffer, which
+ * ends the connection if the pipe cannot be read.
  */
 #include "config.h"
 
@@ -122,7 +120,6 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 	enum pump_status st;
 	bool progress;
 
-	(void)revents;
 	st = dir_step(d, &progress);
 	if (progress)
 		c->last_active = ev_now(loop);
@@ -148,7 +145,6 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	const struct listen_opts *o = c->lo;
 	char why[96];
 
-	(void)revents;
 	switch (c->state) {
 	case CS_NEW:
 	case CS_ENDED:
@@ -281,8 +277,6 @@ static void on_connect(struct ev_loop *loop, ev_io *w, int revents)
 	int err = sock_connect_result(c->srv.fd);
 	char why[160];
 
-	(void)loop;
-	(void)revents;
 	if (err) {
 		snprintf(why, sizeof(why), "connect: %s", strerror(err));
 		conn_backend_failed(c, END_ERROR, why);
@@ -624,8 +618,6 @@ static void on_first_frame(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct conn *c = w->data;
 
-	(void)loop;
-	(void)revents;
 	if (c->state == CS_PROXY_HEADER)
 		conn_read_proxy_header(c);
 	else
@@ -665,10 +657,12 @@ void conn_watchers_init(struct conn *c)
  * @source:	the same, as admitted by limits_admit(); the connection
  *		releases it, and the descriptors conn_host_reserve() took,
  *		when it ends
+ * @arrival:	NULL, or a count of clients on their way to @h, lowered
+ *		the instant this one is counted open or turned away
  */
 void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	       int cli_fd, const struct sockaddr *peer,
-	       const struct source_key *source)
+	       const struct source_key *source, unsigned *arrival)
 {
 	const struct listen_opts *o = &cfg->o;
 	struct conn *c = calloc(1, sizeof(*c));
@@ -681,6 +675,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 		conn_host_unreserve(h);
 		sock_set_linger0(cli_fd);
 		close(cli_fd);
+		conn_host_arrived(arrival);
 		return;
 	}
 	c->host = h;
@@ -704,6 +699,7 @@ void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	conn_watchers_init(c);
 
 	conn_host_link(h, c);
+	conn_host_arrived(arrival);
 	counter_add(&h->accepted, 1);
 
 	log_debug("conn %s: accepted", c->cli_text);

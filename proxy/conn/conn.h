@@ -22,7 +22,7 @@ struct timing_pool;
 
 void conn_open(struct conn_host *h, struct listener *l, struct lcfg *cfg,
 	       int cli_fd, const struct sockaddr *peer,
-	       const struct source_key *source);
+	       const struct source_key *source, unsigned *arrival);
 void conn_close_all(struct conn_host *h);
 
 void conn_set_state(struct conn *c, enum conn_state next);

@@ -143,6 +143,18 @@ void conn_host_unreserve(struct conn_host *h)
 }
 
 /**
+ * conn_host_arrived() - lower a count of clients on their way to a host
+ *			 (worker/balance.c's), as conn_open() counts one
+ *			 open or turns it away
+ * @arrival:	the count, NULL for none
+ */
+void conn_host_arrived(unsigned *arrival)
+{
+	if (arrival)
+		__atomic_sub_fetch(arrival, 1, __ATOMIC_SEQ_CST);
+}
+
+/**
  * conn_host_link() - count a connection in, at the head of the host's list
  * @h:	the host
  * @c:	the connection, new or just adopted, in no list, its listener

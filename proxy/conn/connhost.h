@@ -19,6 +19,7 @@ void conn_host_reserve_force(struct conn_host *h);
 uint64_t conn_host_new_id(void);
 uint64_t conn_host_last_id(void);
 void conn_host_ids_from(uint64_t last);
+void conn_host_arrived(unsigned *arrival);
 void conn_host_link(struct conn_host *h, struct conn *c);
 void conn_host_count_accepted(struct conn_host *h, uint64_t n);
 

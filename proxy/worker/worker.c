@@ -189,7 +189,7 @@ static uint64_t worker_open(struct conn_host *h, struct listener *l,
 			    const struct source_key *key)
 {
 	h->opened = 0;
-	conn_open(h, l, cfg, fd, peer, key);
+	conn_open(h, l, cfg, fd, peer, key, NULL);
 	return h->opened;
 }
 

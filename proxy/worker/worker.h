@@ -118,7 +118,8 @@ extern const struct worker_cmd_ops worker_cmd_stop;
  * @netns_ino:	the network namespace the thread sits in (its inode), for
  *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
- * @incoming:	clients other workers accepted and are handing to this one
+ * @incoming:	clients on their way to this worker: being placed by it, or
+ *		handed to it by the worker that accepted them
  *		(balance.c; atomic, written by them and by this worker)
  * @moved:	clients this worker accepted and handed to a worker that
  *		served fewer connections (a counter, this worker's)
