@@ -97,5 +97,8 @@ int ngq_on_path_validation(ngtcp2_conn *conn, uint32_t flags,
 void ngq_access_free(struct ngq_access *a);
 int ngq_client_auth_session(gnutls_session_t tls, const struct ngq_creds *cr);
 uint8_t ngq_client_auth_alert(struct ngq_conn *c, uint8_t alert);
+int ngq_on_crypto(ngtcp2_conn *conn, ngtcp2_crypto_level level, uint64_t offset,
+		  const uint8_t *data, size_t len, void *ud);
+void ngq_tls_shed(struct ngq_conn *c);
 
 #endif /* SMBSPLICE_NGQ_T_H */

@@ -543,7 +543,7 @@ static int on_stop_sending(ngtcp2_conn *conn, int64_t sid, uint64_t code,
  */
 void ngq_callbacks(ngtcp2_callbacks *cb)
 {
-	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+	cb->recv_crypto_data = ngq_on_crypto;
 	cb->encrypt = ngtcp2_crypto_encrypt_cb;
 	cb->decrypt = ngtcp2_crypto_decrypt_cb;
 	cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
@@ -738,6 +738,7 @@ enum ngq_state ngq_read(struct ngq_conn *c, const struct ngq_path *path,
 	rv = ngtcp2_conn_read_pkt(c->conn, &p, NULL, pkt, len, now);
 	switch (rv) {
 	case 0:
+		ngq_tls_shed(c);
 		return NGQ_OK;
 	case NGTCP2_ERR_DRAINING:
 		return NGQ_DRAIN;

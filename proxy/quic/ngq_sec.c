@@ -1,13 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* ngq_sec.c - the QUIC library's calls for a listener's defences: Retry
- *	       (address validation), Stateless Reset, path validation and
- *	       client certificates
+ *	       (address validation), Stateless Reset, path validation,
+ *	       client certificates, and the TLS session's end
  *
  * Theory of operation: the second file of the ngq module (ngq.h), apart
  * from ngq.c's connections so that neither passes the daemon's file size
  * limit; the two files together hold every ngtcp2 and GnuTLS call of the
  * daemon, and moving to ngtcp2 1.x is these two. Each section below says
  * what it does; quic.c decides when.
+ *
+ * A server's TLS session is freed the moment ngtcp2 reports the
+ * handshake done (ngq_tls_shed()): every key after it (1-RTT, key
+ * updates) is ngtcp2's, derived from secrets it already holds, and a
+ * TLS 1.3 client has nothing more to send a QUIC server (KeyUpdate is
+ * QUIC's own, RFC 9001 6; no certificate is asked for after the
+ * handshake). The session held 21 KiB of heap for as long as the
+ * connection lived, and a mapped drive's connection lives for hours.
+ * CRYPTO bytes that come after it anyway end the connection with
+ * unexpected_message (ngq_on_crypto()), as GnuTLS would have. The client
+ * role keeps its session: a server may send tickets after the handshake.
  */
 #include "config.h"
 
@@ -25,6 +36,9 @@
 
 #include "quic/ngq-t.h"
 #include "quic/ngq.h"
+
+/* TLS alert unexpected_message: handshake bytes after the handshake. */
+#define NGQ_ALERT_UNEXPECTED 10
 
 /**
  * ngq_retried_params() - a connection whose client answered our Retry
@@ -602,4 +616,42 @@ int ngq_creds_client_auth(struct ngq_creds *cr, const char *ca,
 	ngq_access_free(cr->access);
 	cr->access = a;
 	return 0;
+}
+
+/**
+ * ngq_on_crypto() - handshake bytes from the peer, for TLS; to a server
+ *		     whose handshake is over, a protocol violation
+ * @conn:	the connection
+ * @level:	their encryption level
+ * @offset:	where in that level's stream
+ * @data:	the bytes
+ * @len:	how many
+ * @ud:		our connection
+ *
+ * Return: 0, or an ngtcp2 error (a TLS alert set).
+ */
+int ngq_on_crypto(ngtcp2_conn *conn, ngtcp2_crypto_level level, uint64_t offset,
+		  const uint8_t *data, size_t len, void *ud)
+{
+	struct ngq_conn *c = ud;
+
+	if (!c->tls) {
+		ngtcp2_conn_set_tls_alert(conn, NGQ_ALERT_UNEXPECTED);
+		return NGTCP2_ERR_CRYPTO;
+	}
+	return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data, len,
+						 ud);
+}
+
+/**
+ * ngq_tls_shed() - free a server's TLS session once its handshake is done
+ * @c:	the connection, outside ngtcp2's calls
+ */
+void ngq_tls_shed(struct ngq_conn *c)
+{
+	if (c->cl || !c->tls || !ngtcp2_conn_get_handshake_completed(c->conn))
+		return;
+	ngtcp2_conn_set_tls_native_handle(c->conn, NULL);
+	gnutls_deinit(c->tls);
+	c->tls = NULL;
 }
