@@ -25,16 +25,23 @@
  * namespace) is never chosen. The count of connections on their way is
  * raised before the target's state is read, and a draining worker reads
  * it after setting its state, so a worker never reports its drain over
- * while a client is on its way to it (balance_pending()).
+ * while a client is on its way to it (balance_pending()). A client that
+ * found its target draining is kept, and the target told to look again
+ * (balance_cmd_recheck): its drain check may have seen the raised count.
  *
  * The counts are read by other workers while they change, so each change
- * errs towards counting a client twice, never missing it: a client being
- * placed is counted on its way to the worker placing it, a moved one is
- * counted at its target before it leaves its acceptor, and conn_open()
- * lowers the count the instant it counts the client open (the count used
- * to fall only after the backend was dialled, and an acceptor busy with
- * two clients read the target's one client as two and kept both: 3+1
- * once in 8 rounds, in CI's sanitizer build).
+ * errs towards counting a client twice, never missing it in a worker's
+ * load: a client being placed is counted on its way to the worker placing
+ * it, a moved one is counted at its target before it leaves its acceptor
+ * (at both while the command is queued: the acceptor, which only moves
+ * clients to a lighter worker, is then one too heavy, which changes no
+ * choice), and conn_open() lowers the count the instant it counts the
+ * client open (the count used to fall only after the backend was
+ * dialled, and an acceptor busy with two clients read the target's one
+ * client as two and kept both: 3+1 once in 8 rounds, in CI's sanitizer
+ * build). A third worker scanning the two loads as a client moves
+ * between them can still miss it, in a window of a few instructions:
+ * with three workers or more, a client may be placed one off.
  *
  * Its calls are declared in worker.h: the worker binds balance_place() as
  * its acceptor's place() and asks balance_pending() before its drain is
@@ -146,6 +153,8 @@ static void take_run(struct worker *w, struct worker_cmd *c)
  */
 static void take_drop(struct worker_cmd *c)
 {
+	/* The chosen worker's incoming is not lowered: drop runs only once
+	 * its thread has ended, and nothing reads the count after. */
 	struct moving *m = c->arg;
 
 	limits_release(&m->host->px->limits, &m->key,
@@ -161,6 +170,22 @@ static void take_drop(struct worker_cmd *c)
 const struct worker_cmd_ops balance_cmd_take = {
 	.run = take_run,
 	.drop = take_drop,
+};
+
+/**
+ * recheck_run() - balance_cmd_recheck: a draining worker whose count of
+ *		   clients on their way was raised by a move that then kept
+ *		   the client looks again whether its drain is over
+ * @w:	the worker
+ * @c:	nothing of it is read
+ */
+static void recheck_run(struct worker *w, struct worker_cmd *c)
+{
+	worker_drain_check(w);
+}
+
+static const struct worker_cmd_ops balance_cmd_recheck = {
+	.run = recheck_run,
 };
 
 /**
@@ -209,6 +234,13 @@ static bool move(struct worker *w, struct worker *to, struct listener *l,
 	free(m);
 keep:
 	__atomic_sub_fetch(&to->incoming, 1, __ATOMIC_SEQ_CST);
+	/* Its drain check may have run while the count was raised, and found
+	 * it not over; nothing else may wake it (if memory runs out here,
+	 * --drain-timeout still ends the drain). */
+	if (__atomic_load_n(&to->state, __ATOMIC_SEQ_CST) == WS_DRAINING)
+		worker_run(to,
+			   &(struct worker_cmd){ .ops = &balance_cmd_recheck },
+			   WORKER_CMD_NOWAIT);
 	return false;
 }
 
