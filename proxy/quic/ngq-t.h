@@ -29,7 +29,8 @@ struct ngqc_side;
  * @cred:	GnuTLS's
  * @refs:	the listener's 1 while current, and one per connection whose
  *		TLS session uses them: a reload that rereads the files
- *		leaves connections on the old ones to their end
+ *		leaves handshakes on the old ones to their end (a
+ *		connection lets go once its handshake is done)
  * @access:	the client certificates allowed and denied, NULL when none
  *		is asked for (ngq_creds_client_auth())
  */
@@ -53,7 +54,8 @@ struct ngq_creds {
  * @cl:		the client role's own (ngq_client.c), NULL for a
  *		listener's connection; the fields below are the listener's
  * @bad_alpn:	the client offered no "smb"
- * @creds:	the certificate its session uses (a reference)
+ * @creds:	the certificate its session uses (a reference), NULL once
+ *		a listener's handshake is done (ngq_tls_shed())
  * @alert:	the TLS alert its handshake fails with, 0 for GnuTLS's own
  *		(a client certificate refused: 49, access_denied)
  * @no_cert:	a client that sent no certificate was counted

@@ -16,6 +16,7 @@
  * QUIC's own, RFC 9001 6; no certificate is asked for after the
  * handshake). The session held 21 KiB of heap for as long as the
  * connection lived, and a mapped drive's connection lives for hours.
+ * Its reference to the listener's certificate and key goes with it.
  * CRYPTO bytes that come after it anyway end the connection with
  * unexpected_message (ngq_on_crypto()), as GnuTLS would have. The client
  * role keeps its session: a server may send tickets after the handshake.
@@ -654,4 +655,8 @@ void ngq_tls_shed(struct ngq_conn *c)
 	ngtcp2_conn_set_tls_native_handle(c->conn, NULL);
 	gnutls_deinit(c->tls);
 	c->tls = NULL;
+	/* Nor the certificate: a reload's new one need not wait for hours
+	 * of old connections to free the old key. */
+	ngq_creds_free(c->creds);
+	c->creds = NULL;
 }

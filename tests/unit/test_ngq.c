@@ -107,11 +107,11 @@ static const struct ngq_cb cb = {
 	.cid_del = on_cid_del,
 };
 
-static struct end srv = { .path = { (struct sockaddr *)&srv_sa,
-				    sizeof(srv_sa), (struct sockaddr *)&cli_sa,
+static struct end srv = { .path = { (struct sockaddr *)&srv_sa, sizeof(srv_sa),
+				    (struct sockaddr *)&cli_sa,
 				    sizeof(cli_sa) } };
-static struct end cli = { .path = { (struct sockaddr *)&cli_sa,
-				    sizeof(cli_sa), (struct sockaddr *)&srv_sa,
+static struct end cli = { .path = { (struct sockaddr *)&cli_sa, sizeof(cli_sa),
+				    (struct sockaddr *)&srv_sa,
 				    sizeof(cli_sa) } };
 
 /* Run a command of the test's, quietly; fail the test if it fails. */
@@ -174,8 +174,8 @@ static void to_server(const uint8_t *pkt, size_t n)
 	if (!srv.c) {
 		snprintf(crt, sizeof(crt), "%s/srv.pem", dir);
 		snprintf(key, sizeof(key), "%s/srv.key", dir);
-		assert_int_equal(ngq_creds_load(crt, key, &cr, err, sizeof(err)),
-				 0);
+		assert_int_equal(
+			ngq_creds_load(crt, key, &cr, err, sizeof(err)), 0);
 		assert_int_equal(ngq_accept(&srv.c, cr, secret, &srv.path, pkt,
 					    n, &tune, NULL, &cb, &srv, now),
 				 0);
@@ -220,9 +220,9 @@ static void pump(unsigned rounds)
 			return;
 		m = srv.c ? next(&srv, buf) : 0;
 		if (m)
-			assert_int_equal(ngq_read(cli.c, &cli.path, buf,
-						  (size_t)m, now),
-					 NGQ_OK);
+			assert_int_equal(
+				ngq_read(cli.c, &cli.path, buf, (size_t)m, now),
+				NGQ_OK);
 		if (!n && !m) {
 			/* Let delayed ACKs and pacing come due. */
 			now += 30 * STEP;
@@ -237,7 +237,8 @@ static void pump(unsigned rounds)
 static void connect_both(void)
 {
 	struct ngqc_creds *cr;
-	struct ngqc_dial d = { .name = NAME, .cc = "cubic",
+	struct ngqc_dial d = { .name = NAME,
+			       .cc = "cubic",
 			       .window = 1u << 20 };
 	char err[256], ca[128];
 
@@ -246,12 +247,10 @@ static void connect_both(void)
 	srv = (struct end){ .path = srv.path, .got = calloc(1, BYTES) };
 	cli = (struct end){ .path = cli.path, .got = calloc(1, BYTES) };
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	assert_int_equal(ngqc_creds_load(ca, "", "", false, &cr, err,
-					 sizeof(err)),
-			 0);
-	assert_int_equal(ngqc_connect(&cli.c, &d, cr, &cli.path, &cb, &cli,
-				      now),
-			 0);
+	assert_int_equal(
+		ngqc_creds_load(ca, "", "", false, &cr, err, sizeof(err)), 0);
+	assert_int_equal(
+		ngqc_connect(&cli.c, &d, cr, &cli.path, &cb, &cli, now), 0);
 	pump(200);
 	assert_true(cli.open);
 	assert_non_null(srv.c);
@@ -268,17 +267,17 @@ static void test_after_shed(void **state)
 {
 	connect_both();
 	assert_null(srv.c->tls);     /* freed at the handshake's end */
+	assert_null(srv.c->creds);   /* and its certificate reference */
 	assert_non_null(cli.c->tls); /* a client keeps it (tickets) */
 	cli.out = sent;
-	srv.out = sent;
 	pump(40);
-	assert_int_equal(ngtcp2_conn_initiate_key_update(cli.c->conn, now),
-			 0);
-	pump(200);
+	assert_true(cli.nout < BYTES); /* the rest goes under new keys */
+	assert_int_equal(ngtcp2_conn_initiate_key_update(cli.c->conn, now), 0);
+	pump(5000);
 	now += 10 * 1000 * STEP; /* past the wait before the next update */
 	pump(2);
-	assert_int_equal(ngtcp2_conn_initiate_key_update(srv.c->conn, now),
-			 0);
+	assert_int_equal(ngtcp2_conn_initiate_key_update(srv.c->conn, now), 0);
+	srv.out = sent; /* all of it under the server's new keys */
 	pump(5000);
 	assert_false(srv.close);
 	assert_int_equal(srv.ngot, BYTES);
