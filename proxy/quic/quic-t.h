@@ -59,6 +59,16 @@
 #define QUIC_CLOSE_KEEP 256
 
 /**
+ * struct qsecond - a count of events in the current second (stateless.c)
+ * @sec:	the second, of quic_now()
+ * @n:		the events counted in it
+ */
+struct qsecond {
+	uint64_t sec;
+	unsigned n;
+};
+
+/**
  * struct qgone - one of our connection IDs whose connection closed lately,
  *		  in its closing period (stateless.c)
  * @id:		the ID
@@ -168,19 +178,17 @@ struct qcid {
  * @secret:	its stateless reset secret, derived from its key
  *		(ngq_reset_secret()): a restarted daemon resets the
  *		connections of the one before
- * @reset_sec:	the second whose Stateless Resets @reset_n counts
- * @reset_n:	how many went out in it (at most QUIC_RESET_RATE)
+ * @resets:	Stateless Resets sent this second (at most
+ *		QUIC_RESET_RATE)
  * @gone:	IDs of ours whose connections closed lately, a ring: their
  *		packets get our close again, never a reset
  * @gone_next:	the ring's next slot
  * @token_secret: the secret its Retry tokens are sealed with (random,
  *		this process's)
  * @qst:	its QUIC counters in this worker (listener.h's struct lquic)
- * @rate_sec:	the second whose new Initials @rate_n counts
- * @rate_n:	how many came in it: --quic-retry auto asks for a Retry
- *		above QUIC_RETRY_RATE
- * @retry_sec:	the second whose Retries @retry_n counts
- * @retry_n:	how many went out in it (at most QUIC_RETRY_MAX)
+ * @initials:	new Initials this second: --quic-retry auto asks for a
+ *		Retry above QUIC_RETRY_RATE
+ * @retries:	Retries sent this second (at most QUIC_RETRY_MAX)
  * @halfopen:	connections begun without a Retry whose client has not
  *		opened its stream: auto asks for a Retry at
  *		QUIC_RETRY_HALFOPEN
@@ -224,15 +232,12 @@ struct qlistener {
 	struct ngq_creds *creds;
 	uint8_t secret[NGQ_SECRET_LEN];
 	uint8_t token_secret[NGQ_SECRET_LEN];
-	uint64_t reset_sec;
-	unsigned reset_n;
+	struct qsecond resets;
 	struct qgone gone[QUIC_GONE];
 	unsigned gone_next;
 	struct lquic *qst;
-	uint64_t rate_sec;
-	unsigned rate_n;
-	uint64_t retry_sec;
-	unsigned retry_n;
+	struct qsecond initials;
+	struct qsecond retries;
 	unsigned halfopen;
 	struct qanswer ans[QUIC_ANSWERS];
 	unsigned nans;

@@ -25,6 +25,24 @@
 #include "quic/quic-t.h"
 
 /**
+ * this_second() - a per-second count, started again in a new second
+ * @w:		the count
+ * @now:	the time, ns
+ *
+ * Return: the count of this second, to read or raise.
+ */
+static unsigned *this_second(struct qsecond *w, uint64_t now)
+{
+	uint64_t sec = now / 1000000000u;
+
+	if (sec != w->sec) {
+		w->sec = sec;
+		w->n = 0;
+	}
+	return &w->n;
+}
+
+/**
  * retry_due() - is a client's first Initial to be answered with a Retry
  * @ql:		the listener
  * @now:	the time, ns
@@ -36,7 +54,7 @@
  */
 static bool retry_due(struct qlistener *ql, uint64_t now)
 {
-	uint64_t sec = now / 1000000000u;
+	unsigned *n;
 
 	switch (ql->cfg->o.quic_retry) {
 	case QUIC_RETRY_ALWAYS:
@@ -46,23 +64,18 @@ static bool retry_due(struct qlistener *ql, uint64_t now)
 	case QUIC_RETRY_AUTO:
 		break;
 	}
-	if (sec != ql->rate_sec) {
-		ql->rate_sec = sec;
-		ql->rate_n = 0;
-	}
-	if (++ql->rate_n == QUIC_RETRY_RATE + 1)
+	n = this_second(&ql->initials, now);
+	if (++*n == QUIC_RETRY_RATE + 1)
 		log_rate(
 			LOG_LVL_WARN,
 			"listener %s: over %u new QUIC connections a second: new clients get a Retry (--quic-retry auto)",
 			ql->l->name, QUIC_RETRY_RATE);
-	if (ql->halfopen == QUIC_RETRY_HALFOPEN &&
-	    ql->rate_n <= QUIC_RETRY_RATE)
+	if (ql->halfopen == QUIC_RETRY_HALFOPEN && *n <= QUIC_RETRY_RATE)
 		log_rate(
 			LOG_LVL_WARN,
 			"listener %s: %u QUIC handshakes under way from unproved addresses: new clients get a Retry (--quic-retry auto)",
 			ql->l->name, QUIC_RETRY_HALFOPEN);
-	return ql->rate_n > QUIC_RETRY_RATE ||
-	       ql->halfopen >= QUIC_RETRY_HALFOPEN;
+	return *n > QUIC_RETRY_RATE || ql->halfopen >= QUIC_RETRY_HALFOPEN;
 }
 
 /**
@@ -75,14 +88,10 @@ static bool retry_due(struct qlistener *ql, uint64_t now)
  */
 static bool retry_spent(struct qlistener *ql, uint64_t now)
 {
-	uint64_t sec = now / 1000000000u;
+	unsigned *n = this_second(&ql->retries, now);
 
-	if (sec != ql->retry_sec) {
-		ql->retry_sec = sec;
-		ql->retry_n = 0;
-	}
-	if (ql->retry_n < QUIC_RETRY_MAX) {
-		ql->retry_n++;
+	if (*n < QUIC_RETRY_MAX) {
+		++*n;
 		return false;
 	}
 	log_rate(
@@ -243,20 +252,16 @@ bool quic_gone_answer(struct qlistener *ql, const uint8_t *dcid, size_t dcidlen,
 void quic_stateless_reset(struct qlistener *ql, const uint8_t *pkt, size_t len,
 			  const struct sockaddr *peer, socklen_t peerlen)
 {
-	uint64_t sec = quic_now() / 1000000000u;
+	unsigned *sent = this_second(&ql->resets, quic_now());
 	uint8_t out[64];
 	ssize_t n;
 
-	if (sec != ql->reset_sec) {
-		ql->reset_sec = sec;
-		ql->reset_n = 0;
-	}
-	if (ql->reset_n >= QUIC_RESET_RATE)
+	if (*sent >= QUIC_RESET_RATE)
 		return;
 	n = ngq_reset_pkt(pkt, len, ql->secret, out, sizeof(out));
 	if (n <= 0)
 		return;
-	ql->reset_n++;
+	++*sent;
 	quic_answer(ql, out, n, peer, peerlen);
 	counter_add(&ql->qst->resets, 1);
 }
