@@ -434,8 +434,11 @@ def test_cut(path, digest, scratch):
                 f.write(text)
             return wan.signal_and_wait(signal.SIGHUP, r"info: reloaded|error: SIGHUP")[-1]
 
+        # The path is shown open before it is cut and after it is restored:
+        # 4 of 5 pings will do (CI once lost one on a busy machine), where
+        # a cut answers none.
         seqs, _ = ping(ADDR4[1], 5, 0.05)
-        check(len(seqs) == 5, f"before the cut, 5 of 5 pings answered ({len(seqs)})")
+        check(len(seqs) >= 4, f"before the cut, at least 4 of 5 pings answered ({len(seqs)})")
 
         def cut_and_restore():
             line = reload("# cut the path\nloss 100\n")
@@ -455,7 +458,7 @@ def test_cut(path, digest, scratch):
             line = reload("")
             check("loss 0%" in line and "loss 100" not in line, f"an empty file restores the command line: {line}")
             seqs, _ = ping(ADDR4[1], 5, 0.05)
-            check(len(seqs) == 5, f"restored: 5 of 5 pings answered ({len(seqs)})")
+            check(len(seqs) >= 4, f"restored: at least 4 of 5 pings answered ({len(seqs)})")
 
         n, got = transfer(path, pause=cut_and_restore)
         check(n == MIB << 20 and got == digest, f"a TCP connection open across the cut carries on, byte-exact ({n})")
