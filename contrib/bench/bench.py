@@ -84,7 +84,8 @@ Workloads:
          idle session (--quicfield-idle, default 9000, at most a third of
          the open-files limit) through smbsplice
          with TCP clients, smbsplice's quic: listener and the quic-go
-         relay; one `kill -USR2` with 10 and 1000 (--quicfield-handover)
+         relay, and whose heap a QUIC session is by library (the
+         heapcensus.so shim); one `kill -USR2` with 10 and 1000 (--quicfield-handover)
          idle QUIC sessions and a transfer in flight (the pause, the
          sessions the old process kept and that answered after, its exit);
          and how four long TCP connections spread over --workers 2.
@@ -572,7 +573,7 @@ def work_bin():
 
 
 def build_tools(bindir):
-    """Build loadgen, connstorm, the filetimes.so shim and smbread into bindir."""
+    """Build loadgen, connstorm, the filetimes.so and heapcensus.so shims and smbread into bindir."""
     cc = os.environ.get("CC", "cc")
     subprocess.run([cc, "-O2", "-Wall", "-o", os.path.join(bindir, "loadgen"),
                     os.path.join(BENCH, "loadgen.c"), "-lm", "-lpthread"], check=True)
@@ -582,6 +583,8 @@ def build_tools(bindir):
                     os.path.join(BENCH, "sockfloor.c"), "-lpthread"], check=True)
     subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", os.path.join(bindir, "filetimes.so"),
                     os.path.join(BENCH, "filetimes.c"), "-ldl"], check=True)
+    subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", os.path.join(bindir, "heapcensus.so"),
+                    os.path.join(BENCH, "heapcensus.c"), "-ldl", "-lpthread"], check=True)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbclient"], capture_output=True,
                            text=True)
     if flags.returncode == 0 and os.path.exists(os.path.join(BENCH, "smbread.c")):
@@ -1311,7 +1314,8 @@ def main():
                 handover.subreaper()
                 handover.raise_nofile()
                 results["quicfield"] = quicfield.run_quicfield(
-                    args, work, be.connstorm(), log, {"free_port": free_port, "wait_listening": wait_listening})
+                    args, work, be.connstorm(), log, {"free_port": free_port, "wait_listening": wait_listening,
+                                                      "bin": work_bin()})
         if ns_only and be.netns_create():
             if "ns" in ns_only:
                 with part("namespace: get, put, bulk, rr"):

@@ -18,6 +18,12 @@ SMB server's):
   session takes three of smbsplice's descriptors (its socketpair's two
   ends and the backend's socket), so N is kept under a third of the
   open-files limit (the report says when it was cut).
+- census: whose heap those bytes are. smbsplice's quic: listener again,
+  under contrib/bench/heapcensus.so, with WARM sessions and then
+  CENSUS_N more: the live heap bytes each library allocated (libngtcp2,
+  libgnutls, smbsplice itself, the rest), per session, from the
+  difference of two censuses. Allocated, not resident: a page never
+  touched is not resident, so a library's resident share can be smaller.
 - handover: for each N of --quicfield-handover (default 10,1000), N idle
   QUIC sessions (qhold) and a transfer in flight (smbqc nc: 64 MiB
   through the echo and back) through smbsplice --workers 2, then one
@@ -62,6 +68,7 @@ SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 BIN = os.path.join(TOP, "tests/quic/bin")
 WARM = 20
 IDLE_SETTLE = 5.0
+CENSUS_N = 1000
 ROUNDS = 8
 SPLIT_BYTES = 4 << 20
 XFER = 64 << 20
@@ -182,6 +189,84 @@ def idle_one(name, n, echo, cert, work, tools):
     finally:
         d.stop()
     return kib
+
+
+def wait_file(path, timeout=10.0):
+    """Wait for a file to appear (heapcensus.so renames its census into
+    place whole)."""
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise RuntimeError(f"no {path} within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def census_read(pid, path):
+    """Ask heapcensus.so in process pid for a census: live heap bytes by
+    the file (library or program) whose code asked for them."""
+    if os.path.exists(path):
+        os.unlink(path)
+    os.kill(pid, signal.SIGRTMIN + 3)
+    wait_file(path)
+    with open(path) as f:
+        lines = f.read().split("\n")
+    os.unlink(path)
+    if lines[0] != "census":
+        raise RuntimeError(f"heapcensus: {lines[0] or 'no census'}: its tables were full")
+    maps = []
+    with open(f"/proc/{pid}/maps") as f:
+        for m in f:
+            parts = m.split()
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if len(parts) >= 6 and "x" in parts[1]:
+                maps.append((lo, hi, os.path.basename(parts[5])))
+    by = collections.Counter()
+    for ln in lines[1:]:
+        if not ln:
+            continue
+        addr, nbytes, _ = ln.split()
+        a = int(addr, 16)
+        lib = next((name for lo, hi, name in maps if lo <= a < hi), "?")
+        by[lib] += int(nbytes)
+    return by
+
+
+def census(n, echo, cert, work, tools):
+    """Heap bytes per idle QUIC session by the library that allocated them."""
+    ca, crt, key = cert
+    so = os.path.join(tools["bin"], "heapcensus.so")
+    out = os.path.join(work, "heapcensus.txt")
+    port = free_udp_port()
+    env = dict(os.environ, LD_PRELOAD=so, HEAPCENSUS_OUT=out)
+    logf = open(os.path.join(work, "qf-census.log"), "w")
+    d = subprocess.Popen([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}",
+                          "--mode", "tcp", "--workers", "1", "--quic-cert", crt, "--quic-key", key],
+                         stdout=subprocess.DEVNULL, stderr=logf, env=env)
+    held = []
+    try:
+        time.sleep(1)
+        held.append(qhold(port, ca, WARM))
+        time.sleep(2)
+        before = census_read(d.pid, out)
+        held.append(qhold(port, ca, n))
+        time.sleep(IDLE_SETTLE)
+        after = census_read(d.pid, out)
+    finally:
+        for p in held:
+            p.stdin.close()
+            p.wait(timeout=60)
+        d.send_signal(signal.SIGINT)
+        try:
+            d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+        logf.close()
+    libs = {}
+    for lib in set(before) | set(after):
+        name = "smbsplice" if lib == "smbsplice" else lib.split(".so")[0]
+        libs[name] = libs.get(name, 0) + (after[lib] - before[lib]) / n
+    return {"n": n, "bytes": {k: v for k, v in sorted(libs.items(), key=lambda kv: -kv[1]) if abs(v) >= 1}}
 
 
 def xfer_file(work, name):
@@ -439,6 +524,12 @@ def run_quicfield(args, work, echo, log, tools):
         except Exception as e:
             res["idle"].append({"name": name, "n": n, "failed": " ".join(str(e).split())[-300:]})
             log(f"quicfield idle: {name}: failed: {e}")
+    try:
+        res["census"] = census(min(n, CENSUS_N), echo, cert, work, tools)
+        log(f"quicfield census: {res['census']}")
+    except Exception as e:
+        res["census"] = {"failed": " ".join(str(e).split())[-300:]}
+        log(f"quicfield census: failed: {e}")
     for c in [int(x) for x in args.quicfield_handover.split(",") if x]:
         try:
             h = handover_one(c, echo, cert, work, log)
@@ -481,6 +572,17 @@ def table(r):
             continue
         ratio = f"{x['kib'] / relay:.2f}×" if relay else ""
         out.append(f"| {x['name']} | {x['n']:,} | {x['kib']:.1f} | {ratio} |")
+    ce = r.get("census") or {}
+    if ce.get("failed"):
+        out += ["", f"Whose heap: failed: {ce['failed'][:200]}"]
+    elif ce:
+        total = sum(ce["bytes"].values())
+        out += ["", f"Whose heap an idle smbsplice QUIC session is (contrib/bench/heapcensus.so, {ce['n']:,} sessions): "
+                "live bytes allocated per session, by the library that asked; allocated, not resident (pages never "
+                "touched are not resident).\n", "| library | KiB per session | share |", "|---|---|---|"]
+        for lib, b in ce["bytes"].items():
+            out.append(f"| {lib} | {b / 1024:.1f} | {b / total:.0%} |")
+        out.append(f"| all | {total / 1024:.1f} | |")
     out += ["", "### QUIC in the field: a live upgrade with open QUIC sessions\n",
             f"One `kill -USR2` with N idle sessions (qhold) and a {XFER >> 20} MiB transfer in flight, "
             "--workers 2: the pause the old process logs, the QUIC connections it kept, the transfer's bytes, the "
