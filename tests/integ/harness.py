@@ -206,10 +206,16 @@ class Samba:
 
     def smbclient(self, port, *args, cmd, netns=None):
         """Run smbclient against //127.0.0.1/share on `port`; with `netns`,
-        inside that network namespace (`ip netns exec`)."""
+        inside that network namespace (`ip netns exec`).
+
+        Its per-operation timeout is raised from 20 s to 120 s: on a
+        loaded machine (the sanitizer pass of CI) a 256 MiB put once took
+        46 s and smbclient gave up on the close that followed
+        (NT_STATUS_IO_TIMEOUT) with every byte forwarded. A proxy that
+        lost a reply still fails, after 120 s instead of 20."""
         need("smbclient", "smbclient")
         argv = in_netns(netns, ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"root%{self.password}",
-                                *args, "-c", cmd])
+                                "-t", "120", *args, "-c", cmd])
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         if r.returncode:
             raise TestFailure(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
