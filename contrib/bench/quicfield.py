@@ -63,6 +63,7 @@ import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 sys.path.insert(0, os.path.join(TOP, "tests/integ"))
+from harness import wait_for  # noqa: E402
 from test_quic import NAME, free_udp_port, make_certs, rss_kib  # noqa: E402
 SMBSPLICE = os.path.join(TOP, "proxy/smbsplice")
 BIN = os.path.join(TOP, "tests/quic/bin")
@@ -88,10 +89,10 @@ def certs(work):
 class Daemon:
     """A process of ours with its log in a file."""
 
-    def __init__(self, argv, work, name):
+    def __init__(self, argv, work, name, env=None):
         self.logname = os.path.join(work, f"{name}.log")
         self.logf = open(self.logname, "w")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.logf, env=env)
 
     def log(self):
         with open(self.logname, errors="replace") as f:
@@ -191,23 +192,13 @@ def idle_one(name, n, echo, cert, work, tools):
     return kib
 
 
-def wait_file(path, timeout=10.0):
-    """Wait for a file to appear (heapcensus.so renames its census into
-    place whole)."""
-    end = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > end:
-            raise RuntimeError(f"no {path} within {timeout:.0f} s")
-        time.sleep(0.05)
-
-
 def census_read(pid, path):
     """Ask heapcensus.so in process pid for a census: live heap bytes by
     the file (library or program) whose code asked for them."""
     if os.path.exists(path):
         os.unlink(path)
     os.kill(pid, signal.SIGRTMIN + 3)
-    wait_file(path)
+    wait_for(f"heapcensus.so's census in {path}", lambda: os.path.exists(path))
     with open(path) as f:
         lines = f.read().split("\n")
     os.unlink(path)
@@ -237,35 +228,26 @@ def census(n, echo, cert, work, tools):
     so = os.path.join(tools["bin"], "heapcensus.so")
     out = os.path.join(work, "heapcensus.txt")
     port = free_udp_port()
-    env = dict(os.environ, LD_PRELOAD=so, HEAPCENSUS_OUT=out)
-    logf = open(os.path.join(work, "qf-census.log"), "w")
-    d = subprocess.Popen([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}",
-                          "--mode", "tcp", "--workers", "1", "--quic-cert", crt, "--quic-key", key],
-                         stdout=subprocess.DEVNULL, stderr=logf, env=env)
+    d = Daemon([SMBSPLICE, "--listen", f"quic:127.0.0.1:{port}", "--backend", f"127.0.0.1:{echo}", "--mode", "tcp",
+                "--workers", "1", "--quic-cert", crt, "--quic-key", key], work, "qf-census",
+               env=dict(os.environ, LD_PRELOAD=so, HEAPCENSUS_OUT=out))
     held = []
     try:
         time.sleep(1)
         held.append(qhold(port, ca, WARM))
         time.sleep(2)
-        before = census_read(d.pid, out)
+        before = census_read(d.proc.pid, out)
         held.append(qhold(port, ca, n))
         time.sleep(IDLE_SETTLE)
-        after = census_read(d.pid, out)
+        after = census_read(d.proc.pid, out)
     finally:
         for p in held:
             p.stdin.close()
             p.wait(timeout=60)
-        d.send_signal(signal.SIGINT)
-        try:
-            d.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            d.wait()
-        logf.close()
-    libs = {}
+        d.stop()
+    libs = collections.Counter()
     for lib in set(before) | set(after):
-        name = "smbsplice" if lib == "smbsplice" else lib.split(".so")[0]
-        libs[name] = libs.get(name, 0) + (after[lib] - before[lib]) / n
+        libs[lib.split(".so")[0]] += (after[lib] - before[lib]) / n
     return {"n": n, "bytes": {k: v for k, v in sorted(libs.items(), key=lambda kv: -kv[1]) if abs(v) >= 1}}
 
 

@@ -18,7 +18,7 @@ import stat
 import subprocess
 import sys
 
-from harness import SRCDIR, TMPDIR, check, run
+from harness import SRCDIR, TMPDIR, check, run, wait_for
 
 sys.path.insert(0, os.path.join(SRCDIR, "contrib", "bench"))
 import quicfield  # noqa: E402
@@ -79,7 +79,7 @@ def main():
         p.stdin.flush()
         check(p.stdout.readline().strip() == "freed", "the program freed two blocks")
         os.kill(p.pid, signal.SIGRTMIN + 3)
-        quicfield.wait_file(out)
+        wait_for("the census", lambda: os.path.exists(out))
         mode = stat.S_IMODE(os.stat(out).st_mode)
         check(mode == 0o600, f"the census file is the owner's alone: {oct(mode)}")
         second = quicfield.census_read(p.pid, out)
