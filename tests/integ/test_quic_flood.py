@@ -39,7 +39,7 @@ import subprocess
 import threading
 import time
 
-from harness import SANITIZED, TMPDIR, Server, check, metric, run, scrape, wait_for
+from harness import SANITIZED, SMBSPLICE, TMPDIR, Server, TestFailure, check, metric, run, scrape, wait_for
 from quicinitial import have_crypto, open_initial, seal_initial, varint
 from test_quic import NAME, SMBQC, Quic, echo, quic_setup, rss_kib
 from test_quic_hostile import Forwarder, wait_first
@@ -89,11 +89,18 @@ def spoofed(port, datagrams):
 
 
 def transfer(q, src, want):
-    """smbqc nc of src through the echo: (exact, MB/s)."""
+    """smbqc nc of src through the echo: (exact, MB/s).
+
+    Its QUIC idle timeout is 5 s, not 30: the client's CONNECTION_CLOSE
+    is one datagram, sent while the flood may still fill the listener's
+    socket buffer. Lost, the connection is the server's until the idle
+    timeout (as QUIC has it), and its descriptor with it: the wait for the
+    descriptors below must not depend on that datagram."""
     out = hashlib.sha256()
     t0 = time.monotonic()
     with open(src, "rb") as i:
-        p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "nc"], stdin=i,
+        p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "-idle", "5s", "nc"],
+                             stdin=i,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         n = 0
         while (b := p.stdout.read1(1 << 20)):
@@ -106,6 +113,13 @@ def transfer(q, src, want):
 
 def used(q):
     return metric(scrape(q.px.stats_port), "smbsplice_descriptors_used")
+
+
+def udp_rcvbuf_errors():
+    """The host's count of UDP datagrams dropped on a full socket buffer."""
+    with open("/proc/net/snmp") as f:
+        head, vals = [line.split() for line in f if line.startswith("Udp:")][:2]
+    return int(vals[head.index("RcvbufErrors")])
 
 
 def main():
@@ -132,6 +146,7 @@ def main():
     check(exact, f"without a flood: 32 MiB through the QUIC listener, exact ({calm:.0f} MB/s)")
     time.sleep(1)
     fds0, rss0, m0 = used(q), rss_kib(q.px.proc.pid), quic_metrics(q)
+    drops0 = udp_rcvbuf_errors()
     sent = [0]
     t = threading.Thread(target=lambda: sent.__setitem__(0, spoofed(q.port, flood)))
     t0 = time.monotonic()
@@ -146,15 +161,30 @@ def main():
     m1 = quic_metrics(q)
     retries, began = m1["retries"] - m0["retries"], m1["handshakes"] - m0["handshakes"]
     # Past the cap the rest is dropped unanswered; a flood slower than it
-    # (under the sanitizers) is answered whole. The transfer's own client
-    # counts too: a Retry and a handshake.
-    check(0 < retries <= 2 * 1000 * (int(secs) + 2) and retries + began <= sent[0] + 2,
+    # (under the sanitizers) is answered whole, each Initial once: 873
+    # Retries and 129 handshakes for 1,000 there. The transfer's own client
+    # counts too: a handshake, and a Retry for each copy of its first
+    # Initial, which it sends again if the Retry is slow to come (its first
+    # timeout is 200 ms in quic-go 0.29, and the Retry waits behind the flood's Initials in
+    # the worker's socket buffer): up to three copies are allowed.
+    check(0 < retries <= 2 * 1000 * (int(secs) + 2) and retries + began <= sent[0] + 4,
           f"--quic-retry auto answered the flood with stateless Retries, at most 1,000 a second per worker, "
-          f"dropping what was past that: {retries:,} of {sent[0]:,} in {secs:.1f} s")
+          f"dropping what was past that: {retries:,.0f} of {sent[0]:,} in {secs:.1f} s ({began:.0f} handshakes "
+          f"begun)")
     check(began <= 2 * 64 + 4,
           f"and began handshakes for no more than 64 at a time per worker: {began:,} in {secs:.1f} s")
-    wait_for("the flood's handshakes to time out and give their descriptors back",
-             lambda: used(q) <= fds0, timeout=15)
+    held = used(q)
+    try:
+        wait_for("the flood's handshakes to time out and give their descriptors back",
+                 lambda: used(q) <= fds0, timeout=15)
+    except TestFailure as e:
+        conns = subprocess.run([SMBSPLICE, "ctl", "--control", q.control, "conns"], capture_output=True, text=True,
+                               timeout=30).stdout
+        raise TestFailure(f"{e}: {used(q):.0f} held, {fds0:.0f} before the flood, {held:.0f} after it; "
+                          f"{udp_rcvbuf_errors() - drops0} UDP datagrams dropped on full socket buffers "
+                          f"meanwhile (the host's); open connections:\n{conns}") from None
+    print(f"the flood's handshakes gave back their descriptors: {held:.0f} held after it, {fds0:.0f} before",
+          flush=True)
     rss1 = rss_kib(q.px.proc.pid)
     bound = 16 << 10 if not SANITIZED else 256 << 10
     check(rss1 - rss0 < bound, f"the daemon's memory grew {rss1 - rss0:,} KiB over the flood (bound {bound:,})")
