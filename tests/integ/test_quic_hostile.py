@@ -130,8 +130,23 @@ class Forwarder:
             self.back.send(d)
 
     def close(self):
+        """Stop, after relaying what the client already sent: its last
+        datagram is often its CONNECTION_CLOSE, sent as it exits; left
+        behind, the daemon would hold the connection until its idle
+        timeout (30 s with smbqc's default), past the test's end."""
         self.stopping.set()
         self.t.join()
+        self.front.setblocking(False)
+        while True:
+            try:
+                d = self.front.recv(65536)
+            except BlockingIOError:
+                break
+            self.got.append(d)
+            try:
+                self.back.send(d)
+            except OSError:  # the daemon is gone: nothing to relay to
+                break
         self.front.close()
         self.back.close()
 
