@@ -18,10 +18,14 @@
  * struct budget - an amount with a limit, shared by threads
  * @limit:	how much may be held at once
  * @used:	how much is held now (atomic)
+ * @given:	how much was ever given back (atomic): a reader that saw it
+ *		move since its last look knows something was freed, even if
+ *		as much was taken again meanwhile
  */
 struct budget {
 	long limit;
 	long used;
+	unsigned long given;
 };
 
 /**
@@ -60,6 +64,7 @@ static inline void budget_force(struct budget *b, long n)
 static inline void budget_give(struct budget *b, long n)
 {
 	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->given, (unsigned long)n, __ATOMIC_RELAXED);
 }
 
 /**
@@ -71,6 +76,17 @@ static inline void budget_give(struct budget *b, long n)
 static inline long budget_used(const struct budget *b)
 {
 	return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+}
+
+/**
+ * budget_given() - how much was ever given back
+ * @b:	the budget
+ *
+ * Return: the total, which other threads may be changing.
+ */
+static inline unsigned long budget_given(const struct budget *b)
+{
+	return __atomic_load_n(&b->given, __ATOMIC_RELAXED);
 }
 
 /**

@@ -118,6 +118,8 @@ extern const struct worker_cmd_ops worker_cmd_stop;
  * @netns_ino:	the network namespace the thread sits in (its inode), for
  *		dialling backends in another one
  * @trim:	shrinks the pools every few seconds
+ * @trim_given:	the process's descriptors ever given back, at the last
+ *		trim: a change means memory was freed (worker.c, on_trim())
  * @incoming:	clients on their way to this worker: being placed by it, or
  *		handed to it by the worker that accepted them
  *		(balance.c; atomic, written by them and by this worker)
@@ -144,6 +146,7 @@ struct worker {
 	enum worker_state state;
 	ino_t netns_ino;
 	ev_timer trim;
+	unsigned long trim_given;
 	unsigned incoming;
 	uint64_t moved;
 };

@@ -65,8 +65,11 @@ static void test_budget_shared(void **state)
 	assert_null(pipepool_get(&p2));
 	assert_int_equal(p2.denied, 1);
 	assert_int_equal(pipepool_budget_open(&b), 3);
+	/* A take past the limit undoes itself: nothing was given back. */
+	assert_int_equal(budget_given(&b.pipes), 0);
 
 	pipepool_drop(&p1, a);
+	assert_int_equal(budget_given(&b.pipes), 1);
 	a = pipepool_get(&p2);
 	assert_non_null(a);
 	pipepool_put(&p2, a);
@@ -75,6 +78,10 @@ static void test_budget_shared(void **state)
 	pipepool_destroy(&p1);
 	pipepool_destroy(&p2);
 	assert_int_equal(pipepool_budget_open(&b), 0);
+	/* Every pipe ever closed counts, the dropped one too though another
+	 * took its place at once: a worker's trim looks at this to know that
+	 * memory was freed. */
+	assert_int_equal(budget_given(&b.pipes), 4);
 }
 
 static void test_size_applied(void **state)
