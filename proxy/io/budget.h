@@ -18,9 +18,10 @@
  * struct budget - an amount with a limit, shared by threads
  * @limit:	how much may be held at once
  * @used:	how much is held now (atomic)
- * @given:	how much was ever given back (atomic): a reader that saw it
- *		move since its last look knows something was freed, even if
- *		as much was taken again meanwhile
+ * @given:	how much was ever given back (atomic), undone reservations
+ *		included: a reader that saw it move since its last look knows
+ *		something was given back, even if as much was taken again
+ *		meanwhile
  */
 struct budget {
 	long limit;

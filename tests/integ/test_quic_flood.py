@@ -19,7 +19,7 @@ behind a quic: listener (--workers 2, --quic-retry auto, --mode tcp):
   the daemon's memory does not grow by the flood;
 - at a second listener that moved nothing (no buffers for its trim to
   give back), the same flood's handshakes' memory goes back to the
-  kernel at the workers' next pool trim, once the descriptors held fell
+  kernel within two of the workers' pool trims once they timed out
   (worker.c): about 100 KiB a handshake, 14 MiB in all, had stayed
   resident for good before (measured 30 s after). Not under the
   sanitizers, whose allocator keeps freed memory in quarantine.
@@ -185,11 +185,16 @@ def main():
         wait_for("the flood's handshakes to time out and give their descriptors back",
                  lambda: used(q) <= fds0, timeout=15)
     except TestFailure as e:
-        conns = subprocess.run([SMBSPLICE, "ctl", "--control", q.control, "conns"], capture_output=True, text=True,
-                               timeout=30).stdout
+        try:
+            conns = subprocess.run([SMBSPLICE, "ctl", "--control", q.control, "conns"], capture_output=True,
+                                   text=True, timeout=30).stdout.strip().splitlines()[1:]
+        except subprocess.TimeoutExpired:
+            conns = ["(ctl conns did not answer within 30 s)"]
+        # One line, so that CI's summary (.ci/run) shows all of it.
         raise TestFailure(f"{e}: {used(q):.0f} held, {fds0:.0f} before the flood, {held:.0f} after it; "
                           f"{udp_rcvbuf_errors() - drops0} UDP datagrams dropped on full socket buffers "
-                          f"meanwhile (the host's); open connections:\n{conns}") from None
+                          f"meanwhile (the host's); {len(conns)} connections open: "
+                          + " | ".join(" ".join(c.split()) for c in conns)) from None
     print(f"the flood's handshakes gave back their descriptors: {held:.0f} held after it, {fds0:.0f} before",
           flush=True)
     bound = 8 << 10 if not SANITIZED else 256 << 10
@@ -225,12 +230,15 @@ def flood_alone(srv, certs, first):
     sent = spoofed(q.port, forged(first, FLOOD))
     time.sleep(0.5)
     peak, began = rss_kib(q.px.proc.pid) - rss0, quic_metrics(q)["handshakes"]
-    check(began >= 64, f"a flood of {sent:,} Initials at a listener that moved nothing began {began:.0f} handshakes, "
-                       f"holding {peak:,} KiB more than before it")
-    wait_for("its handshakes to time out and give their descriptors back", lambda: used(q) == 0, timeout=15)
     bound = 6 << 10
+    # Held well past the bound, or the purge would not be what the check
+    # below sees: 13.8 to 14.3 MiB measured.
+    check(began >= 64 and peak >= bound + (4 << 10),
+          f"a flood of {sent:,} Initials at a listener that moved nothing began {began:.0f} handshakes, holding "
+          f"{peak:,} KiB more than before it (at least {bound + (4 << 10):,})")
+    wait_for("its handshakes to time out and give their descriptors back", lambda: used(q) == 0, timeout=15)
     grew = settled(q, rss0, bound)
-    check(grew < bound, f"once they timed out, their memory went back to the kernel at the next pool trim: "
+    check(grew < bound, f"once they timed out, their memory went back to the kernel within two pool trims: "
                         f"{grew:,} KiB more than before the flood (bound {bound:,})")
     q.px.stop()
 
