@@ -83,7 +83,7 @@ int ngq_file_readable(const char *what, const char *path, char *err,
 /* ngq.c: the glue both roles' connections share */
 int ngq_tls_init(struct ngq_conn *c, unsigned flags,
 		 gnutls_certificate_credentials_t cred);
-void ngq_keepalive(ngtcp2_conn *conn);
+void ngq_keepalive(ngtcp2_conn *conn, ngtcp2_duration most);
 ngtcp2_path ngq_to_path(const struct ngq_path *p);
 void ngq_callbacks(ngtcp2_callbacks *cb);
 

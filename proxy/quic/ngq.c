@@ -350,12 +350,14 @@ static int tls_new(struct ngq_conn *c, struct ngq_creds *cr)
  * ngq_keepalive() - keepalives as often as the peer's idle timeout needs,
  *		     once the handshake has told it
  * @conn:	the connection
+ * @most:	the longest silence wanted before a PING (NGQ_KEEPALIVE for a
+ *		listener's connection; a client's is shorter, ngq_client.c)
  */
-void ngq_keepalive(ngtcp2_conn *conn)
+void ngq_keepalive(ngtcp2_conn *conn, ngtcp2_duration most)
 {
 	const ngtcp2_transport_params *p =
 		ngtcp2_conn_get_remote_transport_params(conn);
-	ngtcp2_duration ka = NGQ_KEEPALIVE;
+	ngtcp2_duration ka = most;
 
 	if (p && p->max_idle_timeout && p->max_idle_timeout / 2 < ka)
 		ka = p->max_idle_timeout / 2;
@@ -372,7 +374,7 @@ void ngq_keepalive(ngtcp2_conn *conn)
  */
 static int on_handshake(ngtcp2_conn *conn, void *ud)
 {
-	ngq_keepalive(conn);
+	ngq_keepalive(conn, NGQ_KEEPALIVE);
 	return 0;
 }
 
