@@ -29,7 +29,8 @@
  * handshake has told it), which the client acknowledges: so an SMB
  * session idle for hours (a mapped drive) keeps its connection and its
  * NAT binding (home routers forget UDP after 30 s to 2 min), and a client
- * that vanished is found within the idle timeout.
+ * that vanished is found within the idle timeout. A client's connection
+ * (ngq_client.c) PINGs after NGQC_KEEPALIVE, 5 s: see there why.
  */
 #include "config.h"
 
