@@ -375,9 +375,11 @@ def test_closing_period(certs):
               f"the client learns of the close from its next packets, not at its 30 s idle timeout "
               f"({secs:.1f} s, exit {rc})")
         m = scrape(q.px.stats_port)
-        check(metric(m, "smbsplice_quic_stateless_resets_total", listener="main") == 0
-              and metric(m, "smbsplice_quic_handshakes_total", listener="main") == 1,
-              "and none of its packets drew a reset or made a connection")
+        resets = metric(m, "smbsplice_quic_stateless_resets_total", listener="main")
+        shakes = metric(m, "smbsplice_quic_handshakes_total", listener="main")
+        check(resets == 0 and shakes == 1,
+              f"and none of its packets drew a reset or made a connection ({resets:.0f} resets, {shakes:.0f} "
+              f"handshakes: the client's own is one)")
     finally:
         p.stdin.close()
         if p.poll() is None:
@@ -456,11 +458,17 @@ def test_reload_cert(certs):
     nc = lambda ca_: subprocess.run([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca_, "-timeout", "3s",  # noqa: E731
                                      "nc"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30).returncode
     check(nc(ca) == 0 and nc(ca2) == 2, "the first certificate is served (CA 1 verifies it, CA 2 does not)")
-    p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca, "nc"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    errf = os.path.join(TMPDIR, "reload-cert.err")
+    with open(errf, "wb") as err:
+        p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{port}", "-name", NAME, "-ca", ca, "nc"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     p.stdin.write(b"a")
     p.stdin.flush()
-    check(p.stdout.read(1) == b"a", "a connection under the first certificate")
+    got, said = p.stdout.read(1), ""
+    if got != b"a":  # what the client saw: this failed once in a CI run here, unexplained
+        with open(errf, errors="replace") as f:
+            said = f" (got {got!r}; smbqc said: {f.read().strip()[-400:]})"
+    check(got == b"a", f"a connection under the first certificate{said}")
     shutil.copy(cert2, live_cert)
     shutil.copy(key2, live_key)
     px.proc.send_signal(signal.SIGHUP)
