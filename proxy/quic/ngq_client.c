@@ -38,15 +38,16 @@
 #include "quic/ngq-t.h"
 #include "quic/ngq_client.h"
 
-#define NGQC_IDLE (120 * NGTCP2_SECONDS)
+#define NGQC_IDLE		   (120 * NGTCP2_SECONDS)
+#define NGQC_ALERT_NO_APP_PROTOCOL 120
+
 /* A client PINGs after this long without a packet: a NAT that gives it a
  * new port mid-transfer leaves the server sending to the old one, and only
  * the client's next packet shows the server where it went (RFC 9000 9.3).
  * A client that only receives sent that packet at the 25 s keepalive: gets
  * through a NAT that moved took 29 to 72 s instead of 2, and one ended at
  * the 120 s idle timeout (test_wan_emulated). */
-#define NGQC_KEEPALIVE		   (5 * NGTCP2_SECONDS)
-#define NGQC_ALERT_NO_APP_PROTOCOL 120
+#define NGQC_KEEPALIVE (5 * NGTCP2_SECONDS)
 
 /**
  * struct ngqc_creds - what a client's TLS session trusts and shows

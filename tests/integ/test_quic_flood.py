@@ -52,6 +52,8 @@ from test_quic_hostile import Forwarder, wait_first
 from test_quic_sec import quic_metrics
 
 FLOOD = 1000 if SANITIZED else 4000
+# Both listeners': two workers, Retries when a flood comes, 3 s to open a stream.
+LISTENER = ("--mode", "tcp", "--workers", "2", "--quic-retry", "auto", "--handshake-timeout", "3")
 TRIM_EVERY = 5  # worker.c's: how often a worker trims its pools
 XFER = 32 << 20
 
@@ -107,8 +109,7 @@ def transfer(q, src, want):
     t0 = time.monotonic()
     with open(src, "rb") as i:
         p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{q.port}", "-name", NAME, "-ca", q.ca, "-idle", "5s", "nc"],
-                             stdin=i,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdin=i, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         n = 0
         while (b := p.stdout.read1(1 << 20)):
             out.update(b)
@@ -135,7 +136,7 @@ def main():
         print("SKIP: python3-cryptography is missing: the flood's Initials cannot be sealed", flush=True)
         raise SystemExit(77)
     srv = Server(echo)
-    q = Quic(srv.addr, certs, "--mode", "tcp", "--workers", "2", "--quic-retry", "auto", "--handshake-timeout", "3")
+    q = Quic(srv.addr, certs, *LISTENER)
     # A real client's first Initial, recorded on its way.
     fw = Forwarder(q.port)
     p = subprocess.Popen([SMBQC, "-addr", f"127.0.0.1:{fw.port}", "-name", NAME, "-ca", q.ca, "nc"],
@@ -225,7 +226,7 @@ def flood_alone(srv, certs, first):
         print("the flood at a listener that moved nothing: not under the sanitizers (freed memory stays in "
               "AddressSanitizer's quarantine)", flush=True)
         return
-    q = Quic(srv.addr, certs, "--mode", "tcp", "--workers", "2", "--quic-retry", "auto", "--handshake-timeout", "3")
+    q = Quic(srv.addr, certs, *LISTENER)
     rss0 = rss_kib(q.px.proc.pid)
     sent = spoofed(q.port, forged(first, FLOOD))
     time.sleep(0.5)

@@ -106,16 +106,27 @@ class Forwarder:
         self.t.start()
 
     def _run(self):
-        while not self.stopping.is_set():
-            r, _, _ = select.select([self.front, self.back], [], [], 0.1)
+        while True:
+            # Once stopping, what the client already sent is relayed first:
+            # its last datagram is often its CONNECTION_CLOSE, sent as it
+            # exits; left behind, the daemon would hold the connection
+            # until its idle timeout (30 s with smbqc's default), past the
+            # test's end.
+            stopping = self.stopping.is_set()
+            r, _, _ = select.select([self.front, self.back], [], [], 0 if stopping else 0.1)
+            if stopping and self.front not in r:
+                return
             if self.front in r:
                 d, self.client = self.front.recvfrom(65536)
                 self.got.append(d)
                 if self.inject is not None:
                     self.front.sendto(self.inject, self.client)
                     self.inject = None
-                with self.lock:
-                    self.back.send(d)
+                try:
+                    with self.lock:
+                        self.back.send(d)
+                except ConnectionRefusedError:  # the daemon is gone
+                    continue
             if self.back in r:
                 try:
                     d = self.back.recv(65536)
@@ -130,23 +141,9 @@ class Forwarder:
             self.back.send(d)
 
     def close(self):
-        """Stop, after relaying what the client already sent: its last
-        datagram is often its CONNECTION_CLOSE, sent as it exits; left
-        behind, the daemon would hold the connection until its idle
-        timeout (30 s with smbqc's default), past the test's end."""
+        """Stop, after relaying what the client already sent (_run())."""
         self.stopping.set()
         self.t.join()
-        self.front.setblocking(False)
-        while True:
-            try:
-                d = self.front.recv(65536)
-            except BlockingIOError:
-                break
-            self.got.append(d)
-            try:
-                self.back.send(d)
-            except OSError:  # the daemon is gone: nothing to relay to
-                break
         self.front.close()
         self.back.close()
 
